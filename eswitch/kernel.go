@@ -1,0 +1,117 @@
+package eswitch
+
+import (
+	"errors"
+	"net"
+)
+
+// Devlink names a devlink instance: "pci/0000:61:00.0", "netdevsim/netdevsim10".
+type Devlink struct {
+	Bus    string `json:"bus"`
+	Device string `json:"device"`
+}
+
+func (d Devlink) String() string { return d.Bus + "/" + d.Device }
+
+// Port flavours as devlink prints them.
+const (
+	FlavourPhysical = "physical"
+	FlavourPCIPF    = "pcipf"
+	FlavourPCIVF    = "pcivf"
+	FlavourVirtual  = "virtual"
+)
+
+// Eswitch modes as devlink prints them.
+const (
+	ModeLegacy    = "legacy"
+	ModeSwitchdev = "switchdev"
+)
+
+// Port is one devlink port ("devlink port show").
+type Port struct {
+	Devlink  Devlink `json:"devlink"`
+	Index    uint32  `json:"index"`
+	Netdev   string  `json:"netdev,omitempty"`
+	Flavour  string  `json:"flavour"`
+	Number   uint32  `json:"number,omitempty"` // physical: port_number
+	PfNumber uint16  `json:"pfnum,omitempty"`  // pcipf, pcivf
+	VfNumber uint16  `json:"vfnum,omitempty"`  // pcivf
+}
+
+// VFInfo is one VF as its PF reports it over rtnetlink ("ip link show $pf", the "vf N" lines).
+type VFInfo struct {
+	ID   int    `json:"id"`
+	MAC  string `json:"mac"`
+	Vlan int    `json:"vlan,omitempty"`
+}
+
+// Link is one network interface as rtnetlink reports it ("ip -d link show $name").
+type Link struct {
+	Name      string   `json:"name"`
+	Index     int      `json:"index"`
+	Kind      string   `json:"kind,omitempty"` // "bond", "veth", ""
+	Master    string   `json:"master,omitempty"`
+	AdminUp   bool     `json:"admin_up"`
+	OperState string   `json:"operstate"`
+	MAC       string   `json:"mac"`
+	Alias     string   `json:"alias,omitempty"`
+	VFs       []VFInfo `json:"vfs,omitempty"`
+}
+
+// BondSpec is a bond as vflag creates it.
+type BondSpec struct {
+	Name           string `json:"name"`
+	Mode           string `json:"mode"`                       // active-backup | balance-xor | 802.3ad
+	Miimon         int    `json:"miimon"`                     // ms
+	LacpRate       string `json:"lacp_rate,omitempty"`        // slow | fast (802.3ad only)
+	XmitHashPolicy string `json:"xmit_hash_policy,omitempty"` // layer2 | layer2+3 | layer3+4 | encap2+3 | encap3+4 (xor, 802.3ad)
+	Alias          string `json:"alias,omitempty"`            // ifalias marking the owner
+}
+
+// ErrLinkNotFound is returned (wrapped) by Kernel.Link for an unknown interface.
+var ErrLinkNotFound = errors.New("link not found")
+
+// ErrNotSupported is returned (wrapped) when a device lacks a devlink
+// parameter, an eswitch or an ethtool feature.
+var ErrNotSupported = errors.New("not supported")
+
+// Kernel is the netlink, devlink and ethtool surface vflag uses. The real
+// implementation is Netlink; the simulated host implements it too. Errors
+// from the kernel wrap the syscall.Errno it returned.
+type Kernel interface {
+	// EswitchMode reads the eswitch mode ("devlink dev eswitch show $dev").
+	EswitchMode(d Devlink) (string, error)
+	// SetEswitchMode changes it ("devlink dev eswitch set $dev mode $mode"); blocks until done.
+	SetEswitchMode(d Devlink, mode string) error
+	// Ports lists every devlink port ("devlink port show").
+	Ports() ([]Port, error)
+	// Param reads a driver parameter's runtime value ("devlink dev param show $dev name $name");
+	// ErrNotSupported when the driver has no such parameter.
+	Param(d Devlink, name string) (string, error)
+	// SetParam sets it ("devlink dev param set $dev name $name value $v cmode runtime").
+	SetParam(d Devlink, name, value string) error
+
+	// Link reads one interface ("ip -d link show $name"); ErrLinkNotFound if absent.
+	Link(name string) (Link, error)
+	// Links lists every interface ("ip -d link show").
+	Links() ([]Link, error)
+	// SetLinkUp sets the admin state ("ip link set $name up|down").
+	SetLinkUp(name string, up bool) error
+	// SetVFMAC sets a VF's MAC through its PF ("ip link set $pf vf $vf mac $mac").
+	SetVFMAC(pf string, vf int, mac net.HardwareAddr) error
+	// SetVFVlan sets a VF's VLAN through its PF ("ip link set $pf vf $vf vlan $vlan").
+	SetVFVlan(pf string, vf int, vlan int) error
+	// AddBond creates a bond, down, without slaves
+	// ("ip link add $name type bond mode $mode miimon $ms ...; ip link set $name alias $alias").
+	AddBond(b BondSpec) error
+	// DeleteLink removes an interface ("ip link del $name").
+	DeleteLink(name string) error
+	// SetMaster enslaves slave to master, or releases it when master is ""
+	// ("ip link set $slave master $master" / "ip link set $slave nomaster").
+	SetMaster(slave, master string) error
+
+	// Feature reads an ethtool feature ("ethtool -k $name | grep $feature").
+	Feature(name, feature string) (bool, error)
+	// SetFeature sets it ("ethtool -K $name $feature on|off").
+	SetFeature(name, feature string, on bool) error
+}
