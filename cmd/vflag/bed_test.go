@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/libvirtx/virttest"
+	"github.com/vflag/vflag/ovs/ovstest"
+)
+
+func TestMain(m *testing.M) { ovstest.Main(m) }
+
+// bed is one test host: a simulated NIC (in its own directory), a real
+// ovsdb-server/ovs-vswitchd and a real libvirtd with domain vm1. The OVS and
+// libvirt daemons may be shared by sequential subtests: every subtest must
+// leave them at their baseline, which is what the tests assert anyway.
+type bed struct {
+	t      testing.TB
+	ovs    *ovstest.Server
+	virt   *virttest.Daemon
+	simDir string
+	state  string
+	config string
+}
+
+// daemons are the real parts shared by a test's subtests.
+type daemons struct {
+	ovs  *ovstest.Server
+	virt *virttest.Daemon
+}
+
+func startDaemons(t testing.TB) daemons {
+	d := daemons{ovs: ovstest.Start(t), virt: virttest.Start(t)}
+	d.virt.DefineDomain(t, "vm1")
+	return d
+}
+
+// newBed makes a fresh simulated host with config text cfg (the example
+// config when empty) pointed at the daemons.
+func newBed(t testing.TB, d daemons, cfg string) *bed {
+	dir := t.TempDir()
+	b := &bed{t: t, ovs: d.ovs, virt: d.virt, simDir: filepath.Join(dir, "sim"), state: filepath.Join(dir, "state"),
+		config: filepath.Join(dir, "vflag.yaml")}
+	if cfg == "" {
+		cfg = exampleConfig
+	}
+	cfg = strings.Replace(cfg, "ovsdb: unix:/var/run/openvswitch/db.sock", "ovsdb: "+d.ovs.Endpoint(), 1)
+	cfg = strings.Replace(cfg, "libvirt: qemu:///system", "libvirt: "+d.virt.URI(), 1)
+	cfg = strings.Replace(cfg, "sim:\n", "sim:\n  mirror_netns: "+d.ovs.Netns()+"\n", 1)
+	cfg = strings.Replace(cfg, "      hw_offload: true\n", "      hw_offload: true\n      datapath_type: netdev\n", 1)
+	if err := os.WriteFile(b.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// vflag runs the command in-process, as a separate invocation would.
+func (b *bed) vflag(args ...string) (stdout, stderr string, code int) {
+	b.t.Helper()
+	var out, errb bytes.Buffer
+	all := append([]string{"--config", b.config, "--sim", b.simDir, "--state-dir", b.state}, args...)
+	code = run(context.Background(), all, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// mustVflag runs a command that must exit with code want.
+func (b *bed) mustVflag(want int, args ...string) string {
+	b.t.Helper()
+	out, errs, code := b.vflag(args...)
+	if code != want {
+		b.t.Fatalf("vflag %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errs)
+	}
+	return out
+}
+
+// upJSON runs `up -o json` and decodes its report.
+func (b *bed) upJSON(want int, args ...string) report {
+	b.t.Helper()
+	out := b.mustVflag(want, append([]string{"up", "-o", "json", "--detailed-exit-codes"}, args...)...)
+	var rep report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		b.t.Fatalf("decode up report: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// simDump is the simulated host's whole state.
+func (b *bed) simDump() string {
+	b.t.Helper()
+	h, err := sim.Open(b.simDir, nil)
+	if err != nil {
+		b.t.Fatalf("open sim: %v", err)
+	}
+	defer h.Close()
+	return h.Dump()
+}
+
+// dump is the whole system: simulated kernel, OVSDB, and vm1's persistent XML.
+func (b *bed) dump() string {
+	b.t.Helper()
+	kernel, _, _ := strings.Cut(b.simDump(), "dmesg:\n") // the kernel log is history, not state
+	return "== kernel\n" + kernel + "\n== ovsdb\n" + b.ovs.Dump() + "\n== vm1\n" + normalizeXML(b.virt.DomainXML(b.t, "vm1"))
+}
+
+// normalizeXML drops the empty <metadata/> libvirt leaves after the last entry is removed.
+func normalizeXML(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == "<metadata/>" {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
+}
+
+// initSim creates the simulated host from the config without changing it
+// (a status run opens it), so a baseline dump can be taken.
+func (b *bed) initSim() {
+	b.t.Helper()
+	b.mustVflag(0, "status")
+}
+
+func diffText(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, "- "+x, "+ "+y)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/sriov"
+)
+
+// Config is vflag's configuration file (YAML), after viper has merged flags
+// and VFLAG_* environment variables.
+type Config struct {
+	OVSDB   string  `mapstructure:"ovsdb"`   // "unix:/var/run/openvswitch/db.sock"
+	Libvirt string  `mapstructure:"libvirt"` // "qemu:///system"
+	Groups  []Group `mapstructure:"groups"`
+	// LAGTimeout bounds the wait for hardware LAG activation (default 30s).
+	LAGTimeout time.Duration `mapstructure:"lag_timeout"`
+	// VFTimeout bounds the wait for VF creation per PF (default 5m: ~0.5 s per VF on ConnectX).
+	VFTimeout time.Duration `mapstructure:"vf_timeout"`
+	Sim       *sim.Spec     `mapstructure:"sim"`
+}
+
+// Group is one LAG group: the two ports of one NIC, bonded.
+type Group struct {
+	Name string `mapstructure:"name"`
+	// Eswitch is "switchdev" (VF-LAG, default) or "legacy" (VFs only: no
+	// representors, no bond requirement).
+	Eswitch          string       `mapstructure:"eswitch"`
+	PFs              []string     `mapstructure:"pfs"` // netdev names or PCI addresses
+	NumVFs           int          `mapstructure:"numvfs"`
+	FlowSteeringMode string       `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
+	Bond             Bond         `mapstructure:"bond"`
+	VFs              []VFConfig   `mapstructure:"vfs"`
+	OVS              OVSConfig    `mapstructure:"ovs"`
+	Attachments      []Attachment `mapstructure:"attachments"`
+}
+
+// Bond is the bond over the group's PFs.
+type Bond struct {
+	Name           string `mapstructure:"name"`
+	Mode           string `mapstructure:"mode"`
+	Miimon         int    `mapstructure:"miimon"`
+	LacpRate       string `mapstructure:"lacp_rate"`
+	XmitHashPolicy string `mapstructure:"xmit_hash_policy"`
+}
+
+// VFConfig holds one VF's settings.
+type VFConfig struct {
+	PF     int    `mapstructure:"pf"` // index into pfs
+	VF     int    `mapstructure:"vf"`
+	MAC    string `mapstructure:"mac"`
+	Driver string `mapstructure:"driver"` // host driver bound after LAG is active
+	VLAN   int    `mapstructure:"vlan"`   // access tag on the representor's OVS port
+}
+
+// OVSConfig is the group's bridge.
+type OVSConfig struct {
+	Bridge       string `mapstructure:"bridge"`
+	DatapathType string `mapstructure:"datapath_type"`
+	HWOffload    *bool  `mapstructure:"hw_offload"` // default true
+}
+
+// Attachment puts one VF into one libvirt domain.
+type Attachment struct {
+	Domain string `mapstructure:"domain"`
+	PF     int    `mapstructure:"pf"`
+	VF     int    `mapstructure:"vf"`
+	MAC    string `mapstructure:"mac"`  // default: the VF's configured MAC
+	Live   bool   `mapstructure:"live"` // also attach to the running domain
+}
+
+// FieldError is a config error naming the field path and the bad value.
+type FieldError struct {
+	Path  string
+	Value any
+	Msg   string
+}
+
+func (e FieldError) Error() string { return fmt.Sprintf("%s: %q %s", e.Path, fmt.Sprint(e.Value), e.Msg) }
+
+// ConfigErrors is every error found in a config.
+type ConfigErrors []FieldError
+
+func (es ConfigErrors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return "invalid config:\n  " + strings.Join(lines, "\n  ")
+}
+
+// MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
+const MaxVFsLAG = 64
+
+var (
+	groupNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	bridgeNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+	domainNameRE = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
+	endpointRE   = regexp.MustCompile(`^(unix:/\S+|tcp:\S+:\d+|ssl:\S+:\d+)$`)
+	bondModes    = map[string]bool{"active-backup": true, "balance-xor": true, "802.3ad": true}
+	hashPolicies = map[string]bool{"layer2": true, "layer2+3": true, "layer3+4": true, "encap2+3": true, "encap3+4": true, "vlan+srcmac": true}
+)
+
+func (c *Config) applyDefaults() {
+	if c.OVSDB == "" {
+		c.OVSDB = "unix:/var/run/openvswitch/db.sock"
+	}
+	if c.Libvirt == "" {
+		c.Libvirt = "qemu:///system"
+	}
+	if c.LAGTimeout == 0 {
+		c.LAGTimeout = 30 * time.Second
+	}
+	if c.VFTimeout == 0 {
+		c.VFTimeout = 5 * time.Minute
+	}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		if g.Eswitch == "" {
+			g.Eswitch = eswitch.ModeSwitchdev
+		}
+		if g.Bond.Miimon == 0 {
+			g.Bond.Miimon = 100
+		}
+		if g.OVS.HWOffload == nil {
+			on := true
+			g.OVS.HWOffload = &on
+		}
+	}
+}
+
+// switchdev tells whether the group is a VF-LAG group.
+func (g *Group) switchdev() bool { return g.Eswitch == eswitch.ModeSwitchdev }
+
+// vfMAC returns the configured MAC of a VF, "" when none.
+func (g *Group) vfMAC(pf, vf int) string {
+	for _, v := range g.VFs {
+		if v.PF == pf && v.VF == vf {
+			return v.MAC
+		}
+	}
+	return ""
+}
+
+func validMAC(s string) error {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return fmt.Errorf("is not a MAC address (want aa:bb:cc:dd:ee:ff)")
+	}
+	if hw[0]&1 == 1 {
+		return fmt.Errorf("is a multicast MAC address")
+	}
+	if hw.String() == "00:00:00:00:00:00" {
+		return fmt.Errorf("is the zero MAC address")
+	}
+	return nil
+}
+
+func validPFRef(s string) error {
+	if strings.Contains(s, ":") && !strings.ContainsAny(s, "/ ") && regexp.MustCompile(`^[0-9A-Fa-f:.]+$`).MatchString(s) {
+		if _, err := sriov.ParseAddr(s); err != nil {
+			return fmt.Errorf("is not a PCI address (want dddd:bb:dd.f)")
+		}
+		return nil
+	}
+	if err := eswitch.ValidIfName(s); err != nil {
+		return fmt.Errorf("is neither a PCI address nor a valid interface name (1-15 characters, no '/')")
+	}
+	return nil
+}
+
+// Validate checks the whole config without touching the host and returns
+// every error, each naming its field path and value.
+func (c *Config) Validate() error {
+	var errs ConfigErrors
+	add := func(path string, v any, format string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
+	}
+	if !endpointRE.MatchString(c.OVSDB) {
+		add("ovsdb", c.OVSDB, "is not an OVSDB endpoint (unix:/path, tcp:host:port or ssl:host:port)")
+	}
+	if c.Libvirt == "" || strings.ContainsAny(c.Libvirt, " \n") || !strings.Contains(c.Libvirt, ":") {
+		add("libvirt", c.Libvirt, "is not a libvirt URI (e.g. qemu:///system)")
+	}
+	if c.LAGTimeout < 0 {
+		add("lag_timeout", c.LAGTimeout, "must be positive")
+	}
+	if c.VFTimeout < 0 {
+		add("vf_timeout", c.VFTimeout, "must be positive")
+	}
+	if len(c.Groups) == 0 {
+		add("groups", "", "must list at least one LAG group")
+	}
+	seen := map[string]string{} // name -> path, across groups: PFs, bonds, bridges, group names
+	claim := func(kind, name, path string) {
+		key := kind + "/" + name
+		if prev, ok := seen[key]; ok {
+			add(path, name, "is already used at %s", prev)
+			return
+		}
+		seen[key] = path
+	}
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		p := fmt.Sprintf("groups[%d]", gi)
+		if !groupNameRE.MatchString(g.Name) {
+			add(p+".name", g.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter or digit")
+		} else {
+			claim("group", g.Name, p+".name")
+		}
+		if g.Eswitch != eswitch.ModeSwitchdev && g.Eswitch != eswitch.ModeLegacy {
+			add(p+".eswitch", g.Eswitch, "must be switchdev or legacy")
+		}
+		if g.switchdev() && len(g.PFs) != 2 {
+			add(p+".pfs", strings.Join(g.PFs, ","), "must name exactly the two ports of one NIC")
+		}
+		if !g.switchdev() && (len(g.PFs) < 1 || len(g.PFs) > 2) {
+			add(p+".pfs", strings.Join(g.PFs, ","), "must name one or two PFs")
+		}
+		for i, ref := range g.PFs {
+			if err := validPFRef(ref); err != nil {
+				add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "%v", err)
+				continue
+			}
+			claim("pf", strings.ToLower(ref), fmt.Sprintf("%s.pfs[%d]", p, i))
+		}
+		if g.NumVFs < 1 || g.NumVFs > 4096 {
+			add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
+		} else if g.switchdev() && g.NumVFs > MaxVFsLAG {
+			add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
+		}
+		switch g.FlowSteeringMode {
+		case "", "smfs", "dmfs":
+		default:
+			add(p+".flow_steering_mode", g.FlowSteeringMode, "must be smfs or dmfs (or empty to leave it)")
+		}
+		if g.switchdev() {
+			c.validateBond(g, p, add)
+			if g.Bond.Name != "" {
+				claim("netdev", g.Bond.Name, p+".bond.name")
+			}
+			if !bridgeNameRE.MatchString(g.OVS.Bridge) {
+				add(p+".ovs.bridge", g.OVS.Bridge, "must be 1-15 characters of [A-Za-z0-9_.-]")
+			} else {
+				claim("bridge", g.OVS.Bridge, p+".ovs.bridge")
+			}
+			switch g.OVS.DatapathType {
+			case "", "system", "netdev":
+			default:
+				add(p+".ovs.datapath_type", g.OVS.DatapathType, "must be system or netdev")
+			}
+		} else if g.Bond.Name != "" || g.OVS.Bridge != "" {
+			if g.Bond.Name != "" {
+				add(p+".bond.name", g.Bond.Name, "is not allowed with eswitch legacy (no VF-LAG)")
+			}
+			if g.OVS.Bridge != "" {
+				add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
+			}
+		}
+		vfSeen := map[[2]int]bool{}
+		macSeen := map[string]string{}
+		for vi, v := range g.VFs {
+			vp := fmt.Sprintf("%s.vfs[%d]", p, vi)
+			if v.PF < 0 || v.PF >= len(g.PFs) {
+				add(vp+".pf", v.PF, "is not an index into pfs (0..%d)", len(g.PFs)-1)
+			}
+			if v.VF < 0 || v.VF >= g.NumVFs {
+				add(vp+".vf", v.VF, "is not a VF index (0..%d, numvfs %d)", g.NumVFs-1, g.NumVFs)
+			}
+			if vfSeen[[2]int{v.PF, v.VF}] {
+				add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is configured twice")
+			}
+			vfSeen[[2]int{v.PF, v.VF}] = true
+			if v.MAC != "" {
+				if err := validMAC(v.MAC); err != nil {
+					add(vp+".mac", v.MAC, "%v", err)
+				} else if prev, ok := macSeen[strings.ToLower(v.MAC)]; ok {
+					add(vp+".mac", v.MAC, "is already used at %s", prev)
+				} else {
+					macSeen[strings.ToLower(v.MAC)] = vp + ".mac"
+				}
+			}
+			if v.Driver != "" && !regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`).MatchString(v.Driver) {
+				add(vp+".driver", v.Driver, "is not a driver name")
+			}
+			if v.VLAN < 0 || v.VLAN > 4094 {
+				add(vp+".vlan", v.VLAN, "must be 0 (untagged) or 1-4094")
+			}
+			if v.VLAN != 0 && !g.switchdev() {
+				add(vp+".vlan", v.VLAN, "needs eswitch switchdev (the tag goes on the representor's OVS port)")
+			}
+		}
+		attSeen := map[[2]int]string{}
+		for ai, a := range g.Attachments {
+			ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
+			if !domainNameRE.MatchString(a.Domain) {
+				add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-])")
+			}
+			if a.PF < 0 || a.PF >= len(g.PFs) {
+				add(ap+".pf", a.PF, "is not an index into pfs (0..%d)", len(g.PFs)-1)
+			}
+			if a.VF < 0 || a.VF >= g.NumVFs {
+				add(ap+".vf", a.VF, "is an unknown VF (numvfs %d)", g.NumVFs)
+			}
+			if prev, ok := attSeen[[2]int{a.PF, a.VF}]; ok {
+				add(ap+".vf", a.VF, "is already attached at %s", prev)
+			}
+			attSeen[[2]int{a.PF, a.VF}] = ap
+			mac := a.MAC
+			if mac == "" {
+				mac = g.vfMAC(a.PF, a.VF)
+			}
+			if mac == "" {
+				add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
+			} else if err := validMAC(mac); err != nil {
+				add(ap+".mac", mac, "%v", err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func (c *Config) validateBond(g *Group, p string, add func(string, any, string, ...any)) {
+	b := g.Bond
+	if err := eswitch.ValidIfName(b.Name); err != nil {
+		add(p+".bond.name", b.Name, "is not a valid interface name (1-15 characters, no '/')")
+	}
+	if !bondModes[b.Mode] {
+		add(p+".bond.mode", b.Mode, "must be active-backup, balance-xor or 802.3ad (the only modes that enter hardware LAG)")
+	}
+	if b.Miimon < 1 || b.Miimon > 10000 {
+		add(p+".bond.miimon", b.Miimon, "must be 1-10000 ms")
+	}
+	switch b.LacpRate {
+	case "", "slow", "fast":
+		if b.LacpRate != "" && b.Mode != "802.3ad" {
+			add(p+".bond.lacp_rate", b.LacpRate, "only applies to mode 802.3ad")
+		}
+	default:
+		add(p+".bond.lacp_rate", b.LacpRate, "must be slow or fast")
+	}
+	if b.XmitHashPolicy != "" {
+		if !hashPolicies[b.XmitHashPolicy] {
+			add(p+".bond.xmit_hash_policy", b.XmitHashPolicy, "must be layer2, layer2+3, layer3+4, encap2+3, encap3+4 or vlan+srcmac")
+		} else if b.Mode == "active-backup" {
+			add(p+".bond.xmit_hash_policy", b.XmitHashPolicy, "does not apply to mode active-backup")
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// validConfig is a minimal valid two-port switchdev group.
+func validConfig() *Config {
+	c := &Config{
+		OVSDB:   "unix:/run/openvswitch/db.sock",
+		Libvirt: "qemu:///system",
+		Groups: []Group{{
+			Name:   "lag0",
+			PFs:    []string{"ens1f0np0", "0000:61:00.1"},
+			NumVFs: 4,
+			Bond:   Bond{Name: "bond0", Mode: "802.3ad", LacpRate: "fast", XmitHashPolicy: "layer3+4"},
+			VFs:    []VFConfig{{PF: 0, VF: 0, MAC: "52:54:00:00:00:01", VLAN: 10}},
+			OVS:    OVSConfig{Bridge: "br-lag"},
+			Attachments: []Attachment{
+				{Domain: "vm1", PF: 0, VF: 0},
+			},
+		}},
+	}
+	c.applyDefaults()
+	return c
+}
+
+func TestValidateAcceptsValidConfig(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("valid config rejected: %v", err)
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		path   string // the field path the error must name
+		value  string // the bad value it must quote
+	}{
+		{"bond mode outside 1/2/4", func(c *Config) { c.Groups[0].Bond.Mode = "balance-rr" }, "groups[0].bond.mode", "balance-rr"},
+		{"bond mode tlb", func(c *Config) { c.Groups[0].Bond.Mode = "balance-tlb" }, "groups[0].bond.mode", "balance-tlb"},
+		{"numvfs above 64 with LAG", func(c *Config) { c.Groups[0].NumVFs = 65 }, "groups[0].numvfs", "65"},
+		{"numvfs zero", func(c *Config) { c.Groups[0].NumVFs = 0 }, "groups[0].numvfs", "0"},
+		{"interface name with a slash", func(c *Config) { c.Groups[0].PFs[0] = "ens1/../../x" }, "groups[0].pfs[0]", "ens1/../../x"},
+		{"interface name too long", func(c *Config) { c.Groups[0].PFs[0] = "abcdefghijklmnop" }, "groups[0].pfs[0]", "abcdefghijklmnop"},
+		{"malformed PCI address", func(c *Config) { c.Groups[0].PFs[1] = "0000:61:00.9" }, "groups[0].pfs[1]", "0000:61:00.9"},
+		{"malformed PCI address short", func(c *Config) { c.Groups[0].PFs[1] = "61:0.1" }, "groups[0].pfs[1]", "61:0.1"},
+		{"same PF twice", func(c *Config) { c.Groups[0].PFs[1] = "ens1f0np0" }, "groups[0].pfs[1]", "ens1f0np0"},
+		{"one PF with switchdev", func(c *Config) { c.Groups[0].PFs = c.Groups[0].PFs[:1] }, "groups[0].pfs", "ens1f0np0"},
+		{"malformed MAC", func(c *Config) { c.Groups[0].VFs[0].MAC = "52:54:00:zz:00:01" }, "groups[0].vfs[0].mac", "52:54:00:zz:00:01"},
+		{"multicast MAC", func(c *Config) { c.Groups[0].VFs[0].MAC = "01:00:5e:00:00:01" }, "groups[0].vfs[0].mac", "01:00:5e:00:00:01"},
+		{"VF index beyond numvfs", func(c *Config) { c.Groups[0].VFs[0].VF = 4 }, "groups[0].vfs[0].vf", "4"},
+		{"VF of unknown PF", func(c *Config) { c.Groups[0].VFs[0].PF = 2 }, "groups[0].vfs[0].pf", "2"},
+		{"VLAN out of range", func(c *Config) { c.Groups[0].VFs[0].VLAN = 4095 }, "groups[0].vfs[0].vlan", "4095"},
+		{"attachment to unknown VF", func(c *Config) { c.Groups[0].Attachments[0].VF = 9 }, "groups[0].attachments[0].vf", "9"},
+		{"attachment to unknown PF", func(c *Config) { c.Groups[0].Attachments[0].PF = -1 }, "groups[0].attachments[0].pf", "-1"},
+		{"attachment without MAC", func(c *Config) { c.Groups[0].VFs = nil }, "groups[0].attachments[0].mac", ""},
+		{"bad domain name", func(c *Config) { c.Groups[0].Attachments[0].Domain = "vm 1" }, "groups[0].attachments[0].domain", "vm 1"},
+		{"lacp_rate with xor", func(c *Config) { c.Groups[0].Bond.Mode = "balance-xor" }, "groups[0].bond.lacp_rate", "fast"},
+		{"hash policy with active-backup", func(c *Config) {
+			c.Groups[0].Bond.Mode = "active-backup"
+			c.Groups[0].Bond.LacpRate = ""
+		}, "groups[0].bond.xmit_hash_policy", "layer3+4"},
+		{"bad hash policy", func(c *Config) { c.Groups[0].Bond.XmitHashPolicy = "layer5" }, "groups[0].bond.xmit_hash_policy", "layer5"},
+		{"bond name with slash", func(c *Config) { c.Groups[0].Bond.Name = "bo/nd" }, "groups[0].bond.name", "bo/nd"},
+		{"bridge name too long", func(c *Config) { c.Groups[0].OVS.Bridge = "br-much-too-long-name" }, "groups[0].ovs.bridge", "br-much-too-long-name"},
+		{"bad group name", func(c *Config) { c.Groups[0].Name = "Lag 0" }, "groups[0].name", "Lag 0"},
+		{"bad eswitch mode", func(c *Config) { c.Groups[0].Eswitch = "offload" }, "groups[0].eswitch", "offload"},
+		{"bad flow steering", func(c *Config) { c.Groups[0].FlowSteeringMode = "hmfs" }, "groups[0].flow_steering_mode", "hmfs"},
+		{"bad ovsdb endpoint", func(c *Config) { c.OVSDB = "/run/db.sock" }, "ovsdb", "/run/db.sock"},
+		{"bad datapath", func(c *Config) { c.Groups[0].OVS.DatapathType = "dpdk" }, "groups[0].ovs.datapath_type", "dpdk"},
+		{"no groups", func(c *Config) { c.Groups = nil }, "groups", ""},
+		{"duplicate MAC", func(c *Config) {
+			c.Groups[0].VFs = append(c.Groups[0].VFs, VFConfig{PF: 1, VF: 0, MAC: "52:54:00:00:00:01"})
+		}, "groups[0].vfs[1].mac", "52:54:00:00:00:01"},
+		{"VF configured twice", func(c *Config) {
+			c.Groups[0].VFs = append(c.Groups[0].VFs, VFConfig{PF: 0, VF: 0})
+		}, "groups[0].vfs[1]", "pf 0 vf 0"},
+		{"legacy group with a bond", func(c *Config) { c.Groups[0].Eswitch = "legacy" }, "groups[0].bond.name", "bond0"},
+		{"two groups share a PF", func(c *Config) {
+			g := c.Groups[0]
+			g.Name, g.Bond.Name, g.OVS.Bridge = "lag1", "bond1", "br-lag1"
+			g.VFs, g.Attachments = nil, nil
+			c.Groups = append(c.Groups, g)
+		}, "groups[1].pfs[0]", "ens1f0np0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.mutate(c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			want := tt.path + ": \"" + tt.value + "\""
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error does not name %s: %v", want, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,369 @@
+// Command vflag provisions SR-IOV VF-LAG on libvirt hypervisors with
+// dual-port mlx5 NICs: `vflag up` converges the host to the config,
+// `vflag down` undoes what up did, from its journal alone.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+	"golang.org/x/sys/unix"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/teardown"
+)
+
+const (
+	defaultConfig   = "/etc/vflag/vflag.yaml"
+	defaultStateDir = "/var/lib/vflag"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// app is one invocation's settings, read through viper (flags > VFLAG_* env > config file).
+type app struct {
+	v      *viper.Viper
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{v: viper.New(), stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	var ee exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case err != nil:
+		fmt.Fprintln(stderr, "vflag:", err)
+		return 1
+	}
+	return 0
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "vflag",
+		Short:         "Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			if a.v.GetBool("verbose") {
+				level = slog.LevelDebug
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			switch a.v.GetString("output") {
+			case "text", "json":
+			default:
+				return fmt.Errorf("--output: %q is not text or json", a.v.GetString("output"))
+			}
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.String("config", defaultConfig, "config file (YAML)")
+	pf.String("state-dir", defaultStateDir, "journal and lock directory (default "+defaultStateDir+", or DIR/state with --sim)")
+	pf.StringP("output", "o", "text", "output format: text or json")
+	pf.String("sim", "", "run against the simulated host kept in this directory (created from the config's sim section)")
+	pf.Bool("detailed-exit-codes", false, "exit 0 when nothing changed, 2 when something changed, 1 on error")
+	pf.BoolP("verbose", "v", false, "debug logs on stderr")
+	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose"} {
+		_ = a.v.BindPFlag(name, pf.Lookup(name))
+	}
+	a.v.SetEnvPrefix("VFLAG")
+	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	a.v.AutomaticEnv()
+
+	root.AddCommand(a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.exampleCommand())
+	return root
+}
+
+func (a *app) upCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Converge the host to the config (idempotent; resumes an interrupted run)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runUp(cmd.Context(), false)
+		},
+	}
+	cmd.Flags().Bool("no-rollback", false, "on failure keep what this run changed (the journal lets up resume and down clean up)")
+	cmd.Flags().Int("stop-after", 0, "testing: stop after this many applied steps, as if killed")
+	cmd.Flags().String("fail-at", "", "testing: fail the step with this id after applying it")
+	_ = cmd.Flags().MarkHidden("stop-after")
+	_ = cmd.Flags().MarkHidden("fail-at")
+	for _, name := range []string{"no-rollback", "stop-after", "fail-at"} {
+		_ = a.v.BindPFlag(name, cmd.Flags().Lookup(name))
+	}
+	return cmd
+}
+
+func (a *app) planCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "plan",
+		Short: "Show what up would change, step by step, without writing anything",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runUp(cmd.Context(), true)
+		},
+	}
+}
+
+func (a *app) downCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Undo, in reverse, what up recorded in its journal (no config needed; repeatable)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runDown(cmd.Context())
+		},
+	}
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runStatus(cmd.Context())
+		},
+	}
+}
+
+func (a *app) exampleCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "example-config",
+		Short: "Print the embedded example config (a simulated dual-port NIC)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := io.WriteString(a.stdout, exampleConfig)
+			return err
+		},
+	}
+}
+
+// loadConfig reads and validates the config file. missingOK lets down run
+// from the journal alone.
+func (a *app) loadConfig(missingOK bool) (*Config, error) {
+	path := a.v.GetString("config")
+	cv := viper.New()
+	cv.SetConfigFile(path)
+	cv.SetConfigType("yaml")
+	cv.SetEnvPrefix("VFLAG")
+	cv.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	cv.AutomaticEnv()
+	if err := cv.ReadInConfig(); err != nil {
+		var pe *os.PathError
+		if missingOK && (errors.As(err, &pe) || errors.Is(err, os.ErrNotExist)) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	// Environment overrides for the top-level scalars (VFLAG_OVSDB, VFLAG_LIBVIRT, ...).
+	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout"} {
+		_ = cv.BindEnv(k)
+	}
+	var cfg Config
+	if err := cv.UnmarshalExact(&cfg); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &cfg, nil
+}
+
+// host opens the kernel side: the simulated host with --sim, else the real one.
+func (a *app) host(cfg *Config) (eswitch.Kernel, sysfs.FS, func(), error) {
+	dir := a.v.GetString("sim")
+	if dir == "" {
+		return eswitch.Netlink{}, sysfs.Dir("/"), func() {}, nil
+	}
+	var spec *sim.Spec
+	if cfg != nil {
+		spec = cfg.Sim
+	}
+	h, err := sim.Open(dir, spec)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("simulated host %s: %w", dir, err)
+	}
+	return h, h.FS(), func() { h.Close() }, nil
+}
+
+func (a *app) stateDir() string {
+	if d := a.v.GetString("state-dir"); d != defaultStateDir || a.v.GetString("sim") == "" {
+		return d
+	}
+	return filepath.Join(a.v.GetString("sim"), "state")
+}
+
+func (a *app) runner(j *teardown.Journal, e *env, dry bool) *teardown.Runner {
+	r := &teardown.Runner{Journal: j, Undo: e.undoers(), DryRun: dry, Log: a.log,
+		NoRollback: a.v.GetBool("no-rollback"), StopAfter: a.v.GetInt("stop-after"), FailAt: a.v.GetString("fail-at")}
+	if isTerminal(a.stderr) {
+		r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
+	}
+	return r
+}
+
+func (a *app) runUp(ctx context.Context, dry bool) error {
+	cfg, err := a.loadConfig(false)
+	if err != nil {
+		return err
+	}
+	k, f, closeHost, err := a.host(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeHost()
+	e := newEnv(cfg, k, f, a.log)
+	defer e.close()
+
+	var j *teardown.Journal
+	if !dry {
+		lock, err := teardown.AcquireLock(a.stateDir())
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+		if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
+			return err
+		}
+	} else if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
+		return err
+	}
+	hosts, err := e.preflight(ctx)
+	if err != nil {
+		return err
+	}
+	r := a.runner(j, e, dry)
+	runErr := e.up(ctx, r, hosts)
+	if runErr != nil && errors.Is(runErr, teardown.ErrStopped) {
+		a.report(map[bool]string{true: "plan", false: "up"}[dry], r.Results(), nil)
+		return exitError{code: 3}
+	}
+	if runErr != nil && !dry && !r.NoRollback && !errors.Is(runErr, errRolledBack) {
+		// A failure outside a step (LAG wait, verification): undo this run.
+		if rbErr := r.Rollback(ctx); rbErr != nil {
+			runErr = fmt.Errorf("%w; rollback failed: %v (the journal in %s lets `vflag down` finish)", runErr, rbErr, a.stateDir())
+		} else {
+			runErr = fmt.Errorf("%w; this run's changes were rolled back", runErr)
+		}
+	}
+	return a.report(map[bool]string{true: "plan", false: "up"}[dry], r.Results(), runErr)
+}
+
+// errRolledBack marks an error after which the runner already rolled back.
+var errRolledBack = teardown.ErrRolledBack
+
+func (a *app) runDown(ctx context.Context) error {
+	cfg, err := a.loadConfig(true)
+	if err != nil {
+		a.log.Warn("config not usable; down works from the journal alone", "err", err)
+		cfg = nil
+	}
+	k, f, closeHost, err := a.host(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeHost()
+	ecfg := cfg
+	if ecfg == nil {
+		ecfg = &Config{}
+		ecfg.applyDefaults()
+	}
+	e := newEnv(ecfg, k, f, a.log)
+	defer e.close()
+	lock, err := teardown.AcquireLock(a.stateDir())
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	j, err := teardown.OpenJournal(a.stateDir())
+	if err != nil {
+		return err
+	}
+	if err := e.downPreflight(j, cfg != nil); err != nil {
+		return err
+	}
+	r := a.runner(j, e, false)
+	downErr := r.Down(ctx)
+	return a.report("down", r.Results(), downErr)
+}
+
+// downPreflight refuses while a running domain holds a VF that down would remove.
+func (e *env) downPreflight(j *teardown.Journal, haveConfig bool) error {
+	var vfs []string
+	uris := map[string]bool{}
+	for _, en := range j.Entries() {
+		switch en.Kind {
+		case kindNumVFs:
+			r, err := decode[numVFsRecord](en.Record)
+			if err != nil {
+				return err
+			}
+			list, err := e.pci.VFs(r.PF)
+			if err != nil {
+				continue // the PF is gone: nothing to hold
+			}
+			for _, v := range list {
+				vfs = append(vfs, string(v.Addr))
+			}
+		case kindAttach:
+			r, err := decode[attachRecord](en.Record)
+			if err != nil {
+				return err
+			}
+			uris[r.URI] = true
+		}
+	}
+	if len(vfs) == 0 {
+		return nil
+	}
+	if len(uris) == 0 && !haveConfig {
+		return nil // nothing tells which libvirt to ask
+	}
+	for uri := range uris {
+		e.cfg.Libvirt = uri
+	}
+	return e.refuseHeld(vfs, "remove")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/teardown"
+)
+
+// stepResult is one step in a command's report.
+type stepResult struct {
+	Kind       string  `json:"kind"`
+	ID         string  `json:"id"`
+	Phase      string  `json:"phase"`
+	Summary    string  `json:"summary"`
+	Changed    bool    `json:"changed"`
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// report is what up, plan and down print: text or JSON, with a changed field
+// for automation (Ansible's changed_when).
+type report struct {
+	Command string       `json:"command"`
+	Changed bool         `json:"changed"`
+	Changes int          `json:"changes"`
+	Steps   []stepResult `json:"steps"`
+	Error   string       `json:"error,omitempty"`
+}
+
+func (a *app) report(command string, events []teardown.Event, runErr error) error {
+	rep := report{Command: command, Steps: []stepResult{}}
+	for _, ev := range events {
+		sr := stepResult{Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
+			DurationMS: float64(ev.Duration.Microseconds()) / 1000}
+		if ev.Err != nil {
+			sr.Error = ev.Err.Error()
+		}
+		if ev.Changed && ev.Err == nil {
+			rep.Changes++
+		}
+		rep.Steps = append(rep.Steps, sr)
+	}
+	rep.Changed = rep.Changes > 0
+	if runErr != nil {
+		rep.Error = runErr.Error()
+	}
+	if a.v.GetString("output") == "json" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		writeReportText(a.stdout, rep)
+	}
+	switch {
+	case runErr != nil && a.v.GetString("output") == "json":
+		fmt.Fprintln(a.stderr, "vflag:", runErr)
+		return exitError{code: 1}
+	case runErr != nil:
+		return runErr
+	case rep.Changed && a.v.GetBool("detailed-exit-codes"):
+		return exitError{code: 2}
+	}
+	return nil
+}
+
+func writeReportText(w io.Writer, rep report) {
+	verb := map[string]string{"up": "changed", "plan": "would change", "down": "undid"}[rep.Command]
+	if rep.Changes == 0 && rep.Error == "" {
+		what := map[string]string{"up": "host already converged, no write made", "plan": "host already converged, up would change nothing",
+			"down": "nothing to undo"}[rep.Command]
+		fmt.Fprintf(w, "vflag %s: no changes (%s)\n", rep.Command, what)
+		return
+	}
+	fmt.Fprintf(w, "vflag %s: %s %d step(s)\n", rep.Command, verb, rep.Changes)
+	for _, s := range rep.Steps {
+		if !s.Changed && s.Error == "" {
+			continue
+		}
+		mark := "+"
+		switch {
+		case s.Error != "":
+			mark = "!"
+		case s.Phase == "undo":
+			mark = "-"
+		case rep.Command == "plan":
+			mark = "~"
+		}
+		line := fmt.Sprintf("  %s %-44s %s", mark, s.ID, s.Summary)
+		if s.DurationMS > 0 {
+			line += fmt.Sprintf("  (%s)", time.Duration(s.DurationMS*float64(time.Millisecond)).Round(time.Millisecond/10))
+		}
+		if s.Error != "" {
+			line += "  error: " + s.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// printProgress writes one line per finished step on a terminal.
+func printProgress(w io.Writer, ev teardown.Event) {
+	if ev.DryRun || (!ev.Changed && ev.Err == nil) {
+		return
+	}
+	status := "ok"
+	if ev.Err != nil {
+		status = "FAILED: " + ev.Err.Error()
+	}
+	fmt.Fprintf(w, "[%s] %s %s (%s) %s\n", ev.Phase, ev.ID, strings.TrimSpace(ev.Summary), ev.Duration.Round(time.Millisecond/10), status)
+}

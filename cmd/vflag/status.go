@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+)
+
+// PFStatus is one PF as the host shows it.
+type PFStatus struct {
+	Ref      string `json:"ref"`
+	Netdev   string `json:"netdev"`
+	PCI      string `json:"pci"`
+	Driver   string `json:"driver"`
+	NumVFs   int    `json:"numvfs"`
+	TotalVFs int    `json:"totalvfs"`
+	Eswitch  string `json:"eswitch"`
+	Devlink  string `json:"devlink"`
+	Up       bool   `json:"up"`
+	Master   string `json:"master,omitempty"`
+}
+
+// VFStatus is one VF with everything attached to it.
+type VFStatus struct {
+	PF          string `json:"pf"`
+	Index       int    `json:"index"`
+	PCI         string `json:"pci"`
+	Driver      string `json:"driver"`
+	MAC         string `json:"mac"`
+	Representor string `json:"representor,omitempty"`
+	OVSPort     string `json:"ovs_port,omitempty"`
+	OFPort      int    `json:"ofport,omitempty"`
+	Domain      string `json:"domain,omitempty"`
+}
+
+// GroupStatus is one LAG group.
+type GroupStatus struct {
+	Name      string             `json:"name"`
+	PFs       []PFStatus         `json:"pfs"`
+	Bond      *eswitch.BondInfo  `json:"bond,omitempty"`
+	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
+	Bridge    string             `json:"bridge,omitempty"`
+	HWOffload string             `json:"hw_offload,omitempty"`
+	VFs       []VFStatus         `json:"vfs"`
+	Problems  []string           `json:"problems,omitempty"`
+}
+
+// HostStatus is `vflag status`.
+type HostStatus struct {
+	Groups []GroupStatus `json:"groups"`
+}
+
+func (a *app) runStatus(ctx context.Context) error {
+	cfg, err := a.loadConfig(false)
+	if err != nil {
+		return err
+	}
+	k, f, closeHost, err := a.host(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeHost()
+	e := newEnv(cfg, k, f, a.log)
+	defer e.close()
+	st := e.status(ctx)
+	if a.v.GetString("output") == "json" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	writeStatusText(a.stdout, st)
+	return nil
+}
+
+// status reads the host; what cannot be read becomes a problem line, never a guess.
+func (e *env) status(ctx context.Context) HostStatus {
+	var hs HostStatus
+	for gi := range e.cfg.Groups {
+		g := &e.cfg.Groups[gi]
+		gs := GroupStatus{Name: g.Name, VFs: []VFStatus{}}
+		problem := func(format string, args ...any) { gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...)) }
+		var pfs []eswitch.PF
+		for _, ref := range g.PFs {
+			pf, err := eswitch.ResolvePF(e.k, e.fs, ref)
+			if err != nil {
+				problem("%v", err)
+				continue
+			}
+			pfs = append(pfs, pf)
+			ps := PFStatus{Ref: ref, Netdev: pf.Netdev, PCI: string(pf.Addr), Devlink: pf.Devlink.String()}
+			ps.Driver, _ = e.pci.Driver(pf.Addr)
+			ps.NumVFs, _ = e.pci.NumVFs(pf.Addr)
+			ps.TotalVFs, _ = e.pci.TotalVFs(pf.Addr)
+			if m, err := e.k.EswitchMode(pf.Devlink); err == nil {
+				ps.Eswitch = m
+			} else {
+				ps.Eswitch = "unknown"
+			}
+			if l, err := e.k.Link(pf.Netdev); err == nil {
+				ps.Up, ps.Master = l.AdminUp, l.Master
+			}
+			gs.PFs = append(gs.PFs, ps)
+		}
+		if g.switchdev() {
+			if b, err := eswitch.ReadBond(e.fs, g.Bond.Name); err == nil {
+				gs.Bond = &b
+			} else {
+				problem("bond %s: absent", g.Bond.Name)
+			}
+			if len(pfs) > 0 {
+				if l, err := eswitch.ReadLAG(e.fs, pfs[0].Addr); err == nil {
+					gs.LAG = &l
+				} else {
+					problem("%v", err)
+				}
+			}
+		}
+		ports := map[string]int{}
+		if g.switchdev() {
+			gs.Bridge = g.OVS.Bridge
+			if c, err := e.ovsClient(ctx); err != nil {
+				problem("ovsdb: %v", err)
+			} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {
+				problem("ovsdb: %v", err)
+			} else {
+				gs.HWOffload = bs.HWOffload
+				if bs.HWOffload == "" {
+					gs.HWOffload = "unset"
+				}
+				for _, p := range bs.Ports {
+					ports[p.Name] = p.OFPort
+				}
+			}
+		}
+		domains := e.attachedDomains(g, &gs)
+		for _, pf := range pfs {
+			vfs, err := e.pci.VFs(pf.Addr)
+			if err != nil {
+				problem("%v", err)
+				continue
+			}
+			var reps map[int]string
+			if g.switchdev() {
+				reps, _ = eswitch.Representors(e.k, e.fs, pf)
+			}
+			macs := map[int]string{}
+			if l, err := e.k.Link(pf.Netdev); err == nil {
+				for _, v := range l.VFs {
+					macs[v.ID] = v.MAC
+				}
+			}
+			for _, v := range vfs {
+				vs := VFStatus{PF: pf.Netdev, Index: v.Index, PCI: string(v.Addr), MAC: macs[v.Index], Representor: reps[v.Index]}
+				vs.Driver, _ = e.pci.Driver(v.Addr)
+				if of, ok := ports[vs.Representor]; ok && vs.Representor != "" {
+					vs.OVSPort, vs.OFPort = vs.Representor, of
+				}
+				vs.Domain = domains[string(v.Addr)]
+				gs.VFs = append(gs.VFs, vs)
+			}
+		}
+		hs.Groups = append(hs.Groups, gs)
+	}
+	return hs
+}
+
+// attachedDomains maps VF PCI address to the configured domain holding it.
+func (e *env) attachedDomains(g *Group, gs *GroupStatus) map[string]string {
+	out := map[string]string{}
+	if len(g.Attachments) == 0 {
+		return out
+	}
+	c, err := e.virtConn()
+	if err != nil {
+		gs.Problems = append(gs.Problems, fmt.Sprintf("libvirt: %v", err))
+		return out
+	}
+	seen := map[string]bool{}
+	for _, a := range g.Attachments {
+		if seen[a.Domain] {
+			continue
+		}
+		seen[a.Domain] = true
+		d, err := c.Domain(a.Domain)
+		if err != nil {
+			gs.Problems = append(gs.Problems, fmt.Sprintf("libvirt: %v", err))
+			continue
+		}
+		for _, i := range d.Interfaces {
+			out[i.PCI] = a.Domain
+		}
+	}
+	return out
+}
+
+func writeStatusText(w io.Writer, hs HostStatus) {
+	for _, g := range hs.Groups {
+		fmt.Fprintf(w, "group %s\n", g.Name)
+		for _, p := range g.PFs {
+			master := ""
+			if p.Master != "" {
+				master = " master " + p.Master
+			}
+			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%d eswitch %s%s\n", p.Netdev, p.PCI, orDash(p.Driver), p.NumVFs, p.TotalVFs, p.Eswitch, master)
+		}
+		if g.Bond != nil {
+			b := g.Bond
+			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), orDash(b.ActiveSlave), orDash(b.MIIStatus))
+		}
+		if g.LAG != nil {
+			l := g.LAG
+			extra := ""
+			if l.State == eswitch.LAGActive {
+				extra = fmt.Sprintf(" type %s port_sel_mode %s shared_fdb %v", l.Type, l.PortSelMode, l.SharedFDB)
+			}
+			fmt.Fprintf(w, "  lag %s%s\n", l.State, extra)
+		}
+		if g.Bridge != "" {
+			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, orDash(g.HWOffload))
+		}
+		for _, v := range g.VFs {
+			port := "-"
+			if v.OVSPort != "" {
+				port = fmt.Sprintf("%s(ofport %d)", v.OVSPort, v.OFPort)
+			}
+			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, v.PCI, orDash(v.Driver), orDash(v.MAC), orDash(v.Representor), port, orDash(v.Domain))
+		}
+		for _, p := range g.Problems {
+			fmt.Fprintf(w, "  problem: %s\n", p)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+#!/bin/bash
+# Builds the vflag e2e test bed from Debian packages (run as root; `make e2e-image`).
+#
+# Everything lands in ${VFLAG_E2E_CACHE:-/var/cache/vflag-e2e}, outside the repo,
+# one directory per stage and key. A key is a hash of the stage's inputs: the
+# Debian package versions it uses and the text of the shell function that
+# builds it, so a rerun rebuilds only the stages whose inputs changed:
+#
+#   kernel/<key>/      vmlinux (uncompressed, PVH boot), modules/ (trimmed
+#                      /lib/modules tree with the out-of-tree netdevsim.ko)
+#   rootfs/<key>/root  debootstrap --variant=minbase bookworm + test tools
+#   image/<key>/       root.ext4 (rootfs + modules + /sbin/testbed-init),
+#                      initrd.cpio.gz (busybox, virtio/ext4/9p modules)
+#   qemu-trixie/<key>/root   trixie chroot with QEMU 10 (igb SR-IOV NIC)
+#   debs/, debootstrap-cache/, apt-trixie/   download caches
+#   current.env        what run-guest.sh boots
+#
+# Environment: VFLAG_E2E_CACHE, VFLAG_E2E_MIRROR (Debian mirror),
+# VFLAG_E2E_KEEP_OLD=1 (do not prune superseded stage directories),
+# VFLAG_E2E_SKIP_APT=1 (no apt-get update/install of host tools).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+[ "$(id -u)" = 0 ] || die "build.sh must run as root (debootstrap, chroot, mke2fs -d with ownership)"
+mkdir -p "$CACHE"
+CACHE=$(realpath "$CACHE")
+exec 9>"$CACHE/.lock"
+flock -n -x 9 || { log "waiting for another build or boot holding $CACHE/.lock"; flock -x 9; }
+
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
+APT=(-q -o APT::Sandbox::User=root)
+
+# Debian package names (versions are resolved below, never hardcoded).
+ROOTFS_PKGS=(kmod iproute2 iputils-ping openvswitch-switch rdma-core ibverbs-utils perftest
+	rdmacm-utils iperf3 ethtool pciutils procps busybox libvirt-daemon libvirt-daemon-driver-qemu
+	libvirt-clients qemu-system-x86 jq util-linux)
+HOST_PKGS=(debootstrap qemu-system-x86 e2fsprogs cpio python3 kmod gcc-12 make xz-utils
+	ca-certificates debian-archive-keyring util-linux coreutils findutils gawk)
+INITRD_MODULES=(virtio_pci virtio_blk ext4 9pnet_virtio 9p)
+
+# ---------------------------------------------------------------- timing
+T_START=$(date +%s.%N)
+PHASES=()
+PHASE= PHASE_T=
+phase() { # phase NAME: ends the running phase, starts NAME ("" only ends)
+	local now; now=$(date +%s.%N)
+	if [ -n "$PHASE" ]; then
+		PHASES+=("$(printf '%-28s %7.1f s' "$PHASE" "$(awk "BEGIN{print $now - $PHASE_T}")")")
+		log "phase $PHASE done"
+	fi
+	PHASE=$1 PHASE_T=$now
+	[ -z "$PHASE" ] || log "phase $PHASE ..."
+}
+report_timings() {
+	phase ""
+	local now; now=$(date +%s.%N)
+	echo "==== e2e-image timings ===="
+	printf '%s\n' "${PHASES[@]}"
+	printf '%-28s %7.1f s\n' total "$(awk "BEGIN{print $now - $T_START}")"
+}
+
+# ---------------------------------------------------------------- helpers
+sha() { sha256sum | cut -c1-16; }
+
+# Candidate version apt reports for a package (empty if none).
+candidate() { apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '^(none)$' || true; }
+
+# deb_get PKG VERSION: path of that exact .deb in the download cache.
+deb_get() {
+	local pkg=$1 ver=$2 f tmp
+	f="$CACHE/debs/${pkg}_${ver//:/%3a}.deb"
+	if [ ! -s "$f" ]; then
+		mkdir -p "$CACHE/debs"
+		tmp=$(mktemp -d "$CACHE/debs/.dl.XXXXXX")
+		(cd "$tmp" && apt-get "${APT[@]}" download "$pkg=$ver") >&2 || { rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
+		mv "$tmp"/*.deb "$f"
+		rm -rf "$tmp"
+	fi
+	echo "$f"
+}
+
+# stage NAME KEY FUNCTION: builds $CACHE/NAME/KEY with FUNCTION DIR unless it
+# is already complete; prints nothing, sets STAGE_DIR.
+stage() {
+	local name=$1 key=$2 fn=$3 dir tmp
+	dir="$CACHE/$name/$key" tmp="$CACHE/$name/$key.tmp"
+	if [ -e "$dir/.done" ]; then
+		log "$name: cached ($dir)"
+	else
+		log "$name: building $dir"
+		safe_rm "$tmp" "$dir"
+		mkdir -p "$tmp"
+		"$fn" "$tmp"
+		date -u +%FT%TZ >"$tmp/.done"
+		mv "$tmp" "$dir"
+	fi
+	STAGE_DIR=$dir
+}
+
+# Removes superseded stage directories (and half-built ones from killed runs).
+prune() {
+	local name=$1 keep=$2 d
+	[ "${VFLAG_E2E_KEEP_OLD:-0}" = 1 ] && return 0
+	for d in "$CACHE/$name"/*; do
+		[ -d "$d" ] && [ "$d" != "$keep" ] || continue
+		log "$name: removing superseded $d"
+		safe_rm "$d"
+	done
+}
+
+# Runs a command in a private mount namespace: every mount it (or debootstrap,
+# or a chroot) makes disappears when it exits, even when killed.
+in_private_ns() { unshare --mount --propagation private "$@"; }
+
+# ---------------------------------------------------------------- stages
+# Each stage function's text is part of its key (declare -f), so editing one
+# rebuilds that stage and those built from it.
+
+stage_kernel() {
+	local out=$1 w=$1/work hdr
+	mkdir -p "$w/img" "$w/hdr" "$w/src"
+	dpkg-deb -x "$(deb_get "linux-image-$KVER" "$KPKGVER")" "$w/img"
+	local p
+	for p in "linux-headers-$KVER" "linux-headers-${KVER%-*}-common" "linux-kbuild-$KSERIES"; do
+		dpkg-deb -x "$(deb_get "$p" "$KPKGVER")" "$w/hdr"
+	done
+
+	# Uncompressed vmlinux (an ELF with a PVH note) out of the bzImage.
+	/usr/bin/python3 - "$w/img/boot/vmlinuz-$KVER" "$out/vmlinux" <<-'PY'
+		import lzma, struct, sys, zlib
+		d = open(sys.argv[1], "rb").read()
+		assert d[0x202:0x206] == b"HdrS", "not a bzImage"
+		setup_sects = d[0x1F1] or 4
+		start = (setup_sects + 1) * 512
+		off, length = struct.unpack_from("<II", d, 0x248)
+		p = d[start + off : start + off + length]
+		if p[:6] == b"\xfd7zXZ\x00":
+		    elf = lzma.LZMADecompressor().decompress(p)
+		elif p[:2] == b"\x1f\x8b":
+		    elf = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(p)
+		else:
+		    sys.exit("unsupported kernel compression, magic %r" % p[:6])
+		assert elf[:4] == b"\x7fELF", "payload is not an ELF"
+		open(sys.argv[2], "wb").write(elf)
+	PY
+	cp "$w/img/boot/config-$KVER" "$out/config"
+
+	# netdevsim (CONFIG_NETDEVSIM is not set in Debian) out of tree.
+	hdr="$w/hdr/usr/src/linux-headers-$KVER"
+	# The headers Makefile includes the -common Makefile by absolute path.
+	sed -i "s|^include /usr/src/|include $w/hdr/usr/src/|" "$hdr/Makefile"
+	dpkg-deb --fsys-tarfile "$(deb_get "linux-source-$KSERIES" "$KPKGVER")" |
+		tar -xO --wildcards "*/linux-source-$KSERIES.tar.xz" |
+		tar -xJ -C "$w/src" "linux-source-$KSERIES/drivers/net/netdevsim"
+	make -s -C "$hdr" M="$w/src/linux-source-$KSERIES/drivers/net/netdevsim" \
+		CONFIG_NETDEVSIM=m -j"$(nproc)" modules
+	local ko="$w/src/linux-source-$KSERIES/drivers/net/netdevsim/netdevsim.ko"
+	strip --strip-debug "$ko"
+
+	# Module tree for the guest: no sound, gpu, media, staging or wireless.
+	local m="$out/modules/lib/modules/$KVER"
+	mkdir -p "$out/modules/lib/modules"
+	mv "$w/img/lib/modules/$KVER" "$m"
+	rm -rf "$m/build" "$m/source" "$m/kernel/sound" "$m/kernel/drivers/gpu" \
+		"$m/kernel/drivers/media" "$m/kernel/drivers/staging"
+	find "$m/kernel" -depth -type d -name wireless -exec rm -rf {} +
+	install -D -m 644 "$ko" "$m/kernel/drivers/net/netdevsim/netdevsim.ko"
+	depmod -b "$out/modules" "$KVER"
+	[ -n "$(modprobe -d "$out/modules" -S "$KVER" --show-depends netdevsim)" ] || die "netdevsim not found by modprobe"
+
+	rm -rf "$w"
+}
+
+stage_rootfs() {
+	local out=$1 r=$1/root
+	mkdir -p "$CACHE/debootstrap-cache"
+	in_private_ns debootstrap --variant=minbase --cache-dir="$CACHE/debootstrap-cache" \
+		--include="$(IFS=,; echo "${ROOTFS_PKGS[*]}")" bookworm "$r" "$MIRROR" >"$out/debootstrap.log" 2>&1 ||
+		{ tail -n 40 "$out/debootstrap.log" >&2; die "debootstrap bookworm failed (log: $out/debootstrap.log)"; }
+
+	# libvirt's qemu driver: run guests as root (no libvirt-qemu user delays),
+	# and have the user too since libvirt looks it up.
+	in_private_ns chroot "$r" sh -c 'getent group libvirt-qemu >/dev/null || groupadd -r libvirt-qemu
+		getent passwd libvirt-qemu >/dev/null || useradd -r -g libvirt-qemu -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
+		getent group kvm >/dev/null || groupadd -r kvm'
+	cat >>"$r/etc/libvirt/qemu.conf" <<-'EOF'
+
+		# vflag e2e test bed
+		user = "root"
+		group = "root"
+		security_driver = "none"
+	EOF
+	echo vflag-e2e >"$r/etc/hostname"
+	printf '127.0.0.1 localhost\n127.0.1.1 vflag-e2e\n::1 localhost\n' >"$r/etc/hosts"
+	: >"$r/etc/fstab"
+	# Smaller image, faster mke2fs.
+	rm -rf "$r"/usr/share/doc/* "$r"/usr/share/man/* "$r"/usr/share/info/* \
+		"$r"/var/cache/apt/archives/*.deb "$r"/var/cache/apt/*.bin "$r"/var/lib/apt/lists/*_Packages
+	find "$r/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
+	in_private_ns chroot "$r" dpkg-query -W -f '${Package} ${Version}\n' >"$out/packages.txt"
+}
+
+stage_image() {
+	local out=$1 st=$1/stage size m
+	# The rootfs and module trees are hard-linked, never written in place:
+	# only new files are added to the stage.
+	cp -al "$ROOTFS_DIR/root" "$st"
+	mkdir -p "$st/lib/modules"
+	cp -al "$KERNEL_DIR/modules/lib/modules/$KVER" "$st/lib/modules/$KVER"
+	rm -f "$st/sbin/testbed-init"
+	install -m 755 "$E2E_DIR/guest/testbed-init" "$st/sbin/testbed-init"
+	rm -f "$st/etc/vflag-e2e-release"
+	printf 'kernel=%s %s\nimage_key=%s\n' "$KVER" "$KPKGVER" "$IMAGE_KEY" >"$st/etc/vflag-e2e-release"
+	size=$(du -sm "$st" | cut -f1)
+	size=$((size * 5 / 4 + 600))
+	mke2fs -q -t ext4 -L vflag-e2e -E root_owner=0:0 -d "$st" "$out/root.ext4" "${size}M"
+	rm -rf "$st"
+
+	# initramfs: busybox + the modules to reach /dev/vda (ext4) and the 9p share.
+	local ird=$1/initrd bb
+	mkdir -p "$ird/bin" "$ird/lib/modules" "$ird/proc" "$ird/sys" "$ird/dev" "$ird/newroot"
+	bb=$(mktemp -d "$out/bb.XXXXXX")
+	dpkg-deb -x "$(deb_get busybox-static "$BUSYBOX_VER")" "$bb"
+	cp "$bb/bin/busybox" "$ird/bin/busybox"
+	rm -rf "$bb"
+	install -m 755 "$E2E_DIR/guest/initrd-init" "$ird/init"
+	# CPU-specific variants (crc32c-intel) are left out: TCG's default CPU has
+	# no SSE4.2, they fail with ENODEV and the generic ones do the job.
+	for m in "${INITRD_MODULES[@]}"; do
+		modprobe -d "$KERNEL_DIR/modules" -S "$KVER" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
+	done | awk '!seen[$0]++ && !/-intel\.ko$/' | while read -r m; do
+		cp "$m" "$ird/lib/modules/"
+		basename "$m" >>"$ird/modules.order"
+	done
+	(cd "$ird" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -6 >"$out/initrd.cpio.gz"
+	rm -rf "$ird"
+}
+
+stage_qemu_trixie() {
+	local out=$1 r=$1/root
+	mkdir -p "$CACHE/debootstrap-cache"
+	in_private_ns debootstrap --variant=minbase --cache-dir="$CACHE/debootstrap-cache" \
+		--include=qemu-system-x86 trixie "$r" "$MIRROR" >"$out/debootstrap.log" 2>&1 ||
+		{ tail -n 40 "$out/debootstrap.log" >&2; die "debootstrap trixie failed (log: $out/debootstrap.log)"; }
+	rm -rf "$r"/usr/share/doc/* "$r"/usr/share/man/* "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/*_Packages
+	# Check the igb device is there (QEMU needs /dev and /proc: private namespace).
+	in_private_ns sh -c 'mount --bind /dev "$1/dev" && mount --bind /proc "$1/proc" &&
+		chroot "$1" qemu-system-x86_64 -device help' sh "$r" >"$out/devices.txt"
+	grep -q '"igb"' "$out/devices.txt" || die "trixie QEMU has no igb device"
+	in_private_ns chroot "$r" qemu-system-x86_64 --version | head -n 1 >"$out/version.txt"
+}
+
+# ================================================================ main
+# Leftovers of killed runs: mounts under the cache, half-built stages.
+sweep_mounts "$CACHE"
+for d in "$CACHE"/*/*.tmp; do [ -e "$d" ] && { log "removing unfinished $d"; safe_rm "$d"; }; done
+
+phase "host tools"
+if [ "${VFLAG_E2E_SKIP_APT:-0}" != 1 ]; then
+	apt-get "${APT[@]}" update >/dev/null
+	missing=()
+	for p in "${HOST_PKGS[@]}"; do
+		[ "$(dpkg-query -W -f '${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing host packages: ${missing[*]}"
+		apt-get "${APT[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+fi
+
+phase "resolve versions"
+# The newest bookworm 6.1 kernel ABI apt offers (bookworm-security included),
+# pinned to the version apt reports. One apt-cache call per question: each
+# call costs about half a second.
+KSERIES=6.1
+read -r KVER KPKGVER < <(apt-cache policy $(apt-cache pkgnames linux-image-6.1.0- |
+	grep -E '^linux-image-6\.1\.0-[0-9]+-amd64$') 2>/dev/null |
+	awk '/^[^ ]/ { p = $1; sub(/:$/, "", p) } /^ *Candidate:/ && $2 != "(none)" { print p, $2 }' |
+	sed 's/^linux-image-//' | sort -V | tail -n 1) || true
+[ -n "$KVER" ] || die "apt offers no linux-image-6.1.0-*-amd64 (is bookworm in the apt sources? apt-get update?)"
+BUSYBOX_VER=$(candidate busybox-static)
+[ -n "$BUSYBOX_VER" ] || die "apt offers no busybox-static"
+KPKGS=("linux-image-$KVER" "linux-headers-$KVER" "linux-headers-${KVER%-*}-common" "linux-kbuild-$KSERIES" "linux-source-$KSERIES")
+MADISON=$(apt-cache madison "${KPKGS[@]}" "${ROOTFS_PKGS[@]}" 2>/dev/null | awk -F' [|] ' '{ gsub(/ /, ""); print }')
+for p in "${KPKGS[@]}"; do
+	printf '%s\n' "$MADISON" | awk -F'|' -v p="$p" -v v="$KPKGVER" '$1 == p && $2 == v { f = 1 } END { exit !f }' ||
+		die "$p $KPKGVER is not available from apt (kernel is $KVER $KPKGVER)"
+done
+# What debootstrap installs: the bookworm/main versions.
+ROOTFS_VERSIONS=$(printf '%s\n' "$MADISON" | awk -F'|' '$3 ~ /bookworm\/main/ { print $1, $2 }' | sort -u)
+DEBOOTSTRAP_VER=$(dpkg-query -W -f '${Version}' debootstrap)
+
+# QEMU in trixie: ask apt with a private state dir holding only trixie's index.
+TA="$CACHE/apt-trixie"
+mkdir -p "$TA/lists/partial" "$TA/cache/archives/partial"
+: >"$TA/status"
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR trixie main" >"$TA/sources.list"
+TAPT=("${APT[@]}" -o Dir::Etc::SourceList="$TA/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+	-o Dir::State::Lists="$TA/lists" -o Dir::State::status="$TA/status" -o Dir::Cache="$TA/cache"
+	-o APT::Architectures::=amd64 -o Acquire::Languages=none
+	-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
+apt-get "${TAPT[@]}" update >/dev/null || die "apt-get update for trixie failed"
+TRIXIE_QEMU_VER=$(apt-cache "${TAPT[@]}" show --no-all-versions qemu-system-x86 | sed -n 's/^Version: //p' | head -n1)
+[ -n "$TRIXIE_QEMU_VER" ] || die "trixie offers no qemu-system-x86"
+
+log "kernel $KVER $KPKGVER; busybox-static $BUSYBOX_VER; trixie qemu-system-x86 $TRIXIE_QEMU_VER"
+
+KERNEL_KEY=$({ echo "$KVER $KPKGVER"; declare -f stage_kernel; } | sha)
+ROOTFS_KEY=$({ echo "$ROOTFS_VERSIONS"; echo "debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_rootfs; } | sha)
+IMAGE_KEY=$({ echo "$KERNEL_KEY $ROOTFS_KEY busybox-static $BUSYBOX_VER ${INITRD_MODULES[*]}"; declare -f stage_image
+	cat "$E2E_DIR/guest/testbed-init" "$E2E_DIR/guest/initrd-init"; } | sha)
+QEMU_KEY=$({ echo "qemu-system-x86 $TRIXIE_QEMU_VER debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_qemu_trixie; } | sha)
+
+phase "kernel + netdevsim"
+stage kernel "$KERNEL_KEY" stage_kernel
+KERNEL_DIR=$STAGE_DIR
+
+phase "rootfs (debootstrap)"
+stage rootfs "$ROOTFS_KEY" stage_rootfs
+ROOTFS_DIR=$STAGE_DIR
+
+phase "image + initramfs"
+stage image "$IMAGE_KEY" stage_image
+IMAGE_DIR=$STAGE_DIR
+
+phase "trixie QEMU chroot"
+stage qemu-trixie "$QEMU_KEY" stage_qemu_trixie
+QEMU_DIR=$STAGE_DIR
+
+phase "finish"
+cat >"$CACHE/current.env.tmp" <<EOF
+# written by e2e/build.sh $(date -u +%FT%TZ); read by e2e/run-guest.sh
+BUILDER_HASH=$(builder_hash)
+KVER=$KVER
+KERNEL_PKG_VERSION=$KPKGVER
+VMLINUX=$KERNEL_DIR/vmlinux
+INITRD=$IMAGE_DIR/initrd.cpio.gz
+ROOT_IMG=$IMAGE_DIR/root.ext4
+QEMU_TRIXIE_ROOT=$QEMU_DIR/root
+QEMU_TRIXIE_VERSION=$TRIXIE_QEMU_VER
+EOF
+mv "$CACHE/current.env.tmp" "$CACHE/current.env"
+prune kernel "$KERNEL_DIR"
+prune rootfs "$ROOTFS_DIR"
+prune image "$IMAGE_DIR"
+prune qemu-trixie "$QEMU_DIR"
+
+report_timings
+echo "cache: $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"

@@ -1,0 +1,179 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Environment knobs (all optional).
+const (
+	envCache     = "VFLAG_E2E_CACHE"     // build cache of e2e/build.sh (default /var/cache/vflag-e2e)
+	envScenarios = "VFLAG_E2E_SCENARIOS" // comma-separated scenario names to run (default: all)
+	envArtifacts = "VFLAG_E2E_ARTIFACTS" // keep each scenario's output directory under this path
+	envBin       = "VFLAG_E2E_BIN"       // use this vflag binary instead of building ./cmd/vflag
+	envParallel  = "VFLAG_E2E_PARALLEL"  // "1": boot the scenarios in parallel
+)
+
+// TestScenarios builds vflag, boots one QEMU guest per scenario script in
+// e2e/scenarios and turns each RESULT line of the guest into a subtest:
+// TestScenarios/<scenario>/<check>.
+func TestScenarios(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the e2e tests must run as root (QEMU chroot, bind mounts)")
+	}
+	e2eDir, err := os.Getwd() // go test runs in the package directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv(envCache)
+	if cache == "" {
+		cache = "/var/cache/vflag-e2e"
+	}
+	if _, err := os.Stat(filepath.Join(cache, "current.env")); err != nil {
+		t.Fatalf("no e2e test bed in %s: build it first with 'make e2e-image' (bash e2e/build.sh): %v", cache, err)
+	}
+
+	scenarios, err := loadScenarios(filepath.Join(e2eDir, "scenarios"), os.Getenv(envScenarios))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := vflagBinary(t, filepath.Dir(e2eDir))
+
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			if os.Getenv(envParallel) == "1" {
+				t.Parallel()
+			}
+			runScenario(t, e2eDir, sc, bin)
+		})
+	}
+}
+
+// vflagBinary builds ./cmd/vflag from the repository root (or takes
+// $VFLAG_E2E_BIN) and returns the binary's path.
+func vflagBinary(t *testing.T, root string) string {
+	t.Helper()
+	if bin := os.Getenv(envBin); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("%s: %v", envBin, err)
+		}
+		return bin
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("cannot build vflag: no go command in PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "vflag")
+	start := time.Now()
+	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/vflag")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -o %s ./cmd/vflag (in %s) failed: %v\n%s\n"+
+			"The e2e tests drive the vflag binary: ./cmd/vflag must build first.", bin, root, err, out)
+	}
+	t.Logf("built vflag in %s", time.Since(start).Round(time.Millisecond))
+	return bin
+}
+
+var exitRE = regexp.MustCompile(`(?m)^TESTBED-EXIT (\d+)\s*$`)
+
+func runScenario(t *testing.T, e2eDir string, sc scenario, bin string) {
+	out := t.TempDir()
+	if dir := os.Getenv(envArtifacts); dir != "" {
+		out = filepath.Join(dir, sc.name)
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// run-guest.sh gives the guest sc.timeout and QEMU sc.timeout+90s.
+	ctx, cancel := context.WithTimeout(context.Background(), sc.timeout+150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(e2eDir, "run-guest.sh"), sc.path, out)
+	cmd.Env = append(os.Environ(), "VFLAG_BIN="+bin)
+	var console bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &console, &console
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("%s: guest ran %s (outputs in %s)", sc.name, time.Since(start).Round(time.Second), out)
+
+	logPath := filepath.Join(out, "share", "out", sc.name+".log")
+	guestLog, err := os.ReadFile(logPath)
+	if err != nil {
+		// The guest never got to write its log: fall back to the console.
+		t.Errorf("no guest log %s (%v): the guest did not start the scenario", logPath, err)
+		guestLog = console.Bytes()
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("==== guest log (%s):\n%s", logPath, guestLog)
+			t.Logf("==== run-guest.sh output, last 80 lines:\n%s", lastLines(console.String(), 80))
+		}
+	}()
+
+	switch m := exitRE.FindSubmatch(guestLog); {
+	case ctx.Err() != nil:
+		t.Errorf("the harness killed run-guest.sh after %s", sc.timeout+150*time.Second)
+	case m == nil:
+		t.Errorf("the scenario did not finish (no TESTBED-EXIT line; run-guest.sh: %v): guest crash or timeout", runErr)
+	case string(m[1]) == "124":
+		t.Errorf("the scenario hit its guest-side timeout (# TIMEOUT: %d)", int(sc.timeout.Seconds()))
+	case string(m[1]) != "0":
+		t.Errorf("the scenario script exited %s", m[1])
+	}
+
+	results := parseResults(guestLog)
+	for _, name := range sc.expect {
+		rs := results[name]
+		delete(results, name)
+		t.Run(name, func(t *testing.T) { judge(t, rs) })
+	}
+	var extra []string
+	for name := range results {
+		extra = append(extra, name)
+	}
+	sort.Strings(extra)
+	for _, name := range extra {
+		t.Run(name, func(t *testing.T) {
+			t.Errorf("RESULT for a check the scenario does not declare: add it to a '# EXPECT:' line of %s", filepath.Base(sc.path))
+		})
+	}
+}
+
+func judge(t *testing.T, rs []result) {
+	if len(rs) == 0 {
+		t.Fatal("missing: the guest printed no RESULT line for this check")
+	}
+	skipped := false
+	for _, r := range rs {
+		switch r.status {
+		case "FAIL":
+			t.Errorf("FAIL %s", r.detail)
+		case "SKIP":
+			skipped = true
+			t.Logf("SKIP %s", r.detail)
+		default:
+			t.Logf("PASS %s", r.detail)
+		}
+	}
+	if skipped && !t.Failed() {
+		t.SkipNow()
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,140 @@
+#!/bin/bash
+# Boots one e2e scenario in a QEMU (TCG) guest built by e2e/build.sh.
+#
+#   run-guest.sh SCENARIO [OUTDIR]
+#
+# SCENARIO is a scenario script path or a name in e2e/scenarios (bed, bed.sh).
+# OUTDIR (default: a new /tmp/vflag-e2e.XXXXXX) receives:
+#   share/            the 9p share: vflag, scenarios/ (all of e2e/scenarios)
+#   share/out/NAME.log    what the scenario printed (RESULT lines included)
+#   share/out/dmesg.log   the guest kernel log at the end
+#   console.log       the serial console (kernel + init + scenario output)
+#
+# Environment:
+#   VFLAG_BIN              vflag binary to put in the guest (/usr/local/bin/vflag)
+#   VFLAG_E2E_CACHE        build cache (default /var/cache/vflag-e2e)
+#   VFLAG_E2E_TIMEOUT      override the scenario's "# TIMEOUT:" (seconds)
+#   VFLAG_E2E_ALLOW_STALE=1  boot even if e2e/build.sh or e2e/guest changed
+#                          since the image was built
+#
+# Scenario header lines (read here and by the Go harness):
+#   # MACHINE: default | igb | nvme
+#   # TIMEOUT: SECONDS     guest-side limit for the script (default 600)
+#   # QEMU_ARGS: ...       extra QEMU arguments
+#   # APPEND: ...          extra kernel command line
+#   # EXPECT: NAME...      checks the harness requires (see README.md)
+#
+# Exit status: 0 when the scenario script ran to its end and exited 0,
+# 124 when the host-side timeout killed QEMU, 1 otherwise.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: $0 SCENARIO [OUTDIR]"
+scen=$1
+[ -f "$scen" ] || scen="$E2E_DIR/scenarios/${1%.sh}.sh"
+[ -f "$scen" ] || die "no scenario $1 (looked for $scen)"
+scen=$(realpath "$scen")
+name=$(basename "$scen")
+
+[ "$(id -u)" = 0 ] || die "run-guest.sh must run as root"
+[ -f "$CACHE/current.env" ] || die "no test bed in $CACHE: build it first with 'make e2e-image' (bash e2e/build.sh)"
+exec 9>"$CACHE/.lock"
+flock -s 9
+# shellcheck disable=SC1091
+. "$CACHE/current.env"
+if [ "$BUILDER_HASH" != "$(builder_hash)" ] && [ "${VFLAG_E2E_ALLOW_STALE:-0}" != 1 ]; then
+	die "the test bed in $CACHE was built from other versions of e2e/build.sh, e2e/common.sh or e2e/guest/: run 'make e2e-image' (or set VFLAG_E2E_ALLOW_STALE=1)"
+fi
+for f in "$VMLINUX" "$INITRD" "$ROOT_IMG"; do [ -f "$f" ] || die "$f missing: run 'make e2e-image'"; done
+
+header() { sed -n "s/^# $1: *//p" "$scen" | tr '\n' ' ' | sed 's/ *$//'; }
+machine=$(header MACHINE)
+machine=${machine:-default}
+timeout=${VFLAG_E2E_TIMEOUT:-$(header TIMEOUT)}
+timeout=${timeout:-600}
+extra_args=$(header QEMU_ARGS)
+extra_append=$(header APPEND)
+
+out=${2:-$(mktemp -d /tmp/vflag-e2e.XXXXXX)}
+mkdir -p "$out"
+out=$(realpath "$out")
+share=$out/share
+rm -rf "$share" "$out/console.log"
+mkdir -p "$share/scenarios" "$share/out"
+cp -r "$E2E_DIR/scenarios/." "$share/scenarios/"
+cp "$scen" "$share/scenarios/$name"
+if [ -n "${VFLAG_BIN:-}" ]; then
+	[ -f "$VFLAG_BIN" ] || die "VFLAG_BIN=$VFLAG_BIN does not exist"
+	cp "$VFLAG_BIN" "$share/vflag"
+fi
+
+append="console=ttyS0 quiet panic=-1 testbed.script=$name testbed.timeout=$timeout testbed.machine=$machine"
+# Paths as QEMU sees them (inside the trixie chroot they are bind mounts).
+k=$VMLINUX i=$INITRD img=$ROOT_IMG sh=$share
+chroot_root=
+case $machine in
+default)
+	qemu=(qemu-system-x86_64)
+	;;
+nvme) # QEMU 7.2 NVMe with SR-IOV (2 VFs): PCI VFs that are not NICs
+	qemu=(qemu-system-x86_64 -M q35 -device intel-iommu
+		-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1 -device nvme-subsys,id=subsys0
+		-device nvme,serial=deadbeef,bus=rp1,subsys=subsys0,sriov_max_vfs=2,sriov_vq_flexible=4,sriov_vi_flexible=2,max_ioqpairs=6,msix_qsize=4)
+	append="$append intel_iommu=on"
+	;;
+igb) # QEMU 10 (trixie chroot) igb: 82576 PF with 7 VFs, driven by igb/igbvf
+	[ -x "$QEMU_TRIXIE_ROOT/usr/bin/qemu-system-x86_64" ] || die "no trixie QEMU in $QEMU_TRIXIE_ROOT: run 'make e2e-image'"
+	chroot_root=$QEMU_TRIXIE_ROOT
+	qemu=(qemu-system-x86_64 -M q35 -device intel-iommu
+		-netdev hubport,id=n0,hubid=0 -device igb,netdev=n0)
+	append="$append intel_iommu=on"
+	k=/mnt/vflag-e2e/kernel/$(basename "$VMLINUX") i=/mnt/vflag-e2e/image/$(basename "$INITRD")
+	img=/mnt/vflag-e2e/image/$(basename "$ROOT_IMG") sh=/mnt/vflag-e2e/out/share
+	;;
+*) die "unknown MACHINE '$machine' in $scen (default, igb, nvme)" ;;
+esac
+[ -z "$extra_append" ] || append="$append $extra_append"
+# shellcheck disable=SC2206
+qemu+=(-accel tcg -m 2048 -smp 2 -nographic -no-reboot -snapshot -nic none
+	-kernel "$k" -initrd "$i" -append "$append"
+	-drive "file=$img,if=virtio,format=raw"
+	-virtfs "local,path=$sh,mount_tag=share,security_model=none,id=share"
+	$extra_args)
+
+host_timeout=$((timeout + 90))
+log "booting $name (machine $machine, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
+t0=$(date +%s)
+set +e
+if [ -z "$chroot_root" ]; then
+	timeout -k 10 "$host_timeout" "${qemu[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$out/console.log"
+	rc=${PIPESTATUS[0]}
+else
+	# Leftovers from a killed run of an older version of this script.
+	sweep_mounts "$chroot_root"
+	# The bind mounts live in a private mount namespace: they vanish with it,
+	# however QEMU ends. The EXIT trap is a second line of defence.
+	trap 'sweep_mounts "$chroot_root"' EXIT
+	timeout -k 10 "$host_timeout" unshare --mount --propagation private bash -euc '
+		r=$1 kdir=$2 idir=$3 out=$4; shift 4
+		mkdir -p "$r/mnt/vflag-e2e/kernel" "$r/mnt/vflag-e2e/image" "$r/mnt/vflag-e2e/out"
+		mount --bind /dev "$r/dev"
+		mount --bind /proc "$r/proc"
+		mount --bind -o ro "$kdir" "$r/mnt/vflag-e2e/kernel"
+		mount --bind -o ro "$idir" "$r/mnt/vflag-e2e/image"
+		mount --bind "$out" "$r/mnt/vflag-e2e/out"
+		exec chroot "$r" "$@"' bash "$chroot_root" "$(dirname "$VMLINUX")" "$(dirname "$ROOT_IMG")" "$out" \
+		"${qemu[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$out/console.log"
+	rc=${PIPESTATUS[0]}
+fi
+set -e
+secs=$(($(date +%s) - t0))
+
+glog="$share/out/${name%.sh}.log"
+exit_line=$(grep -a '^TESTBED-EXIT ' "$glog" 2>/dev/null | tail -n 1 || true)
+echo "==== $name: QEMU exit $rc after ${secs}s; ${exit_line:-no TESTBED-EXIT line}"
+grep -a '^RESULT ' "$glog" 2>/dev/null || true
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	echo "==== $name: host-side timeout (${host_timeout}s)"
+	exit 124
+fi
+[ "$exit_line" = "TESTBED-EXIT 0" ] || exit 1

@@ -1,0 +1,125 @@
+// Package e2e runs vflag's end-to-end scenarios: each script in
+// e2e/scenarios is booted in a Linux guest under QEMU (see README.md).
+// The QEMU harness is e2e_test.go (build tag e2e); this file holds the
+// scenario and RESULT parsing, which the untagged tests check without QEMU.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type scenario struct {
+	name    string   // file name without .sh
+	path    string   // absolute path of the script
+	expect  []string // names from "# EXPECT:" lines, in order
+	timeout time.Duration
+}
+
+var headerRE = regexp.MustCompile(`^# ([A-Z_]+):\s*(.*)$`)
+
+// loadScenarios reads every e2e/scenarios/*.sh except lib.sh. only is a
+// comma-separated list of names to keep ("" keeps all).
+func loadScenarios(dir, only string) ([]scenario, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.sh"))
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n = strings.TrimSuffix(strings.TrimSpace(n), ".sh"); n != "" {
+			keep[n] = true
+		}
+	}
+	var out []scenario
+	found := map[string]bool{}
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".sh")
+		if name == "lib" || (len(keep) > 0 && !keep[name]) {
+			continue
+		}
+		found[name] = true
+		sc, err := parseScenario(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	var missing []string
+	for n := range keep {
+		if !found[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("unknown scenarios %v (have %s/*.sh)", missing, dir)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scenarios in %s", dir)
+	}
+	return out, nil
+}
+
+func parseScenario(path string) (scenario, error) {
+	sc := scenario{name: strings.TrimSuffix(filepath.Base(path), ".sh"), path: path, timeout: 600 * time.Second}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return sc, err
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		m := headerRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch m[1] {
+		case "EXPECT":
+			for _, n := range strings.Fields(m[2]) {
+				if seen[n] {
+					return sc, fmt.Errorf("%s: check %q is listed twice in # EXPECT", path, n)
+				}
+				seen[n] = true
+				sc.expect = append(sc.expect, n)
+			}
+		case "TIMEOUT":
+			secs, err := strconv.Atoi(strings.TrimSpace(m[2]))
+			if err != nil || secs <= 0 {
+				return sc, fmt.Errorf("%s: bad # TIMEOUT %q", path, m[2])
+			}
+			sc.timeout = time.Duration(secs) * time.Second
+		}
+	}
+	if len(sc.expect) == 0 {
+		return sc, fmt.Errorf("%s declares no checks: add '# EXPECT: <check> ...' lines to its header", path)
+	}
+	return sc, nil
+}
+
+// result is one "RESULT <name> PASS|FAIL|SKIP <detail>" line of the guest.
+type result struct {
+	status, detail string
+}
+
+var resultRE = regexp.MustCompile(`^RESULT ([A-Za-z0-9_.:-]+) (PASS|FAIL|SKIP)(?: (.*))?$`)
+
+// parseResults collects the RESULT lines of a guest log by check name.
+func parseResults(log []byte) map[string][]result {
+	res := map[string][]result{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		if m := resultRE.FindStringSubmatch(strings.TrimRight(sc.Text(), "\r")); m != nil {
+			res[m[1]] = append(res[m[1]], result{status: m[2], detail: m[3]})
+		}
+	}
+	return res
+}

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The scenario scripts are checked without QEMU: their headers parse and
+// their shell syntax (and that of the host scripts) is valid.
+func TestScenarioFiles(t *testing.T) {
+	scs, err := loadScenarios("scenarios", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scs {
+		t.Run(sc.name, func(t *testing.T) {
+			if out, err := exec.Command("bash", "-n", sc.path).CombinedOutput(); err != nil {
+				t.Errorf("bash -n: %v\n%s", err, out)
+			}
+		})
+	}
+	for _, f := range []string{"scenarios/lib.sh", "run-guest.sh", "build.sh", "common.sh", "guest/testbed-init"} {
+		if out, err := exec.Command("bash", "-n", f).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", f, err, out)
+		}
+	}
+}
+
+func TestParseScenario(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := write("a.sh", "#!/bin/bash\n# MACHINE: igb\n# TIMEOUT: 42\n# EXPECT: one two\n# EXPECT: three\n# Note: ignored\n")
+	sc, err := parseScenario(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"one", "two", "three"}; !reflect.DeepEqual(sc.expect, want) {
+		t.Errorf("expect = %v, want %v", sc.expect, want)
+	}
+	if sc.timeout != 42*time.Second || sc.name != "a" {
+		t.Errorf("timeout %v name %q", sc.timeout, sc.name)
+	}
+	for body, why := range map[string]string{
+		"# MACHINE: default\n":           "no EXPECT",
+		"# EXPECT: x x\n":                "duplicate",
+		"# EXPECT: x\n# TIMEOUT: soon\n": "bad timeout",
+	} {
+		if _, err := parseScenario(write("bad.sh", body)); err == nil {
+			t.Errorf("%s: no error", why)
+		}
+	}
+	write("lib.sh", "# helpers\n")
+	write("b.sh", "# EXPECT: b\n")
+	scs, err := loadScenarios(dir, "b")
+	if err != nil || len(scs) != 1 || scs[0].name != "b" {
+		t.Errorf("loadScenarios(b) = %v, %v", scs, err)
+	}
+	if _, err := loadScenarios(dir, "nope"); err == nil {
+		t.Error("unknown scenario name: no error")
+	}
+}
+
+func TestParseResults(t *testing.T) {
+	log := "boot noise\nRESULT a PASS fine\r\nRESULT b FAIL want 1, got 2\nRESULT a FAIL again\n" +
+		"RESULT c SKIP\nRESULT bad-name-without-status\n  RESULT indented PASS x\nRESULT d PASS\n"
+	got := parseResults([]byte(log))
+	want := map[string][]result{
+		"a": {{"PASS", "fine"}, {"FAIL", "again"}},
+		"b": {{"FAIL", "want 1, got 2"}},
+		"c": {{"SKIP", ""}},
+		"d": {{"PASS", ""}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseResults = %v, want %v", got, want)
+	}
+}

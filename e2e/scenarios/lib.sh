@@ -1,0 +1,165 @@
+# Helpers for e2e scenario scripts. Source it first thing:
+#
+#   . "$(dirname "$0")/lib.sh"
+#
+# Result protocol: one line per check on stdout,
+#
+#   RESULT <name> PASS|FAIL|SKIP <detail on one line>
+#
+# The Go harness (e2e/e2e_test.go) turns each name into a subtest and
+# requires every name listed in the scenario's "# EXPECT:" header lines.
+# lib.sh does not set -e: a failed check should not hide the checks after it.
+# check/expect/expect_match return the status of the check (0 = PASS), so
+# a scenario can skip dependent steps: `check x cmd || exit 0` is fine
+# (the checks never reached are then reported missing).
+#
+# Environment from /sbin/testbed-init: VFLAG (the vflag binary), SHARE
+# (the 9p share), OUT (files left here are kept by the harness), SCENARIO
+# (name without .sh), E2E_MACHINE (default, igb, nvme).
+
+# ---------------------------------------------------------------- results
+
+_oneline() { # squeeze stdin into one line of at most 300 characters
+	tr '\n\r\t' '   ' | sed 's/  */ /g; s/^ //; s/ $//' | cut -c1-300
+}
+
+# result NAME STATUS DETAIL...: prints one RESULT line.
+result() {
+	local name=$1 st=$2
+	shift 2
+	case $name in *[!A-Za-z0-9_.-]* | "") name="bad-check-name:$(echo "$name" | tr -c 'A-Za-z0-9_.-' _)" ;; esac
+	echo "RESULT $name $st $(printf '%s' "$*" | _oneline)"
+}
+ok() { result "$1" PASS "${@:2}"; }
+fail() {
+	result "$1" FAIL "${@:2}"
+	return 1
+}
+skip() { result "$1" SKIP "${@:2}"; }
+
+# check NAME CMD [ARG...]: PASS when CMD exits 0. Its output is logged
+# (indented) and its last line becomes the detail.
+check() {
+	local name=$1 o rc
+	shift
+	o=$("$@" 2>&1)
+	rc=$?
+	_show "$name" "$o"
+	if [ $rc = 0 ]; then
+		ok "$name" "$(printf '%s\n' "$o" | tail -n 1)"
+	else
+		fail "$name" "exit $rc from '$*': $(printf '%s\n' "$o" | tail -n 3)"
+	fi
+}
+
+# expect NAME WANT CMD [ARG...]: PASS when CMD exits 0 and prints WANT
+# (leading/trailing white space ignored).
+expect() {
+	local name=$1 want=$2 o rc
+	shift 2
+	o=$("$@" 2>&1)
+	rc=$?
+	_show "$name" "$o"
+	o=$(printf '%s' "$o" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+	if [ $rc = 0 ] && [ "$o" = "$want" ]; then
+		ok "$name" "$want"
+	else
+		fail "$name" "want '$want', got '$o' (exit $rc) from '$*'"
+	fi
+}
+
+# expect_match NAME ERE CMD [ARG...]: PASS when CMD exits 0 and its output
+# matches the extended regular expression ERE.
+expect_match() {
+	local name=$1 re=$2 o rc
+	shift 2
+	o=$("$@" 2>&1)
+	rc=$?
+	_show "$name" "$o"
+	if [ $rc = 0 ] && printf '%s\n' "$o" | grep -Eq -- "$re"; then
+		ok "$name" "$(printf '%s\n' "$o" | grep -E -- "$re" | head -n 1)"
+	else
+		fail "$name" "no match for /$re/ (exit $rc) from '$*': $(printf '%s\n' "$o" | tail -n 3)"
+	fi
+}
+
+_show() { [ -z "$2" ] || printf '%s\n' "$2" | sed "s/^/    [$1] /"; }
+
+# ---------------------------------------------------------------- flow
+
+# step TEXT: a visible section header with the guest uptime.
+step() { echo "==== [$(cut -d' ' -f1 /proc/uptime)s] $*"; }
+
+# run CMD [ARG...]: echo the command, then run it (output not captured).
+run() {
+	echo "+ $*"
+	"$@"
+}
+
+# wait_for SECONDS CMD [ARG...]: polls CMD every 0.2 s until it succeeds;
+# returns 1 if it never did.
+wait_for() {
+	local end=$(($(date +%s%N) + $1 * 1000000000))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s%N)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# ---------------------------------------------------------------- devices
+
+# nsim_new ID [PORTS]: loads netdevsim, creates device ID with PORTS ports
+# (default 2) and waits for its netdevs. Device directory:
+# /sys/bus/netdevsim/devices/netdevsim<ID>; devlink handle netdevsim/netdevsim<ID>.
+nsim_new() {
+	local id=$1 ports=${2:-2}
+	modprobe netdevsim || return 1
+	echo "$id $ports" >/sys/bus/netdevsim/new_device || return 1
+	wait_for 10 _nsim_has "$id" "$ports" || return 1
+	echo "netdevsim$id netdevs: $(nsim_netdevs "$id")"
+}
+_nsim_has() { [ "$(nsim_netdevs "$1" | wc -w)" -ge "$2" ]; }
+
+# nsim_netdevs ID: the netdevs of netdevsim device ID (PFs and representors).
+nsim_netdevs() { ls "/sys/bus/netdevsim/devices/netdevsim$1/net" 2>/dev/null | sort -V | tr '\n' ' '; }
+
+# netdev_by_ppn ID PHYS_PORT_NAME: the netdev of netdevsim device ID whose
+# phys_port_name is the given one (p1, p2, pf0vf0, ...).
+netdev_by_ppn() {
+	local n
+	for n in $(nsim_netdevs "$1"); do
+		[ "$(cat "/sys/class/net/$n/phys_port_name" 2>/dev/null)" = "$2" ] && { echo "$n"; return 0; }
+	done
+	return 1
+}
+
+# pci_by_id VENDOR:DEVICE: sysfs directories of matching PCI functions
+# (e.g. pci_by_id 8086:10c9 for the igb PF).
+pci_by_id() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor"):$(cat "$d/device")" = "0x${1%:*}:0x${1#*:}" ] && echo "$d"
+	done
+}
+
+# ---------------------------------------------------------------- daemons
+
+# ovs_start: Open vSwitch with the kernel datapath (openvswitch module).
+# Logs in /var/log/openvswitch. Extra arguments go to ovs-ctl.
+ovs_start() {
+	ovs-ctl start --system-id=random --no-monitor "$@" >/tmp/ovs-ctl.log 2>&1 || {
+		cat /tmp/ovs-ctl.log
+		return 1
+	}
+	wait_for 20 ovs-vsctl --timeout=2 show || return 1
+	echo "Open vSwitch $(ovs-vsctl get Open_vSwitch . ovs_version) started"
+}
+
+# libvirt_start: monolithic libvirtd (+ virtlogd), qemu:///system.
+libvirt_start() {
+	mkdir -p /var/log/libvirt /var/lib/libvirt /run/libvirt
+	virtlogd -d || return 1
+	libvirtd -d || return 1
+	wait_for 60 virsh -c qemu:///system version
+}

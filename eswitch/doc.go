@@ -1,0 +1,18 @@
+// Package eswitch is the devlink and netlink side of VF-LAG: eswitch mode,
+// representors, the bond and the hardware LAG state. Kernel is the narrow
+// interface to the kernel (Netlink is the real one); the readers here add
+// what sysfs and debugfs show (phys_port_name, phys_switch_id, bonding, mlx5
+// lag state).
+//
+// Ordering constraints, for mlx5 (DESIGN.md section 2):
+//
+//	a. flow_steering_mode=smfs only while the eswitch is legacy (EOPNOTSUPP in switchdev).
+//	b. Every VF is unbound before the eswitch leaves legacy (firmware: bad resource state).
+//	c. Both PFs are in switchdev before the bond is made: uplink LAG with SR-IOV needs it.
+//	d. A port is enslaved while it is down (EPERM "Device can not be enslaved while up");
+//	   bond and ports come up afterwards.
+//	e. LAG activates asynchronously after the bond is complete (up to ~10 s); read
+//	   /sys/kernel/debug/mlx5/<pf0>/lag/state, and report "unverified" without debugfs.
+//	f. Representors are mapped by devlink port (pcivf, pfnum, vfnum), then by
+//	   phys_port_name pf<p>vf<n> plus phys_switch_id; never by name pattern.
+package eswitch

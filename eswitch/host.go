@@ -1,0 +1,345 @@
+package eswitch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/sriov"
+)
+
+// PF is one resolved physical function: its netdev, PCI address (empty for
+// a non-PCI device such as netdevsim), devlink instance and PF number.
+type PF struct {
+	Netdev   string     `json:"netdev"`
+	Addr     sriov.Addr `json:"pci,omitempty"`
+	Devlink  Devlink    `json:"devlink"`
+	PfNumber uint16     `json:"pfnum"`
+	SwitchID string     `json:"switch_id,omitempty"`
+}
+
+var ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.:@+-]{1,15}$`)
+
+// ValidIfName checks an interface name before it reaches a sysfs path or
+// netlink: 1-15 characters, no slash, no whitespace, not "." or "..".
+func ValidIfName(name string) error {
+	if name == "." || name == ".." || !ifnameRE.MatchString(name) {
+		return fmt.Errorf("invalid interface name %q: 1-15 characters of [A-Za-z0-9_.:@+-], no '/' or spaces", name)
+	}
+	return nil
+}
+
+func netFile(name, file string) string { return path.Join("/sys/class/net", name, file) }
+
+// PhysPortName reads "cat /sys/class/net/$if/phys_port_name"; "" when the
+// device has none (EOPNOTSUPP).
+func PhysPortName(f sysfs.FS, name string) (string, error) {
+	s, err := sysfs.ReadString(f, netFile(name, "phys_port_name"))
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, fs.ErrNotExist) && sysfs.Exists(f, netFile(name, "")) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read phys_port_name of %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// PhysSwitchID reads "cat /sys/class/net/$if/phys_switch_id"; "" when none.
+func PhysSwitchID(f sysfs.FS, name string) (string, error) {
+	s, err := sysfs.ReadString(f, netFile(name, "phys_switch_id"))
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, fs.ErrNotExist) && sysfs.Exists(f, netFile(name, "")) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read phys_switch_id of %s: %w", name, err)
+	}
+	return s, nil
+}
+
+var repNameRE = regexp.MustCompile(`^(?:c\d+)?pf(\d+)vf(\d+)$`)
+
+// ResolvePF finds a PF given as a netdev name or a PCI address. Given a PCI
+// address it picks, among the function's netdevs, the uplink (not a
+// pf<p>vf<n> representor). The devlink instance is pci/<addr> when the
+// kernel has one, else the instance of the netdev's devlink port.
+func ResolvePF(k Kernel, f sysfs.FS, ref string) (PF, error) {
+	pci := sriov.Host{FS: f}
+	var pf PF
+	if a, err := sriov.ParseAddr(ref); err == nil && strings.Contains(ref, ":") {
+		if !pci.Exists(a) {
+			return PF{}, fmt.Errorf("PF %s: no such PCI device", a)
+		}
+		names, err := pci.Netdevs(a)
+		if err != nil {
+			return PF{}, err
+		}
+		for _, n := range names {
+			ppn, err := PhysPortName(f, n)
+			if err != nil {
+				return PF{}, err
+			}
+			if !repNameRE.MatchString(ppn) {
+				pf.Netdev = n
+				break
+			}
+		}
+		if pf.Netdev == "" {
+			return PF{}, fmt.Errorf("PF %s: no network interface", a)
+		}
+		pf.Addr = a
+	} else {
+		if err := ValidIfName(ref); err != nil {
+			return PF{}, err
+		}
+		a, ok, err := pci.AddrOfNetdev(ref)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return PF{}, fmt.Errorf("PF %s: no such network interface", ref)
+			}
+			return PF{}, err
+		}
+		pf.Netdev = ref
+		if ok {
+			pf.Addr = a
+		}
+	}
+	ports, err := k.Ports()
+	if err != nil {
+		return PF{}, err
+	}
+	var own *Port
+	for i := range ports {
+		if ports[i].Netdev == pf.Netdev && ports[i].Flavour == FlavourPhysical {
+			own = &ports[i]
+		}
+	}
+	switch {
+	case pf.Addr != "" && hasDevlink(ports, Devlink{Bus: "pci", Device: string(pf.Addr)}):
+		pf.Devlink = Devlink{Bus: "pci", Device: string(pf.Addr)}
+	case own != nil:
+		pf.Devlink = own.Devlink
+	case pf.Addr != "":
+		pf.Devlink = Devlink{Bus: "pci", Device: string(pf.Addr)}
+	default:
+		return PF{}, fmt.Errorf("PF %s: no devlink instance", pf.Netdev)
+	}
+	if pf.Addr != "" {
+		pf.PfNumber = uint16(pf.Addr.Function())
+	}
+	pf.SwitchID, err = PhysSwitchID(f, pf.Netdev)
+	if err != nil {
+		return PF{}, err
+	}
+	return pf, nil
+}
+
+func hasDevlink(ports []Port, d Devlink) bool {
+	for _, p := range ports {
+		if p.Devlink == d {
+			return true
+		}
+	}
+	return false
+}
+
+// Representors maps VF index to representor netdev for one PF: first by
+// devlink port (flavour pcivf on the PF's instance, pfnum, vfnum), then by
+// phys_port_name pf<p>vf<n> with the PF's phys_switch_id. Missing VFs are
+// absent from the map.
+func Representors(k Kernel, f sysfs.FS, pf PF) (map[int]string, error) {
+	reps := map[int]string{}
+	ports, err := k.Ports()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ports {
+		if p.Flavour == FlavourPCIVF && p.Devlink == pf.Devlink && p.PfNumber == pf.PfNumber && p.Netdev != "" {
+			reps[int(p.VfNumber)] = p.Netdev
+		}
+	}
+	if pf.SwitchID == "" {
+		return reps, nil
+	}
+	names, err := f.ReadDir("/sys/class/net")
+	if err != nil {
+		return nil, fmt.Errorf("list netdevs: %w", err)
+	}
+	for _, n := range names {
+		ppn, err := PhysPortName(f, n)
+		if err != nil {
+			continue // the netdev went away meanwhile
+		}
+		m := repNameRE.FindStringSubmatch(ppn)
+		if m == nil {
+			continue
+		}
+		p, _ := strconv.Atoi(m[1])
+		vf, _ := strconv.Atoi(m[2])
+		if p != int(pf.PfNumber) {
+			continue
+		}
+		if _, ok := reps[vf]; ok {
+			continue
+		}
+		if id, _ := PhysSwitchID(f, n); id == pf.SwitchID {
+			reps[vf] = n
+		}
+	}
+	return reps, nil
+}
+
+// WaitRepresentors waits, with a short bounded poll, until every VF in
+// 0..n-1 has a representor.
+func WaitRepresentors(ctx context.Context, k Kernel, f sysfs.FS, pf PF, n int, interval time.Duration) (map[int]string, error) {
+	if interval <= 0 {
+		interval = 5 * time.Millisecond
+	}
+	for {
+		reps, err := Representors(k, f, pf)
+		if err != nil {
+			return nil, err
+		}
+		missing := 0
+		for i := 0; i < n; i++ {
+			if _, ok := reps[i]; !ok {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return reps, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return reps, fmt.Errorf("wait for representors of %s: %d of %d missing: %w", pf.Netdev, missing, n, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// BondInfo is a bond as sysfs shows it ("cat /sys/class/net/$bond/bonding/*").
+type BondInfo struct {
+	Name           string   `json:"name"`
+	Mode           string   `json:"mode"`
+	Slaves         []string `json:"slaves"`
+	ActiveSlave    string   `json:"active_slave,omitempty"`
+	MIIStatus      string   `json:"mii_status"`
+	Miimon         int      `json:"miimon"`
+	LacpRate       string   `json:"lacp_rate,omitempty"`
+	XmitHashPolicy string   `json:"xmit_hash_policy,omitempty"`
+}
+
+// ReadBond reads a bond's state from sysfs; fs.ErrNotExist when it is not a bond.
+func ReadBond(f sysfs.FS, name string) (BondInfo, error) {
+	b := BondInfo{Name: name}
+	dir := netFile(name, "bonding")
+	word := func(file string) (string, error) {
+		s, err := sysfs.ReadString(f, path.Join(dir, file))
+		if err != nil {
+			return "", err
+		}
+		if i := strings.IndexByte(s, ' '); i >= 0 {
+			s = s[:i] // "802.3ad 4" -> "802.3ad"
+		}
+		return s, nil
+	}
+	var err error
+	if b.Mode, err = word("mode"); err != nil {
+		return BondInfo{}, fmt.Errorf("read bond %s: %w", name, err)
+	}
+	slaves, err := sysfs.ReadString(f, path.Join(dir, "slaves"))
+	if err != nil {
+		return BondInfo{}, fmt.Errorf("read slaves of %s: %w", name, err)
+	}
+	b.Slaves = strings.Fields(slaves)
+	b.ActiveSlave, _ = sysfs.ReadString(f, path.Join(dir, "active_slave"))
+	b.MIIStatus, _ = sysfs.ReadString(f, path.Join(dir, "mii_status"))
+	if s, err := sysfs.ReadString(f, path.Join(dir, "miimon")); err == nil {
+		b.Miimon, _ = strconv.Atoi(s)
+	}
+	if b.Mode == "802.3ad" {
+		b.LacpRate, _ = word("lacp_rate")
+	}
+	if b.Mode != "active-backup" {
+		b.XmitHashPolicy, _ = word("xmit_hash_policy")
+	}
+	return b, nil
+}
+
+// LAG states. "unverified" means the kernel exposes no LAG state (no mlx5
+// debugfs): vflag never reports a LAG it cannot see as active.
+const (
+	LAGActive     = "active"
+	LAGInactive   = "inactive"
+	LAGUnverified = "unverified"
+)
+
+// LAGStatus is the hardware LAG as mlx5's debugfs shows it.
+type LAGStatus struct {
+	State       string   `json:"state"`
+	Type        string   `json:"type,omitempty"`
+	PortSelMode string   `json:"port_sel_mode,omitempty"`
+	SharedFDB   bool     `json:"shared_fdb,omitempty"`
+	Members     []string `json:"members,omitempty"`
+}
+
+// ReadLAG reads "cat /sys/kernel/debug/mlx5/$pf0/lag/{state,type,port_sel_mode,flags,members}".
+func ReadLAG(f sysfs.FS, pf0 sriov.Addr) (LAGStatus, error) {
+	if pf0 == "" {
+		return LAGStatus{State: LAGUnverified}, nil
+	}
+	dir := path.Join("/sys/kernel/debug/mlx5", string(pf0), "lag")
+	state, err := sysfs.ReadString(f, path.Join(dir, "state"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return LAGStatus{State: LAGUnverified}, nil
+	}
+	if err != nil {
+		return LAGStatus{}, fmt.Errorf("read LAG state of %s: %w", pf0, err)
+	}
+	if state != "active" {
+		return LAGStatus{State: LAGInactive}, nil
+	}
+	st := LAGStatus{State: LAGActive}
+	st.Type, _ = sysfs.ReadString(f, path.Join(dir, "type"))
+	st.PortSelMode, _ = sysfs.ReadString(f, path.Join(dir, "port_sel_mode"))
+	if flags, err := sysfs.ReadString(f, path.Join(dir, "flags")); err == nil {
+		st.SharedFDB = strings.Contains(flags, "shared_fdb:on")
+	}
+	if m, err := sysfs.ReadString(f, path.Join(dir, "members")); err == nil {
+		st.Members = strings.Fields(m)
+	}
+	return st, nil
+}
+
+// WaitLAG waits until the LAG is active or unverified, with a short bounded
+// poll; it returns the last status when ctx ends.
+func WaitLAG(ctx context.Context, f sysfs.FS, pf0 sriov.Addr, interval time.Duration) (LAGStatus, error) {
+	if interval <= 0 {
+		interval = 10 * time.Millisecond
+	}
+	for {
+		st, err := ReadLAG(f, pf0)
+		if err != nil {
+			return st, err
+		}
+		if st.State != LAGInactive {
+			return st, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return st, fmt.Errorf("wait for hardware LAG on %s: still %s: %w", pf0, st.State, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+)
+
+// Dump renders the whole host as deterministic text, as of now: NICs, PFs,
+// VFs, links, bonds, LAG state, then the kernel log after a line "dmesg:".
+// Counters and timestamps are left out, so a host returned to a previous
+// state dumps the same text as before (the dmesg section aside).
+func (h *Host) Dump() string {
+	var out string
+	err := h.view(func(st *state, now int64) error {
+		out = st.dump(now)
+		return nil
+	})
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func (st *state) dump(now int64) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	for _, nic := range st.NICs {
+		w("nic %s driver=%s switch_id=%s total_vfs=%d rdma=%v\n", nic.Name, nic.Driver, nic.SwitchID, nic.TotalVFs, nic.RDMA)
+		for _, pf := range nic.PFs {
+			mode := pf.Mode
+			if pf.Busy != nil && pf.Busy.Until > now {
+				mode += " (changing to " + pf.Busy.Target + ")"
+			}
+			ov := pf.Override
+			if ov == "" {
+				ov = "(null)"
+			}
+			w("  pf %s port=%d netdev=%s driver=%s override=%s mode=%s numvfs=%d ready=%d/%d autoprobe=%s flow_steering_mode=%s offset=%d stride=%d\n",
+				pf.PCI, pf.Index, pf.Netdev, orDash(pf.Driver), ov, mode, pf.NumVFs, pf.readyVFs(now), pf.NumVFs,
+				boolDigit(pf.Autoprobe), pf.FlowSteering, pf.Offset, pf.Stride)
+			for _, vf := range pf.VFs {
+				if !vf.ready(now) {
+					w("    vf %d %s creating\n", vf.Index, vf.PCI)
+					continue
+				}
+				ov := vf.Override
+				if ov == "" {
+					ov = "(null)"
+				}
+				w("    vf %d %s driver=%s override=%s mac=%s vlan=%d netdev=%s rep=%s\n",
+					vf.Index, vf.PCI, orDash(vf.Driver), ov, vf.MAC, vf.Vlan,
+					orDash(st.visibleName(vf.Netdev, now)), orDash(st.visibleName(vf.Rep, now)))
+			}
+		}
+		if len(nic.PFs) == 2 {
+			l := nic.LAG
+			switch {
+			case l.Bond == "":
+				w("  lag state=disabled\n")
+			case l.Failed:
+				w("  lag state=disabled bond=%s failed=VFs bound at activation\n", l.Bond)
+			case !st.lagActive(nic, now):
+				w("  lag state=disabled bond=%s activating\n", l.Bond)
+			default:
+				w("  lag state=active bond=%s type=%s port_sel_mode=%s flags=shared_fdb:on mapping=%s\n",
+					l.Bond, eswitch.ModeSwitchdev, st.lagPortSel(nic),
+					strings.ReplaceAll(strings.TrimSpace(st.lagMapping(nic, now)), "\n", ","))
+			}
+		}
+	}
+	nds := st.visibleNetdevs(now)
+	sort.Slice(nds, func(i, j int) bool { return nds[i].Name < nds[j].Name })
+	w("links:\n")
+	for _, nd := range nds {
+		what := nd.Role
+		switch nd.Role {
+		case rolePF:
+			_, pf := st.pfOf(nd)
+			what += " " + pf.PCI
+		case roleVF:
+			_, pf := st.pfOf(nd)
+			what += " " + pf.VFs[nd.VF].PCI
+		case roleRep:
+			_, pf := st.pfOf(nd)
+			what += fmt.Sprintf(" pf%dvf%d of %s", pf.Index, nd.VF, pf.PCI)
+		}
+		feat := "-"
+		switch nd.Role {
+		case rolePF, roleVF, roleRep:
+			feat = onOff(nd.HWTC)
+		}
+		w("  %s %s master=%s alias=%q admin=%s oper=%s mac=%s mtu=%d hw-tc-offload=%s\n",
+			nd.Name, what, orDash(nd.Master), nd.Alias, map[bool]string{true: "up", false: "down"}[nd.AdminUp],
+			st.operState(nd, now), nd.MAC, nd.MTU, feat)
+	}
+	w("bonds:\n")
+	for _, nd := range nds {
+		if nd.Bond == nil {
+			continue
+		}
+		bo := nd.Bond
+		w("  %s mode=%s miimon=%d lacp_rate=%s xmit_hash_policy=%s slaves=%s active_slave=%s\n",
+			nd.Name, bo.Mode, bo.Miimon, bo.LacpRate, bo.XmitHashPolicy, orDash(strings.Join(bo.Slaves, ",")), orDash(bo.ActiveSlave))
+	}
+	w("dmesg:\n")
+	for _, line := range st.dmesg(now) {
+		w("  %s\n", line)
+	}
+	return b.String()
+}
+
+func (st *state) visibleName(name string, now int64) string {
+	if name == "" || st.link(name, now) == nil {
+		return ""
+	}
+	return name
+}

@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+)
+
+const lagDir = "/sys/kernel/debug/mlx5/0000:61:00.0/lag/"
+
+func (x *th) lagState() string {
+	x.t.Helper()
+	return strings.TrimSpace(x.read(lagDir + "state"))
+}
+
+type lagSetup struct {
+	mode      string // bond mode
+	numvfs    string
+	legacyPF1 bool   // leave PF1 in legacy
+	onlyP0    bool   // enslave p0 only
+	extra     string // "rep" or "vf": enslave one more netdev
+	boundVF   bool   // leave VF 0 of PF0 bound to mlx5_core
+}
+
+// setup follows vflag's pipeline order: VFs, switchdev, bond, enslave, up.
+func (x *th) setupLAG(s lagSetup) {
+	x.t.Helper()
+	if s.numvfs == "" {
+		s.numvfs = "2"
+	}
+	x.vfs(pf0, s.numvfs)
+	x.vfs(pf1, s.numvfs)
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	if !s.legacyPF1 {
+		x.ok(x.mode(pf1, eswitch.ModeSwitchdev))
+	}
+	if s.boundVF {
+		x.write("/sys/bus/pci/drivers/mlx5_core/bind", "0000:61:00.2")
+	}
+	lacp := ""
+	if s.mode == "802.3ad" {
+		lacp = "fast"
+	}
+	x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: s.mode, Miimon: 100, LacpRate: lacp}))
+	x.ok(x.h.SetMaster("p0", "bond0"))
+	if !s.onlyP0 {
+		x.ok(x.h.SetMaster("p1", "bond0"))
+	}
+	switch s.extra {
+	case "rep":
+		x.ok(x.h.SetMaster(x.reps(pf0)[0], "bond0"))
+	case "vf":
+		x.write("/sys/bus/pci/drivers/mlx5_core/bind", "0000:61:00.3")
+		x.ok(x.h.SetMaster(x.ls("/sys/bus/pci/devices/0000:61:00.3/net")[0], "bond0"))
+	}
+	for _, n := range []string{"bond0", "p0", "p1"} {
+		x.ok(x.h.SetLinkUp(n, true))
+	}
+}
+
+func TestLAGEligibility(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   lagSetup
+		total   int
+		active  bool
+		portSel string
+		mapping string
+	}{
+		{"802.3ad", lagSetup{mode: "802.3ad"}, 0, true, "hash", "1\n2\n"},
+		{"balance-xor", lagSetup{mode: "balance-xor"}, 0, true, "hash", "1\n2\n"},
+		{"active-backup", lagSetup{mode: "active-backup"}, 0, true, "queue_affinity", "1:1\n2:1\n"},
+		{"no VFs", lagSetup{mode: "802.3ad", numvfs: "0"}, 0, true, "hash", "1\n2\n"},
+		{"balance-rr is not a LAG mode", lagSetup{mode: "balance-rr"}, 0, false, "", ""},
+		{"broadcast is not a LAG mode", lagSetup{mode: "broadcast"}, 0, false, "", ""},
+		{"PF1 in legacy", lagSetup{mode: "802.3ad", legacyPF1: true}, 0, false, "", ""},
+		{"one PF only", lagSetup{mode: "802.3ad", onlyP0: true}, 0, false, "", ""},
+		{"a representor too", lagSetup{mode: "802.3ad", extra: "rep"}, 0, false, "", ""},
+		{"a VF netdev too", lagSetup{mode: "802.3ad", extra: "vf"}, 0, false, "", ""},
+		{"64 VFs", lagSetup{mode: "802.3ad", numvfs: "64"}, 80, true, "hash", "1\n2\n"},
+		{"65 VFs", lagSetup{mode: "802.3ad", numvfs: "65"}, 80, false, "", ""},
+		{"VF bound at activation", lagSetup{mode: "802.3ad", boundVF: true}, 0, false, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSpec()
+			s.NICs[0].TotalVFs = tc.total
+			x := newTH(t, s)
+			x.setupLAG(tc.setup)
+			x.settle()
+			if got := x.lagState(); got != map[bool]string{true: "active", false: "disabled"}[tc.active] {
+				t.Fatalf("lag state %q, want active=%v\n%s", got, tc.active, x.h.Dump())
+			}
+			if got := x.read("/sys/kernel/debug/mlx5/0000:61:00.1/lag/state"); strings.TrimSpace(got) != x.lagState() {
+				t.Fatalf("PF1 sees %q", got)
+			}
+			if got := x.read(lagDir + "members"); got != "0000:61:00.0\n0000:61:00.1\n" {
+				t.Fatalf("members %q", got)
+			}
+			if !tc.active {
+				for _, f := range []string{"type", "port_sel_mode", "flags", "mapping"} {
+					x.readErr(lagDir+f, syscall.EINVAL)
+				}
+				return
+			}
+			want := map[string]string{
+				"type": "switchdev\n", "port_sel_mode": tc.portSel + "\n",
+				"flags": "shared_fdb:on\nfdb_selection_mode:native\n", "mapping": tc.mapping,
+			}
+			for f, w := range want {
+				if got := x.read(lagDir + f); got != w {
+					t.Errorf("%s = %q, want %q", f, got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLAGActivationLatency(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.setupLAG(lagSetup{mode: "802.3ad"})
+	// Eligible since the second enslave; the ups after it took no time.
+	x.clk.Advance(latLAG - time.Nanosecond)
+	if got := x.lagState(); got != "disabled" {
+		t.Fatalf("state %q before the activation latency", got)
+	}
+	if strings.Contains(x.h.Dump(), "single FDB") {
+		t.Fatal("activation logged early")
+	}
+	x.clk.Advance(time.Nanosecond)
+	if got := x.lagState(); got != "active" {
+		t.Fatalf("state %q after the activation latency", got)
+	}
+	d := x.h.Dump()
+	for _, want := range []string{"lag map active ports: 1, 2", "shared_fdb:1 mode:hash", "Operation mode is single FDB", "lag state=active bond=bond0"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("dump lacks %q:\n%s", want, d)
+		}
+	}
+}
+
+func TestLAGFailsWithBoundVFsUntilReevaluated(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.setupLAG(lagSetup{mode: "active-backup", boundVF: true})
+	x.settle()
+	if got := x.lagState(); got != "disabled" {
+		t.Fatalf("state %q", got)
+	}
+	if d := x.h.Dump(); !strings.Contains(d, "Make sure all VFs are unbound prior to VF LAG activation or deactivation") {
+		t.Fatalf("dmesg lacks the message:\n%s", d)
+	}
+	// Unbinding alone is no re-evaluation.
+	x.write("/sys/bus/pci/drivers/mlx5_core/unbind", "0000:61:00.2")
+	x.settle()
+	if got := x.lagState(); got != "disabled" {
+		t.Fatalf("state %q after unbinding only", got)
+	}
+	// Release and enslave again: re-evaluated, activates.
+	x.ok(x.h.SetLinkUp("p1", false))
+	x.ok(x.h.SetMaster("p1", ""))
+	x.ok(x.h.SetMaster("p1", "bond0"))
+	x.settle()
+	if got := x.lagState(); got != "active" {
+		t.Fatalf("state %q after re-enslaving", got)
+	}
+	// A numvfs change also re-evaluates (and re-activates).
+	x.write("/sys/bus/pci/devices/"+pf1+"/sriov_numvfs", "0")
+	if got := x.lagState(); got != "disabled" {
+		t.Fatalf("state %q right after a numvfs change", got)
+	}
+	x.settle()
+	if got := x.lagState(); got != "active" {
+		t.Fatalf("state %q after a numvfs change", got)
+	}
+}
+
+func TestLAGDeactivation(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(x *th)
+	}{
+		{"PF0 leaves switchdev", func(x *th) { x.ok(x.mode(pf0, eswitch.ModeLegacy)) }},
+		{"PF1 leaves switchdev", func(x *th) { x.ok(x.mode(pf1, eswitch.ModeLegacy)) }},
+		{"release a slave", func(x *th) {
+			x.ok(x.h.SetLinkUp("p1", false))
+			x.ok(x.h.SetMaster("p1", ""))
+		}},
+		{"delete the bond", func(x *th) { x.ok(x.h.DeleteLink("bond0")) }},
+		{"too many VFs", func(x *th) {
+			x.write("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", "0")
+			x.write("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", "70")
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSpec()
+			s.NICs[0].TotalVFs = 80
+			x := newTH(t, s)
+			x.setupLAG(lagSetup{mode: "balance-xor"})
+			x.settle()
+			if got := x.lagState(); got != "active" {
+				t.Fatalf("state %q", got)
+			}
+			tc.do(x)
+			x.settle()
+			if got := x.lagState(); got != "disabled" {
+				t.Fatalf("state %q after %s", got, tc.name)
+			}
+			x.readErr(lagDir+"type", syscall.EINVAL)
+		})
+	}
+}
+
+func TestLAGMapping(t *testing.T) {
+	tests := []struct {
+		mode string
+		down string // PF set down
+		want string
+	}{
+		{"802.3ad", "", "1\n2\n"},
+		{"802.3ad", "p0", "2\n"},
+		{"802.3ad", "p1", "1\n"},
+		{"active-backup", "", "1:1\n2:1\n"},
+		{"active-backup", "p0", "1:2\n2:2\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode+" "+tc.down, func(t *testing.T) {
+			x := newTH(t, testSpec())
+			x.setupLAG(lagSetup{mode: tc.mode})
+			x.settle()
+			if tc.down != "" {
+				x.ok(x.h.SetLinkUp(tc.down, false))
+			}
+			if got := x.read(lagDir + "mapping"); got != tc.want {
+				t.Fatalf("mapping %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSinglePFNICHasNoLAG(t *testing.T) {
+	x := newTH(t, &Spec{NICs: []NICSpec{{PFs: []PFSpec{{PCI: "0000:03:00.0", Netdev: "ens1"}}}}})
+	if got := x.ls("/sys/kernel/debug/mlx5/0000:03:00.0"); len(got) != 0 {
+		t.Fatalf("debugfs of a 1-PF NIC: %v", got)
+	}
+	x.readErr("/sys/kernel/debug/mlx5/0000:03:00.0/lag/state", syscall.ENOENT)
+}

@@ -1,0 +1,677 @@
+package sim
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"syscall"
+
+	"github.com/vflag/vflag/eswitch"
+)
+
+// This file holds the rules of the model. Every function works on a loaded
+// state at time now (Unix nanoseconds) and validates before it mutates.
+
+func devPrefix(drv, addr string) string { return drv + " " + addr + ": " }
+
+// --- SR-IOV (KERNEL-FACTS §1) ---
+
+// setNumVFs implements sriov_numvfs_store. changed reports a state change
+// (including a log line written for a refusal).
+func (st *state) setNumVFs(now int64, nic *nicState, pf *pfState, n int) (bool, *opError) {
+	pre := devPrefix(nic.Driver, pf.PCI)
+	if pf.Driver == "" {
+		st.log(now, "", "pci %s: no driver bound to device; cannot configure SR-IOV", pf.PCI)
+		return true, fail(syscall.ENOENT, "no driver bound to device; cannot configure SR-IOV")
+	}
+	if n > nic.TotalVFs {
+		return false, fail(syscall.ERANGE, "%d VFs requested, sriov_totalvfs is %d", n, nic.TotalVFs)
+	}
+	if n == pf.NumVFs {
+		return false, nil
+	}
+	if pf.NumVFs != 0 && n != 0 {
+		st.log(now, "", pre+"%d VFs already enabled. Disable before enabling %d VFs", pf.NumVFs, n)
+		return true, fail(syscall.EBUSY, "%d VFs already enabled. Disable before enabling %d VFs", pf.NumVFs, n)
+	}
+	if n == 0 {
+		st.disableVFs(now, nic, pf)
+	} else {
+		st.enableVFs(now, nic, pf, n)
+	}
+	st.lagEval(now, nic, true)
+	return true, nil
+}
+
+func (st *state) enableVFs(now int64, nic *nicState, pf *pfState, n int) {
+	lat := int64(st.Spec.Latency.VFCreate)
+	a, _ := parseBDF(pf.PCI)
+	pf.NumVFs = n
+	pf.VFs = make([]*vfState, n)
+	for i := range n {
+		addr, _ := vfBDF(a, pf.Offset, pf.Stride, i)
+		pf.VFs[i] = &vfState{Index: i, PCI: addr.String(), ReadyAt: now + lat*int64(i+1), MAC: "00:00:00:00:00:00"}
+	}
+	mode := "LEGACY"
+	if pf.Mode == eswitch.ModeSwitchdev {
+		mode = "OFFLOADS"
+		// The eswitch loads the VF vports (and their representors) before
+		// the VFs probe.
+		for _, vf := range pf.VFs {
+			st.addRep(nic, pf, vf, vf.ReadyAt)
+		}
+	}
+	st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"E-Switch: Enable: mode(%s), nvfs(%d), active vports(%d)", mode, n, n+1)
+	if pf.Autoprobe {
+		for _, vf := range pf.VFs {
+			st.attach(now, nic, pf, vf, nic.Driver)
+		}
+	}
+}
+
+func (st *state) disableVFs(now int64, nic *nicState, pf *pfState) {
+	for i := len(pf.VFs) - 1; i >= 0; i-- {
+		vf := pf.VFs[i]
+		st.detach(now, vf) // force-unbind: "in use" is not checked
+		if vf.Rep != "" {
+			st.removeNetdev(now, vf.Rep)
+			vf.Rep = ""
+		}
+	}
+	mode := "LEGACY"
+	if pf.Mode == eswitch.ModeSwitchdev {
+		mode = "OFFLOADS"
+	}
+	st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"E-Switch: Disable: mode(%s), nvfs(%d), active vports(%d)", mode, pf.NumVFs, pf.NumVFs+1)
+	pf.VFs = nil
+	pf.NumVFs = 0
+}
+
+// knownDrivers lists the PCI drivers of /sys/bus/pci/drivers.
+func (st *state) knownDrivers() []string {
+	ds := []string{vfioDriver}
+	for _, nic := range st.NICs {
+		if !slices.Contains(ds, nic.Driver) {
+			ds = append(ds, nic.Driver)
+		}
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+// matches is driver_match_device: driver_override decides when set; else the
+// NIC driver's ID table matches the NIC's functions and vfio-pci (no static
+// IDs, no new_id here) matches nothing.
+func matches(d pciDev, drv string) bool {
+	if ov := d.override(); ov != "" {
+		return ov == drv
+	}
+	return drv == d.nic.Driver
+}
+
+// bind implements drivers/<drv>/bind.
+func (st *state) bind(now int64, drv, addr string) (bool, *opError) {
+	d, ok := st.pci(addr, now)
+	if !ok || !matches(d, drv) {
+		return false, fail(syscall.ENODEV, "no such device or no match")
+	}
+	if d.driver() != "" {
+		return false, fail(syscall.EBUSY, "already bound")
+	}
+	st.attach(now, d.nic, d.pf, d.vf, drv)
+	return true, nil
+}
+
+// unbind implements drivers/<drv>/unbind.
+func (st *state) unbind(now int64, drv, addr string) (bool, *opError) {
+	d, ok := st.pci(addr, now)
+	if !ok || d.driver() != drv {
+		return false, fail(syscall.ENODEV, "not bound to %s", drv)
+	}
+	if d.vf == nil {
+		// Unbinding a PF would remove its netdev, representors and devlink
+		// instance; vflag never does it and the model does not cover it.
+		st.log(now, "", "sim: unbinding PF %s is not modelled", addr)
+		return true, fail(syscall.EPERM, "unbinding a PF is not modelled")
+	}
+	st.detach(now, d.vf)
+	return true, nil
+}
+
+// probe implements /sys/bus/pci/drivers_probe.
+func (st *state) probe(now int64, addr string) (bool, *opError) {
+	d, ok := st.pci(addr, now)
+	if !ok {
+		return false, fail(syscall.ENODEV, "no such device")
+	}
+	if d.driver() != "" || d.vf == nil {
+		return false, nil
+	}
+	drv := d.override()
+	if drv == "" {
+		drv = d.nic.Driver
+	}
+	if !slices.Contains(st.knownDrivers(), drv) {
+		return false, nil // no driver matches: still success
+	}
+	st.attach(now, d.nic, d.pf, d.vf, drv)
+	return true, nil
+}
+
+// attach binds a VF to drv; the NIC driver creates the VF netdev.
+func (st *state) attach(now int64, nic *nicState, pf *pfState, vf *vfState, drv string) {
+	vf.Driver = drv
+	if drv != nic.Driver {
+		return
+	}
+	mac := vf.MAC
+	if mac == "" || mac == "00:00:00:00:00:00" {
+		mac = st.randomMAC("vf/" + vf.PCI)
+	}
+	nd := &netdev{
+		Name: st.allocEthName(), Role: roleVF, NIC: st.nicIndex(nic), PF: pf.Index, VF: vf.Index,
+		MAC: mac, PermMAC: mac, MTU: 1500, ReadyAt: max(now, vf.ReadyAt),
+	}
+	st.addNetdev(nd)
+	vf.Netdev = nd.Name
+}
+
+// detach unbinds a VF from its driver, removing its netdev.
+func (st *state) detach(now int64, vf *vfState) {
+	if vf.Netdev != "" {
+		st.removeNetdev(now, vf.Netdev)
+		vf.Netdev = ""
+	}
+	vf.Driver = ""
+}
+
+func (st *state) addRep(nic *nicState, pf *pfState, vf *vfState, readyAt int64) {
+	nd := &netdev{
+		Name: st.allocEthName(), Role: roleRep, NIC: st.nicIndex(nic), PF: pf.Index, VF: vf.Index,
+		MTU: 1500, HWTC: true, ReadyAt: readyAt,
+	}
+	nd.MAC = st.randomMAC("rep/" + vf.PCI)
+	nd.PermMAC = nd.MAC
+	st.addNetdev(nd)
+	vf.Rep = nd.Name
+}
+
+// removeNetdev unregisters a netdev: it leaves its master, a bond releases its slaves.
+func (st *state) removeNetdev(now int64, name string) {
+	nd := st.Netdevs[name]
+	if nd == nil {
+		return
+	}
+	if nd.Master != "" {
+		st.release(now, nd)
+	}
+	if nd.Bond != nil {
+		for len(nd.Bond.Slaves) > 0 {
+			st.release(now, st.Netdevs[nd.Bond.Slaves[len(nd.Bond.Slaves)-1]])
+		}
+	}
+	delete(st.Netdevs, name)
+}
+
+// --- devlink (KERNEL-FACTS §3) ---
+
+// checkModeChange validates "devlink dev eswitch set pci/<pf> mode <mode>".
+// noop is true when the PF is already in that mode.
+func (st *state) checkModeChange(now int64, nic *nicState, pf *pfState, mode string) (noop, changed bool, err *opError) {
+	if mode != eswitch.ModeLegacy && mode != eswitch.ModeSwitchdev {
+		return false, false, fail(syscall.EINVAL, "Unsupported eswitch mode %q", mode)
+	}
+	if pf.Busy != nil && pf.Busy.Until > now {
+		return false, false, fail(syscall.EBUSY, "Can't change mode, E-Switch is busy")
+	}
+	if pf.Mode == mode {
+		return true, false, nil
+	}
+	if mode == eswitch.ModeSwitchdev {
+		for _, vf := range pf.VFs {
+			if vf.Driver != "" {
+				// The kernel does not check; the firmware fails the change.
+				msg := "MODIFY_ESW_VPORT_CONTEXT(0x752) op_mod(0x0) failed, status bad resource state(0x9), syndrome (0x3c5a2b), err(-22)"
+				st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"mlx5_cmd_out_err: %s", msg)
+				st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"%s", "Failed setting eswitch to offloads")
+				return false, true, fail(syscall.EINVAL, "Failed setting eswitch to offloads: %s (VF %s is bound to %s)", msg, vf.PCI, vf.Driver)
+			}
+		}
+	}
+	return false, false, nil
+}
+
+// applyMode switches the eswitch mode: representors appear in switchdev and
+// vanish in legacy; an active LAG is torn down and re-evaluated.
+func (st *state) applyMode(now int64, nic *nicState, pf *pfState, mode string) {
+	pfnd := st.Netdevs[pf.Netdev]
+	pre := devPrefix(nic.Driver, pf.PCI)
+	if mode == eswitch.ModeSwitchdev {
+		st.log(now, "", pre+"E-Switch: Disable: mode(LEGACY), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
+		pf.Mode = mode
+		pfnd.HWTC = true // the uplink representor has hw-tc-offload on
+		for _, vf := range pf.VFs {
+			st.addRep(nic, pf, vf, max(now, vf.ReadyAt))
+		}
+		st.log(now, "", pre+"E-Switch: Enable: mode(OFFLOADS), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
+	} else {
+		st.log(now, "", pre+"E-Switch: Disable: mode(OFFLOADS), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
+		for _, vf := range pf.VFs {
+			if vf.Rep != "" {
+				st.removeNetdev(now, vf.Rep)
+				vf.Rep = ""
+			}
+		}
+		pf.Mode = mode
+		pfnd.HWTC = false // back to the NIC profile: legacy default
+		st.log(now, "", pre+"E-Switch: Enable: mode(LEGACY), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
+	}
+	st.lagEval(now, nic, true)
+}
+
+// --- links and bonds (KERNEL-FACTS §2, §4, §8) ---
+
+func (st *state) operUp(nd *netdev, now int64) bool {
+	return st.operState(nd, now) == "up" || (nd.Role == roleLo && nd.AdminUp)
+}
+
+// operState is RFC 2863 operstate as sysfs and rtnetlink print it.
+func (st *state) operState(nd *netdev, now int64) string {
+	if !nd.AdminUp {
+		return "down"
+	}
+	switch nd.Role {
+	case roleLo:
+		return "unknown"
+	case roleBond:
+		for _, s := range nd.Bond.Slaves {
+			if sl := st.Netdevs[s]; sl != nil && sl.visible(now) && st.operUp(sl, now) {
+				return "up"
+			}
+		}
+		return "down"
+	}
+	return "up"
+}
+
+func (st *state) notFound(name string) *opError {
+	return fail(syscall.ENODEV, "Cannot find device %q", name).with(eswitch.ErrLinkNotFound)
+}
+
+func (st *state) setLinkUp(now int64, name string, up bool) (bool, *opError) {
+	nd := st.link(name, now)
+	if nd == nil {
+		return false, st.notFound(name)
+	}
+	if nd.AdminUp == up {
+		return false, nil
+	}
+	nd.AdminUp = up
+	st.refreshBonds(now)
+	return true, nil
+}
+
+// refreshBonds re-selects the active slave of every active-backup bond.
+func (st *state) refreshBonds(now int64) {
+	for _, nd := range st.Netdevs {
+		if nd.Bond == nil {
+			continue
+		}
+		b := nd.Bond
+		if b.Mode != "active-backup" {
+			b.ActiveSlave = ""
+			continue
+		}
+		if cur := st.Netdevs[b.ActiveSlave]; cur != nil && cur.Master == nd.Name && st.operUp(cur, now) {
+			continue
+		}
+		b.ActiveSlave = ""
+		if !nd.AdminUp {
+			continue
+		}
+		for _, s := range b.Slaves {
+			if sl := st.Netdevs[s]; sl != nil && sl.visible(now) && st.operUp(sl, now) {
+				b.ActiveSlave = s
+				break
+			}
+		}
+	}
+}
+
+var bondModes = map[string]int{
+	"balance-rr": 0, "active-backup": 1, "balance-xor": 2, "broadcast": 3,
+	"802.3ad": 4, "balance-tlb": 5, "balance-alb": 6,
+}
+
+var xmitPolicies = map[string]int{
+	"layer2": 0, "layer3+4": 1, "layer2+3": 2, "encap2+3": 3, "encap3+4": 4, "vlan+srcmac": 5,
+}
+
+var lacpRates = map[string]int{"slow": 0, "fast": 1}
+
+func (st *state) addBond(now int64, b eswitch.BondSpec) (bool, *opError) {
+	if !ifnameOK(b.Name) {
+		return false, fail(syscall.EINVAL, "invalid interface name %q", b.Name)
+	}
+	if _, exists := st.Netdevs[b.Name]; exists {
+		return false, fail(syscall.EEXIST, "File exists")
+	}
+	mode := b.Mode
+	if mode == "" {
+		mode = "balance-rr"
+	}
+	if _, ok := bondModes[mode]; !ok {
+		return false, fail(syscall.EINVAL, "option mode: invalid value (%s)", b.Mode)
+	}
+	if b.Miimon < 0 {
+		return false, fail(syscall.EINVAL, "option miimon: invalid value (%d)", b.Miimon)
+	}
+	rate := "slow"
+	if b.LacpRate != "" {
+		if _, ok := lacpRates[b.LacpRate]; !ok {
+			return false, fail(syscall.EINVAL, "option lacp_rate: invalid value (%s)", b.LacpRate)
+		}
+		if mode != "802.3ad" {
+			return false, fail(syscall.EACCES, "option lacp_rate: mode dependency failed, not supported in mode %s(%d)", mode, bondModes[mode])
+		}
+		rate = b.LacpRate
+	}
+	policy := "layer2"
+	if b.XmitHashPolicy != "" {
+		if _, ok := xmitPolicies[b.XmitHashPolicy]; !ok {
+			return false, fail(syscall.EINVAL, "option xmit_hash_policy: invalid value (%s)", b.XmitHashPolicy)
+		}
+		policy = b.XmitHashPolicy
+	}
+	nd := &netdev{
+		Name: b.Name, Role: roleBond, MTU: 1500, Alias: b.Alias, ReadyAt: now,
+		Bond: &bondState{Mode: mode, Miimon: b.Miimon, LacpRate: rate, XmitHashPolicy: policy, RandomMAC: true},
+	}
+	nd.MAC = st.randomMAC("bond/" + b.Name)
+	nd.PermMAC = nd.MAC
+	st.addNetdev(nd)
+	return true, nil
+}
+
+func (st *state) deleteLink(now int64, name string) (bool, *opError) {
+	nd := st.link(name, now)
+	if nd == nil {
+		return false, st.notFound(name)
+	}
+	if nd.Role != roleBond {
+		return false, fail(syscall.EOPNOTSUPP, "Operation not supported")
+	}
+	st.removeNetdev(now, name)
+	return true, nil
+}
+
+// setMaster implements IFLA_MASTER (do_set_master + bond_enslave/bond_release).
+func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
+	s := st.link(slave, now)
+	if s == nil {
+		return false, st.notFound(slave)
+	}
+	if master == "" {
+		if s.Master == "" {
+			return false, nil
+		}
+		st.release(now, s)
+		return true, nil
+	}
+	m := st.link(master, now)
+	if m == nil {
+		return false, st.notFound(master)
+	}
+	if s.Master == master {
+		return false, nil
+	}
+	if m.Role != roleBond {
+		return false, fail(syscall.EOPNOTSUPP, "%s does not support enslaving", master)
+	}
+	if s.Name == m.Name {
+		return false, fail(syscall.EPERM, "Cannot enslave bond to itself.")
+	}
+	if s.Role == roleLo {
+		return false, fail(syscall.EPERM, "Cannot enslave a loopback device")
+	}
+	for up := m; up != nil && up.Master != ""; up = st.Netdevs[up.Master] {
+		if up.Master == s.Name {
+			return false, fail(syscall.EBUSY, "%s is an upper device of %s", s.Name, m.Name)
+		}
+	}
+	changed := false
+	if s.Master != "" { // do_set_master releases from the old master first
+		st.release(now, s)
+		changed = true
+	}
+	if s.AdminUp {
+		return changed, fail(syscall.EPERM, "Device can not be enslaved while up")
+	}
+	b := m.Bond
+	if len(b.Slaves) == 0 && b.RandomMAC {
+		m.MAC = s.MAC // the bond takes its first slave's address
+		b.RandomMAC = false
+	}
+	b.Slaves = append(b.Slaves, s.Name)
+	s.Master = m.Name
+	s.MAC = m.MAC // fail_over_mac none: every slave gets the bond's address
+	st.refreshBonds(now)
+	st.lagEvalFor(now, m.Name, s.Name)
+	return true, nil
+}
+
+// release removes s from its bond, restoring its permanent address.
+func (st *state) release(now int64, s *netdev) {
+	m := st.Netdevs[s.Master]
+	s.Master = ""
+	s.MAC = s.PermMAC
+	if m == nil || m.Bond == nil {
+		return
+	}
+	m.Bond.Slaves = slices.DeleteFunc(m.Bond.Slaves, func(n string) bool { return n == s.Name })
+	if len(m.Bond.Slaves) == 0 {
+		m.MAC = st.randomMAC("bond/" + m.Name) // bonding: eth_hw_addr_random on the last release
+		m.Bond.RandomMAC = true
+	}
+	st.refreshBonds(now)
+	st.lagEvalFor(now, m.Name, s.Name)
+}
+
+func (st *state) vfOf(pfName string, vf int, now int64) (*nicState, *pfState, *vfState, *opError) {
+	nd := st.link(pfName, now)
+	if nd == nil {
+		return nil, nil, nil, st.notFound(pfName)
+	}
+	if nd.Role != rolePF {
+		return nil, nil, nil, fail(syscall.EOPNOTSUPP, "%s has no VFs (no ndo_set_vf_*)", pfName)
+	}
+	nic, pf := st.pfOf(nd)
+	if vf < 0 || vf >= pf.NumVFs {
+		return nil, nil, nil, fail(syscall.EINVAL, "VF %d out of range (%d VFs)", vf, pf.NumVFs)
+	}
+	return nic, pf, pf.VFs[vf], nil
+}
+
+func (st *state) setVFMAC(now int64, pfName string, vfi int, mac net.HardwareAddr) (bool, *opError) {
+	_, _, vf, err := st.vfOf(pfName, vfi, now)
+	if err != nil {
+		return false, err
+	}
+	if len(mac) != 6 || mac[0]&1 != 0 {
+		return false, fail(syscall.EINVAL, "invalid MAC %s", mac)
+	}
+	if vf.MAC == mac.String() {
+		return false, nil
+	}
+	vf.MAC = mac.String()
+	return true, nil
+}
+
+func (st *state) setVFVlan(now int64, pfName string, vfi, vlan int) (bool, *opError) {
+	_, pf, vf, err := st.vfOf(pfName, vfi, now)
+	if err != nil {
+		return false, err
+	}
+	if vlan < 0 || vlan > 4095 {
+		return false, fail(syscall.EINVAL, "invalid VLAN %d", vlan)
+	}
+	if pf.Mode == eswitch.ModeSwitchdev {
+		if vlan != 0 {
+			return false, fail(syscall.EOPNOTSUPP, "VF VLAN is not supported in switchdev mode")
+		}
+		return false, nil // vlan 0: success, no-op (libvirt compatibility)
+	}
+	if vf.Vlan == vlan {
+		return false, nil
+	}
+	vf.Vlan = vlan
+	return true, nil
+}
+
+// --- hardware LAG (KERNEL-FACTS §5) ---
+
+var lagBondModes = map[string]bool{"active-backup": true, "balance-xor": true, "802.3ad": true}
+
+// lagEligible tells whether the NIC's LAG may activate: both PFs, and
+// nothing else, are the slaves of one bond in a LAG-capable mode, both PFs
+// are in switchdev with at most 64 VFs each.
+func (st *state) lagEligible(nic *nicState) (string, bool) {
+	if len(nic.PFs) != 2 {
+		return "", false
+	}
+	p0, p1 := st.Netdevs[nic.PFs[0].Netdev], st.Netdevs[nic.PFs[1].Netdev]
+	if p0.Master == "" || p0.Master != p1.Master {
+		return "", false
+	}
+	b := st.Netdevs[p0.Master]
+	if b == nil || b.Bond == nil || len(b.Bond.Slaves) != 2 || !lagBondModes[b.Bond.Mode] {
+		return "", false
+	}
+	for _, pf := range nic.PFs {
+		if pf.Mode != eswitch.ModeSwitchdev || pf.NumVFs > lagMaxVFs {
+			return "", false
+		}
+	}
+	return b.Name, true
+}
+
+// lagEvalFor re-evaluates the LAG of every NIC that a change of bond's
+// slaves (slave joining or leaving) concerns.
+func (st *state) lagEvalFor(now int64, bond, slave string) {
+	for _, nic := range st.NICs {
+		involved := nic.LAG.Bond == bond
+		for _, pf := range nic.PFs {
+			if pf.Netdev == slave || st.Netdevs[pf.Netdev].Master == bond {
+				involved = true
+			}
+		}
+		if involved {
+			st.lagEval(now, nic, true)
+		}
+	}
+}
+
+// lagEval re-evaluates the NIC's LAG. With force, an eligible LAG is
+// (re)activated: that is what the driver does on a bonding change, a mode
+// change or an SR-IOV change.
+func (st *state) lagEval(now int64, nic *nicState, force bool) {
+	if len(nic.PFs) != 2 {
+		return
+	}
+	bond, ok := st.lagEligible(nic)
+	l := &nic.LAG
+	if !ok {
+		if l.Bond != "" {
+			st.lagDeactivate(now, nic)
+		}
+		return
+	}
+	if l.Bond == bond && !force {
+		return
+	}
+	if l.Bond != "" {
+		st.lagDeactivate(now, nic)
+	}
+	*l = lagState{Bond: bond, EligibleAt: now}
+	pre := devPrefix(nic.Driver, nic.PFs[0].PCI)
+	for _, pf := range nic.PFs {
+		for _, vf := range pf.VFs {
+			if vf.Driver != "" {
+				l.Failed = true
+			}
+		}
+	}
+	if l.Failed {
+		st.log(now, "", pre+"%s", "mlx5_activate_lag: Failed to activate VF LAG")
+		st.log(now, "", pre+"%s", "mlx5_activate_lag: Make sure all VFs are unbound prior to VF LAG activation or deactivation")
+		return
+	}
+	l.ActiveAt = now + int64(st.Spec.Latency.LAGActivation)
+	tag := "lag/" + nic.Name
+	sel := st.lagPortSel(nic)
+	if sel == "hash" {
+		st.log(l.ActiveAt, tag, pre+"%s", "lag map active ports: 1, 2")
+	} else {
+		st.log(l.ActiveAt, tag, pre+"%s", "lag map: port 1:1 port 2:2")
+	}
+	st.log(l.ActiveAt, tag, pre+"shared_fdb:1 mode:%s", sel)
+	st.log(l.ActiveAt, tag, pre+"%s", "Operation mode is single FDB")
+}
+
+func (st *state) lagDeactivate(now int64, nic *nicState) {
+	if st.lagActive(nic, now) {
+		st.log(now, "", devPrefix(nic.Driver, nic.PFs[0].PCI)+"%s", "lag deactivated (sim)")
+	}
+	st.withdraw(now, "lag/"+nic.Name)
+	nic.LAG = lagState{}
+}
+
+func (st *state) lagActive(nic *nicState, now int64) bool {
+	l := nic.LAG
+	return l.Bond != "" && !l.Failed && now >= l.ActiveAt
+}
+
+// lagPortSel: hash for balance-xor and 802.3ad, queue_affinity for active-backup.
+func (st *state) lagPortSel(nic *nicState) string {
+	b := st.Netdevs[nic.LAG.Bond]
+	if b != nil && b.Bond != nil && b.Bond.Mode == "active-backup" {
+		return "queue_affinity"
+	}
+	return "hash"
+}
+
+// lagMapping renders debugfs lag/mapping (mlx5_infer_tx_affinity_mapping,
+// mlx5_infer_tx_enabled): a port is tx-enabled when its PF is up and, in
+// active-backup, the bond's active slave.
+func (st *state) lagMapping(nic *nicState, now int64) string {
+	b := st.Netdevs[nic.LAG.Bond]
+	var enabled []int
+	for i, pf := range nic.PFs {
+		nd := st.Netdevs[pf.Netdev]
+		if !st.operUp(nd, now) {
+			continue
+		}
+		if b != nil && b.Bond.Mode == "active-backup" && b.Bond.ActiveSlave != pf.Netdev {
+			continue
+		}
+		enabled = append(enabled, i)
+	}
+	out := ""
+	if st.lagPortSel(nic) == "hash" {
+		if len(enabled) == 0 {
+			enabled = []int{0, 1}
+		}
+		for _, i := range enabled {
+			out += fmt.Sprintf("%d\n", i+1)
+		}
+		return out
+	}
+	for i := range nic.PFs {
+		to := i
+		if len(enabled) > 0 && !slices.Contains(enabled, i) {
+			to = enabled[0]
+		}
+		out += fmt.Sprintf("%d:%d\n", i+1, to+1)
+	}
+	return out
+}

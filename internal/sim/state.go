@@ -1,0 +1,358 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+)
+
+// state is the whole simulated host, persisted as JSON. Times are absolute
+// wall-clock Unix nanoseconds, so asynchronous changes progress between
+// processes. Things that happen later (a VF that is still being created,
+// a LAG that is activating, their dmesg lines) are stored with the time at
+// which they become visible; readers filter by "now", so reading never
+// changes the state.
+type state struct {
+	Version     int                `json:"version"`
+	Gen         uint64             `json:"gen"`
+	Spec        Spec               `json:"spec"`
+	NICs        []*nicState        `json:"nics"`
+	Netdevs     map[string]*netdev `json:"netdevs"`
+	NextIfindex int                `json:"next_ifindex"`
+	MACSeq      int                `json:"mac_seq"`
+	Dmesg       []logEntry         `json:"dmesg"`
+}
+
+type nicState struct {
+	Name     string     `json:"name"`
+	Driver   string     `json:"driver"`
+	SwitchID string     `json:"switch_id"`
+	TotalVFs int        `json:"total_vfs"`
+	RDMA     bool       `json:"rdma,omitempty"`
+	PFs      []*pfState `json:"pfs"`
+	LAG      lagState   `json:"lag"`
+}
+
+type pfState struct {
+	PCI          string      `json:"pci"`
+	Index        int         `json:"index"` // port number in the NIC, also vhca_id
+	Netdev       string      `json:"netdev"`
+	Offset       int         `json:"offset"`
+	Stride       int         `json:"stride"`
+	Driver       string      `json:"driver"`
+	Override     string      `json:"override,omitempty"`
+	Mode         string      `json:"mode"`
+	Busy         *modeChange `json:"busy,omitempty"`
+	NumVFs       int         `json:"numvfs"`
+	Autoprobe    bool        `json:"autoprobe"`
+	FlowSteering string      `json:"flow_steering_mode"`
+	VFs          []*vfState  `json:"vfs,omitempty"`
+}
+
+// modeChange is an eswitch mode change in progress (the devlink call blocks).
+type modeChange struct {
+	Target string `json:"target"`
+	Until  int64  `json:"until"`
+}
+
+type vfState struct {
+	Index    int    `json:"index"`
+	PCI      string `json:"pci"`
+	ReadyAt  int64  `json:"ready_at"` // the PCI device and virtfn link appear then
+	Driver   string `json:"driver,omitempty"`
+	Override string `json:"override,omitempty"`
+	MAC      string `json:"mac"` // administrative MAC set through the PF
+	Vlan     int    `json:"vlan,omitempty"`
+	Netdev   string `json:"netdev,omitempty"` // VF netdev while bound to the NIC driver
+	Rep      string `json:"rep,omitempty"`    // representor while the PF is in switchdev
+}
+
+// Roles of a netdev.
+const (
+	roleLo   = "lo"
+	rolePF   = "pf"
+	roleVF   = "vf"
+	roleRep  = "rep"
+	roleBond = "bond"
+)
+
+type netdev struct {
+	Name    string     `json:"name"`
+	Ifindex int        `json:"ifindex"`
+	Role    string     `json:"role"`
+	NIC     int        `json:"nic"`
+	PF      int        `json:"pf"`
+	VF      int        `json:"vf"`
+	PermMAC string     `json:"perm_mac"`
+	MAC     string     `json:"mac"`
+	AdminUp bool       `json:"admin_up"`
+	Alias   string     `json:"alias,omitempty"`
+	MTU     int        `json:"mtu"`
+	Master  string     `json:"master,omitempty"`
+	HWTC    bool       `json:"hw_tc_offload,omitempty"`
+	ReadyAt int64      `json:"ready_at,omitempty"`
+	Bond    *bondState `json:"bond,omitempty"`
+}
+
+type bondState struct {
+	Mode           string   `json:"mode"`
+	Miimon         int      `json:"miimon"`
+	LacpRate       string   `json:"lacp_rate"`
+	XmitHashPolicy string   `json:"xmit_hash_policy"`
+	Slaves         []string `json:"slaves,omitempty"`
+	ActiveSlave    string   `json:"active_slave,omitempty"`
+	RandomMAC      bool     `json:"random_mac"`
+}
+
+// lagState is the hardware LAG of a 2-PF NIC (KERNEL-FACTS §5).
+type lagState struct {
+	Bond       string `json:"bond,omitempty"` // set while eligible
+	EligibleAt int64  `json:"eligible_at,omitempty"`
+	ActiveAt   int64  `json:"active_at,omitempty"`
+	Failed     bool   `json:"failed,omitempty"` // VFs were bound when it became eligible
+}
+
+type logEntry struct {
+	At  int64  `json:"at"`
+	Msg string `json:"msg"`
+	Tag string `json:"tag,omitempty"` // lets a pending entry be withdrawn
+}
+
+const maxDmesg = 2000
+
+func newState(spec *Spec, now int64) *state {
+	st := &state{
+		Version:     stateVersion,
+		Spec:        *spec,
+		Netdevs:     map[string]*netdev{},
+		NextIfindex: 1,
+	}
+	st.addNetdev(&netdev{Name: "lo", Role: roleLo, MAC: "00:00:00:00:00:00", PermMAC: "00:00:00:00:00:00", AdminUp: true, MTU: 65536})
+	for _, ns := range spec.NICs {
+		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA}
+		var addrs []bdf
+		for _, p := range ns.PFs {
+			a, _ := parseBDF(p.PCI)
+			addrs = append(addrs, a)
+		}
+		offs := vfOffsets(addrs, ns.TotalVFs)
+		for j, p := range ns.PFs {
+			mac := p.MAC
+			if mac == "" {
+				mac = genMAC(mellanoxOUI, "pf/"+p.PCI)
+			}
+			nic.PFs = append(nic.PFs, &pfState{
+				PCI: p.PCI, Index: j, Netdev: p.Netdev, Offset: offs[j], Stride: 1,
+				Driver: ns.Driver, Mode: "legacy", Autoprobe: true, FlowSteering: "dmfs",
+			})
+			st.addNetdev(&netdev{Name: p.Netdev, Role: rolePF, NIC: len(st.NICs), PF: j, MAC: mac, PermMAC: mac, MTU: 1500})
+		}
+		st.NICs = append(st.NICs, nic)
+	}
+	return st
+}
+
+// fixup restores invariants of a loaded state (nil maps).
+func (st *state) fixup() {
+	if st.Netdevs == nil {
+		st.Netdevs = map[string]*netdev{}
+	}
+}
+
+func (st *state) addNetdev(nd *netdev) {
+	nd.Ifindex = st.NextIfindex
+	st.NextIfindex++
+	st.Netdevs[nd.Name] = nd
+}
+
+// allocEthName picks the lowest free eth%d, as __dev_alloc_name does for a
+// driver that registers "eth%d" (mlx5 representors and VF netdevs before udev).
+// Names of netdevs still being created count as taken.
+func (st *state) allocEthName() string {
+	for i := 0; ; i++ {
+		n := fmt.Sprintf("eth%d", i)
+		if _, taken := st.Netdevs[n]; !taken {
+			return n
+		}
+	}
+}
+
+func (st *state) randomMAC(what string) string {
+	st.MACSeq++
+	return genMAC(nil, fmt.Sprintf("%s/%d", what, st.MACSeq))
+}
+
+// log appends a kernel log line visible from at on.
+func (st *state) log(at int64, tag, format string, args ...any) {
+	st.Dmesg = append(st.Dmesg, logEntry{At: at, Msg: fmt.Sprintf(format, args...), Tag: tag})
+	if len(st.Dmesg) > maxDmesg {
+		st.Dmesg = append([]logEntry(nil), st.Dmesg[len(st.Dmesg)-maxDmesg:]...)
+	}
+}
+
+// withdraw removes the log lines with tag that are not visible yet.
+func (st *state) withdraw(now int64, tag string) {
+	out := st.Dmesg[:0]
+	for _, e := range st.Dmesg {
+		if e.Tag == tag && e.At > now {
+			continue
+		}
+		out = append(out, e)
+	}
+	st.Dmesg = out
+}
+
+// dmesg returns the lines visible at now, oldest first.
+func (st *state) dmesg(now int64) []string {
+	var es []logEntry
+	for _, e := range st.Dmesg {
+		if e.At <= now {
+			es = append(es, e)
+		}
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].At < es[j].At })
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Msg
+	}
+	return out
+}
+
+// --- lookups ---
+
+func (vf *vfState) ready(now int64) bool { return now >= vf.ReadyAt }
+
+func (nd *netdev) visible(now int64) bool { return now >= nd.ReadyAt }
+
+// link returns a netdev that exists at now.
+func (st *state) link(name string, now int64) *netdev {
+	nd := st.Netdevs[name]
+	if nd == nil || !nd.visible(now) {
+		return nil
+	}
+	return nd
+}
+
+// visibleNetdevs returns the netdevs existing at now, by ifindex.
+func (st *state) visibleNetdevs(now int64) []*netdev {
+	var out []*netdev
+	for _, nd := range st.Netdevs {
+		if nd.visible(now) {
+			out = append(out, nd)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ifindex < out[j].Ifindex })
+	return out
+}
+
+// pciDev is one PCI function: a PF (vf == nil) or a VF.
+type pciDev struct {
+	nic *nicState
+	pf  *pfState
+	vf  *vfState
+}
+
+func (d pciDev) addr() string {
+	if d.vf != nil {
+		return d.vf.PCI
+	}
+	return d.pf.PCI
+}
+
+func (d pciDev) driver() string {
+	if d.vf != nil {
+		return d.vf.Driver
+	}
+	return d.pf.Driver
+}
+
+func (d pciDev) override() string {
+	if d.vf != nil {
+		return d.vf.Override
+	}
+	return d.pf.Override
+}
+
+// home is the directory of /sys/devices that holds the NIC's functions.
+func (st *state) home(nic *nicState) string {
+	return "/sys/devices/pci" + nic.PFs[0].PCI[:len("0000:00")] // validated "dddd:bb:dd.f"
+}
+
+// pci finds the PCI function with address addr existing at now.
+func (st *state) pci(addr string, now int64) (pciDev, bool) {
+	for _, nic := range st.NICs {
+		for _, pf := range nic.PFs {
+			if pf.PCI == addr {
+				return pciDev{nic: nic, pf: pf}, true
+			}
+			for _, vf := range pf.VFs {
+				if vf.PCI == addr && vf.ready(now) {
+					return pciDev{nic: nic, pf: pf, vf: vf}, true
+				}
+			}
+		}
+	}
+	return pciDev{}, false
+}
+
+// pciDevs lists every PCI function existing at now, sorted by address.
+func (st *state) pciDevs(now int64) []pciDev {
+	var out []pciDev
+	for _, nic := range st.NICs {
+		for _, pf := range nic.PFs {
+			out = append(out, pciDev{nic: nic, pf: pf})
+			for _, vf := range pf.VFs {
+				if vf.ready(now) {
+					out = append(out, pciDev{nic: nic, pf: pf, vf: vf})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].addr() < out[j].addr() })
+	return out
+}
+
+func (st *state) pfOf(nd *netdev) (*nicState, *pfState) {
+	nic := st.NICs[nd.NIC]
+	return nic, nic.PFs[nd.PF]
+}
+
+// pfByNetdev finds the PF whose netdev is name.
+func (st *state) pfByNetdev(name string) (*nicState, *pfState) {
+	nd := st.Netdevs[name]
+	if nd == nil || nd.Role != rolePF {
+		return nil, nil
+	}
+	return st.pfOf(nd)
+}
+
+// pfByDevlink finds the PF of devlink instance pci/<addr>.
+func (st *state) pfByAddr(addr string) (*nicState, *pfState) {
+	for _, nic := range st.NICs {
+		for _, pf := range nic.PFs {
+			if pf.PCI == addr {
+				return nic, pf
+			}
+		}
+	}
+	return nil, nil
+}
+
+func (st *state) nicIndex(nic *nicState) int {
+	for i, n := range st.NICs {
+		if n == nic {
+			return i
+		}
+	}
+	return -1
+}
+
+// readyVFs counts the VFs of pf whose PCI device exists at now.
+func (pf *pfState) readyVFs(now int64) int {
+	n := 0
+	for _, vf := range pf.VFs {
+		if vf.ready(now) {
+			n++
+		}
+	}
+	return n
+}

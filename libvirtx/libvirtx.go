@@ -1,0 +1,614 @@
+package libvirtx
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"libvirt.org/go/libvirt"
+)
+
+// Attachment is one VF to put into one domain.
+type Attachment struct {
+	Domain string
+	// PCI is the VF's PCI address, "0000:61:00.2".
+	PCI string
+	// MAC is the guest-visible MAC address, "52:54:00:...".
+	MAC string
+	// Live: also attach live if the domain runs; false = config only.
+	Live bool
+	// Owner is the LAG group name, stored in vflag's domain metadata.
+	Owner string
+}
+
+// Record is what Attach did, enough to undo it without the configuration;
+// it goes into the journal as JSON.
+type Record struct {
+	Domain string `json:"domain"`
+	PCI    string `json:"pci"`
+	MAC    string `json:"mac"`
+	// Live tells that the VF is in the running domain by vflag's hand
+	// (attached live now or by an earlier run); Detach then removes it
+	// live too.
+	Live  bool   `json:"live"`
+	Owner string `json:"owner"`
+}
+
+// DomainState is what libvirt says about one domain.
+type DomainState struct {
+	Name   string
+	Exists bool
+	Active bool
+	// Interfaces are the <interface type='hostdev'> with a PCI source of
+	// the persistent definition and, when the domain runs, of the live one
+	// (merged by PCI address; the persistent one wins).
+	Interfaces []HostdevIface
+}
+
+// HostdevIface is one <interface type='hostdev'> of a domain.
+type HostdevIface struct {
+	PCI     string
+	MAC     string
+	Managed bool
+	// Owned tells that vflag attached it (its metadata says so).
+	Owned bool
+	// InConfig and InLive tell which definitions hold it.
+	InConfig bool
+	InLive   bool
+}
+
+// Conn is a connection to one libvirt daemon. Its methods may be called
+// from several goroutines; Close must come last.
+type Conn struct {
+	uri string
+	c   *libvirt.Connect
+}
+
+// Open connects to uri ("qemu:///system", "qemu+unix:///system?socket=/path").
+func Open(uri string) (*Conn, error) {
+	c, err := libvirt.NewConnect(uri)
+	err = lvErr(err)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt: connect to %s: %w", uri, err)
+	}
+	return &Conn{uri: uri, c: c}, nil
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error {
+	if c == nil || c.c == nil {
+		return nil
+	}
+	_, err := c.c.Close()
+	err = lvErr(err)
+	c.c = nil
+	if err != nil {
+		return fmt.Errorf("libvirt: close connection to %s: %w", c.uri, err)
+	}
+	return nil
+}
+
+// libvirtError shows a libvirt error by its message; errors.As still finds
+// the libvirt.Error (code, domain) behind it.
+type libvirtError struct{ err libvirt.Error }
+
+func (e libvirtError) Error() string { return e.err.Message }
+func (e libvirtError) Unwrap() error { return e.err }
+
+func lvErr(err error) error {
+	var lerr libvirt.Error
+	if errors.As(err, &lerr) {
+		if _, done := err.(libvirtError); !done {
+			return libvirtError{lerr}
+		}
+	}
+	return err
+}
+
+func hasCode(err error, code libvirt.ErrorNumber) bool {
+	var lerr libvirt.Error
+	return errors.As(err, &lerr) && lerr.Code == code
+}
+
+// lookup finds a domain by name; a domain libvirt does not know gives an
+// error with code ERR_NO_DOMAIN (see isNoDomain).
+func (c *Conn) lookup(name string) (*libvirt.Domain, error) {
+	if c == nil || c.c == nil {
+		return nil, errors.New("connection is closed")
+	}
+	d, err := c.c.LookupDomainByName(name)
+	return d, lvErr(err)
+}
+
+func isNoDomain(err error) bool { return hasCode(err, libvirt.ERR_NO_DOMAIN) }
+
+// snapshot is one read of a domain: both definitions.
+type snapshot struct {
+	active     bool
+	persistent bool
+	cfg        view  // persistent definition (the live one for a transient domain)
+	live       *view // nil unless active
+}
+
+func readView(d *libvirt.Domain, flags libvirt.DomainXMLFlags) (view, error) {
+	doc, err := d.GetXMLDesc(flags)
+	if err != nil {
+		return view{}, lvErr(err)
+	}
+	return parseView(doc)
+}
+
+func readSnapshot(d *libvirt.Domain) (snapshot, error) {
+	var s snapshot
+	var err error
+	if s.active, err = d.IsActive(); err != nil {
+		return s, lvErr(err)
+	}
+	if s.persistent, err = d.IsPersistent(); err != nil {
+		return s, lvErr(err)
+	}
+	if s.cfg, err = readView(d, libvirt.DOMAIN_XML_INACTIVE); err != nil {
+		return s, fmt.Errorf("read persistent XML: %w", err)
+	}
+	if s.active {
+		v, err := readView(d, 0)
+		if err != nil {
+			return s, fmt.Errorf("read live XML: %w", err)
+		}
+		s.live = &v
+	}
+	return s, nil
+}
+
+// Domain reads the persistent definition of a domain and, when it runs, the
+// live one. A missing domain is not an error: Exists is false.
+func (c *Conn) Domain(name string) (DomainState, error) {
+	st := DomainState{Name: name}
+	d, err := c.lookup(name)
+	if isNoDomain(err) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("libvirt: read domain %s: %w", name, err)
+	}
+	defer d.Free()
+	s, err := readSnapshot(d)
+	if err != nil {
+		if isNoDomain(err) {
+			return st, nil // undefined meanwhile
+		}
+		return st, fmt.Errorf("libvirt: read domain %s: %w", name, err)
+	}
+	st.Exists, st.Active = true, s.active
+	index := map[string]int{}
+	if s.persistent {
+		for _, i := range s.cfg.ifaces {
+			index[i.pci+"/"+i.mac] = len(st.Interfaces)
+			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: s.cfg.owned(i), InConfig: true})
+		}
+	}
+	if s.live != nil {
+		for _, i := range s.live.ifaces {
+			if k, ok := index[i.pci+"/"+i.mac]; ok {
+				st.Interfaces[k].InLive = true
+				continue
+			}
+			index[i.pci+"/"+i.mac] = len(st.Interfaces)
+			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: s.live.owned(i), InLive: true})
+		}
+	}
+	return st, nil
+}
+
+// norm is a validated Attachment.
+type norm struct {
+	Attachment
+}
+
+func validate(a Attachment) (norm, error) {
+	n := norm{a}
+	var err error
+	if strings.TrimSpace(a.Domain) == "" {
+		return n, errors.New("empty domain name")
+	}
+	if n.PCI, err = parsePCI(a.PCI); err != nil {
+		return n, err
+	}
+	if n.MAC, err = parseMAC(a.MAC); err != nil {
+		return n, err
+	}
+	if strings.TrimSpace(a.Owner) == "" {
+		return n, errors.New("empty owner (LAG group name)")
+	}
+	return n, nil
+}
+
+func attachOp(a Attachment) string {
+	return fmt.Sprintf("libvirt: attach %s to %s", a.PCI, a.Domain)
+}
+
+// present checks one definition for the VF: true when vflag's interface with
+// this MAC is there; an error when anything else holds the PCI address.
+func present(v view, n norm, where string) (bool, error) {
+	if v.hasHostdev(n.PCI) {
+		return false, fmt.Errorf("the %s definition has a <hostdev> with this PCI address that vflag did not create; not touching it", where)
+	}
+	found := v.ifacesFor(n.PCI)
+	for _, i := range found {
+		if !v.owned(i) {
+			return false, fmt.Errorf("the %s definition has an <interface type='hostdev'> with this PCI address (mac %s) that vflag did not attach; not touching it", where, i.mac)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return false, nil
+	case len(found) > 1:
+		return false, fmt.Errorf("the %s definition has %d interfaces with this PCI address", where, len(found))
+	}
+	c, _ := v.claimFor(n.PCI)
+	if c.Owner != n.Owner {
+		return false, fmt.Errorf("vflag attached it for LAG group %q, not %q", c.Owner, n.Owner)
+	}
+	if c.MAC != n.MAC {
+		return false, fmt.Errorf("vflag attached it with MAC %s, want %s; detach it first", c.MAC, n.MAC)
+	}
+	return true, nil
+}
+
+// plan is what Attach has to do.
+type plan struct {
+	config     bool // attach to the persistent definition
+	live       bool // attach to the live definition
+	liveWanted bool // Attachment.Live and the domain runs
+	why        string
+}
+
+func makePlan(s snapshot, n norm) (plan, error) {
+	if !s.persistent {
+		return plan{}, errors.New("the domain is transient; vflag attaches only to persistent (defined) domains")
+	}
+	var p plan
+	inCfg, err := present(s.cfg, n, "persistent")
+	if err != nil {
+		return p, err
+	}
+	p.config = !inCfg
+	p.liveWanted = n.Live && s.active
+	inLive := false
+	if p.liveWanted {
+		if inLive, err = present(*s.live, n, "live"); err != nil {
+			return p, err
+		}
+		p.live = !inLive
+	}
+	dev := fmt.Sprintf("%s (mac %s, group %s)", n.PCI, n.MAC, n.Owner)
+	switch {
+	case p.config && p.live:
+		p.why = fmt.Sprintf("attach %s to %s: persistent and live", dev, n.Domain)
+	case p.config:
+		p.why = fmt.Sprintf("attach %s to %s: persistent", dev, n.Domain)
+		switch {
+		case n.Live && !s.active:
+			p.why += " only (domain not running)"
+		case !n.Live && s.active:
+			p.why += " only (live not requested)"
+		}
+	case p.live:
+		p.why = fmt.Sprintf("attach %s to %s: live (already in the persistent definition)", dev, n.Domain)
+	default:
+		p.why = fmt.Sprintf("%s already attached to %s by vflag", dev, n.Domain)
+	}
+	return p, nil
+}
+
+// Plan tells whether Attach would change the domain, and why; it only reads.
+// A missing domain, a foreign device with the same PCI address or an
+// invalid attachment is an error.
+func (c *Conn) Plan(a Attachment) (needed bool, why string, err error) {
+	n, err := validate(a)
+	if err != nil {
+		return false, "", fmt.Errorf("%s: %w", attachOp(a), err)
+	}
+	op := attachOp(n.Attachment)
+	d, err := c.lookup(n.Domain)
+	if isNoDomain(err) {
+		return false, "", fmt.Errorf("%s: domain not found: %w", op, err)
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("%s: %w", op, err)
+	}
+	defer d.Free()
+	s, err := readSnapshot(d)
+	if err != nil {
+		return false, "", fmt.Errorf("%s: %w", op, err)
+	}
+	p, err := makePlan(s, n)
+	if err != nil {
+		return false, "", fmt.Errorf("%s: %w", op, err)
+	}
+	return p.config || p.live, p.why, nil
+}
+
+func setClaims(d *libvirt.Domain, cs []claim, impact libvirt.DomainModificationImpact) error {
+	content := "" // removes vflag's element
+	if len(cs) > 0 {
+		var err error
+		if content, err = marshalClaims(cs); err != nil {
+			return err
+		}
+	}
+	return lvErr(d.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, content, MetadataKey, MetadataNamespace, impact))
+}
+
+// Attach puts the VF into the domain, persistent and, when a.Live and the
+// domain runs, live. changed is false when vflag's interface was already
+// there. See the package documentation for the order of the steps.
+func (c *Conn) Attach(a Attachment) (Record, bool, error) {
+	n, err := validate(a)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%s: %w", attachOp(a), err)
+	}
+	op := attachOp(n.Attachment)
+	d, err := c.lookup(n.Domain)
+	if isNoDomain(err) {
+		return Record{}, false, fmt.Errorf("%s: domain not found: %w", op, err)
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	defer d.Free()
+	s, err := readSnapshot(d)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	p, err := makePlan(s, n)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	rec := Record{Domain: n.Domain, PCI: n.PCI, MAC: n.MAC, Live: p.liveWanted, Owner: n.Owner}
+	if !p.config && !p.live {
+		return rec, false, nil
+	}
+	dev, err := interfaceXML(n.PCI, n.MAC)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%s: build device XML: %w", op, err)
+	}
+	cl := claim{PCI: n.PCI, MAC: n.MAC, Owner: n.Owner}
+
+	// undo holds what this call did, to roll it back in reverse.
+	var undo []func() error
+	fail := func(err error) (Record, bool, error) {
+		var errs []error
+		for i := len(undo) - 1; i >= 0; i-- {
+			if uerr := undo[i](); uerr != nil {
+				errs = append(errs, uerr)
+			}
+		}
+		if len(errs) > 0 {
+			return Record{}, false, fmt.Errorf("%s: %w (rollback failed: %v)", op, err, errors.Join(errs...))
+		}
+		return Record{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+
+	if p.config {
+		prior := s.cfg.claims
+		if err := setClaims(d, withClaim(prior, cl), libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
+			return fail(fmt.Errorf("record ownership in persistent metadata: %w", err))
+		}
+		undo = append(undo, func() error {
+			if err := setClaims(d, prior, libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
+				return fmt.Errorf("restore persistent metadata: %w", err)
+			}
+			return nil
+		})
+		if err := lvErr(d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG)); err != nil {
+			return fail(fmt.Errorf("persistent: %w", err))
+		}
+		undo = append(undo, func() error {
+			if err := detachIface(d, n.PCI, n.MAC, libvirt.DOMAIN_XML_INACTIVE, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG); err != nil {
+				return fmt.Errorf("detach from persistent definition: %w", err)
+			}
+			return nil
+		})
+	}
+	if p.live {
+		prior := s.live.claims
+		if err := setClaims(d, withClaim(prior, cl), libvirt.DOMAIN_AFFECT_LIVE); err != nil {
+			return fail(fmt.Errorf("record ownership in live metadata: %w", err))
+		}
+		undo = append(undo, func() error {
+			if err := setClaims(d, prior, libvirt.DOMAIN_AFFECT_LIVE); err != nil {
+				return fmt.Errorf("restore live metadata: %w", err)
+			}
+			return nil
+		})
+		if err := lvErr(d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_LIVE)); err != nil {
+			return fail(fmt.Errorf("live: %w", err))
+		}
+	}
+	return rec, true, nil
+}
+
+// detachIface removes the interface with this PCI address and MAC from one
+// definition, found afresh so that libvirt matches it exactly (MAC plus
+// guest address; a MAC alone can be ambiguous). Absent = success.
+func detachIface(d *libvirt.Domain, pci, mac string, read libvirt.DomainXMLFlags, modify libvirt.DomainDeviceModifyFlags) error {
+	v, err := readView(d, read)
+	if err != nil {
+		return err
+	}
+	for _, i := range v.ifacesFor(pci) {
+		if i.mac != mac {
+			continue
+		}
+		x, err := i.def.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := lvErr(d.DetachDeviceFlags(x, modify)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Detach undoes an Attach from its Record: it removes the interface with
+// the record's PCI address, but only where vflag's metadata claims it, then
+// the claim. The live definition is handled when r.Live and the domain runs.
+// A missing domain, interface or claim is success; Detach is repeatable.
+func (c *Conn) Detach(r Record) error {
+	op := fmt.Sprintf("libvirt: detach %s from %s", r.PCI, r.Domain)
+	pci, err := parsePCI(r.PCI)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if strings.TrimSpace(r.Domain) == "" {
+		return fmt.Errorf("%s: empty domain name", op)
+	}
+	mac := ""
+	if r.MAC != "" {
+		if mac, err = parseMAC(r.MAC); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	d, err := c.lookup(r.Domain)
+	if isNoDomain(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer d.Free()
+	s, err := readSnapshot(d)
+	if err != nil {
+		if isNoDomain(err) {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if r.Live && s.live != nil {
+		if err := detachFrom(d, *s.live, pci, mac, r.Owner, "live", 0, libvirt.DOMAIN_DEVICE_MODIFY_LIVE, libvirt.DOMAIN_AFFECT_LIVE); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if s.persistent {
+		if err := detachFrom(d, s.cfg, pci, mac, r.Owner, "persistent", libvirt.DOMAIN_XML_INACTIVE, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG, libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// detachFrom removes vflag's interface for pci from one definition (read
+// with the read flags), checks that it is gone, then drops the claim.
+func detachFrom(d *libvirt.Domain, v view, pci, mac, owner, where string, read libvirt.DomainXMLFlags, modify libvirt.DomainDeviceModifyFlags, impact libvirt.DomainModificationImpact) error {
+	cl, claimed := v.claimFor(pci)
+	found := v.ifacesFor(pci)
+	if claimed {
+		if owner != "" && cl.Owner != owner {
+			return fmt.Errorf("%s definition: vflag attached it for LAG group %q, not %q; left in place", where, cl.Owner, owner)
+		}
+		if mac != "" && cl.MAC != mac {
+			return fmt.Errorf("%s definition: vflag attached it with MAC %s, the record says %s; left in place", where, cl.MAC, mac)
+		}
+	}
+	for _, i := range found {
+		if !v.owned(i) {
+			return fmt.Errorf("%s definition: the interface with this PCI address (mac %s) is not vflag's; left in place", where, i.mac)
+		}
+	}
+	for _, i := range found {
+		x, err := i.def.Marshal()
+		if err != nil {
+			return fmt.Errorf("%s definition: %w", where, err)
+		}
+		if err := lvErr(d.DetachDeviceFlags(x, modify)); err != nil {
+			if hasCode(err, libvirt.ERR_DEVICE_MISSING) || isNoDomain(err) {
+				continue
+			}
+			return fmt.Errorf("%s definition: %w", where, err)
+		}
+	}
+	if len(found) > 0 {
+		after, err := readView(d, read)
+		if err != nil {
+			return fmt.Errorf("%s definition: re-read: %w", where, err)
+		}
+		for _, i := range after.ifacesFor(pci) {
+			if i.mac == cl.MAC {
+				return fmt.Errorf("%s definition: the interface is still there after the detach request (a live PCI unplug needs the guest's cooperation); retry later", where)
+			}
+		}
+	}
+	if claimed {
+		if err := setClaims(d, withoutClaim(v.claims, pci), impact); err != nil {
+			return fmt.Errorf("%s definition: remove ownership metadata: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// HoldingDomains maps each of the given VF PCI addresses that a running
+// domain uses (as <interface type='hostdev'> or <hostdev>, in its live XML)
+// to that domain's name. Shut-off domains hold nothing.
+func (c *Conn) HoldingDomains(pcis []string) (map[string]string, error) {
+	want := map[string]bool{}
+	for _, p := range pcis {
+		n, err := parsePCI(p)
+		if err != nil {
+			return nil, fmt.Errorf("libvirt: find domains holding VFs: %w", err)
+		}
+		want[n] = true
+	}
+	out := map[string]string{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	if c == nil || c.c == nil {
+		return nil, errors.New("libvirt: find domains holding VFs: connection is closed")
+	}
+	doms, err := c.c.ListAllDomains(libvirt.CONNECT_LIST_DOMAINS_ACTIVE)
+	err = lvErr(err)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt: list running domains: %w", err)
+	}
+	type held struct{ name, pci string }
+	var all []held
+	var firstErr error
+	for i := range doms {
+		d := &doms[i]
+		name, err := d.GetName()
+		err = lvErr(err)
+		if err == nil {
+			var v view
+			v, err = readView(d, 0)
+			if err == nil {
+				for _, f := range v.ifaces {
+					all = append(all, held{name, f.pci})
+				}
+				for _, h := range v.hostdevs {
+					all = append(all, held{name, h})
+				}
+			} else if isNoDomain(err) {
+				err = nil // stopped and undefined meanwhile
+			} else {
+				err = fmt.Errorf("libvirt: read live XML of %s: %w", name, err)
+			}
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		d.Free()
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	for _, h := range all {
+		if _, dup := out[h.pci]; want[h.pci] && !dup {
+			out[h.pci] = h.name
+		}
+	}
+	return out, nil
+}

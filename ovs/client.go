@@ -1,0 +1,351 @@
+package ovs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	lmodel "github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vflag/vflag/ovs/model"
+)
+
+// Client is a connection to one OVSDB server (the Open_vSwitch database)
+// with a monitor cache of the Open_vSwitch, Bridge, Port and Interface
+// tables. Its methods may be called from several goroutines; Ensure and Undo
+// are serialized.
+type Client struct {
+	endpoint string
+	db       client.Client
+
+	mu sync.Mutex // serializes read-compute-write in Ensure and Undo
+
+	cfgMu   sync.Mutex
+	wantCfg int           // highest next_cfg our own transactions produced
+	cfgCh   chan struct{} // poked on every Open_vSwitch update of the cache
+
+	txns atomic.Int64 // transactions sent (for tests)
+}
+
+// databaseModel registers only the tables vflag touches.
+func databaseModel() (lmodel.ClientDBModel, error) {
+	return lmodel.NewClientDBModel("Open_vSwitch", map[string]lmodel.Model{
+		model.OpenvSwitchTable: &model.OpenvSwitch{},
+		model.BridgeTable:      &model.Bridge{},
+		model.PortTable:        &model.Port{},
+		model.InterfaceTable:   &model.Interface{},
+	})
+}
+
+// Connect opens endpoint ("unix:/run/openvswitch/db.sock", "tcp:1.2.3.4:6640")
+// and starts monitoring the columns vflag reads. ctx bounds the connection
+// and the initial monitor snapshot.
+func Connect(ctx context.Context, endpoint string) (*Client, error) {
+	dbm, err := databaseModel()
+	if err != nil {
+		return nil, fmt.Errorf("ovs: connect %s: database model: %w", endpoint, err)
+	}
+	db, err := client.NewOVSDBClient(dbm, client.WithEndpoint(endpoint))
+	if err != nil {
+		return nil, fmt.Errorf("ovs: connect %s: %w", endpoint, err)
+	}
+	if err := db.Connect(ctx); err != nil {
+		return nil, fmt.Errorf("ovs: connect %s: %w", endpoint, err)
+	}
+	c := &Client{endpoint: endpoint, db: db, cfgCh: make(chan struct{}, 1)}
+	poke := func(table string) {
+		if table != model.OpenvSwitchTable {
+			return
+		}
+		select {
+		case c.cfgCh <- struct{}{}:
+		default:
+		}
+	}
+	db.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, _ lmodel.Model) { poke(table) },
+		UpdateFunc: func(table string, _, _ lmodel.Model) { poke(table) },
+	})
+
+	ovs, br, port, iface := &model.OpenvSwitch{}, &model.Bridge{}, &model.Port{}, &model.Interface{}
+	mon := db.NewMonitor(
+		client.WithTable(ovs, &ovs.Bridges, &ovs.OtherConfig, &ovs.NextCfg, &ovs.CurCfg),
+		client.WithTable(br, &br.Name, &br.Ports, &br.DatapathType, &br.ExternalIDs),
+		client.WithTable(port, &port.Name, &port.Interfaces, &port.Tag, &port.ExternalIDs),
+		client.WithTable(iface, &iface.Name, &iface.Type, &iface.Ofport, &iface.Error, &iface.ExternalIDs),
+	)
+	if _, err := db.Monitor(ctx, mon); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ovs: connect %s: monitor: %w", endpoint, err)
+	}
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.db.Close() }
+
+// state is a consistent view of the monitored tables.
+type state struct {
+	root        *model.OpenvSwitch // nil: no Open_vSwitch row (ovs-vsctl init never ran)
+	bridges     map[string]*model.Bridge
+	ports       map[string]*model.Port // by name
+	portByUUID  map[string]*model.Port
+	portBridge  map[string]*model.Bridge    // port UUID -> bridge holding it
+	ifaces      map[string]*model.Interface // by name
+	ifaceByUUID map[string]*model.Interface
+}
+
+// read returns the current state. The echo round trip first makes the cache
+// current: ovsdb-server flushes pending monitor updates to a session before
+// it reads the session's next request, and libovsdb applies notifications in
+// order before it delivers the echo reply.
+func (c *Client) read(ctx context.Context) (*state, error) {
+	if err := c.db.Echo(ctx); err != nil {
+		return nil, fmt.Errorf("sync with %s: %w", c.endpoint, err)
+	}
+	var (
+		roots   []model.OpenvSwitch
+		bridges []model.Bridge
+		ports   []model.Port
+		ifaces  []model.Interface
+	)
+	for _, l := range []any{&roots, &bridges, &ports, &ifaces} {
+		if err := c.db.List(ctx, l); err != nil {
+			return nil, fmt.Errorf("read cache: %w", err)
+		}
+	}
+	st := &state{
+		bridges:     make(map[string]*model.Bridge, len(bridges)),
+		ports:       make(map[string]*model.Port, len(ports)),
+		portByUUID:  make(map[string]*model.Port, len(ports)),
+		portBridge:  make(map[string]*model.Bridge, len(ports)),
+		ifaces:      make(map[string]*model.Interface, len(ifaces)),
+		ifaceByUUID: make(map[string]*model.Interface, len(ifaces)),
+	}
+	switch len(roots) {
+	case 0:
+	case 1:
+		st.root = &roots[0]
+	default:
+		return nil, fmt.Errorf("%d Open_vSwitch rows, want 1", len(roots))
+	}
+	for i := range bridges {
+		b := &bridges[i]
+		st.bridges[b.Name] = b
+		for _, p := range b.Ports {
+			st.portBridge[p] = b
+		}
+	}
+	for i := range ports {
+		p := &ports[i]
+		st.ports[p.Name] = p
+		st.portByUUID[p.UUID] = p
+	}
+	for i := range ifaces {
+		f := &ifaces[i]
+		st.ifaces[f.Name] = f
+		st.ifaceByUUID[f.UUID] = f
+	}
+	return st, nil
+}
+
+func (st *state) hwOffload() string {
+	if st.root == nil {
+		return ""
+	}
+	return st.root.OtherConfig[HWOffloadKey]
+}
+
+// ownedBy reports whether external_ids mark a row as owner's.
+func ownedBy(ext map[string]string, owner string) bool {
+	v, ok := ext[OwnerKey]
+	return ok && owner != "" && v == owner
+}
+
+// txn is a write transaction under construction. expect[i] is the row count
+// operation i must report (-1: any).
+type txn struct {
+	ops    []ovsdb.Operation
+	expect []int
+}
+
+func (t *txn) add(op ovsdb.Operation, expect int) {
+	t.ops = append(t.ops, op)
+	t.expect = append(t.expect, expect)
+}
+
+// commit increments next_cfg (so WaitApplied can tell when ovs-vswitchd has
+// applied this transaction), sends the transaction and checks every result.
+func (c *Client) commit(ctx context.Context, t *txn, root string) error {
+	where := []ovsdb.Condition{uuidIs(root)}
+	t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable, Where: where,
+		Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}}, 1)
+	t.add(ovsdb.Operation{Op: ovsdb.OperationSelect, Table: model.OpenvSwitchTable, Where: where,
+		Columns: []string{"next_cfg"}}, -1)
+
+	c.txns.Add(1)
+	res, err := c.db.Transact(ctx, t.ops...)
+	if err != nil {
+		return fmt.Errorf("transaction: %w", err)
+	}
+	if opErrs, err := ovsdb.CheckOperationResults(res, t.ops); err != nil {
+		var msgs []string
+		for _, e := range opErrs {
+			if op := e.Operation(); op != nil {
+				msgs = append(msgs, fmt.Sprintf("%s %s: %v", op.Op, op.Table, e))
+			} else {
+				msgs = append(msgs, e.Error())
+			}
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("transaction of %d operations failed: %w: %s", len(t.ops), err, strings.Join(msgs, "; "))
+		}
+		return fmt.Errorf("transaction of %d operations failed: %w", len(t.ops), err)
+	}
+	for i, want := range t.expect {
+		if want >= 0 && res[i].Count != want {
+			return fmt.Errorf("transaction: %s %s touched %d rows, want %d", t.ops[i].Op, t.ops[i].Table, res[i].Count, want)
+		}
+	}
+	last := res[len(t.ops)-1]
+	if len(last.Rows) != 1 {
+		return fmt.Errorf("transaction: next_cfg select returned %d rows", len(last.Rows))
+	}
+	next, ok := toInt(last.Rows[0]["next_cfg"])
+	if !ok {
+		return fmt.Errorf("transaction: next_cfg is %T", last.Rows[0]["next_cfg"])
+	}
+	c.cfgMu.Lock()
+	c.wantCfg = max(c.wantCfg, next)
+	c.cfgMu.Unlock()
+	return nil
+}
+
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int(n), true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	}
+	return 0, false
+}
+
+func uuidIs(u string) ovsdb.Condition {
+	return ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})
+}
+
+func uuidSet(uuids ...string) ovsdb.OvsSet {
+	s := ovsdb.OvsSet{GoSet: make([]any, len(uuids))}
+	for i, u := range uuids {
+		s.GoSet[i] = ovsdb.UUID{GoUUID: u}
+	}
+	return s
+}
+
+func strMap(m map[string]string) ovsdb.OvsMap {
+	om := ovsdb.OvsMap{GoMap: make(map[any]any, len(m))}
+	for k, v := range m {
+		om.GoMap[k] = v
+	}
+	return om
+}
+
+// WaitApplied waits until ovs-vswitchd has applied every change this client
+// made so far (and any change already visible in the cache): until
+// Open_vSwitch.cur_cfg >= next_cfg. It wakes on monitor updates, never polls,
+// and gives up when ctx ends.
+func (c *Client) WaitApplied(ctx context.Context) error {
+	c.cfgMu.Lock()
+	target := c.wantCfg
+	c.cfgMu.Unlock()
+	first := true
+	cur := 0
+	for {
+		var roots []model.OpenvSwitch
+		if err := c.db.List(ctx, &roots); err != nil {
+			return fmt.Errorf("ovs: wait applied: read cache: %w", err)
+		}
+		if len(roots) == 1 {
+			if first {
+				target = max(target, roots[0].NextCfg)
+				first = false
+			}
+			cur = roots[0].CurCfg
+			if cur >= target {
+				return nil
+			}
+		}
+		select {
+		case <-c.cfgCh:
+		case <-ctx.Done():
+			return fmt.Errorf("ovs: wait for ovs-vswitchd to apply configuration %d (applied: %d): %w", target, cur, ctx.Err())
+		}
+	}
+}
+
+// Status reports the bridge, its ports with their OpenFlow port numbers and
+// interface errors, and the hw-offload setting.
+func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error) {
+	st, err := c.read(ctx)
+	if err != nil {
+		return BridgeStatus{}, fmt.Errorf("ovs: status of bridge %s: %w", bridge, err)
+	}
+	bs := BridgeStatus{Bridge: bridge, HWOffload: st.hwOffload()}
+	b := st.bridges[bridge]
+	if b == nil {
+		return bs, nil
+	}
+	bs.Exists = true
+	bs.Owner = b.ExternalIDs[OwnerKey]
+	for _, pu := range b.Ports {
+		p := st.portByUUID[pu]
+		if p == nil {
+			continue
+		}
+		ps := PortStatus{Name: p.Name, Owner: p.ExternalIDs[OwnerKey]}
+		if p.Tag != nil {
+			ps.Tag = *p.Tag
+		}
+		if f := st.portInterface(p); f != nil {
+			if f.Ofport != nil {
+				ps.OFPort = *f.Ofport
+			}
+			if f.Error != nil {
+				ps.Error = *f.Error
+			}
+		}
+		bs.Ports = append(bs.Ports, ps)
+	}
+	sort.Slice(bs.Ports, func(i, j int) bool { return bs.Ports[i].Name < bs.Ports[j].Name })
+	return bs, nil
+}
+
+// portInterface is the interface named like the port, else the first one.
+func (st *state) portInterface(p *model.Port) *model.Interface {
+	var first *model.Interface
+	for _, u := range p.Interfaces {
+		f := st.ifaceByUUID[u]
+		if f == nil {
+			continue
+		}
+		if f.Name == p.Name {
+			return f
+		}
+		if first == nil {
+			first = f
+		}
+	}
+	return first
+}
+
+var errNoRoot = errors.New("no Open_vSwitch row in the database (ovs-vsctl init has not run)")

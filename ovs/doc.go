@@ -1,0 +1,45 @@
+// Package ovs is vflag's Open vSwitch step: it builds (or completes) the
+// bridge that holds the bond and the VF representors and turns on hardware
+// offload, through OVSDB (libovsdb, typed models in ovs/model), and undoes
+// exactly what it did.
+//
+// # Ordering constraints
+//
+//   - The bridge exists before its ports: a new bridge, its internal port and
+//     interface (named like the bridge, as ovs-vsctl add-br makes them), every
+//     wanted Port with its Interface, the reference from Open_vSwitch.bridges
+//     and other_config:hw-offload are written in ONE transaction, using named
+//     UUIDs for rows created in it. OVSDB applies a transaction atomically,
+//     so ovs-vswitchd never sees a bridge without its ports or ports without a
+//     bridge, and a failed Ensure leaves nothing behind.
+//   - Ensure on a converged host sends no transaction at all. A transaction
+//     that writes also increments Open_vSwitch.next_cfg (as ovs-vsctl does);
+//     WaitApplied then waits, on monitor updates, until ovs-vswitchd has set
+//     cur_cfg to at least that value, i.e. it has applied the change. Read
+//     Interface.ofport / Interface.error (Status) only after WaitApplied:
+//     before that they describe the previous configuration.
+//   - Enabling hw-offload takes effect without a restart. Disabling it (or
+//     changing tc-policy) needs an ovs-vswitchd restart: Ensure never does that
+//     and never turns offload off; it reports Change.RestartRequired instead.
+//   - Undo runs in reverse of Ensure, in one transaction: remove vflag's ports,
+//     then the bridge if vflag created it and nothing else is left on it, then
+//     restore hw-offload if vflag set it and it is still "true".
+//
+// # Ownership and concurrency
+//
+// Every row vflag creates carries external_ids vflag-owner=<LAG group>.
+// Undo removes only rows carrying the record's owner. Reads come from the
+// client's monitor cache after an echo round trip: ovsdb-server sends all
+// pending monitor updates to a connection before it reads that connection's
+// next request, so the cache then includes every change committed before the
+// echo, ours and other clients'. Writes are guarded against another client
+// changing the database between that read and the write: new rows collide
+// with the name indexes, a wait operation makes the transaction fail if the
+// bridge Ensure adds ports to is gone or the bridge Undo deletes gained a
+// port, hw-offload is restored only where it is still "true", and retags
+// match only ports still carrying the owner mark (a miss is reported as an
+// error after the commit).
+//
+// Names (bridges, ports, owners) are used only as OVSDB values, never as
+// named UUIDs, command arguments or paths.
+package ovs

@@ -1,0 +1,231 @@
+package ovs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vflag/vflag/ovs/model"
+)
+
+// Plan returns what Ensure would change, without writing.
+func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
+	if err := s.validate(); err != nil {
+		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	st, err := c.read(ctx)
+	if err != nil {
+		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	ch, _, err := plan(st, s)
+	if err != nil {
+		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	return ch, nil
+}
+
+// Ensure converges the database to s in one transaction and returns what it
+// created (for Undo) and the change it made. When the database already
+// matches, it sends no transaction. It does not wait for ovs-vswitchd: call
+// WaitApplied for that.
+func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, error) {
+	rec := Record{Owner: s.Owner, Bridge: s.Bridge}
+	if err := s.validate(); err != nil {
+		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := c.read(ctx)
+	if err != nil {
+		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
+	}
+	ch, t, err := plan(st, s)
+	if err != nil {
+		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
+	}
+	if ch.Empty() {
+		return rec, ch, nil
+	}
+	if st.root == nil {
+		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, errNoRoot)
+	}
+	if err := c.commit(ctx, t, st.root.UUID); err != nil {
+		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
+	}
+	rec.BridgeCreated = ch.CreateBridge
+	rec.Ports = append([]string(nil), ch.AddPorts...)
+	if ch.SetHWOffload {
+		rec.HWOffloadSet = true
+		rec.PriorHWOffload = ch.PriorHWOffload
+	}
+	return rec, ch, nil
+}
+
+func (s BridgeSpec) validate() error {
+	if s.Owner == "" {
+		return fmt.Errorf("empty owner")
+	}
+	if s.Bridge == "" {
+		return fmt.Errorf("empty bridge name")
+	}
+	seen := make(map[string]bool, len(s.Ports))
+	for _, p := range s.Ports {
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("port with an empty name")
+		case p.Name == s.Bridge:
+			return fmt.Errorf("port %s has the bridge's name", p.Name)
+		case seen[p.Name]:
+			return fmt.Errorf("port %s listed twice", p.Name)
+		case p.Tag < 0 || p.Tag > 4094:
+			return fmt.Errorf("port %s: VLAN tag %d out of range 0..4094", p.Name, p.Tag)
+		}
+		seen[p.Name] = true
+	}
+	return nil
+}
+
+// plan computes the change from st to s and the transaction that makes it
+// (without the next_cfg increment commit adds). Named UUIDs are generated
+// identifiers; names only ever appear as column values.
+func plan(st *state, s BridgeSpec) (Change, *txn, error) {
+	var ch Change
+	t := &txn{}
+	owner := map[string]string{OwnerKey: s.Owner}
+
+	br := st.bridges[s.Bridge]
+	if br == nil {
+		ch.CreateBridge = true
+		if p := st.ports[s.Bridge]; p != nil {
+			return ch, nil, fmt.Errorf("a port named %s already exists (on bridge %s)", s.Bridge, st.bridgeName(p))
+		}
+		if st.ifaces[s.Bridge] != nil {
+			return ch, nil, fmt.Errorf("an interface named %s already exists", s.Bridge)
+		}
+	}
+
+	var add []PortSpec
+	for _, ps := range s.Ports {
+		p := st.ports[ps.Name]
+		if p == nil {
+			if st.ifaces[ps.Name] != nil {
+				// An interface of another port (an OVS bond member) holds the name.
+				ch.Foreign = append(ch.Foreign, ps.Name)
+				continue
+			}
+			add = append(add, ps)
+			continue
+		}
+		if !ownedBy(p.ExternalIDs, s.Owner) {
+			ch.Foreign = append(ch.Foreign, ps.Name)
+			continue
+		}
+		if on := st.portBridge[p.UUID]; br == nil || on == nil || on.UUID != br.UUID {
+			return ch, nil, fmt.Errorf("port %s belongs to %s but is on bridge %s", ps.Name, s.Owner, st.bridgeName(p))
+		}
+		if tagOf(p) != ps.Tag {
+			ch.Retag = append(ch.Retag, ps.Name)
+			row := ovsdb.Row{"tag": tagValue(ps.Tag)}
+			t.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: model.PortTable, Row: row,
+				Where: []ovsdb.Condition{
+					uuidIs(p.UUID),
+					// still ours when the transaction runs
+					ovsdb.NewCondition("external_ids", ovsdb.ConditionIncludes, strMap(owner)),
+				}}, 1)
+		}
+	}
+
+	var portRefs []string
+	for i, ps := range add {
+		ch.AddPorts = append(ch.AddPorts, ps.Name)
+		ifName, portName := fmt.Sprintf("iface%d", i), fmt.Sprintf("port%d", i)
+		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: ifName,
+			Row: ovsdb.Row{"name": ps.Name, "external_ids": strMap(owner)}}, -1)
+		row := ovsdb.Row{"name": ps.Name, "interfaces": uuidSet(ifName), "external_ids": strMap(owner)}
+		if ps.Tag != 0 {
+			row["tag"] = ps.Tag
+		}
+		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.PortTable, UUIDName: portName, Row: row}, -1)
+		portRefs = append(portRefs, portName)
+	}
+
+	if br == nil {
+		if st.root == nil {
+			return ch, nil, errNoRoot
+		}
+		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: "brIface",
+			Row: ovsdb.Row{"name": s.Bridge, "type": "internal", "external_ids": strMap(owner)}}, -1)
+		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.PortTable, UUIDName: "brPort",
+			Row: ovsdb.Row{"name": s.Bridge, "interfaces": uuidSet("brIface"), "external_ids": strMap(owner)}}, -1)
+		row := ovsdb.Row{"name": s.Bridge, "ports": uuidSet(append([]string{"brPort"}, portRefs...)...),
+			"external_ids": strMap(owner)}
+		if s.DatapathType != "" {
+			row["datapath_type"] = s.DatapathType
+		}
+		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.BridgeTable, UUIDName: "bridge", Row: row}, -1)
+		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
+			Where:     []ovsdb.Condition{uuidIs(st.root.UUID)},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationInsert, uuidSet("bridge"))}}, 1)
+	} else if len(portRefs) > 0 {
+		// Guard: the bridge still exists when the transaction runs, or the
+		// new ports would be garbage-collected unreferenced.
+		t.add(ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.BridgeTable, Timeout: new(int),
+			Where: []ovsdb.Condition{uuidIs(br.UUID)}, Until: string(ovsdb.WaitConditionEqual),
+			Columns: []string{"name"}, Rows: []ovsdb.Row{{"name": br.Name}}}, -1)
+		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
+			Where:     []ovsdb.Condition{uuidIs(br.UUID)},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationInsert, uuidSet(portRefs...))}}, 1)
+	}
+
+	switch cur, ok := otherConfig(st, HWOffloadKey); {
+	case s.HWOffload && cur != "true":
+		if st.root == nil {
+			return ch, nil, errNoRoot
+		}
+		ch.SetHWOffload = true
+		if ok {
+			ch.PriorHWOffload = &cur
+		}
+		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
+			Where: []ovsdb.Condition{uuidIs(st.root.UUID)},
+			Mutations: []ovsdb.Mutation{
+				*ovsdb.NewMutation("other_config", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{HWOffloadKey}}),
+				*ovsdb.NewMutation("other_config", ovsdb.MutateOperationInsert, strMap(map[string]string{HWOffloadKey: "true"})),
+			}}, 1)
+	case !s.HWOffload && cur == "true":
+		// Turning offload off needs an ovs-vswitchd restart; never done here.
+		ch.RestartRequired = true
+	}
+	return ch, t, nil
+}
+
+func otherConfig(st *state, key string) (string, bool) {
+	if st.root == nil {
+		return "", false
+	}
+	v, ok := st.root.OtherConfig[key]
+	return v, ok
+}
+
+func (st *state) bridgeName(p *model.Port) string {
+	if b := st.portBridge[p.UUID]; b != nil {
+		return b.Name
+	}
+	return "(none)"
+}
+
+func tagOf(p *model.Port) int {
+	if p.Tag == nil {
+		return 0
+	}
+	return *p.Tag
+}
+
+// tagValue is the Port.tag column value: an empty set for untagged.
+func tagValue(tag int) any {
+	if tag == 0 {
+		return ovsdb.OvsSet{GoSet: []any{}}
+	}
+	return tag
+}

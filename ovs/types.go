@@ -1,0 +1,72 @@
+package ovs
+
+// OwnerKey is the external_ids key that marks rows vflag created; its value is
+// the LAG group name.
+const OwnerKey = "vflag-owner"
+
+// HWOffloadKey is the Open_vSwitch other_config key for hardware offload.
+const HWOffloadKey = "hw-offload"
+
+// PortSpec is one port vflag wants on the bridge.
+type PortSpec struct {
+	Name string
+	Tag  int // 0 = untagged access; 1..4094 VLAN tag
+}
+
+// BridgeSpec is the bridge vflag wants.
+type BridgeSpec struct {
+	Owner        string // LAG group name; rows vflag creates carry external_ids vflag-owner=<Owner>
+	Bridge       string
+	DatapathType string // "" (system) or "netdev"; only used when creating the bridge
+	Ports        []PortSpec
+	HWOffload    bool // want Open_vSwitch other_config:hw-offload=true
+}
+
+// Record is what Ensure changed, enough for Undo without the config (it is
+// stored as JSON in a journal). Each Ensure returns the part it did; the
+// caller merges records of the same owner and bridge (OR the bools, union the
+// ports, keep the first PriorHWOffload with HWOffloadSet).
+type Record struct {
+	Owner          string   `json:"owner"`
+	Bridge         string   `json:"bridge"`
+	BridgeCreated  bool     `json:"bridge_created"`
+	Ports          []string `json:"ports"`            // ports vflag created
+	HWOffloadSet   bool     `json:"hw_offload_set"`   // vflag changed hw-offload
+	PriorHWOffload *string  `json:"prior_hw_offload"` // value before (nil = key absent)
+}
+
+// Change is the difference between a BridgeSpec and the database.
+type Change struct {
+	CreateBridge    bool
+	AddPorts        []string
+	Retag           []string // vflag-owned ports whose tag differs from the spec
+	SetHWOffload    bool
+	PriorHWOffload  *string  // current value when SetHWOffload (nil = key absent)
+	RestartRequired bool     // the spec wants hw-offload off while it is "true": left alone, needs an OVS restart
+	Foreign         []string // ports with a wanted name that exist but vflag does not own: left alone, reported
+}
+
+// Empty reports whether the change needs no write. Foreign and
+// RestartRequired are reports, not writes: a change holding only them is
+// empty.
+func (c Change) Empty() bool {
+	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.Retag) == 0 && !c.SetHWOffload
+}
+
+// PortStatus is one port of a bridge as OVS sees it.
+type PortStatus struct {
+	Name   string
+	Tag    int    // 0 = untagged
+	OFPort int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
+	Error  string // Interface.error, "" if none
+	Owner  string // external_ids vflag-owner, "" if not vflag's
+}
+
+// BridgeStatus is a bridge as OVS sees it.
+type BridgeStatus struct {
+	Bridge    string
+	Exists    bool
+	Owner     string
+	Ports     []PortStatus // sorted by name, including the bridge's internal port
+	HWOffload string       // "true", "false", "" unset
+}

@@ -1,0 +1,120 @@
+package ovs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vflag/vflag/ovs/model"
+)
+
+// Undo reverses what r records, in one transaction:
+//   - deletes the ports named in r that still carry vflag-owner=r.Owner;
+//   - deletes the bridge if r.BridgeCreated, it carries vflag-owner=r.Owner and
+//     no port is left on it but its own internal port (named like the bridge);
+//   - restores hw-offload to r.PriorHWOffload (nil: removes the key) if
+//     r.HWOffloadSet and the value is still "true".
+//
+// Anything already gone counts as undone; Undo is repeatable. Rows vflag does
+// not own are never touched.
+func (c *Client) Undo(ctx context.Context, r Record) error {
+	if r.Owner == "" {
+		return fmt.Errorf("ovs: undo bridge %s: record without owner", r.Bridge)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := c.read(ctx)
+	if err != nil {
+		return fmt.Errorf("ovs: undo bridge %s: %w", r.Bridge, err)
+	}
+	t := undoTxn(st, r)
+	if len(t.ops) == 0 {
+		return nil
+	}
+	if err := c.commit(ctx, t, st.root.UUID); err != nil {
+		return fmt.Errorf("ovs: undo bridge %s: %w", r.Bridge, err)
+	}
+	return nil
+}
+
+func undoTxn(st *state, r Record) *txn {
+	t := &txn{}
+	if st.root == nil {
+		// No root row: no bridge can exist (bridges are garbage collected
+		// when unreferenced) and there is no other_config to restore.
+		return t
+	}
+
+	// Ports to delete, grouped by the bridge holding them.
+	del := map[string][]string{} // bridge UUID -> port UUIDs
+	deleted := map[string]bool{}
+	var order []string
+	for _, name := range r.Ports {
+		p := st.ports[name]
+		if p == nil || deleted[p.UUID] || !ownedBy(p.ExternalIDs, r.Owner) {
+			continue
+		}
+		b := st.portBridge[p.UUID]
+		if b == nil {
+			continue
+		}
+		if _, ok := del[b.UUID]; !ok {
+			order = append(order, b.UUID)
+		}
+		del[b.UUID] = append(del[b.UUID], p.UUID)
+		deleted[p.UUID] = true
+	}
+
+	if br := st.bridges[r.Bridge]; r.BridgeCreated && br != nil && ownedBy(br.ExternalIDs, r.Owner) {
+		empty := true
+		for _, pu := range br.Ports {
+			if deleted[pu] {
+				continue
+			}
+			if p := st.portByUUID[pu]; p == nil || p.Name != r.Bridge {
+				empty = false
+				break
+			}
+		}
+		if empty {
+			// Guard: the bridge still has exactly the ports we saw. Removing it
+			// from Open_vSwitch.bridges garbage-collects the bridge, its ports
+			// and their interfaces.
+			t.add(ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.BridgeTable, Timeout: new(int),
+				Where: []ovsdb.Condition{uuidIs(br.UUID)}, Until: string(ovsdb.WaitConditionEqual),
+				Columns: []string{"ports"}, Rows: []ovsdb.Row{{"ports": uuidSet(br.Ports...)}}}, -1)
+			t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
+				Where:     []ovsdb.Condition{uuidIs(st.root.UUID)},
+				Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationDelete, uuidSet(br.UUID))}}, 1)
+			delete(del, br.UUID)
+		}
+	}
+	for _, bu := range order {
+		ports, ok := del[bu]
+		if !ok {
+			continue
+		}
+		// A bridge gone meanwhile holds nothing any more: any count is fine.
+		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
+			Where:     []ovsdb.Condition{uuidIs(bu)},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationDelete, uuidSet(ports...))}}, -1)
+	}
+
+	if cur, _ := otherConfig(st, HWOffloadKey); r.HWOffloadSet && cur == "true" {
+		muts := []ovsdb.Mutation{*ovsdb.NewMutation("other_config", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{HWOffloadKey}})}
+		if r.PriorHWOffload != nil {
+			muts = append(muts, *ovsdb.NewMutation("other_config", ovsdb.MutateOperationInsert,
+				strMap(map[string]string{HWOffloadKey: *r.PriorHWOffload})))
+		}
+		// Only while the value is still "true"; someone who changed it since
+		// wins (count 0).
+		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
+			Where: []ovsdb.Condition{
+				uuidIs(st.root.UUID),
+				ovsdb.NewCondition("other_config", ovsdb.ConditionIncludes, strMap(map[string]string{HWOffloadKey: "true"})),
+			},
+			Mutations: muts}, -1)
+	}
+	return t
+}

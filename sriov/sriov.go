@@ -1,0 +1,316 @@
+package sriov
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/internal/sysfs"
+)
+
+// Addr is a validated PCI address in domain:bus:device.function form, lower case: "0000:61:00.0".
+type Addr string
+
+var addrRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+
+// ParseAddr validates a PCI address ("0000:61:00.0"; a missing domain means 0000).
+func ParseAddr(s string) (Addr, error) {
+	a := strings.ToLower(strings.TrimSpace(s))
+	if strings.Count(a, ":") == 1 {
+		a = "0000:" + a
+	}
+	if !addrRE.MatchString(a) {
+		return "", fmt.Errorf("invalid PCI address %q: want dddd:bb:dd.f, e.g. 0000:61:00.0", s)
+	}
+	return Addr(a), nil
+}
+
+// Slot is the address without its function: both ports of one NIC share it.
+func (a Addr) Slot() string { return string(a[:len(a)-2]) }
+
+// Function is the PCI function number.
+func (a Addr) Function() int { return int(a[len(a)-1] - '0') }
+
+func (a Addr) String() string { return string(a) }
+
+// VF is one virtual function of a PF.
+type VF struct {
+	Index int  `json:"index"`
+	Addr  Addr `json:"pci"`
+}
+
+// Host is the PCI side of the host, through its kernel filesystem.
+type Host struct {
+	FS sysfs.FS
+	// PollInterval bounds the wait loops (default 5ms); waits never sleep longer.
+	PollInterval time.Duration
+}
+
+func dev(a Addr, file string) string { return path.Join("/sys/bus/pci/devices", string(a), file) }
+
+func (h Host) readInt(p string) (int, error) {
+	s, err := sysfs.ReadString(h.FS, p)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", p, err)
+	}
+	return n, nil
+}
+
+// Exists tells whether a PCI device is present ("test -e /sys/bus/pci/devices/$a").
+func (h Host) Exists(a Addr) bool { return sysfs.Exists(h.FS, dev(a, "")) }
+
+// IsPF tells whether the device can have VFs (it has sriov_totalvfs).
+func (h Host) IsPF(a Addr) bool {
+	_, err := h.FS.ReadFile(dev(a, "sriov_totalvfs"))
+	return err == nil
+}
+
+// TotalVFs reads the PF's VF limit ("cat /sys/bus/pci/devices/$pf/sriov_totalvfs").
+func (h Host) TotalVFs(pf Addr) (int, error) {
+	n, err := h.readInt(dev(pf, "sriov_totalvfs"))
+	if err != nil {
+		return 0, fmt.Errorf("read totalvfs of %s: %w", pf, err)
+	}
+	return n, nil
+}
+
+// NumVFs reads the PF's enabled VF count ("cat /sys/bus/pci/devices/$pf/sriov_numvfs").
+func (h Host) NumVFs(pf Addr) (int, error) {
+	n, err := h.readInt(dev(pf, "sriov_numvfs"))
+	if err != nil {
+		return 0, fmt.Errorf("read numvfs of %s: %w", pf, err)
+	}
+	return n, nil
+}
+
+// SetNumVFs sets the VF count ("echo 0 > sriov_numvfs; echo $n > sriov_numvfs"):
+// a change between two non-zero counts goes through 0, as the kernel demands.
+func (h Host) SetNumVFs(pf Addr, n int) error {
+	cur, err := h.NumVFs(pf)
+	if err != nil {
+		return err
+	}
+	if cur == n {
+		return nil
+	}
+	p := dev(pf, "sriov_numvfs")
+	if cur != 0 && n != 0 {
+		if err := h.FS.WriteFile(p, []byte("0")); err != nil {
+			return fmt.Errorf("reset numvfs of %s to 0: %w", pf, err)
+		}
+	}
+	if err := h.FS.WriteFile(p, []byte(strconv.Itoa(n))); err != nil {
+		return fmt.Errorf("set numvfs of %s to %d: %w", pf, n, err)
+	}
+	return nil
+}
+
+// Autoprobe reads sriov_drivers_autoprobe ("cat .../sriov_drivers_autoprobe").
+func (h Host) Autoprobe(pf Addr) (bool, error) {
+	n, err := h.readInt(dev(pf, "sriov_drivers_autoprobe"))
+	if err != nil {
+		return false, fmt.Errorf("read drivers_autoprobe of %s: %w", pf, err)
+	}
+	return n != 0, nil
+}
+
+// SetAutoprobe writes it ("echo 0|1 > .../sriov_drivers_autoprobe").
+func (h Host) SetAutoprobe(pf Addr, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if err := h.FS.WriteFile(dev(pf, "sriov_drivers_autoprobe"), []byte(v)); err != nil {
+		return fmt.Errorf("set drivers_autoprobe of %s to %s: %w", pf, v, err)
+	}
+	return nil
+}
+
+// VFs lists the VFs whose virtfn links exist ("ls -l /sys/bus/pci/devices/$pf/virtfn*"), by index.
+func (h Host) VFs(pf Addr) ([]VF, error) {
+	names, err := h.FS.ReadDir(dev(pf, ""))
+	if err != nil {
+		return nil, fmt.Errorf("list VFs of %s: %w", pf, err)
+	}
+	var vfs []VF
+	for _, n := range names {
+		idx, ok := strings.CutPrefix(n, "virtfn")
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil {
+			continue
+		}
+		target, err := h.FS.Readlink(dev(pf, n))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("read %s of %s: %w", n, pf, err)
+		}
+		a, err := ParseAddr(path.Base(target))
+		if err != nil {
+			return nil, fmt.Errorf("%s of %s: %w", n, pf, err)
+		}
+		vfs = append(vfs, VF{Index: i, Addr: a})
+	}
+	sort.Slice(vfs, func(i, j int) bool { return vfs[i].Index < vfs[j].Index })
+	return vfs, nil
+}
+
+// WaitVFs waits until the PF has exactly n VFs with their virtfn links
+// (VF creation is asynchronous). It polls with a short bounded interval and
+// gives up when ctx ends.
+func (h Host) WaitVFs(ctx context.Context, pf Addr, n int) ([]VF, error) {
+	interval := h.PollInterval
+	if interval <= 0 {
+		interval = 5 * time.Millisecond
+	}
+	for {
+		vfs, err := h.VFs(pf)
+		if err != nil {
+			return nil, err
+		}
+		if len(vfs) == n {
+			return vfs, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return vfs, fmt.Errorf("wait for %d VFs on %s (have %d): %w", n, pf, len(vfs), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Driver returns the driver bound to a device, "" when unbound ("readlink .../driver").
+func (h Host) Driver(a Addr) (string, error) {
+	target, err := h.FS.Readlink(dev(a, "driver"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read driver of %s: %w", a, err)
+	}
+	return path.Base(target), nil
+}
+
+// Unbind detaches a device from its driver ("echo $a > /sys/bus/pci/drivers/$drv/unbind").
+// An unbound device is success.
+func (h Host) Unbind(a Addr) error {
+	drv, err := h.Driver(a)
+	if err != nil || drv == "" {
+		return err
+	}
+	if err := validDriver(drv); err != nil {
+		return err
+	}
+	err = h.FS.WriteFile(path.Join("/sys/bus/pci/drivers", drv, "unbind"), []byte(a))
+	if err != nil && !errors.Is(err, errNoDev) {
+		return fmt.Errorf("unbind %s from %s: %w", a, drv, err)
+	}
+	return nil
+}
+
+// Bind binds a device to a driver
+// ("echo $drv > .../driver_override; echo $a > /sys/bus/pci/drivers/$drv/bind").
+// Binding to the driver it already has is success.
+func (h Host) Bind(a Addr, drv string) error {
+	if err := validDriver(drv); err != nil {
+		return err
+	}
+	cur, err := h.Driver(a)
+	if err != nil {
+		return err
+	}
+	if cur == drv {
+		return nil
+	}
+	if cur != "" {
+		if err := h.Unbind(a); err != nil {
+			return err
+		}
+	}
+	if err := h.FS.WriteFile(dev(a, "driver_override"), []byte(drv)); err != nil {
+		return fmt.Errorf("set driver_override of %s to %s: %w", a, drv, err)
+	}
+	if err := h.FS.WriteFile(path.Join("/sys/bus/pci/drivers", drv, "bind"), []byte(a)); err != nil {
+		return fmt.Errorf("bind %s to %s: %w", a, drv, err)
+	}
+	return nil
+}
+
+// DriverOverride reads driver_override, "" when unset ("(null)").
+func (h Host) DriverOverride(a Addr) (string, error) {
+	s, err := sysfs.ReadString(h.FS, dev(a, "driver_override"))
+	if err != nil {
+		return "", fmt.Errorf("read driver_override of %s: %w", a, err)
+	}
+	if s == "(null)" {
+		return "", nil
+	}
+	return s, nil
+}
+
+// ClearDriverOverride empties driver_override ("echo > .../driver_override").
+func (h Host) ClearDriverOverride(a Addr) error {
+	if err := h.FS.WriteFile(dev(a, "driver_override"), []byte("\n")); err != nil {
+		return fmt.Errorf("clear driver_override of %s: %w", a, err)
+	}
+	return nil
+}
+
+// Netdevs lists the network interfaces of a PCI function ("ls /sys/bus/pci/devices/$a/net").
+// On mlx5 in switchdev mode the PF's function also lists its VF representors.
+func (h Host) Netdevs(a Addr) ([]string, error) {
+	names, err := h.FS.ReadDir(dev(a, "net"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list netdevs of %s: %w", a, err)
+	}
+	return names, nil
+}
+
+// AddrOfNetdev returns the PCI address behind a netdev ("readlink /sys/class/net/$if/device");
+// ok is false for a netdev with no PCI device (bond, veth, netdevsim).
+func (h Host) AddrOfNetdev(name string) (a Addr, ok bool, err error) {
+	target, err := h.FS.Readlink(path.Join("/sys/class/net", name, "device"))
+	if errors.Is(err, fs.ErrNotExist) {
+		if !sysfs.Exists(h.FS, path.Join("/sys/class/net", name)) {
+			return "", false, fmt.Errorf("netdev %s: %w", name, fs.ErrNotExist)
+		}
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read device of %s: %w", name, err)
+	}
+	a, perr := ParseAddr(path.Base(target))
+	if perr != nil {
+		return "", false, nil
+	}
+	return a, true, nil
+}
+
+var driverRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+func validDriver(d string) error {
+	if !driverRE.MatchString(d) {
+		return fmt.Errorf("invalid driver name %q", d)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+// Package teardown is vflag's change engine: the Step contract, the
+// write-ahead journal, the state-directory lock and the Runner that applies
+// steps, rolls them back on failure and undoes them on `vflag down`.
+//
+// # The step contract
+//
+// A Step changes one thing on the host, named by a stable ID
+// ("eswitch.mode/pci/0000:61:00.0") and a Kind ("eswitch.mode").
+//
+//   - Check only reads. It reports whether the host differs from the target
+//     (Change.Needed), a human summary, and a Record: a JSON-marshalable value
+//     holding the target and the prior state, everything an Undoer needs to
+//     put the host back without the config.
+//   - Apply is idempotent: it converges the host to the target and writes
+//     nothing when the host is already there.
+//   - The Undoer registered for the Kind restores the prior state from the
+//     Record alone. It is repeatable and tolerant: a resource that is already
+//     gone, or a change that never happened (the entry was journaled but the
+//     process died before Apply wrote anything), is success. It must never
+//     touch what the Record does not say vflag changed.
+//
+// This is the contract CNI plugins have for DEL: undo may be called more
+// than once, after a partial apply, or for something already cleaned up.
+//
+// # Ordering constraints
+//
+//  1. Write-ahead: an entry is persisted as "pending", with the prior state
+//     captured by Check, before Apply runs; it is marked "applied" (and
+//     persisted again) only after Apply returned. A crash at any point leaves
+//     a journal from which Down can restore the host: a pending entry is
+//     undone like an applied one, because its Apply may have half-happened.
+//  2. Every journal mutation is durable before it returns: the journal is
+//     written to a temp file in the same directory, fsynced, renamed over
+//     journal.json, and the directory is fsynced. An empty journal removes
+//     the file. A corrupt journal is an error, never an empty journal.
+//  3. The first capture wins: when a step must be applied again (resume after
+//     a kill, or drift after an earlier run) its existing entry keeps its
+//     original Record, the state from before vflag ever touched the host.
+//     The entry also keeps its position in the journal.
+//  4. Undo runs in exact reverse of journal order. The caller (cmd/vflag)
+//     passes steps to the Runner in the pipeline order of DESIGN.md §2, so
+//     reverse order detaches from domains before OVS rows are removed, deletes
+//     the bond before the eswitch goes back to legacy, sets numvfs to 0 only
+//     after that, and restores legacy settings last.
+//  5. Steps passed to one Runner.Do call must be independent of each other
+//     (for example VF creation on the two PFs of a NIC). They are checked and
+//     applied concurrently; their pending entries are written in one journal
+//     write, in argument order, before any of them applies.
+//  6. A host that already matches the target produces no journal write at
+//     all: a converged re-run leaves journal.json (and its mtime) untouched.
+//  7. Only one vflag changes a host at a time: AcquireLock takes an
+//     exclusive, non-blocking flock on <stateDir>/lock and fails fast when
+//     another process holds it.
+//
+// # Failure handling
+//
+// When a Check or Apply of a Do call fails, the Runner waits for the other
+// steps of that call, then (unless NoRollback) undoes this run's entries in
+// reverse, including pending ones, removing each undone entry from the
+// journal; entries of earlier runs stay. Down undoes every entry in reverse,
+// best-effort: a failed undo keeps its entry for a later Down and the others
+// continue. Both are repeatable; an empty or missing journal is success.
+package teardown

@@ -1,0 +1,256 @@
+package teardown
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Entry states.
+const (
+	// StatePending: the prior state is captured, Apply may have started
+	// (and may have half-happened).
+	StatePending = "pending"
+	// StateApplied: Apply returned successfully.
+	StateApplied = "applied"
+)
+
+// Entry is one journaled change.
+type Entry struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	// Summary is the Check's human text from when the entry was created.
+	Summary string `json:"summary,omitempty"`
+	// Record is the Check's record from when the entry was created: the
+	// target and the prior state from before vflag touched the host.
+	Record json.RawMessage `json:"record"`
+	// State is StatePending or StateApplied.
+	State string `json:"state"`
+	// Run identifies the run that last applied (or is applying) the entry.
+	Run string `json:"run"`
+	// Time of the entry's last state change.
+	Time time.Time `json:"time"`
+}
+
+const (
+	journalName    = "journal.json"
+	journalVersion = 1
+)
+
+// journalFile is the on-disk format of journal.json.
+type journalFile struct {
+	Version int     `json:"version"`
+	Entries []Entry `json:"entries"`
+}
+
+// Journal is the write-ahead journal in <stateDir>/journal.json. Its methods
+// are safe for concurrent use; every mutation is durable before it returns.
+// Only the holder of the state directory's Lock should mutate it.
+type Journal struct {
+	mu      sync.Mutex
+	dir     string
+	path    string
+	entries []Entry
+}
+
+// OpenJournal loads <stateDir>/journal.json. A missing file (or state
+// directory) is an empty journal; an unreadable or corrupt one is an error
+// naming the file. Temp files left by an interrupted write are ignored.
+func OpenJournal(stateDir string) (*Journal, error) {
+	if stateDir == "" {
+		return nil, errors.New("open journal: empty state directory")
+	}
+	j := &Journal{dir: stateDir, path: filepath.Join(stateDir, journalName)}
+	data, err := os.ReadFile(j.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return j, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	entries, err := decodeJournal(data)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s is corrupt (refusing to treat it as empty: it records host changes to undo): %w", j.path, err)
+	}
+	j.entries = entries
+	return j, nil
+}
+
+func decodeJournal(data []byte) ([]Entry, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var jf journalFile
+	if err := dec.Decode(&jf); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the journal object")
+	}
+	if jf.Version != journalVersion {
+		return nil, fmt.Errorf("unsupported journal version %d (want %d)", jf.Version, journalVersion)
+	}
+	seen := make(map[string]bool, len(jf.Entries))
+	for i := range jf.Entries {
+		e := &jf.Entries[i]
+		switch {
+		case e.Kind == "" || e.ID == "":
+			return nil, fmt.Errorf("entry %d: empty kind or id", i)
+		case e.State != StatePending && e.State != StateApplied:
+			return nil, fmt.Errorf("entry %s: unknown state %q", e.ID, e.State)
+		case len(e.Record) == 0:
+			return nil, fmt.Errorf("entry %s: no record", e.ID)
+		case seen[e.ID]:
+			return nil, fmt.Errorf("entry %s: duplicate id", e.ID)
+		}
+		seen[e.ID] = true
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, e.Record); err != nil {
+			return nil, fmt.Errorf("entry %s: record: %w", e.ID, err)
+		}
+		e.Record = buf.Bytes()
+	}
+	return jf.Entries, nil
+}
+
+// Path is the journal file's path.
+func (j *Journal) Path() string { return j.path }
+
+// Entries returns a copy of the journal's entries in the order they were
+// first journaled.
+func (j *Journal) Entries() []Entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return cloneEntries(j.entries)
+}
+
+func cloneEntries(in []Entry) []Entry {
+	if in == nil {
+		return nil
+	}
+	out := make([]Entry, len(in))
+	for i, e := range in {
+		e.Record = slices.Clone(e.Record)
+		out[i] = e
+	}
+	return out
+}
+
+// update applies fn to a copy of the entries; when fn reports a change, the
+// result is persisted and only then becomes the journal's state, so memory
+// never runs ahead of the disk.
+func (j *Journal) update(fn func(entries []Entry) ([]Entry, bool, error)) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	next, changed, err := fn(cloneEntries(j.entries))
+	if err != nil || !changed {
+		return err
+	}
+	if err := j.persist(next); err != nil {
+		return err
+	}
+	j.entries = next
+	return nil
+}
+
+// remove deletes the entry with this id (no-op when absent).
+func (j *Journal) remove(id string) error {
+	return j.update(func(es []Entry) ([]Entry, bool, error) {
+		i := indexOf(es, id)
+		if i < 0 {
+			return es, false, nil
+		}
+		return slices.Delete(es, i, i+1), true, nil
+	})
+}
+
+// markApplied sets the entry with this id to applied (no-op when absent or
+// already applied).
+func (j *Journal) markApplied(id string) error {
+	return j.update(func(es []Entry) ([]Entry, bool, error) {
+		i := indexOf(es, id)
+		if i < 0 || es[i].State == StateApplied {
+			return es, false, nil
+		}
+		es[i].State = StateApplied
+		es[i].Time = time.Now().UTC()
+		return es, true, nil
+	})
+}
+
+func indexOf(es []Entry, id string) int {
+	return slices.IndexFunc(es, func(e Entry) bool { return e.ID == id })
+}
+
+// persist writes entries durably: temp file in the same directory, fsync,
+// rename over journal.json, fsync the directory. No entries removes the file.
+func (j *Journal) persist(entries []Entry) error {
+	if len(entries) == 0 {
+		if err := os.Remove(j.path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return fmt.Errorf("remove empty journal: %w", err)
+		}
+		return syncDir(j.dir)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep "->" in summaries readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(journalFile{Version: journalVersion, Entries: entries}); err != nil {
+		return fmt.Errorf("encode journal %s: %w", j.path, err)
+	}
+	data := buf.Bytes()
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(j.dir, "."+journalName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	tmpName := tmp.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tmp.Close()
+			_ = os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write journal: fsync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := os.Rename(tmpName, j.path); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	committed = true
+	return syncDir(j.dir)
+}
+
+// syncDir makes a rename or unlink in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync state directory: %w", err)
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return fmt.Errorf("fsync state directory %s: %w", dir, serr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("fsync state directory %s: %w", dir, cerr)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package teardown
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestJournalMissingIsEmpty(t *testing.T) {
+	for name, dir := range map[string]string{
+		"missing file":      t.TempDir(),
+		"missing state dir": filepath.Join(t.TempDir(), "nope"),
+	} {
+		j, err := OpenJournal(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if es := j.Entries(); len(es) != 0 {
+			t.Errorf("%s: entries %v", name, es)
+		}
+		if j.Path() != filepath.Join(dir, "journal.json") {
+			t.Errorf("%s: path %s", name, j.Path())
+		}
+	}
+	if _, err := OpenJournal(""); err == nil {
+		t.Error("OpenJournal(\"\") succeeded")
+	}
+}
+
+func TestJournalLeftoverTempFileIgnored(t *testing.T) {
+	ctx := t.Context()
+	h, dir := newHost(), t.TempDir()
+	if err := newRunner(t, h, dir).Do(ctx, h.pipeline()[0]...); err != nil {
+		t.Fatal(err)
+	}
+	want := reopen(t, dir)
+
+	// A crash between writing the temp file and the rename leaves the temp
+	// file (possibly truncated) next to the intact journal.
+	leftover := filepath.Join(dir, ".journal.json.tmp-12345")
+	if err := os.WriteFile(leftover, []byte(`{"version":1,"entr`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, reopen(t, dir)); d != "" {
+		t.Errorf("journal with a leftover temp file (-want +got):\n%s", d)
+	}
+	// And the journal keeps working: down empties it.
+	if err := newRunner(t, h, dir).Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	diffDump(t, "after down", baselineDump(), h.Dump())
+
+	// A temp file alone (crash during the very first write): empty journal.
+	if journalExists(t, dir) {
+		t.Fatal("journal left")
+	}
+	if es := reopen(t, dir); len(es) != 0 {
+		t.Errorf("entries %v", es)
+	}
+}
+
+func TestJournalCorruptIsAnError(t *testing.T) {
+	entry := `{"kind":"kv.set","id":"kv.set/a","record":{"x":1},"state":"applied","run":"r","time":"2026-11-22T10:00:00Z"}`
+	tests := map[string]string{
+		"empty file":        ``,
+		"garbage":           `not json`,
+		"truncated":         `{"version":1,"entries":[` + entry[:40],
+		"trailing data":     `{"version":1,"entries":[]} {}`,
+		"no version":        `{"entries":[` + entry + `]}`,
+		"future version":    `{"version":2,"entries":[` + entry + `]}`,
+		"duplicate id":      `{"version":1,"entries":[` + entry + `,` + entry + `]}`,
+		"unknown state":     `{"version":1,"entries":[` + strings.Replace(entry, `"applied"`, `"done"`, 1) + `]}`,
+		"no record":         `{"version":1,"entries":[` + strings.Replace(entry, `"record":{"x":1},`, ``, 1) + `]}`,
+		"no kind":           `{"version":1,"entries":[` + strings.Replace(entry, `"kind":"kv.set",`, ``, 1) + `]}`,
+		"entries not array": `{"version":1,"entries":{}}`,
+	}
+	for name, content := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "journal.json")
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j, err := OpenJournal(dir)
+			if err == nil {
+				t.Fatalf("corrupt journal opened: %v", j.Entries())
+			}
+			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "corrupt") {
+				t.Errorf("error does not name the corrupt file: %v", err)
+			}
+		})
+	}
+
+	// The same entry, well-formed, opens; its record is compacted.
+	dir := t.TempDir()
+	content := "{\n \"version\": 1,\n \"entries\": [" + strings.Replace(entry, `{"x":1}`, `{ "x" : 1 }`, 1) + "]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "journal.json"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	es := reopen(t, dir)
+	if len(es) != 1 || string(es[0].Record) != `{"x":1}` || es[0].State != StateApplied {
+		t.Errorf("entries %+v", es)
+	}
+}
+
+func TestJournalUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "journal.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenJournal(dir)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "journal.json")) {
+		t.Fatalf("OpenJournal on a directory: %v", err)
+	}
+}
+
+func TestJournalPersistence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(id string) error {
+		return j.update(func(es []Entry) ([]Entry, bool, error) {
+			return append(es, Entry{Kind: "k", ID: id, Record: []byte(`{"a":"b"}`), State: StatePending, Run: "r"}), true, nil
+		})
+	}
+	for _, id := range []string{"k/1", "k/2", "k/3"} {
+		if err := add(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.markApplied("k/2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.remove("k/1"); err != nil {
+		t.Fatal(err)
+	}
+	got := reopen(t, dir)
+	if d := cmp.Diff(j.Entries(), got); d != "" {
+		t.Errorf("disk differs from memory (-mem +disk):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"k/2", "k/3"}, entryIDs(got)); d != "" {
+		t.Errorf("ids:\n%s", d)
+	}
+	if got[0].State != StateApplied || got[1].State != StatePending {
+		t.Errorf("states %+v", got)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("state dir mode %v", st.Mode().Perm())
+	}
+	fst, err := os.Stat(j.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fst.Mode().Perm() != 0o600 {
+		t.Errorf("journal mode %v", fst.Mode().Perm())
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	hidden, _ := filepath.Glob(filepath.Join(dir, ".*"))
+	if len(names) != 1 || len(hidden) != 0 {
+		t.Errorf("state dir holds %v %v, want only journal.json", names, hidden)
+	}
+
+	// Entries is a copy.
+	es := j.Entries()
+	es[0].Record[0] = 'X'
+	es[0].State = "mangled"
+	if j.Entries()[0].State != StateApplied || j.Entries()[0].Record[0] != '{' {
+		t.Error("Entries exposes the journal's memory")
+	}
+
+	// A failed write leaves memory as it was (never ahead of the disk).
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+	if os.Geteuid() != 0 { // root ignores directory permissions
+		if err := add("k/4"); err == nil {
+			t.Error("write into a read-only directory succeeded")
+		}
+		if n := len(j.Entries()); n != 2 {
+			t.Errorf("memory has %d entries after a failed write", n)
+		}
+	}
+	_ = os.Chmod(dir, 0o700)
+
+	// Emptying the journal removes the file; removing again is a no-op.
+	for _, id := range []string{"k/2", "k/3", "k/3"} {
+		if err := j.remove(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(j.Path()); !os.IsNotExist(err) {
+		t.Errorf("empty journal file still there: %v", err)
+	}
+}

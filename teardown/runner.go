@@ -1,0 +1,440 @@
+package teardown
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+var (
+	// ErrStopped is returned by Do when Runner.StopAfter steps have been
+	// applied: the run stops as if killed between steps, without rollback.
+	ErrStopped = errors.New("stopped by StopAfter (simulated kill between steps)")
+	// ErrInjected is the failure Runner.FailAt injects after a real Apply.
+	ErrInjected = errors.New("injected failure (FailAt)")
+	// ErrRolledBack marks an error after which Do already rolled back this
+	// run (successfully or not): the caller must not roll back again.
+	ErrRolledBack = errors.New("rolled back")
+)
+
+// Runner applies steps through the journal, rolls back on failure and
+// undoes the journal on down. Set its fields before the first call; do not
+// copy it after. One Runner is one run.
+type Runner struct {
+	Journal *Journal
+	Undo    Undoers
+	// DryRun plans: Check only, nothing journaled, nothing applied (and for
+	// Rollback and Down: nothing undone, the undo events are reported).
+	DryRun bool
+	// NoRollback: on failure leave this run's changes (the journal keeps
+	// them for a resumed up or a down).
+	NoRollback bool
+	// StopAfter (test/e2e hook): if > 0, once that many steps have been
+	// applied in this run, Do returns ErrStopped without rollback; steps of
+	// the same Do call beyond the count stay journaled as pending but are
+	// not applied (a kill between journaling and applying).
+	StopAfter int
+	// FailAt (test hook): Apply of the step with this ID returns ErrInjected
+	// after the real Apply (the change happened, the step "failed").
+	FailAt string
+	Log    *slog.Logger
+	// OnEvent reports progress; may be nil. Calls are serialized.
+	OnEvent func(Event)
+
+	mu      sync.Mutex // guards run, applies, results
+	run     string     // this run's id, stored in the entries it journals
+	applies int        // Apply calls started in this run (StopAfter)
+	results []Event
+	evMu    sync.Mutex // serializes OnEvent
+}
+
+// silent wraps an error so that errors.Is finds it while it adds no text.
+type silent struct{ err error }
+
+func (s silent) Error() string { return "" }
+func (s silent) Unwrap() error { return s.err }
+
+// Note records an event for something the caller reports without a step,
+// e.g. a plan line for a step that cannot be checked before earlier steps ran.
+func (r *Runner) Note(ev Event) { r.emit(ev) }
+
+// Results returns what this run did (or, with DryRun, would do), in order.
+func (r *Runner) Results() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.results...)
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (r *Runner) emit(ev Event) {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	r.mu.Lock()
+	r.results = append(r.results, ev)
+	r.mu.Unlock()
+	if r.OnEvent != nil {
+		r.OnEvent(ev)
+	}
+}
+
+// runID returns this run's id, making it on first use.
+func (r *Runner) runID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.run == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		r.run = fmt.Sprintf("%s-%d-%s", time.Now().UTC().Format("20060102T150405Z"), os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return r.run
+}
+
+// currentRun returns this run's id, "" before the first Do.
+func (r *Runner) currentRun() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.run
+}
+
+// takeApplySlot reserves one Apply under StopAfter; false means the run is
+// stopped.
+func (r *Runner) takeApplySlot() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.StopAfter > 0 && r.applies >= r.StopAfter {
+		return false
+	}
+	r.applies++
+	return true
+}
+
+func (r *Runner) stopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.StopAfter > 0 && r.applies >= r.StopAfter
+}
+
+// checked is one step's Check outcome in a Do call.
+type checked struct {
+	change Change
+	record json.RawMessage
+	dur    time.Duration
+	err    error
+}
+
+// Do checks the steps and applies those the host needs. The steps of one
+// call are independent: they are checked and applied concurrently, and their
+// pending entries are journaled in one write before any of them applies. On
+// a failure Do waits for the other steps of the call and, unless NoRollback,
+// rolls back this run's entries in reverse. See the package documentation.
+func (r *Runner) Do(ctx context.Context, steps ...Step) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	if err := validateSteps(steps); err != nil {
+		return err
+	}
+	if r.Journal == nil && !r.DryRun {
+		return errors.New("run steps: runner has no journal")
+	}
+	run := r.runID()
+	if r.stopped() {
+		return fmt.Errorf("before %s: %w", steps[0].ID, ErrStopped)
+	}
+	if err := ctx.Err(); err != nil {
+		return r.fail(ctx, fmt.Errorf("before %s: %w", steps[0].ID, err))
+	}
+	log := r.log()
+
+	// Check, concurrently.
+	outs := make([]checked, len(steps))
+	parallel(len(steps), func(i int) {
+		s := steps[i]
+		start := time.Now()
+		ch, err := safeCall(log, s, "check", func() (Change, error) { return s.Check(ctx) })
+		outs[i] = checked{change: ch, dur: time.Since(start)}
+		if err != nil {
+			outs[i].err = fmt.Errorf("step %s: check: %w", s.ID, err)
+			return
+		}
+		if !ch.Needed {
+			return
+		}
+		if !r.DryRun {
+			if _, ok := r.Undo[s.Kind]; !ok {
+				outs[i].err = fmt.Errorf("step %s: no undoer for kind %q: refusing a change that down could not undo", s.ID, s.Kind)
+				return
+			}
+		}
+		rec, err := json.Marshal(ch.Record)
+		if err != nil {
+			outs[i].err = fmt.Errorf("step %s: check: record: %w", s.ID, err)
+			return
+		}
+		outs[i].record = rec
+	})
+
+	var checkErrs []error
+	for i, s := range steps {
+		o := outs[i]
+		switch {
+		case o.err != nil:
+			checkErrs = append(checkErrs, o.err)
+			log.Error("check failed", "step", s.Kind, "id", s.ID, "err", o.err)
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, DryRun: r.DryRun, Phase: PhaseApply, Duration: o.dur, Err: o.err})
+		case r.DryRun:
+			phase := PhaseSkip
+			if o.change.Needed {
+				phase = PhaseApply
+			}
+			log.Info("plan", "step", s.Kind, "id", s.ID, "needed", o.change.Needed, "summary", o.change.Summary)
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: o.change.Needed, DryRun: true, Phase: phase, Duration: o.dur})
+		}
+	}
+	if r.DryRun {
+		return errors.Join(checkErrs...)
+	}
+	if len(checkErrs) > 0 {
+		return r.fail(ctx, errors.Join(checkErrs...))
+	}
+
+	// Journal: pending entries for what will be applied, applied for a
+	// pending entry whose change is already there. One write, if any.
+	now := time.Now().UTC()
+	err := r.Journal.update(func(es []Entry) ([]Entry, bool, error) {
+		changed := false
+		for i, s := range steps {
+			o := outs[i]
+			at := indexOf(es, s.ID)
+			if !o.change.Needed {
+				// A previous run was killed after (or during) an Apply that
+				// completed: the change is there, the original record stays.
+				if at >= 0 && es[at].State == StatePending {
+					es[at].State = StateApplied
+					es[at].Time = now
+					changed = true
+				}
+				continue
+			}
+			if at < 0 {
+				es = append(es, Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Record: o.record, State: StatePending, Run: run, Time: now})
+				changed = true
+				continue
+			}
+			if es[at].Kind != s.Kind {
+				return nil, false, fmt.Errorf("step %s: journal entry has kind %q, step has kind %q", s.ID, es[at].Kind, s.Kind)
+			}
+			// Resume or drift: keep the first capture of the prior state.
+			es[at].State = StatePending
+			es[at].Run = run
+			es[at].Time = now
+			changed = true
+		}
+		return es, changed, nil
+	})
+	if err != nil {
+		return r.fail(ctx, fmt.Errorf("journal %s before applying %s: %w", r.Journal.Path(), steps[0].ID, err))
+	}
+	for i, s := range steps {
+		if o := outs[i]; !o.change.Needed {
+			log.Debug("skip", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Phase: PhaseSkip, Duration: o.dur})
+		}
+	}
+
+	// Apply, concurrently.
+	applyErrs := make([]error, len(steps))
+	parallel(len(steps), func(i int) {
+		s, o := steps[i], outs[i]
+		if !o.change.Needed || !r.takeApplySlot() {
+			return
+		}
+		log.Info("apply", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
+		start := time.Now()
+		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(ctx) })
+		if err == nil && r.FailAt != "" && r.FailAt == s.ID {
+			err = ErrInjected
+		}
+		dur := time.Since(start)
+		if err != nil {
+			err = fmt.Errorf("step %s: apply: %w", s.ID, err)
+		} else if jerr := r.Journal.markApplied(s.ID); jerr != nil {
+			err = fmt.Errorf("step %s: applied, but journal %s not updated: %w", s.ID, r.Journal.Path(), jerr)
+		}
+		applyErrs[i] = err
+		if err != nil {
+			log.Error("apply failed", "step", s.Kind, "id", s.ID, "duration", dur, "err", err)
+		} else {
+			log.Info("applied", "step", s.Kind, "id", s.ID, "duration", dur)
+		}
+		r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err})
+	})
+	if err := errors.Join(applyErrs...); err != nil {
+		return r.fail(ctx, err)
+	}
+	if r.stopped() {
+		log.Warn("stopped (StopAfter)", "applied", r.StopAfter, "journal", r.Journal.Path())
+		return fmt.Errorf("after %d applied step(s): %w; journal %s kept for a resumed up or down", r.StopAfter, ErrStopped, r.Journal.Path())
+	}
+	return nil
+}
+
+// fail rolls back this run (unless NoRollback) and returns cause with what
+// became of the run's changes. The rollback is not cut short by ctx's
+// cancellation: an interrupted up still puts the host back.
+func (r *Runner) fail(ctx context.Context, cause error) error {
+	if r.Journal == nil {
+		return cause
+	}
+	if r.NoRollback {
+		r.log().Warn("failed; no rollback", "journal", r.Journal.Path(), "err", cause)
+		return fmt.Errorf("%w; no rollback: this run's changes stay in journal %s for a resumed up or a down", cause, r.Journal.Path())
+	}
+	r.log().Warn("failed; rolling back this run", "err", cause)
+	n, err := r.rollback(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("%w; rollback failed (the failed undos stay in journal %s; run down to retry): %w%w", cause, r.Journal.Path(), err, silent{ErrRolledBack})
+	}
+	return fmt.Errorf("%w; rolled back %d change(s) of this run%w", cause, n, silent{ErrRolledBack})
+}
+
+// Rollback undoes this run's journal entries (those it created or applied
+// again, pending ones included) in reverse order, best-effort, removing each
+// undone entry from the journal. Entries of earlier runs stay.
+func (r *Runner) Rollback(ctx context.Context) error {
+	if r.Journal == nil {
+		return errors.New("rollback: runner has no journal")
+	}
+	_, err := r.rollback(ctx)
+	return err
+}
+
+func (r *Runner) rollback(ctx context.Context) (int, error) {
+	run := r.currentRun()
+	if run == "" {
+		return 0, nil
+	}
+	var mine []Entry
+	for _, e := range r.Journal.Entries() {
+		if e.Run == run {
+			mine = append(mine, e)
+		}
+	}
+	return r.undoAll(ctx, mine)
+}
+
+// Down undoes every journal entry in reverse order, best-effort: a failed
+// undo (or an entry whose kind has no Undoer) keeps its entry for a later
+// Down, and the others continue. Each undone entry is removed from the
+// journal at once. An empty or missing journal is success.
+func (r *Runner) Down(ctx context.Context) error {
+	if r.Journal == nil {
+		return errors.New("down: runner has no journal")
+	}
+	_, err := r.undoAll(ctx, r.Journal.Entries())
+	return err
+}
+
+// undoAll undoes entries in reverse order and returns how many were undone
+// and the joined failures.
+func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
+	log := r.log()
+	var errs []error
+	done := 0
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("undo stopped before %s, %d entr(ies) left in journal %s: %w", e.ID, i+1, r.Journal.Path(), err))
+			break
+		}
+		ev := Event{Kind: e.Kind, ID: e.ID, Summary: e.Summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+		if r.DryRun {
+			log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
+			r.emit(ev)
+			continue
+		}
+		undo, ok := r.Undo[e.Kind]
+		if !ok {
+			err := fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())
+			log.Error("undo failed", "step", e.Kind, "id", e.ID, "err", err)
+			ev.Changed, ev.Err = false, err
+			r.emit(ev)
+			errs = append(errs, err)
+			continue
+		}
+		start := time.Now()
+		_, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (struct{}, error) { return struct{}{}, undo(ctx, e.Record) })
+		ev.Duration = time.Since(start)
+		if err != nil {
+			err = fmt.Errorf("undo %s: %w", e.ID, err)
+		} else if jerr := r.Journal.remove(e.ID); jerr != nil {
+			err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
+		} else {
+			done++
+		}
+		if err != nil {
+			log.Error("undo failed", "step", e.Kind, "id", e.ID, "state", e.State, "err", err)
+			ev.Err = err
+			errs = append(errs, err)
+		} else {
+			log.Info("undone", "step", e.Kind, "id", e.ID, "state", e.State, "duration", ev.Duration)
+		}
+		r.emit(ev)
+	}
+	return done, errors.Join(errs...)
+}
+
+func validateSteps(steps []Step) error {
+	seen := make(map[string]bool, len(steps))
+	for i, s := range steps {
+		switch {
+		case s.Kind == "" || s.ID == "":
+			return fmt.Errorf("run steps: step %d (%q): empty kind or id", i, s.ID)
+		case s.Check == nil || s.Apply == nil:
+			return fmt.Errorf("run steps: step %s: nil Check or Apply", s.ID)
+		case seen[s.ID]:
+			return fmt.Errorf("run steps: step %s passed twice in one call", s.ID)
+		}
+		seen[s.ID] = true
+	}
+	return nil
+}
+
+// parallel runs fn(0..n-1) concurrently and waits; one call runs inline.
+func parallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
+	}
+	wg.Wait()
+}
+
+// safeCall turns a panic in a step's function into an error, so the run can
+// still roll back.
+func safeCall[T any](log *slog.Logger, s Step, what string, fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("panic", "step", s.Kind, "id", s.ID, "in", what, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic in %s: %v", what, p)
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,63 @@
+package teardown
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Change is what a step's Check found.
+type Change struct {
+	// Needed tells that the host differs from the target: Apply would write.
+	Needed bool
+	// Summary is human text: "eswitch pci/0000:61:00.0: legacy -> switchdev".
+	Summary string
+	// Record is JSON-marshalable: the target and the prior state, all that
+	// the kind's Undoer needs without the config.
+	Record any
+}
+
+// Step is one idempotent change to the host. See the package documentation
+// for the contract.
+type Step struct {
+	// Kind selects the Undoer on down: "eswitch.mode".
+	Kind string
+	// ID is stable across runs: "eswitch.mode/pci/0000:61:00.0".
+	ID string
+	// Check reads the host only.
+	Check func(ctx context.Context) (Change, error)
+	// Apply converges the host to the target; it is idempotent.
+	Apply func(ctx context.Context) error
+}
+
+// Undoer restores the prior state kept in a journal record. "Already gone"
+// (and "never happened") must be success.
+type Undoer func(ctx context.Context, record json.RawMessage) error
+
+// Undoers maps a step Kind to its Undoer.
+type Undoers map[string]Undoer
+
+// Event phases.
+const (
+	PhaseApply = "apply"
+	PhaseUndo  = "undo"
+	PhaseSkip  = "skip"
+)
+
+// Event reports one step the Runner applied, skipped or undid (or, with
+// DryRun, would have).
+type Event struct {
+	Kind    string
+	ID      string
+	Summary string
+	// Changed: the host was (or, with DryRun, would be) changed.
+	Changed bool
+	DryRun  bool
+	// Phase is PhaseApply, PhaseUndo or PhaseSkip. A failed Check is
+	// reported as PhaseApply with Err set and Changed false.
+	Phase string
+	// Duration of the Apply or Undo call (of the Check for a skip).
+	Duration time.Duration
+	// Err is the step's error, nil on success.
+	Err error
+}
