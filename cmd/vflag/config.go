@@ -81,7 +81,9 @@ type FieldError struct {
 	Msg   string
 }
 
-func (e FieldError) Error() string { return fmt.Sprintf("%s: %q %s", e.Path, fmt.Sprint(e.Value), e.Msg) }
+func (e FieldError) Error() string {
+	return fmt.Sprintf("%s: %q %s", e.Path, fmt.Sprint(e.Value), e.Msg)
+}
 
 // ConfigErrors is every error found in a config.
 type ConfigErrors []FieldError

@@ -20,6 +20,7 @@ type hostFS struct{ h *Host }
 
 type node struct {
 	kids   func() map[string]*node // directory
+	lookup func(name string) *node // optional fast path for kids()[name]
 	target string                  // symlink
 	read   func() ([]byte, *opError)
 	write  func(data []byte) (bool, *opError) // nil: read-only (EACCES)
@@ -90,7 +91,12 @@ func (t tree) walk(p string, followLast bool) (*node, syscall.Errno) {
 			if !n.isDir() {
 				return nil, syscall.ENOTDIR
 			}
-			child := n.kids()[c]
+			var child *node
+			if n.lookup != nil {
+				child = n.lookup(c)
+			} else {
+				child = n.kids()[c]
+			}
 			if child == nil {
 				return nil, syscall.ENOENT
 			}
@@ -138,13 +144,21 @@ func (t tree) sys() *node {
 func (t tree) busPCI() *node {
 	return dirNode(func() map[string]*node {
 		return map[string]*node{
-			"devices": dirNode(func() map[string]*node {
-				m := map[string]*node{}
-				for _, d := range t.st.pciDevs(t.now) {
-					m[d.addr()] = linkNode(rel("/sys/bus/pci/devices", t.devPath(d)))
-				}
-				return m
-			}),
+			"devices": &node{
+				kids: func() map[string]*node {
+					m := map[string]*node{}
+					for _, d := range t.st.pciDevs(t.now) {
+						m[d.addr()] = linkNode(rel("/sys/bus/pci/devices", t.devPath(d)))
+					}
+					return m
+				},
+				lookup: func(name string) *node {
+					if d, ok := t.st.pci(name, t.now); ok {
+						return linkNode(rel("/sys/bus/pci/devices", t.devPath(d)))
+					}
+					return nil
+				},
+			},
 			"drivers": dirNode(func() map[string]*node {
 				m := map[string]*node{}
 				for _, drv := range t.st.knownDrivers() {
@@ -202,15 +216,23 @@ func (t tree) devices() *node {
 		}
 		for _, nic := range t.st.NICs {
 			home := t.st.home(nic)
-			m[path.Base(home)] = dirNode(func() map[string]*node {
-				m := map[string]*node{}
-				for _, d := range t.st.pciDevs(t.now) {
-					if t.st.home(d.nic) == home {
-						m[d.addr()] = t.pciDir(d)
+			m[path.Base(home)] = &node{
+				kids: func() map[string]*node {
+					m := map[string]*node{}
+					for _, d := range t.st.pciDevs(t.now) {
+						if t.st.home(d.nic) == home {
+							m[d.addr()] = t.pciDir(d)
+						}
 					}
-				}
-				return m
-			})
+					return m
+				},
+				lookup: func(name string) *node {
+					if d, ok := t.st.pci(name, t.now); ok && t.st.home(d.nic) == home {
+						return t.pciDir(d)
+					}
+					return nil
+				},
+			}
 		}
 		return m
 	})
@@ -333,8 +355,19 @@ func boolDigit(b bool) string {
 func parseKstrtou16(s string) (int, bool) {
 	s = strings.TrimSuffix(s, "\n")
 	s = strings.TrimPrefix(s, "+")
-	if s == "" || strings.ContainsAny(s, "_-+ ") {
+	digits := s
+	hex := len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X")
+	if hex {
+		digits = s[2:]
+	}
+	if digits == "" {
 		return 0, false
+	}
+	for _, r := range digits {
+		isHexLetter := (r >= 'a' && r <= 'f') || (r >= 'A' && r <= 'F')
+		if !(r >= '0' && r <= '9') && !(hex && isHexLetter) {
+			return 0, false // strconv also knows 0o, 0b and '_'; the kernel does not
+		}
 	}
 	v, err := strconv.ParseUint(s, 0, 16)
 	if err != nil {
@@ -381,13 +414,21 @@ func (t tree) netdevPath(nd *netdev) string {
 }
 
 func (t tree) classNet() *node {
-	return dirNode(func() map[string]*node {
-		m := map[string]*node{}
-		for _, nd := range t.st.visibleNetdevs(t.now) {
-			m[nd.Name] = linkNode(rel("/sys/class/net", t.netdevPath(nd)))
-		}
-		return m
-	})
+	return &node{
+		kids: func() map[string]*node {
+			m := map[string]*node{}
+			for _, nd := range t.st.visibleNetdevs(t.now) {
+				m[nd.Name] = linkNode(rel("/sys/class/net", t.netdevPath(nd)))
+			}
+			return m
+		},
+		lookup: func(name string) *node {
+			if nd := t.st.link(name, t.now); nd != nil {
+				return linkNode(rel("/sys/class/net", t.netdevPath(nd)))
+			}
+			return nil
+		},
+	}
 }
 
 func (t tree) netdevDir(nd *netdev) *node {

@@ -1,0 +1,145 @@
+// Package sim is a simulated host with dual-port NVIDIA/Mellanox ConnectX
+// (mlx5) NICs, so that vflag's whole pipeline can run and be tested on a
+// machine without an SR-IOV NIC.
+//
+// One model of the NICs serves both of vflag's kernel surfaces: the
+// sysfs.FS from Host.FS (sysfs and debugfs files) and eswitch.Kernel
+// (devlink, rtnetlink, ethtool), which *Host implements. A change made
+// through one is seen through the other: switchdev creates representors that
+// /sys/class/net, /sys/bus/pci/devices/<pf>/net, Links and Ports all show.
+//
+// # State, time and processes
+//
+// The state lives in <dir>/host.json, written after every change (temp file,
+// fsync, rename) under an flock(2) on <dir>/host.lock, and re-read by every
+// call when another process or Host changed it, so several vflag processes
+// share one host. Slow things are stored as absolute wall-clock times and
+// become visible when that time has come: VF i's PCI device, virtfn<i> link,
+// VF netdev and representor appear Latency.VFCreate*(i+1) after the
+// sriov_numvfs write; the hardware LAG reads active Latency.LAGActivation
+// after it became eligible. Reading therefore never changes the state, and
+// creation progresses between processes. SetEswitchMode blocks for
+// Latency.ModeChange without holding any lock; meanwhile the PF reports its
+// old mode and a second mode change gets EBUSY "Can't change mode, E-Switch
+// is busy".
+//
+// Errors: the FS returns *fs.PathError wrapping the bare syscall.Errno, as
+// the real sysfs does; the message the kernel would log goes to the
+// simulated dmesg (shown by Dump). Kernel methods return errors wrapping the
+// syscall.Errno and, where KERNEL-FACTS.md gives one, the kernel's extack or
+// log message; eswitch.ErrLinkNotFound and eswitch.ErrNotSupported are
+// wrapped too where the interface asks for them.
+//
+// # What is modelled, and where each rule comes from
+//
+// The sections are those of shared/KERNEL-FACTS.md.
+//
+//   - §1 PCI SR-IOV. sriov_totalvfs, sriov_numvfs (not a u16: EINVAL; above
+//     totalvfs: ERANGE; same value: no-op; non-zero to another non-zero:
+//     EBUSY with the "%d VFs already enabled. Disable before enabling %d VFs"
+//     log line; 0 removes every VF, force-unbinding it), sriov_offset,
+//     sriov_stride, sriov_vf_device, sriov_drivers_autoprobe (kstrtobool;
+//     used at the next enable), the VF BDF rule (pci_iov_virtfn_bus/_devfn:
+//     PF0's VFs start right after the NIC's last PF function, PF1's after
+//     PF0's last possible VF, stride 1, devfn overflow carries into the bus),
+//     virtfn<i>/physfn/driver links with the kernel's relative targets,
+//     driver_override ("(null)" when unset, cut at '\n', empty clears, ≥4095
+//     bytes EINVAL), drivers/<drv>/bind (no device or no match: ENODEV;
+//     already bound: EBUSY), unbind (not bound to that driver: ENODEV) and
+//     drivers_probe (unknown device: ENODEV; succeeds even when nothing
+//     binds). Drivers: the NIC's (mlx5_core, which matches the NIC's IDs and
+//     creates a VF netdev eth<N>) and vfio-pci (matches only through
+//     driver_override; no new_id).
+//   - §2 /sys/class/net. address, operstate, carrier (EINVAL when admin
+//     down), ifindex, ifalias, mtu, phys_port_id (EOPNOTSUPP on every mlx5
+//     netdev), phys_port_name (uplink p<port> in both modes, representor
+//     pf<p>vf<n>, VF netdev/bond/lo EOPNOTSUPP), phys_switch_id (16 lowercase
+//     hex digits shared by both PFs of a NIC and their representors, also in
+//     legacy; EOPNOTSUPP elsewhere), device and master links. The layout is
+//     the kernel's: /sys/class/net/<if> and /sys/bus/pci/devices/<bdf> are
+//     symlinks into /sys/devices, representors are children of their PF's
+//     PCI function.
+//   - §3 devlink. One instance pci/<bdf> per PF; ports: uplink (physical,
+//     index (vhca<<16)|0xffff, port_number = PF index) and, in switchdev, one
+//     pcivf port per VF (index (vhca<<16)|(vf+1), pfnum, vfnum) whose netdev
+//     is the representor. The vhca_id is the PF index. eswitch mode
+//     legacy/switchdev: same mode is a no-op; an active LAG is torn down and
+//     re-evaluated; representors exist exactly in switchdev. The kernel does
+//     not check for bound VFs, the firmware does: switchdev with a VF of that
+//     PF bound to any driver fails with EINVAL, extack "Failed setting
+//     eswitch to offloads" and a "... failed, status bad resource
+//     state(0x9) ..." log line (DESIGN.md §2 step 4; the command name in that
+//     line is made up). Param flow_steering_mode: dmfs always, smfs
+//     EOPNOTSUPP in switchdev, anything else EINVAL "Bad parameter: supported
+//     values are [\"dmfs\", \"smfs\"]"; other parameters ErrNotSupported.
+//   - §4 Bonding. Modes, miimon, lacp_rate (EACCES outside 802.3ad),
+//     xmit_hash_policy; bonds are born down; enslaving an up port: EPERM
+//     "Device can not be enslaved while up"; the bond takes its first slave's
+//     MAC and gives it to every slave, a released slave gets its permanent
+//     MAC back, a bond left without slaves gets a new random MAC;
+//     active-backup selects the first up slave and does not preempt; the bond
+//     is oper up when a slave is. sysfs bonding/{mode, slaves, active_slave,
+//     miimon, mii_status, lacp_rate, xmit_hash_policy} in the kernel's
+//     formats, read-only.
+//   - §5 mlx5 LAG. Eligible when both PFs of the NIC, and nothing else, are
+//     the slaves of one bond in active-backup, balance-xor or 802.3ad, both
+//     PFs are in switchdev and each has at most 64 VFs (DESIGN.md §2 step 0:
+//     the documented limit; the source has no such check). If a VF of the
+//     NIC is bound to a driver when it becomes eligible, activation fails
+//     ("Failed to activate VF LAG", "Make sure all VFs are unbound prior to
+//     VF LAG activation or deactivation" in dmesg) until the next
+//     re-evaluation: enslave, release, eswitch mode change or numvfs change
+//     (a numvfs change also re-activates an active LAG, as
+//     mlx5_lag_disable_change does). debugfs lag/{state, type, port_sel_mode,
+//     flags, mapping, members} on each PF of a 2-PF NIC, type/port_sel_mode/
+//     flags/mapping EINVAL while not active; type switchdev, port_sel_mode
+//     hash (balance-xor, 802.3ad) or queue_affinity (active-backup), flags
+//     shared_fdb:on, mapping as mlx5_infer_tx_affinity_mapping and
+//     mlx5_infer_tx_enabled give it (a port is tx-enabled when its PF is up
+//     and, in active-backup, the active slave). The activation log lines
+//     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
+//     FDB") appear when it becomes active.
+//   - §7 ethtool. Only hw-tc-offload: PF off in legacy, on in switchdev (the
+//     uplink representor's default), representors on, VF netdevs off; all
+//     settable. Bonds, lo and other features: ErrNotSupported.
+//   - §8 VF settings through the PF netdev: MAC in both modes (multicast
+//     EINVAL), VLAN 0..4095 in legacy, VLAN≠0 in switchdev EOPNOTSUPP and
+//     VLAN 0 a no-op; VF index outside 0..numvfs-1 EINVAL; through a netdev
+//     other than a PF EOPNOTSUPP. A VF netdev bound later takes the
+//     administrative MAC.
+//   - Netdev names: representors and VF netdevs get the lowest free eth%d,
+//     as __dev_alloc_name does before udev renames anything (never derived
+//     from the PF name). ifindexes only grow.
+//
+// # What is not modelled
+//
+// RDMA (NICSpec.RDMA is stored only), RoCE LAG (two legacy PFs without VFs),
+// multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
+// inline/encap modes, TC flows (so no "eswitch busy" or "active offloaded
+// filters" refusals), /proc/net/bonding, writes to bonding sysfs files
+// (EACCES), physical link loss (a PF is up when it is admin up), LACP
+// negotiation, the failure of LAG deactivation with bound VFs, PF
+// unbind/bind (unbinding a PF returns EPERM), netdev renames and network
+// namespaces, and the auxiliary devlink instance of 6.7+ kernels (the
+// uplink port sits on the PCI instance, as in 6.1). sriov_numvfs reads the
+// requested count as soon as the write returns, while the VFs themselves
+// appear one by one.
+//
+// # Mirroring into a network namespace
+//
+// With Spec.MirrorNetns, every simulated netdev except lo also exists in
+// that namespace as a real veth of the same name (its peer is named
+// "sv"+8 hex digits of a hash of the name) carrying the simulated MAC, both
+// ends up exactly when the simulated netdev is admin up. Mirrors are created
+// and deleted as simulated netdevs appear and disappear, including VF
+// netdevs and representors that appear later (a timer syncs them). A real
+// ovs-vswitchd in that namespace can then add "bond0" and the representors
+// as ports. Close leaves the mirrors, which belong to the host's state.
+//
+// # Dump
+//
+// Dump renders the whole host as of now: NICs, PFs, VFs (or "creating"),
+// LAG, links (by name, without ifindexes), bonds, then "dmesg:" and the log.
+// Tests compare a baseline dump with the dump after `vflag down` on the text
+// before "dmesg:".
+package sim
