@@ -35,11 +35,3 @@ func (e *opError) Unwrap() []error {
 	}
 	return []error{e.errno}
 }
-
-// asErr turns a possibly nil *opError into an error without the typed-nil trap.
-func asErr(e *opError) error {
-	if e == nil {
-		return nil
-	}
-	return e
-}

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -272,5 +271,3 @@ func (h *Host) Close() error {
 	}
 	return h.lock.Close()
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

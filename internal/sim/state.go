@@ -316,16 +316,7 @@ func (st *state) pfOf(nd *netdev) (*nicState, *pfState) {
 	return nic, nic.PFs[nd.PF]
 }
 
-// pfByNetdev finds the PF whose netdev is name.
-func (st *state) pfByNetdev(name string) (*nicState, *pfState) {
-	nd := st.Netdevs[name]
-	if nd == nil || nd.Role != rolePF {
-		return nil, nil
-	}
-	return st.pfOf(nd)
-}
-
-// pfByDevlink finds the PF of devlink instance pci/<addr>.
+// pfByAddr finds the PF with PCI address addr.
 func (st *state) pfByAddr(addr string) (*nicState, *pfState) {
 	for _, nic := range st.NICs {
 		for _, pf := range nic.PFs {
