@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,26 +110,29 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin string) {
 	logPath := filepath.Join(out, "share", "out", sc.name+".log")
 	guestLog, err := os.ReadFile(logPath)
 	if err != nil {
-		// The guest never got to write its log: fall back to the console.
-		t.Errorf("no guest log %s (%v): the guest did not start the scenario", logPath, err)
-		guestLog = console.Bytes()
+		t.Errorf("the guest never started the scenario: no log %s", logPath)
 	}
 	defer func() {
 		if t.Failed() {
-			t.Logf("==== guest log (%s):\n%s", logPath, guestLog)
-			t.Logf("==== run-guest.sh output, last 80 lines:\n%s", lastLines(console.String(), 80))
+			t.Logf("==== guest log %s:\n%s", logPath, guestLog)
+			t.Logf("==== run-guest.sh output (console.log), last 80 lines:\n%s", lastLines(console.String(), 80))
 		}
 	}()
 
+	var exitErr *exec.ExitError
 	switch m := exitRE.FindSubmatch(guestLog); {
 	case ctx.Err() != nil:
 		t.Errorf("the harness killed run-guest.sh after %s", sc.timeout+150*time.Second)
+	case errors.As(runErr, &exitErr) && exitErr.ExitCode() == 124:
+		t.Errorf("QEMU was killed by run-guest.sh's host-side timeout (# TIMEOUT: %d + 90 s)", int(sc.timeout.Seconds()))
 	case m == nil:
-		t.Errorf("the scenario did not finish (no TESTBED-EXIT line; run-guest.sh: %v): guest crash or timeout", runErr)
+		t.Errorf("the scenario did not finish: no TESTBED-EXIT line (guest crash or power-off?); run-guest.sh: %v", runErr)
 	case string(m[1]) == "124":
 		t.Errorf("the scenario hit its guest-side timeout (# TIMEOUT: %d)", int(sc.timeout.Seconds()))
 	case string(m[1]) != "0":
 		t.Errorf("the scenario script exited %s", m[1])
+	case runErr != nil:
+		t.Errorf("run-guest.sh: %v", runErr)
 	}
 
 	results := parseResults(guestLog)

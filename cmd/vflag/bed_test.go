@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/libvirtx/virttest"
 	"github.com/vflag/vflag/ovs/ovstest"
 )
@@ -50,10 +51,7 @@ func newBed(t testing.TB, d daemons, cfg string) *bed {
 	if cfg == "" {
 		cfg = exampleConfig
 	}
-	cfg = strings.Replace(cfg, "ovsdb: unix:/var/run/openvswitch/db.sock", "ovsdb: "+d.ovs.Endpoint(), 1)
-	cfg = strings.Replace(cfg, "libvirt: qemu:///system", "libvirt: "+d.virt.URI(), 1)
-	cfg = strings.Replace(cfg, "sim:\n", "sim:\n  mirror_netns: "+d.ovs.Netns()+"\n", 1)
-	cfg = strings.Replace(cfg, "      hw_offload: true\n", "      hw_offload: true\n      datapath_type: netdev\n", 1)
+	cfg = testbed.PointConfig(cfg, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())
 	if err := os.WriteFile(b.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // TestBadConfigsWriteNothing feeds the bad configs of the issue through the
@@ -74,9 +75,7 @@ func TestBadConfigsWriteNothing(t *testing.T) {
 
 // badEndpoints points a config text at the bed's daemons, as newBed does.
 func badEndpoints(b *bed, cfg string) string {
-	cfg = strings.Replace(cfg, "ovsdb: unix:/var/run/openvswitch/db.sock", "ovsdb: "+b.ovs.Endpoint(), 1)
-	cfg = strings.Replace(cfg, "libvirt: qemu:///system", "libvirt: "+b.virt.URI(), 1)
-	return strings.Replace(cfg, "      hw_offload: true\n", "      hw_offload: true\n      datapath_type: netdev\n", 1)
+	return testbed.PointConfig(cfg, b.ovs.Endpoint(), b.virt.URI(), b.ovs.Netns())
 }
 
 // TestForeignObjectsSurvive: a bond, a bridge with its own port and a

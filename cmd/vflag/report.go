@@ -91,8 +91,12 @@ func writeReportText(w io.Writer, rep report) {
 		case rep.Command == "plan":
 			mark = "~"
 		}
-		line := fmt.Sprintf("  %s %-44s %s", mark, s.ID, s.Summary)
-		if s.DurationMS > 0 {
+		summary := s.Summary
+		if s.Phase == teardown.PhaseUndo {
+			summary = "revert: " + summary
+		}
+		line := fmt.Sprintf("  %s %-44s %s", mark, s.ID, summary)
+		if s.DurationMS > 0 && rep.Command != "plan" {
 			line += fmt.Sprintf("  (%s)", time.Duration(s.DurationMS*float64(time.Millisecond)).Round(time.Millisecond/10))
 		}
 		if s.Error != "" {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -108,8 +110,10 @@ func (e *env) status(ctx context.Context) HostStatus {
 		if g.switchdev() {
 			if b, err := eswitch.ReadBond(e.fs, g.Bond.Name); err == nil {
 				gs.Bond = &b
+			} else if errors.Is(err, fs.ErrNotExist) {
+				gs.Bond = &eswitch.BondInfo{Name: g.Bond.Name, Mode: "absent"}
 			} else {
-				problem("bond %s: absent", g.Bond.Name)
+				problem("bond %s: %v", g.Bond.Name, err)
 			}
 			if len(pfs) > 0 {
 				if l, err := eswitch.ReadLAG(e.fs, pfs[0].Addr); err == nil {
@@ -207,7 +211,9 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			}
 			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%d eswitch %s%s\n", p.Netdev, p.PCI, orDash(p.Driver), p.NumVFs, p.TotalVFs, p.Eswitch, master)
 		}
-		if g.Bond != nil {
+		if g.Bond != nil && g.Bond.Mode == "absent" {
+			fmt.Fprintf(w, "  bond %s absent\n", g.Bond.Name)
+		} else if g.Bond != nil {
 			b := g.Bond
 			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), orDash(b.ActiveSlave), orDash(b.MIIStatus))
 		}

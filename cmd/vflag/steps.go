@@ -489,7 +489,7 @@ func (e *env) attachStep(a libvirtx.Attachment) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: needed, Summary: fmt.Sprintf("domain %s: attach VF %s mac %s (%s)", a.Domain, a.PCI, a.MAC, why),
+			return teardown.Change{Needed: needed, Summary: why,
 				Record: attachRecord{URI: e.cfg.Libvirt, Attachment: libvirtx.Record{Domain: a.Domain, PCI: a.PCI, MAC: a.MAC, Live: a.Live, Owner: a.Owner}}}, nil
 		},
 		Apply: func(ctx context.Context) error {

@@ -56,6 +56,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vflag/vflag/internal/testbed"
 	"net"
 	"os"
 	"os/exec"
@@ -66,7 +67,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -129,7 +129,7 @@ const (
 
 // Start runs a private libvirtd and virtlogd and returns once the qemu driver
 // answers. t.Cleanup stops both daemons and removes their files.
-func Start(t testing.TB) *Daemon {
+func Start(t testbed.TB) *Daemon {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("virttest: a private libvirtd needs root (mount namespace, qemu driver); running as uid %d", os.Geteuid())
@@ -269,7 +269,7 @@ var domainNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // DefineDomain defines a minimal persistent qemu domain (TCG, 32 MiB, one
 // vCPU, no disks, no graphics) called name, without starting it.
-func (d *Daemon) DefineDomain(t testing.TB, name string) {
+func (d *Daemon) DefineDomain(t testbed.TB, name string) {
 	t.Helper()
 	if !domainNameRE.MatchString(name) {
 		t.Fatalf("virttest: bad domain name %q", name)
@@ -302,7 +302,7 @@ func (d *Daemon) DefineDomain(t testing.TB, name string) {
 
 // StartDomain starts a defined domain (TCG; it boots into the BIOS and
 // idles) and destroys it at cleanup; stopping the daemon also kills it.
-func (d *Daemon) StartDomain(t testing.TB, name string) {
+func (d *Daemon) StartDomain(t testbed.TB, name string) {
 	t.Helper()
 	if _, err := d.Virsh("start", name); err != nil {
 		t.Fatalf("virttest: start domain %s: %v", name, err)
@@ -317,7 +317,7 @@ func (d *Daemon) StartDomain(t testing.TB, name string) {
 }
 
 // DomainXML returns "virsh dumpxml --inactive name": the persistent definition.
-func (d *Daemon) DomainXML(t testing.TB, name string) string {
+func (d *Daemon) DomainXML(t testbed.TB, name string) string {
 	t.Helper()
 	out, err := d.Virsh("dumpxml", "--inactive", name)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vflag/vflag/internal/testbed"
 	"net"
 	"os"
 	"os/exec"
@@ -46,7 +47,7 @@ var nsCounter atomic.Int64
 
 // Server is one running ovsdb-server + ovs-vswitchd pair.
 type Server struct {
-	tb      testing.TB
+	tb      testbed.TB
 	dir     string
 	netns   string // name under /run/netns
 	sock    string
@@ -96,7 +97,7 @@ func Precheck() error {
 // Start runs ovsdb-server and ovs-vswitchd in a fresh directory and network
 // namespace and stops them when the test ends. It returns once ovs-vswitchd
 // has applied its first configuration.
-func Start(tb testing.TB) *Server {
+func Start(tb testbed.TB) *Server {
 	tb.Helper()
 	if err := Precheck(); err != nil {
 		tb.Fatalf("ovstest: %v", err)
