@@ -35,13 +35,13 @@ ROOTFS_PKGS=(kmod iproute2 iputils-ping openvswitch-switch rdma-core ibverbs-uti
 	rdmacm-utils iperf3 ethtool pciutils procps busybox libvirt-daemon libvirt-daemon-driver-qemu
 	libvirt-clients qemu-system-x86 jq util-linux)
 HOST_PKGS=(debootstrap qemu-system-x86 e2fsprogs cpio python3 kmod gcc-12 make xz-utils
-	ca-certificates debian-archive-keyring util-linux coreutils findutils gawk)
+	ca-certificates debian-archive-keyring util-linux coreutils findutils)
 INITRD_MODULES=(virtio_pci virtio_blk ext4 9pnet_virtio 9p)
 
 # ---------------------------------------------------------------- timing
 T_START=$(date +%s.%N)
 PHASES=()
-PHASE= PHASE_T=
+PHASE='' PHASE_T=''
 phase() { # phase NAME: ends the running phase, starts NAME ("" only ends)
 	local now; now=$(date +%s.%N)
 	if [ -n "$PHASE" ]; then

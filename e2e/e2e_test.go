@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ const (
 	envArtifacts = "VFLAG_E2E_ARTIFACTS" // keep each scenario's output directory under this path
 	envBin       = "VFLAG_E2E_BIN"       // use this vflag binary instead of building ./cmd/vflag
 	envParallel  = "VFLAG_E2E_PARALLEL"  // "1": boot the scenarios in parallel
+	envTimeout   = "VFLAG_E2E_TIMEOUT"   // seconds: overrides every "# TIMEOUT:" (run-guest.sh reads it too)
 )
 
 // TestScenarios builds vflag, boots one QEMU guest per scenario script in
@@ -44,9 +46,25 @@ func TestScenarios(t *testing.T) {
 		t.Fatalf("no e2e test bed in %s: build it first with 'make e2e-image' (bash e2e/build.sh): %v", cache, err)
 	}
 
+	// The result depends on much that go test cannot see (the vflag sources
+	// built with exec, the image, the scripts run-guest.sh copies): never
+	// let it be cached. go test does not cache a run that opened a file of
+	// the module modified less than two seconds before the run ended
+	// (.last-run is in e2e/.gitignore).
+	t.Cleanup(func() { touchOpen(t, filepath.Join(e2eDir, ".last-run")) })
+
 	scenarios, err := loadScenarios(filepath.Join(e2eDir, "scenarios"), os.Getenv(envScenarios))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v := os.Getenv(envTimeout); v != "" {
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs <= 0 {
+			t.Fatalf(envTimeout+"=%q: want seconds", v)
+		}
+		for i := range scenarios {
+			scenarios[i].timeout = time.Duration(secs) * time.Second
+		}
 	}
 	bin := vflagBinary(t, filepath.Dir(e2eDir))
 
@@ -171,6 +189,16 @@ func judge(t *testing.T, rs []result) {
 	}
 	if skipped && !t.Failed() {
 		t.SkipNow()
+	}
+}
+
+func touchOpen(t *testing.T, path string) {
+	if err := os.WriteFile(path, []byte(time.Now().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+		t.Logf("cannot write %s: %v (this run may be cached by go test)", path, err)
+		return
+	}
+	if f, err := os.Open(path); err == nil {
+		f.Close()
 	}
 }
 

@@ -47,7 +47,8 @@ if [ "$BUILDER_HASH" != "$(builder_hash)" ] && [ "${VFLAG_E2E_ALLOW_STALE:-0}" !
 fi
 for f in "$VMLINUX" "$INITRD" "$ROOT_IMG"; do [ -f "$f" ] || die "$f missing: run 'make e2e-image'"; done
 
-header() { sed -n "s/^# $1: *//p" "$scen" | tr '\n' ' ' | sed 's/ *$//'; }
+# header NAME: the values of "# NAME: ..." lines (a trailing " # comment" is dropped)
+header() { sed -n "s/^# $1:[[:space:]]*//p" "$scen" | sed 's/[[:space:]]\{1,\}#.*$//' | tr '\n' ' ' | sed 's/ *$//'; }
 machine=$(header MACHINE)
 machine=${machine:-default}
 timeout=${VFLAG_E2E_TIMEOUT:-$(header TIMEOUT)}
@@ -101,12 +102,15 @@ qemu+=(-accel tcg -m 2048 -smp 2 -nographic -no-reboot -snapshot -nic none
 	-virtfs "local,path=$sh,mount_tag=share,security_model=none,id=share"
 	$extra_args)
 
+# Serial console without CRs and SeaBIOS' terminal escapes.
+clean_console() { sed -u -e 's/\r//g' -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
+
 host_timeout=$((timeout + 90))
 log "booting $name (machine $machine, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
 t0=$(date +%s)
 set +e
 if [ -z "$chroot_root" ]; then
-	timeout -k 10 "$host_timeout" "${qemu[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$out/console.log"
+	timeout -k 10 "$host_timeout" "${qemu[@]}" </dev/null 2>&1 | clean_console | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 else
 	# Leftovers from a killed run of an older version of this script.
@@ -123,7 +127,7 @@ else
 		mount --bind -o ro "$idir" "$r/mnt/vflag-e2e/image"
 		mount --bind "$out" "$r/mnt/vflag-e2e/out"
 		exec chroot "$r" "$@"' bash "$chroot_root" "$(dirname "$VMLINUX")" "$(dirname "$ROOT_IMG")" "$out" \
-		"${qemu[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$out/console.log"
+		"${qemu[@]}" </dev/null 2>&1 | clean_console | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 fi
 set -e

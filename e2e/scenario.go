@@ -24,7 +24,12 @@ type scenario struct {
 	timeout time.Duration
 }
 
-var headerRE = regexp.MustCompile(`^# ([A-Z_]+):\s*(.*)$`)
+// Header lines: "# NAME: value", where a trailing " # comment" is dropped
+// (run-guest.sh reads them the same way).
+var (
+	headerRE        = regexp.MustCompile(`^# ([A-Z_]+):\s*(.*)$`)
+	trailingComment = regexp.MustCompile(`\s+#.*$`)
+)
 
 // loadScenarios reads every e2e/scenarios/*.sh except lib.sh. only is a
 // comma-separated list of names to keep ("" keeps all).
@@ -81,6 +86,7 @@ func parseScenario(path string) (scenario, error) {
 		if m == nil {
 			continue
 		}
+		m[2] = trailingComment.ReplaceAllString(m[2], "")
 		switch m[1] {
 		case "EXPECT":
 			for _, n := range strings.Fields(m[2]) {

@@ -39,7 +39,7 @@ func TestParseScenario(t *testing.T) {
 		}
 		return p
 	}
-	p := write("a.sh", "#!/bin/bash\n# MACHINE: igb\n# TIMEOUT: 42\n# EXPECT: one two\n# EXPECT: three\n# Note: ignored\n")
+	p := write("a.sh", "#!/bin/bash\n# MACHINE: igb\n# TIMEOUT: 42   # seconds\n# EXPECT: one two\n# EXPECT: three # the last\n# Note: ignored\n")
 	sc, err := parseScenario(p)
 	if err != nil {
 		t.Fatal(err)

@@ -26,13 +26,14 @@ type PF struct {
 	SwitchID string     `json:"switch_id,omitempty"`
 }
 
-var ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.:@+-]{1,15}$`)
+var ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,15}$`)
 
 // ValidIfName checks an interface name before it reaches a sysfs path or
-// netlink: 1-15 characters, no slash, no whitespace, not "." or "..".
+// netlink: 1-15 characters, no slash, colon or whitespace (dev_valid_name),
+// not "." or "..".
 func ValidIfName(name string) error {
 	if name == "." || name == ".." || !ifnameRE.MatchString(name) {
-		return fmt.Errorf("invalid interface name %q: 1-15 characters of [A-Za-z0-9_.:@+-], no '/' or spaces", name)
+		return fmt.Errorf("invalid interface name %q: 1-15 characters of [A-Za-z0-9_.@+-], no '/', ':' or spaces", name)
 	}
 	return nil
 }

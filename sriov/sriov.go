@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vflag/vflag/internal/sysfs"
@@ -106,6 +107,11 @@ func (h Host) SetNumVFs(pf Addr, n int) error {
 	}
 	p := dev(pf, "sriov_numvfs")
 	if cur != 0 && n != 0 {
+		// The kernel checks the range first (ERANGE): refuse before the
+		// write of 0 removes the VFs that are there.
+		if total, terr := h.TotalVFs(pf); terr == nil && n > total {
+			return fmt.Errorf("set numvfs of %s to %d: above sriov_totalvfs %d: %w", pf, n, total, syscall.ERANGE)
+		}
 		if err := h.FS.WriteFile(p, []byte("0")); err != nil {
 			return fmt.Errorf("reset numvfs of %s to 0: %w", pf, err)
 		}

@@ -42,6 +42,8 @@ func main() {
 	os.Exit(code)
 }
 
+func newViper() *viper.Viper { return viper.New() }
+
 // app is one invocation's settings, read through viper (flags > VFLAG_* env > config file).
 type app struct {
 	v      *viper.Viper
@@ -51,7 +53,7 @@ type app struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{v: viper.New(), stdout: stdout, stderr: stderr}
+	a := &app{v: newViper(), stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -322,7 +322,12 @@ func (e *env) bondStep(g *Group) teardown.Step {
 			}
 			return teardown.Change{Summary: "bond " + spec.Name + " exists"}, nil
 		},
-		Apply: func(context.Context) error { return e.k.AddBond(spec) },
+		Apply: func(context.Context) error {
+			if l, err := e.k.Link(spec.Name); err == nil && l.Alias == spec.Alias {
+				return nil // made by an earlier run of this group
+			}
+			return e.k.AddBond(spec)
+		},
 	}
 }
 
@@ -349,6 +354,9 @@ func (e *env) enslaveStep(pf eswitch.PF, bond string) teardown.Step {
 				Record: enslaveRecord{Slave: pf.Netdev, Bond: bond, PriorMaster: l.Master, PriorUp: l.AdminUp}}, nil
 		},
 		Apply: func(context.Context) error {
+			if l, err := e.k.Link(pf.Netdev); err == nil && l.Master == bond {
+				return nil
+			}
 			if err := e.k.SetLinkUp(pf.Netdev, false); err != nil {
 				return err
 			}

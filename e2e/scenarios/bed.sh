@@ -42,7 +42,7 @@ if wait_for 10 reps_ok; then
 	REPS=$(for v in 0 1 2 3; do netdev_by_ppn $ID pf0vf$v; done | tr '\n' ' ')
 	ok nsim_representors "pf0vf0..3 = $REPS"
 else
-	fail nsim_representors "netdevs: $(for n in $(nsim_netdevs $ID); do echo "$n=$(cat /sys/class/net/$n/phys_port_name)"; done)"
+	fail nsim_representors "netdevs: $(for n in $(nsim_netdevs $ID); do echo "$n=$(cat "/sys/class/net/$n/phys_port_name")"; done)"
 	REPS=
 fi
 run devlink port show
@@ -73,10 +73,11 @@ check ovs_start ovs_start
 ovs-vsctl set Open_vSwitch . other_config:hw-offload=true
 # shellcheck disable=SC2046
 run ovs-vsctl add-br br-vf -- add-port br-vf bond0 $(for r in $REPS; do echo "-- add-port br-vf $r"; done)
-expect_match ovs_hw_offload 'Flow API Enabled' sh -c \
-	'for i in $(seq 50); do grep -q "Flow API Enabled" /var/log/openvswitch/ovs-vswitchd.log && break; sleep 0.2; done
-	 grep -E "Flow API Enabled|flow API" /var/log/openvswitch/ovs-vswitchd.log'
-expect ovs_bridge "$(echo bond0 $REPS | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" \
+OVSLOG=/var/log/openvswitch/ovs-vswitchd.log
+wait_for 10 grep -q "Flow API Enabled" $OVSLOG
+expect_match ovs_hw_offload 'Flow API Enabled' grep -E "Flow API Enabled|flow API" $OVSLOG
+# shellcheck disable=SC2086
+expect ovs_bridge "$(printf '%s\n' bond0 $REPS | sort | tr '\n' ' ' | sed 's/ $//')" \
 	sh -c 'ovs-vsctl list-ports br-vf | sort | tr "\n" " "'
 expect_match ovs_kernel_datapath 'system@ovs-system' sh -c 'lsmod | grep -w ^openvswitch && ovs-dpctl show'
 
