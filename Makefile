@@ -37,5 +37,14 @@ demo: build
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 
+# e2e-image: the QEMU test bed (Debian 6.1 kernel, netdevsim, rootfs, image,
+# trixie QEMU for igb SR-IOV), cached in /var/cache/vflag-e2e.
+e2e-image:
+	bash e2e/build.sh
+
+# e2e: boot every e2e/scenarios/*.sh with a fresh build of ./cmd/vflag.
+e2e: deps e2e-image
+	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/...
+
 clean:
 	rm -rf bin
