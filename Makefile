@@ -7,7 +7,7 @@ BIN := bin/vflag
 DEBS := openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
-.PHONY: all deps build test test-unit vet demo bench e2e e2e-image clean
+.PHONY: all deps build check test vet demo bench e2e e2e-image clean
 
 all: build
 
@@ -24,6 +24,9 @@ build: deps
 
 vet: deps
 	$(GO) vet ./...
+
+# check: everything CI runs: unit and integration tests, then the e2e suite.
+check: test e2e
 
 # test: unit and integration tests (simulated NIC, real ovsdb-server/ovs-vswitchd, real libvirtd).
 test: deps vet
