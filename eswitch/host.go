@@ -19,11 +19,12 @@ import (
 // PF is one resolved physical function: its netdev, PCI address (empty for
 // a non-PCI device such as netdevsim), devlink instance and PF number.
 type PF struct {
-	Netdev   string     `json:"netdev"`
-	Addr     sriov.Addr `json:"pci,omitempty"`
-	Devlink  Devlink    `json:"devlink"`
-	PfNumber uint16     `json:"pfnum"`
-	SwitchID string     `json:"switch_id,omitempty"`
+	Dev      sriov.Device `json:"device"` // the SR-IOV device: pci/<addr>; two netdevsim ports share one
+	Netdev   string       `json:"netdev"`
+	Addr     sriov.Addr   `json:"pci,omitempty"`
+	Devlink  Devlink      `json:"devlink"`
+	PfNumber uint16       `json:"pfnum"`
+	SwitchID string       `json:"switch_id,omitempty"`
 }
 
 var ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,15}$`)
@@ -111,6 +112,13 @@ func ResolvePF(k Kernel, f sysfs.FS, ref string) (PF, error) {
 		if ok {
 			pf.Addr = a
 		}
+	}
+	if pf.Addr != "" {
+		pf.Dev = sriov.PCIDevice(pf.Addr)
+	} else if d, err := pci.DeviceOfNetdev(pf.Netdev); err == nil {
+		pf.Dev = d
+	} else {
+		return PF{}, fmt.Errorf("PF %s: %w", pf.Netdev, err)
 	}
 	ports, err := k.Ports()
 	if err != nil {
@@ -301,7 +309,7 @@ func ReadLAG(f sysfs.FS, pf0 sriov.Addr) (LAGStatus, error) {
 	dir := path.Join("/sys/kernel/debug/mlx5", string(pf0), "lag")
 	state, err := sysfs.ReadString(f, path.Join(dir, "state"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return LAGStatus{State: LAGUnverified}, nil
+		return LAGStatus{State: LAGInactive}, nil
 	}
 	if err != nil {
 		return LAGStatus{}, fmt.Errorf("read LAG state of %s: %w", pf0, err)

@@ -322,6 +322,16 @@ func (Netlink) SetFeature(name, feature string, on bool) error {
 		return fmt.Errorf("ethtool: %w", err)
 	}
 	defer e.Close()
+	// ETHTOOL_SFEATURES answers a fixed feature (not in hw_features) with a
+	// positive ETHTOOL_F_UNSUPPORTED, not an errno, and the library drops
+	// it: check changeability first.
+	states, err := e.FeaturesWithState(name)
+	if err != nil {
+		return fmt.Errorf("ethtool -k %s: %w", name, err)
+	}
+	if st, ok := states[feature]; ok && !st.Available {
+		return fmt.Errorf("ethtool -K %s %s: fixed on this device: %w", name, feature, ErrNotSupported)
+	}
 	if err := e.Change(name, map[string]bool{feature: on}); err != nil {
 		if strings.Contains(err.Error(), "unsupported") {
 			return fmt.Errorf("ethtool -K %s %s: %w", name, feature, ErrNotSupported)

@@ -308,7 +308,7 @@ func TestFixtureAutoprobe(t *testing.T) {
 	if on, err := h.Autoprobe(pf1); err != nil || !on {
 		t.Errorf("Autoprobe(pf1) = %v, %v; want true", on, err)
 	}
-	if _, err := h.Autoprobe("0000:99:00.0"); err == nil || !errors.Is(err, fs.ErrNotExist) {
+	if _, err := h.Autoprobe(sriov.Addr("0000:99:00.0")); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Autoprobe of a missing device: %v, want fs.ErrNotExist", err)
 	}
 	// The kernel attribute takes "0" or "1"; check what is written.
@@ -363,7 +363,7 @@ func TestFixtureVFsSortedByIndex(t *testing.T) {
 	if vfs, err := h.VFs(pf1); err != nil || len(vfs) != 0 {
 		t.Errorf("VFs(pf1) = %v, %v; want none", vfs, err)
 	}
-	if _, err := h.VFs("0000:99:00.0"); err == nil || !errors.Is(err, fs.ErrNotExist) {
+	if _, err := h.VFs(sriov.Addr("0000:99:00.0")); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("VFs of a missing device: %v, want fs.ErrNotExist", err)
 	}
 }

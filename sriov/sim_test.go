@@ -228,7 +228,7 @@ func TestSimWaitVFsTimeout(t *testing.T) {
 	if _, err := h.WaitVFs(ctx, pf0, 2); !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitVFs with a cancelled context: %v, want context.Canceled", err)
 	}
-	if _, err := h.WaitVFs(context.Background(), "0000:99:00.0", 1); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := h.WaitVFs(context.Background(), sriov.Addr("0000:99:00.0"), 1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("WaitVFs on a missing PF: %v, want fs.ErrNotExist at once", err)
 	}
 }
@@ -380,7 +380,7 @@ func TestSimAutoprobe(t *testing.T) {
 	if got := drivers(pf0, 3); !reflect.DeepEqual(got, []string{"mlx5_core", "mlx5_core", "mlx5_core"}) {
 		t.Errorf("turning autoprobe off changed bound VFs: %q", got)
 	}
-	if err := h.SetAutoprobe("0000:99:00.0", true); err == nil || !errors.Is(err, fs.ErrNotExist) {
+	if err := h.SetAutoprobe(sriov.Addr("0000:99:00.0"), true); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("SetAutoprobe on a missing PF: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -54,7 +54,85 @@ type Host struct {
 	PollInterval time.Duration
 }
 
-func dev(a Addr, file string) string { return path.Join("/sys/bus/pci/devices", string(a), file) }
+// Function is a device whose sysfs directory vflag reads: a PCI address, or
+// a Device on any bus (netdevsim's PFs share one non-PCI device).
+type Function interface {
+	Dir() string // "/sys/bus/pci/devices/0000:61:00.0"
+	String() string
+}
+
+// Dir implements Function.
+func (a Addr) Dir() string { return path.Join("/sys/bus/pci/devices", string(a)) }
+
+// Device is a device named by bus and name: "pci/0000:61:00.0",
+// "netdevsim/netdevsim10". It is what a PF netdev's "device" link points to.
+type Device string
+
+var devicePartRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// ParseDevice validates "<bus>/<name>" (no other slash, no "..").
+func ParseDevice(s string) (Device, error) {
+	bus, name, ok := strings.Cut(s, "/")
+	if !ok || !devicePartRE.MatchString(bus) || !devicePartRE.MatchString(name) || strings.Contains(s, "..") {
+		return "", fmt.Errorf("invalid device %q: want <bus>/<name>, e.g. pci/0000:61:00.0", s)
+	}
+	return Device(s), nil
+}
+
+// PCIDevice is the Device of a PCI function.
+func PCIDevice(a Addr) Device { return Device("pci/" + string(a)) }
+
+// Dir implements Function.
+func (d Device) Dir() string {
+	bus, name, _ := strings.Cut(string(d), "/")
+	return path.Join("/sys/bus", bus, "devices", name)
+}
+
+func (d Device) String() string { return string(d) }
+
+// PCI returns the device's PCI address, if it is a PCI function.
+func (d Device) PCI() (Addr, bool) {
+	bus, name, _ := strings.Cut(string(d), "/")
+	if bus != "pci" {
+		return "", false
+	}
+	a, err := ParseAddr(name)
+	return a, err == nil
+}
+
+// DeviceOfNetdev returns the device behind a netdev
+// ("readlink /sys/class/net/$if/device; readlink .../device/subsystem").
+func (h Host) DeviceOfNetdev(name string) (Device, error) {
+	target, err := h.FS.Readlink(path.Join("/sys/class/net", name, "device"))
+	if err != nil {
+		return "", fmt.Errorf("device of %s: %w", name, err)
+	}
+	base := path.Base(target)
+	if a, err := ParseAddr(base); err == nil && strings.Count(base, ":") == 2 {
+		return PCIDevice(a), nil
+	}
+	subsys, err := h.FS.Readlink(path.Join("/sys/class/net", name, "device", "subsystem"))
+	if err != nil {
+		return "", fmt.Errorf("bus of %s's device %s: %w", name, base, err)
+	}
+	return ParseDevice(path.Base(subsys) + "/" + base)
+}
+
+// HasPCIVFs tells whether a device creates PCI VFs (it has
+// sriov_totalvfs, and virtfn links once VFs exist). netdevsim has
+// sriov_numvfs only: its VFs exist in the PF's netlink VF list alone.
+func (h Host) HasPCIVFs(pf Function) bool {
+	_, err := h.FS.ReadFile(path.Join(pf.Dir(), "sriov_totalvfs"))
+	return err == nil
+}
+
+// HasSRIOV tells whether a device has sriov_numvfs.
+func (h Host) HasSRIOV(pf Function) bool {
+	_, err := h.FS.ReadFile(path.Join(pf.Dir(), "sriov_numvfs"))
+	return err == nil
+}
+
+func dev(f Function, file string) string { return path.Join(f.Dir(), file) }
 
 func (h Host) readInt(p string) (int, error) {
 	s, err := sysfs.ReadString(h.FS, p)
@@ -69,16 +147,16 @@ func (h Host) readInt(p string) (int, error) {
 }
 
 // Exists tells whether a PCI device is present ("test -e /sys/bus/pci/devices/$a").
-func (h Host) Exists(a Addr) bool { return sysfs.Exists(h.FS, dev(a, "")) }
+func (h Host) Exists(a Function) bool { return sysfs.Exists(h.FS, dev(a, "")) }
 
 // IsPF tells whether the device can have VFs (it has sriov_totalvfs).
-func (h Host) IsPF(a Addr) bool {
+func (h Host) IsPF(a Function) bool {
 	_, err := h.FS.ReadFile(dev(a, "sriov_totalvfs"))
 	return err == nil
 }
 
 // TotalVFs reads the PF's VF limit ("cat /sys/bus/pci/devices/$pf/sriov_totalvfs").
-func (h Host) TotalVFs(pf Addr) (int, error) {
+func (h Host) TotalVFs(pf Function) (int, error) {
 	n, err := h.readInt(dev(pf, "sriov_totalvfs"))
 	if err != nil {
 		return 0, fmt.Errorf("read totalvfs of %s: %w", pf, err)
@@ -87,7 +165,7 @@ func (h Host) TotalVFs(pf Addr) (int, error) {
 }
 
 // NumVFs reads the PF's enabled VF count ("cat /sys/bus/pci/devices/$pf/sriov_numvfs").
-func (h Host) NumVFs(pf Addr) (int, error) {
+func (h Host) NumVFs(pf Function) (int, error) {
 	n, err := h.readInt(dev(pf, "sriov_numvfs"))
 	if err != nil {
 		return 0, fmt.Errorf("read numvfs of %s: %w", pf, err)
@@ -97,7 +175,7 @@ func (h Host) NumVFs(pf Addr) (int, error) {
 
 // SetNumVFs sets the VF count ("echo 0 > sriov_numvfs; echo $n > sriov_numvfs"):
 // a change between two non-zero counts goes through 0, as the kernel demands.
-func (h Host) SetNumVFs(pf Addr, n int) error {
+func (h Host) SetNumVFs(pf Function, n int) error {
 	cur, err := h.NumVFs(pf)
 	if err != nil {
 		return err
@@ -123,7 +201,7 @@ func (h Host) SetNumVFs(pf Addr, n int) error {
 }
 
 // Autoprobe reads sriov_drivers_autoprobe ("cat .../sriov_drivers_autoprobe").
-func (h Host) Autoprobe(pf Addr) (bool, error) {
+func (h Host) Autoprobe(pf Function) (bool, error) {
 	n, err := h.readInt(dev(pf, "sriov_drivers_autoprobe"))
 	if err != nil {
 		return false, fmt.Errorf("read drivers_autoprobe of %s: %w", pf, err)
@@ -132,7 +210,7 @@ func (h Host) Autoprobe(pf Addr) (bool, error) {
 }
 
 // SetAutoprobe writes it ("echo 0|1 > .../sriov_drivers_autoprobe").
-func (h Host) SetAutoprobe(pf Addr, on bool) error {
+func (h Host) SetAutoprobe(pf Function, on bool) error {
 	v := "0"
 	if on {
 		v = "1"
@@ -144,7 +222,7 @@ func (h Host) SetAutoprobe(pf Addr, on bool) error {
 }
 
 // VFs lists the VFs whose virtfn links exist ("ls -l /sys/bus/pci/devices/$pf/virtfn*"), by index.
-func (h Host) VFs(pf Addr) ([]VF, error) {
+func (h Host) VFs(pf Function) ([]VF, error) {
 	names, err := h.FS.ReadDir(dev(pf, ""))
 	if err != nil {
 		return nil, fmt.Errorf("list VFs of %s: %w", pf, err)
@@ -179,7 +257,7 @@ func (h Host) VFs(pf Addr) ([]VF, error) {
 // WaitVFs waits until the PF has exactly n VFs with their virtfn links
 // (VF creation is asynchronous). It polls with a short bounded interval and
 // gives up when ctx ends.
-func (h Host) WaitVFs(ctx context.Context, pf Addr, n int) ([]VF, error) {
+func (h Host) WaitVFs(ctx context.Context, pf Function, n int) ([]VF, error) {
 	interval := h.PollInterval
 	if interval <= 0 {
 		interval = 5 * time.Millisecond

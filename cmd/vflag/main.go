@@ -22,6 +22,7 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -333,6 +334,9 @@ func (e *env) downPreflight(j *teardown.Journal, haveConfig bool) error {
 			r, err := decode[numVFsRecord](en.Record)
 			if err != nil {
 				return err
+			}
+			if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
+				return fmt.Errorf("journal: %w", err)
 			}
 			list, err := e.pci.VFs(r.PF)
 			if err != nil {

@@ -80,6 +80,22 @@ func (e *env) close() {
 type groupHost struct {
 	g   *Group
 	pfs []eswitch.PF
+	// owners indexes the PFs that own VFs: the first PF of each SR-IOV
+	// device (both mlx5 PFs; one of two netdevsim ports, which share a device).
+	owners []int
+}
+
+// vfOwners returns the index of the first PF of each distinct device.
+func vfOwners(pfs []eswitch.PF) []int {
+	var out []int
+	seen := map[sriov.Device]bool{}
+	for i, pf := range pfs {
+		if !seen[pf.Dev] {
+			seen[pf.Dev] = true
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // preflight checks, before any write, everything the host must satisfy
@@ -101,29 +117,35 @@ func (e *env) preflight(ctx context.Context) ([]groupHost, error) {
 				add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "not usable: %v", err)
 				continue
 			}
-			if pf.Addr == "" || !e.pci.IsPF(pf.Addr) {
-				add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "is not an SR-IOV physical function (no sriov_totalvfs)")
+			if !e.pci.HasSRIOV(pf.Dev) {
+				add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "is not an SR-IOV physical function (%s has no sriov_numvfs)", pf.Dev)
 				continue
 			}
-			total, err := e.pci.TotalVFs(pf.Addr)
-			if err != nil {
-				add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "%v", err)
-				continue
-			}
-			if g.NumVFs > total {
-				add(p+".numvfs", g.NumVFs, "exceeds sriov_totalvfs %d of %s (%s)", total, pf.Netdev, pf.Addr)
+			if e.pci.HasPCIVFs(pf.Dev) { // netdevsim has no sriov_totalvfs: the kernel checks the count
+				total, err := e.pci.TotalVFs(pf.Dev)
+				if err != nil {
+					add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "%v", err)
+					continue
+				}
+				if g.NumVFs > total {
+					add(p+".numvfs", g.NumVFs, "exceeds sriov_totalvfs %d of %s (%s)", total, pf.Netdev, pf.Dev)
+				}
 			}
 			gh.pfs = append(gh.pfs, pf)
 		}
 		if len(gh.pfs) == 2 && g.switchdev() {
 			a, b := gh.pfs[0], gh.pfs[1]
-			if a.Addr.Slot() != b.Addr.Slot() || (a.SwitchID != "" && b.SwitchID != "" && a.SwitchID != b.SwitchID) {
-				add(p+".pfs", strings.Join(g.PFs, ","), "are not the two ports of one NIC (%s and %s differ in PCI slot or switch id)", a.Addr, b.Addr)
+			// One NIC: the same devlink instance (netdevsim) or the same PCI
+			// slot (mlx5: one instance per function), and one switch id.
+			sameNIC := a.Devlink == b.Devlink || a.Addr != "" && b.Addr != "" && a.Addr.Slot() == b.Addr.Slot()
+			if !sameNIC || a.SwitchID != "" && b.SwitchID != "" && a.SwitchID != b.SwitchID {
+				add(p+".pfs", strings.Join(g.PFs, ","), "are not the two ports of one NIC (%s and %s differ in PCI slot, devlink instance or switch id)", a.Dev, b.Dev)
 			}
-			if a.Addr == b.Addr {
+			if a.Netdev == b.Netdev {
 				add(p+".pfs", strings.Join(g.PFs, ","), "name the same PF twice")
 			}
 		}
+		gh.owners = vfOwners(gh.pfs)
 		if g.switchdev() {
 			needOVS = true
 			if l, err := e.k.Link(g.Bond.Name); err == nil && l.Alias != bondAlias(g.Name) {
@@ -169,15 +191,16 @@ func (e *env) preflight(ctx context.Context) ([]groupHost, error) {
 func (e *env) checkNotHeld(hosts []groupHost) error {
 	var vfs []string
 	for _, gh := range hosts {
-		for _, pf := range gh.pfs {
-			cur, err := e.pci.NumVFs(pf.Addr)
+		for _, i := range gh.owners {
+			pf := gh.pfs[i]
+			cur, err := e.pci.NumVFs(pf.Dev)
 			if err != nil {
 				return err
 			}
 			if cur == gh.g.NumVFs && !(gh.g.switchdev() && e.modeOf(pf) != eswitch.ModeSwitchdev) {
 				continue // neither numvfs nor the eswitch mode changes: VMs keep their VFs
 			}
-			list, err := e.pci.VFs(pf.Addr)
+			list, err := e.pci.VFs(pf.Dev)
 			if err != nil {
 				return err
 			}
@@ -231,15 +254,22 @@ func (e *env) up(ctx context.Context, r *teardown.Runner, hosts []groupHost) err
 func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) error {
 	g, pfs := gh.g, gh.pfs
 	log := e.log.With("group", g.Name)
-	each := func(f func(eswitch.PF) teardown.Step) []teardown.Step {
+	each := func(f func(eswitch.PF) teardown.Step) []teardown.Step { // per PF
 		var out []teardown.Step
 		for _, pf := range pfs {
 			out = append(out, f(pf))
 		}
 		return out
 	}
+	eachDev := func(f func(eswitch.PF) teardown.Step) []teardown.Step { // per SR-IOV device
+		var out []teardown.Step
+		for _, i := range gh.owners {
+			out = append(out, f(pfs[i]))
+		}
+		return out
+	}
 	// 1. Legacy-mode settings.
-	if err := r.Do(ctx, each(e.autoprobeStep)...); err != nil {
+	if err := r.Do(ctx, eachDev(e.autoprobeStep)...); err != nil {
 		return err
 	}
 	if g.FlowSteeringMode != "" {
@@ -252,12 +282,12 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 		}
 	}
 	// 2. VFs on both PFs, in parallel.
-	if err := r.Do(ctx, each(func(pf eswitch.PF) teardown.Step { return e.numVFsStep(pf, g.NumVFs) })...); err != nil {
+	if err := r.Do(ctx, eachDev(func(pf eswitch.PF) teardown.Step { return e.numVFsStep(pf, g.NumVFs) })...); err != nil {
 		return err
 	}
 	vfAddr := map[[2]int]sriov.Addr{} // in a plan, the VFs that exist already
-	for i, pf := range pfs {
-		vfs, err := e.pci.VFs(pf.Addr)
+	for _, i := range gh.owners {
+		vfs, err := e.pci.VFs(pfs[i].Dev)
 		if err != nil {
 			return err
 		}
@@ -286,7 +316,7 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 	}
 	settled := !g.switchdev() || e.lagSettled(gh)
 	keep := func(vf sriov.Addr, driver string) bool { return settled && wantDriver[vf] == driver }
-	if err := r.Do(ctx, each(func(pf eswitch.PF) teardown.Step { return e.unbindStep(pf, keep) })...); err != nil {
+	if err := r.Do(ctx, eachDev(func(pf eswitch.PF) teardown.Step { return e.unbindStep(pf, keep) })...); err != nil {
 		return err
 	}
 	if g.switchdev() {
@@ -350,19 +380,20 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 	}
 	if g.switchdev() {
 		// 9. Representors, by devlink port then phys_port_name + switch id.
-		reps, complete, err := e.representors(ctx, pfs, g.NumVFs, !r.DryRun)
+		reps, complete, err := e.representors(ctx, gh, !r.DryRun)
 		if err != nil {
 			return err
 		}
 		if !complete { // a plan on a host that is not in switchdev yet
 			r.Note(teardown.Event{Kind: kindRepsUp, ID: kindRepsUp + "/" + g.Name, Changed: true, DryRun: true,
-				Summary: fmt.Sprintf("map %d representors and set them up (after switchdev)", g.NumVFs*len(pfs))})
+				Summary: fmt.Sprintf("map %d representors and set them up (after switchdev)", g.NumVFs*len(gh.owners))})
 			r.Note(teardown.Event{Kind: kindOVS, ID: kindOVS + "/" + g.OVS.Bridge, Changed: true, DryRun: true,
-				Summary: fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(pfs), *g.OVS.HWOffload)})
+				Summary: fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(gh.owners), *g.OVS.HWOffload)})
 			return e.attachAll(ctx, r, gh, vfAddr)
 		}
 		var upSteps []teardown.Step
-		for i, pf := range pfs {
+		for _, i := range gh.owners {
+			pf := pfs[i]
 			var names []string
 			for vf := 0; vf < g.NumVFs; vf++ {
 				names = append(names, reps[[2]int{i, vf}])
@@ -373,7 +404,7 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 			return err
 		}
 		// 10. OVS: one transaction.
-		if err := r.Do(ctx, e.ovsStep(e.bridgeSpec(g, reps))); err != nil {
+		if err := r.Do(ctx, e.ovsStep(e.bridgeSpec(gh, reps))); err != nil {
 			return err
 		}
 	}
@@ -433,13 +464,16 @@ func (e *env) lagSettled(gh groupHost) bool {
 	return err == nil && st.State != eswitch.LAGInactive
 }
 
-// representors maps (pf index, vf) to representor netdev for every VF,
-// waiting for them when wait is set; complete tells whether all were found.
-func (e *env) representors(ctx context.Context, pfs []eswitch.PF, n int, wait bool) (map[[2]int]string, bool, error) {
+// representors maps (pf index, vf) to representor netdev for every VF of
+// every owning PF, waiting for them when wait is set; complete tells whether
+// all were found.
+func (e *env) representors(ctx context.Context, gh groupHost, wait bool) (map[[2]int]string, bool, error) {
+	n := gh.g.NumVFs
 	out := map[[2]int]string{}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for i, pf := range pfs {
+	for _, i := range gh.owners {
+		pf := gh.pfs[i]
 		var reps map[int]string
 		var err error
 		if wait {
@@ -456,19 +490,20 @@ func (e *env) representors(ctx context.Context, pfs []eswitch.PF, n int, wait bo
 			}
 		}
 	}
-	return out, len(out) == n*len(pfs), nil
+	return out, len(out) == n*len(gh.owners), nil
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
 // the VLAN tag of its VF.
-func (e *env) bridgeSpec(g *Group, reps map[[2]int]string) ovs.BridgeSpec {
+func (e *env) bridgeSpec(gh groupHost, reps map[[2]int]string) ovs.BridgeSpec {
+	g := gh.g
 	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
 	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name})
 	tags := map[[2]int]int{}
 	for _, v := range g.VFs {
 		tags[[2]int{v.PF, v.VF}] = v.VLAN
 	}
-	for pf := 0; pf < len(g.PFs); pf++ {
+	for _, pf := range gh.owners {
 		for vf := 0; vf < g.NumVFs; vf++ {
 			k := [2]int{pf, vf}
 			spec.Ports = append(spec.Ports, ovs.PortSpec{Name: reps[k], Tag: tags[k]})
@@ -537,7 +572,7 @@ func (e *env) verify(ctx context.Context, gh groupHost) error {
 }
 
 func (e *env) vfIs(gh groupHost, pf, vf int, pci string) bool {
-	vfs, err := e.pci.VFs(gh.pfs[pf].Addr)
+	vfs, err := e.pci.VFs(gh.pfs[pf].Dev)
 	if err != nil {
 		return false
 	}

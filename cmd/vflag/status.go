@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/sriov"
 )
 
 // PFStatus is one PF as the host shows it.
@@ -17,9 +18,10 @@ type PFStatus struct {
 	Ref      string `json:"ref"`
 	Netdev   string `json:"netdev"`
 	PCI      string `json:"pci"`
+	Device   string `json:"device"`
 	Driver   string `json:"driver"`
 	NumVFs   int    `json:"numvfs"`
-	TotalVFs int    `json:"totalvfs"`
+	TotalVFs int    `json:"totalvfs"` // 0: the device does not say (netdevsim)
 	Eswitch  string `json:"eswitch"`
 	Devlink  string `json:"devlink"`
 	Up       bool   `json:"up"`
@@ -93,10 +95,12 @@ func (e *env) status(ctx context.Context) HostStatus {
 				continue
 			}
 			pfs = append(pfs, pf)
-			ps := PFStatus{Ref: ref, Netdev: pf.Netdev, PCI: string(pf.Addr), Devlink: pf.Devlink.String()}
-			ps.Driver, _ = e.pci.Driver(pf.Addr)
-			ps.NumVFs, _ = e.pci.NumVFs(pf.Addr)
-			ps.TotalVFs, _ = e.pci.TotalVFs(pf.Addr)
+			ps := PFStatus{Ref: ref, Netdev: pf.Netdev, PCI: string(pf.Addr), Device: string(pf.Dev), Devlink: pf.Devlink.String()}
+			if pf.Addr != "" {
+				ps.Driver, _ = e.pci.Driver(pf.Addr)
+			}
+			ps.NumVFs, _ = e.pci.NumVFs(pf.Dev)
+			ps.TotalVFs, _ = e.pci.TotalVFs(pf.Dev)
 			if m, err := e.k.EswitchMode(pf.Devlink); err == nil {
 				ps.Eswitch = m
 			} else {
@@ -141,29 +145,38 @@ func (e *env) status(ctx context.Context) HostStatus {
 			}
 		}
 		domains := e.attachedDomains(g, &gs)
-		for _, pf := range pfs {
-			vfs, err := e.pci.VFs(pf.Addr)
-			if err != nil {
-				problem("%v", err)
-				continue
-			}
+		for _, i := range vfOwners(pfs) {
+			pf := pfs[i]
 			var reps map[int]string
 			if g.switchdev() {
 				reps, _ = eswitch.Representors(e.k, e.fs, pf)
 			}
-			macs := map[int]string{}
+			var netlinkVFs []eswitch.VFInfo
 			if l, err := e.k.Link(pf.Netdev); err == nil {
-				for _, v := range l.VFs {
-					macs[v.ID] = v.MAC
+				netlinkVFs = l.VFs
+			}
+			// VFs by index: PCI functions where the device has them, else
+			// (netdevsim) the PF's netlink VF list alone.
+			pciOf := map[int]string{}
+			if e.pci.HasPCIVFs(pf.Dev) {
+				vfs, err := e.pci.VFs(pf.Dev)
+				if err != nil {
+					problem("%v", err)
+					continue
+				}
+				for _, v := range vfs {
+					pciOf[v.Index] = string(v.Addr)
 				}
 			}
-			for _, v := range vfs {
-				vs := VFStatus{PF: pf.Netdev, Index: v.Index, PCI: string(v.Addr), MAC: macs[v.Index], Representor: reps[v.Index]}
-				vs.Driver, _ = e.pci.Driver(v.Addr)
+			for _, v := range netlinkVFs {
+				vs := VFStatus{PF: pf.Netdev, Index: v.ID, PCI: pciOf[v.ID], MAC: v.MAC, Representor: reps[v.ID]}
+				if vs.PCI != "" {
+					vs.Driver, _ = e.pci.Driver(sriov.Addr(vs.PCI))
+					vs.Domain = domains[vs.PCI]
+				}
 				if of, ok := ports[vs.Representor]; ok && vs.Representor != "" {
 					vs.OVSPort, vs.OFPort = vs.Representor, of
 				}
-				vs.Domain = domains[string(v.Addr)]
 				gs.VFs = append(gs.VFs, vs)
 			}
 		}
@@ -209,7 +222,11 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			if p.Master != "" {
 				master = " master " + p.Master
 			}
-			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%d eswitch %s%s\n", p.Netdev, p.PCI, orDash(p.Driver), p.NumVFs, p.TotalVFs, p.Eswitch, master)
+			total := "?"
+			if p.TotalVFs > 0 {
+				total = fmt.Sprint(p.TotalVFs)
+			}
+			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s%s\n", p.Netdev, orDash(p.PCI), orDash(p.Driver), p.NumVFs, total, p.Eswitch, master)
 		}
 		if g.Bond != nil && g.Bond.Mode == "absent" {
 			fmt.Fprintf(w, "  bond %s absent\n", g.Bond.Name)
@@ -233,7 +250,7 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			if v.OVSPort != "" {
 				port = fmt.Sprintf("%s(ofport %d)", v.OVSPort, v.OFPort)
 			}
-			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, v.PCI, orDash(v.Driver), orDash(v.MAC), orDash(v.Representor), port, orDash(v.Domain))
+			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, orDash(v.PCI), orDash(v.Driver), orDash(v.MAC), orDash(v.Representor), port, orDash(v.Domain))
 		}
 		for _, p := range g.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/libvirtx"
@@ -41,23 +42,26 @@ const (
 )
 
 type autoprobeRecord struct {
-	PF    sriov.Addr `json:"pf"`
+	PF    sriov.Device `json:"pf"`
 	Prior bool       `json:"prior"`
 }
 
 // autoprobeStep: sriov_drivers_autoprobe=0 so new VFs get no host driver.
 func (e *env) autoprobeStep(pf eswitch.PF) teardown.Step {
 	return teardown.Step{
-		Kind: kindAutoprobe, ID: kindAutoprobe + "/" + string(pf.Addr),
+		Kind: kindAutoprobe, ID: kindAutoprobe + "/" + string(pf.Dev),
 		Check: func(context.Context) (teardown.Change, error) {
-			on, err := e.pci.Autoprobe(pf.Addr)
+			if !e.pci.HasPCIVFs(pf.Dev) {
+				return teardown.Change{Summary: fmt.Sprintf("%s: no PCI VFs, no autoprobe", pf.Dev)}, nil
+			}
+			on, err := e.pci.Autoprobe(pf.Dev)
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: on, Summary: fmt.Sprintf("%s: sriov_drivers_autoprobe 1 -> 0", pf.Addr),
-				Record: autoprobeRecord{PF: pf.Addr, Prior: on}}, nil
+			return teardown.Change{Needed: on, Summary: fmt.Sprintf("%s: sriov_drivers_autoprobe 1 -> 0", pf.Dev),
+				Record: autoprobeRecord{PF: pf.Dev, Prior: on}}, nil
 		},
-		Apply: func(context.Context) error { return e.pci.SetAutoprobe(pf.Addr, false) },
+		Apply: func(context.Context) error { return e.pci.SetAutoprobe(pf.Dev, false) },
 	}
 }
 
@@ -87,39 +91,75 @@ func (e *env) paramStep(d eswitch.Devlink, name, value string) teardown.Step {
 }
 
 type numVFsRecord struct {
-	PF    sriov.Addr `json:"pf"`
+	PF    sriov.Device `json:"pf"`
 	Prior int        `json:"prior"`
 }
 
-// numVFsStep creates the VFs and waits until every virtfn link exists.
+// numVFsStep creates the VFs and waits until they exist: every virtfn link
+// for a device with PCI VFs, else (netdevsim) every VF in the PF's netlink
+// VF list.
 func (e *env) numVFsStep(pf eswitch.PF, n int) teardown.Step {
 	return teardown.Step{
-		Kind: kindNumVFs, ID: kindNumVFs + "/" + string(pf.Addr),
+		Kind: kindNumVFs, ID: kindNumVFs + "/" + string(pf.Dev),
 		Check: func(context.Context) (teardown.Change, error) {
-			cur, err := e.pci.NumVFs(pf.Addr)
+			cur, err := e.pci.NumVFs(pf.Dev)
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			vfs, err := e.pci.VFs(pf.Addr)
+			present, err := e.presentVFs(pf)
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Addr, cur, n)
-			if cur == n && len(vfs) != n {
-				summary = fmt.Sprintf("%s: wait for %d VFs (%d present)", pf.Addr, n, len(vfs))
+			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, cur, n)
+			if cur == n && present != n {
+				summary = fmt.Sprintf("%s: wait for %d VFs (%d present)", pf.Dev, n, present)
 			}
-			return teardown.Change{Needed: cur != n || len(vfs) != n, Summary: summary,
-				Record: numVFsRecord{PF: pf.Addr, Prior: cur}}, nil
+			return teardown.Change{Needed: cur != n || present != n, Summary: summary,
+				Record: numVFsRecord{PF: pf.Dev, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {
-			if err := e.pci.SetNumVFs(pf.Addr, n); err != nil {
+			if err := e.pci.SetNumVFs(pf.Dev, n); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(ctx, e.cfg.VFTimeout)
 			defer cancel()
-			_, err := e.pci.WaitVFs(ctx, pf.Addr, n)
-			return err
+			if e.pci.HasPCIVFs(pf.Dev) {
+				_, err := e.pci.WaitVFs(ctx, pf.Dev, n)
+				return err
+			}
+			return e.waitNetlinkVFs(ctx, pf, n)
 		},
+	}
+}
+
+// presentVFs counts the VFs that exist: PCI functions, or netlink VF entries.
+func (e *env) presentVFs(pf eswitch.PF) (int, error) {
+	if e.pci.HasPCIVFs(pf.Dev) {
+		vfs, err := e.pci.VFs(pf.Dev)
+		return len(vfs), err
+	}
+	l, err := e.k.Link(pf.Netdev)
+	if err != nil {
+		return 0, err
+	}
+	return len(l.VFs), nil
+}
+
+// waitNetlinkVFs waits, with a short bounded poll, until the PF lists n VFs.
+func (e *env) waitNetlinkVFs(ctx context.Context, pf eswitch.PF, n int) error {
+	for {
+		have, err := e.presentVFs(pf)
+		if err != nil {
+			return err
+		}
+		if have == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d VFs on %s (have %d): %w", n, pf.Netdev, have, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 
@@ -169,7 +209,7 @@ type driversRecord struct {
 // eswitch and the LAG are in place).
 func (e *env) unbindStep(pf eswitch.PF, keep func(vf sriov.Addr, driver string) bool) teardown.Step {
 	bound := func() (map[sriov.Addr]string, error) {
-		vfs, err := e.pci.VFs(pf.Addr)
+		vfs, err := e.pci.VFs(pf.Dev)
 		if err != nil {
 			return nil, err
 		}
@@ -186,13 +226,13 @@ func (e *env) unbindStep(pf eswitch.PF, keep func(vf sriov.Addr, driver string) 
 		return out, nil
 	}
 	return teardown.Step{
-		Kind: kindUnbind, ID: kindUnbind + "/" + string(pf.Addr),
+		Kind: kindUnbind, ID: kindUnbind + "/" + string(pf.Dev),
 		Check: func(context.Context) (teardown.Change, error) {
 			b, err := bound()
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: len(b) > 0, Summary: fmt.Sprintf("%s: unbind %d VFs from host drivers", pf.Addr, len(b)),
+			return teardown.Change{Needed: len(b) > 0, Summary: fmt.Sprintf("%s: unbind %d VFs from host drivers", pf.Dev, len(b)),
 				Record: driversRecord{Drivers: b}}, nil
 		},
 		Apply: func(context.Context) error {
@@ -246,10 +286,7 @@ func (e *env) modeStep(d eswitch.Devlink, pfs []eswitch.PF, mode string) teardow
 		},
 		Apply: func(context.Context) error {
 			for _, pf := range pfs {
-				if pf.Addr == "" {
-					continue
-				}
-				vfs, err := e.pci.VFs(pf.Addr)
+				vfs, err := e.pci.VFs(pf.Dev)
 				if err != nil {
 					return err
 				}

@@ -53,6 +53,10 @@ func newStepEnv(t *testing.T, d *daemons) *stepEnv {
 
 // dump is the simulated kernel's state. A VF netdev whose VF has no MAC set
 // gets a random one from the driver at each probe (as mlx5 does): masked.
+func (se *stepEnv) groupHost() groupHost {
+	return groupHost{g: se.g, pfs: se.pfs, owners: vfOwners(se.pfs)}
+}
+
 func (se *stepEnv) dump() string {
 	kernel, _, _ := strings.Cut(se.host.Dump(), "dmesg:\n")
 	lines := strings.Split(kernel, "\n")
@@ -105,7 +109,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			se.modeStep(se.pfs[0].Devlink, se.pfs, eswitch.ModeSwitchdev), se.modeStep(se.pfs[1].Devlink, se.pfs, eswitch.ModeSwitchdev))
 	}
 	reps := func(t *testing.T, se *stepEnv) map[[2]int]string {
-		r, complete, err := se.representors(context.Background(), se.pfs, se.g.NumVFs, true)
+		r, complete, err := se.representors(context.Background(), se.groupHost(), true)
 		if err != nil || !complete {
 			t.Fatalf("representors: %v %v", complete, err)
 		}
@@ -152,7 +156,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 		{name: kindOVS, real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)
 			se.apply(t, se.bondStep(se.g))
-			return se.ovsStep(se.bridgeSpec(se.g, reps(t, se)))
+			return se.ovsStep(se.bridgeSpec(se.groupHost(), reps(t, se)))
 		}},
 		{name: kindAttach, real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, se.autoprobeStep(se.pfs[0]), se.numVFsStep(se.pfs[0], 2))

@@ -14,6 +14,7 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -28,6 +29,9 @@ func (e *env) undoers() teardown.Undoers {
 			r, err := decode[autoprobeRecord](raw)
 			if err != nil {
 				return err
+			}
+			if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
+				return fmt.Errorf("journal: %w", err)
 			}
 			if err := e.pci.SetAutoprobe(r.PF, r.Prior); err != nil && !gone(err) {
 				return err
@@ -52,6 +56,9 @@ func (e *env) undoers() teardown.Undoers {
 			r, err := decode[numVFsRecord](raw)
 			if err != nil {
 				return err
+			}
+			if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
+				return fmt.Errorf("journal: %w", err)
 			}
 			if !e.pci.Exists(r.PF) {
 				return nil
