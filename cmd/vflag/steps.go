@@ -43,7 +43,7 @@ const (
 
 type autoprobeRecord struct {
 	PF    sriov.Device `json:"pf"`
-	Prior bool       `json:"prior"`
+	Prior bool         `json:"prior"`
 }
 
 // autoprobeStep: sriov_drivers_autoprobe=0 so new VFs get no host driver.
@@ -92,7 +92,7 @@ func (e *env) paramStep(d eswitch.Devlink, name, value string) teardown.Step {
 
 type numVFsRecord struct {
 	PF    sriov.Device `json:"pf"`
-	Prior int        `json:"prior"`
+	Prior int          `json:"prior"`
 }
 
 // numVFsStep creates the VFs and waits until they exist: every virtfn link
