@@ -309,7 +309,7 @@ func ReadLAG(f sysfs.FS, pf0 sriov.Addr) (LAGStatus, error) {
 	dir := path.Join("/sys/kernel/debug/mlx5", string(pf0), "lag")
 	state, err := sysfs.ReadString(f, path.Join(dir, "state"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return LAGStatus{State: LAGInactive}, nil
+		return LAGStatus{State: LAGUnverified}, nil
 	}
 	if err != nil {
 		return LAGStatus{}, fmt.Errorf("read LAG state of %s: %w", pf0, err)
