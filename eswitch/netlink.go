@@ -146,9 +146,25 @@ func toLink(l netlink.Link, byIndex map[int]string) Link {
 	return out
 }
 
-// Link implements Kernel ("ip -d link show $name").
+// vfHandle opens a netlink handle in the calling thread's network namespace
+// that asks for VF info (RTEXT_FILTER_VF): the package-level functions of
+// vishvananda/netlink leave it out, and a PF's VF MACs come only with it.
+func vfHandle() (*netlink.Handle, error) {
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle: %w", err)
+	}
+	return h, nil
+}
+
+// Link implements Kernel ("ip -d link show $name", with the "vf N" lines).
 func (n Netlink) Link(name string) (Link, error) {
-	l, err := netlink.LinkByName(name)
+	h, err := vfHandle()
+	if err != nil {
+		return Link{}, err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(name)
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) || errors.Is(err, syscall.ENODEV) {
@@ -158,7 +174,7 @@ func (n Netlink) Link(name string) (Link, error) {
 	}
 	byIndex := map[int]string{}
 	if mi := l.Attrs().MasterIndex; mi != 0 {
-		if m, err := netlink.LinkByIndex(mi); err == nil {
+		if m, err := h.LinkByIndex(mi); err == nil {
 			byIndex[mi] = m.Attrs().Name
 		}
 	}
@@ -167,7 +183,12 @@ func (n Netlink) Link(name string) (Link, error) {
 
 // Links implements Kernel ("ip -d link show").
 func (Netlink) Links() ([]Link, error) {
-	list, err := netlink.LinkList()
+	h, err := vfHandle()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	list, err := h.LinkList()
 	if err != nil {
 		return nil, fmt.Errorf("ip link show: %w", err)
 	}

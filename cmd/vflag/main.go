@@ -106,8 +106,15 @@ func (a *app) rootCommand() *cobra.Command {
 	a.v.AutomaticEnv()
 
 	root.AddCommand(a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.exampleCommand())
+	for _, c := range commands {
+		root.AddCommand(c(a))
+	}
 	return root
 }
+
+// commands are the subcommands beyond the pipeline's, each registered by
+// its own file's init (validate, roce, hook, install, ...).
+var commands []func(*app) *cobra.Command
 
 func (a *app) upCommand() *cobra.Command {
 	cmd := &cobra.Command{

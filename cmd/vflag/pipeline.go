@@ -319,6 +319,13 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 	if err := r.Do(ctx, eachDev(func(pf eswitch.PF) teardown.Step { return e.unbindStep(pf, keep) })...); err != nil {
 		return err
 	}
+	if !g.switchdev() {
+		// Legacy group: no bond brings the PFs up, and libvirt refuses to
+		// start a domain with a VF whose PF is down.
+		if err := r.Do(ctx, e.linkUpStep(strings.Join(netdevs(pfs), "+"), netdevs(pfs)...)); err != nil {
+			return err
+		}
+	}
 	if g.switchdev() {
 		// 5. switchdev on both PFs, then hw-tc-offload.
 		var modeSteps []teardown.Step

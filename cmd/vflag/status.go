@@ -168,8 +168,13 @@ func (e *env) status(ctx context.Context) HostStatus {
 					pciOf[v.Index] = string(v.Addr)
 				}
 			}
+			macOf := map[int]string{}
 			for _, v := range netlinkVFs {
-				vs := VFStatus{PF: pf.Netdev, Index: v.ID, PCI: pciOf[v.ID], MAC: v.MAC, Representor: reps[v.ID]}
+				macOf[v.ID] = v.MAC
+			}
+			numvfs, _ := e.pci.NumVFs(pf.Dev)
+			for id := 0; id < numvfs; id++ {
+				vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
 				if vs.PCI != "" {
 					vs.Driver, _ = e.pci.Driver(sriov.Addr(vs.PCI))
 					vs.Domain = domains[vs.PCI]

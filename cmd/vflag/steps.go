@@ -13,7 +13,6 @@ import (
 	"net"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/libvirtx"
@@ -96,8 +95,9 @@ type numVFsRecord struct {
 }
 
 // numVFsStep creates the VFs and waits until they exist: every virtfn link
-// for a device with PCI VFs, else (netdevsim) every VF in the PF's netlink
-// VF list.
+// for a device with PCI VFs. A device without PCI VFs (netdevsim) creates
+// them inside the sriov_numvfs write, and its netdev reports no VF info
+// (the kernel lists VFs over netlink for PCI parents only).
 func (e *env) numVFsStep(pf eswitch.PF, n int) teardown.Step {
 	return teardown.Step{
 		Kind: kindNumVFs, ID: kindNumVFs + "/" + string(pf.Dev),
@@ -106,9 +106,13 @@ func (e *env) numVFsStep(pf eswitch.PF, n int) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			present, err := e.presentVFs(pf)
-			if err != nil {
-				return teardown.Change{}, err
+			present := cur
+			if e.pci.HasPCIVFs(pf.Dev) {
+				vfs, err := e.pci.VFs(pf.Dev)
+				if err != nil {
+					return teardown.Change{}, err
+				}
+				present = len(vfs)
 			}
 			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, cur, n)
 			if cur == n && present != n {
@@ -121,45 +125,14 @@ func (e *env) numVFsStep(pf eswitch.PF, n int) teardown.Step {
 			if err := e.pci.SetNumVFs(pf.Dev, n); err != nil {
 				return err
 			}
+			if !e.pci.HasPCIVFs(pf.Dev) {
+				return nil
+			}
 			ctx, cancel := context.WithTimeout(ctx, e.cfg.VFTimeout)
 			defer cancel()
-			if e.pci.HasPCIVFs(pf.Dev) {
-				_, err := e.pci.WaitVFs(ctx, pf.Dev, n)
-				return err
-			}
-			return e.waitNetlinkVFs(ctx, pf, n)
-		},
-	}
-}
-
-// presentVFs counts the VFs that exist: PCI functions, or netlink VF entries.
-func (e *env) presentVFs(pf eswitch.PF) (int, error) {
-	if e.pci.HasPCIVFs(pf.Dev) {
-		vfs, err := e.pci.VFs(pf.Dev)
-		return len(vfs), err
-	}
-	l, err := e.k.Link(pf.Netdev)
-	if err != nil {
-		return 0, err
-	}
-	return len(l.VFs), nil
-}
-
-// waitNetlinkVFs waits, with a short bounded poll, until the PF lists n VFs.
-func (e *env) waitNetlinkVFs(ctx context.Context, pf eswitch.PF, n int) error {
-	for {
-		have, err := e.presentVFs(pf)
-		if err != nil {
+			_, err := e.pci.WaitVFs(ctx, pf.Dev, n)
 			return err
-		}
-		if have == n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %d VFs on %s (have %d): %w", n, pf.Netdev, have, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
+		},
 	}
 }
 
@@ -178,6 +151,10 @@ func (e *env) vfMACStep(pf eswitch.PF, vf int, mac string) teardown.Step {
 			cur, err := e.vfMAC(pf, vf)
 			if err != nil {
 				return teardown.Change{}, err
+			}
+			if cur == "" && !e.pci.HasPCIVFs(pf.Dev) {
+				// vflag could set it but never read it back: no idempotence, no undo.
+				return teardown.Change{}, fmt.Errorf("VF %d MAC on %s: the driver reports no VF info over netlink (no PCI VFs), so vflag cannot manage VF MACs here; remove the mac from the config", vf, pf.Netdev)
 			}
 			return teardown.Change{Needed: cur != want.String(), Summary: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, orDash(cur), want),
 				Record: vfMACRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil

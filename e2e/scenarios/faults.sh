@@ -1,0 +1,103 @@
+#!/bin/bash
+# Scenario C: faults on the real kernel. vflag is stopped between steps
+# (the hidden --stop-after N, as if killed) at several points: a following
+# up resumes to the converged state, and down from the stopped state returns
+# the guest to its baseline. A config naming a missing PF changes nothing.
+#
+# MACHINE: default
+# TIMEOUT: 420
+# EXPECT: c_missing_pf_refused c_missing_pf_no_change
+# EXPECT: c_stop_3 c_resume_3 c_resumed_converged_3 c_down_3 c_baseline_3
+# EXPECT: c_stop_9 c_resume_9 c_resumed_converged_9 c_down_9 c_baseline_9
+# EXPECT: c_stopdown_6 c_stopdown_baseline_6
+# EXPECT: c_kill_mid c_kill_down c_kill_baseline
+. "$(dirname "$0")/lib.sh"
+
+ID=10
+DL=netdevsim/netdevsim$ID
+nsim_new $ID 2 || exit 1
+PF1=$(netdev_by_ppn $ID p1)
+PF2=$(netdev_by_ppn $ID p2)
+modprobe bonding max_bonds=0
+ovs_start || exit 1
+ovs-vsctl add-br br-ops # keeps ovs-system in the baseline
+
+snapshot() { # snapshot NAME [mask]: the guest's state; "mask" hides the random
+	# MACs the kernel gives new netdevs, to compare two converged states
+	{
+		ip -d link show | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /'
+		devlink dev eswitch show $DL
+		cat /sys/bus/netdevsim/devices/netdevsim$ID/sriov_numvfs
+		for b in $(ovs-vsctl list-br); do
+			for p in $(ovs-vsctl list-ports "$b" | sort); do echo "bridge $b port $p tag $(ovs-vsctl get port "$p" tag)"; done
+		done
+		ovs-vsctl get Open_vSwitch . other_config
+	} | if [ "${2:-}" = mask ]; then sed -E 's#link/ether [0-9a-f:]{17}#link/ether <mac>#'; else cat; fi >"$OUT/$1.state"
+}
+same() {
+	if diff -u "$OUT/$1.state" "$OUT/$2.state" >"$OUT/$2.diff"; then
+		echo "identical to $1"
+	else
+		cat "$OUT/$2.diff"
+		return 1
+	fi
+}
+config() { # config PF2
+	cat >/root/vflag.yaml <<EOF
+ovsdb: unix:/var/run/openvswitch/db.sock
+lag_timeout: 20s
+groups:
+  - name: lag0
+    pfs: [$PF1, $1]
+    numvfs: 4
+    bond: {name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
+    vfs:
+      - {pf: 0, vf: 2, vlan: 42}
+    ovs: {bridge: br-vf}
+EOF
+}
+V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
+snapshot base
+
+step "a config naming a missing PF"
+config eth9
+refused() { ! V up 2>&1 && V up 2>&1 | grep -q 'groups\[0\].pfs\[1\]'; }
+check c_missing_pf_refused sh -c "$(declare -f V refused); refused && echo 'refused, naming groups[0].pfs[1]'"
+snapshot missing
+check c_missing_pf_no_change same base missing
+
+config "$PF2"
+# The converged state, for comparison with resumed runs.
+V up >/dev/null && snapshot converged mask && V down >/dev/null
+
+for k in 3 9; do
+	step "stop after $k steps, resume, down"
+	stopped() { V up --stop-after "$1"; [ $? = 3 ]; }
+	check c_stop_$k stopped $k
+	check c_resume_$k V up
+	snapshot resumed_$k mask
+	check c_resumed_converged_$k same converged resumed_$k
+	check c_down_$k V down
+	snapshot after_$k
+	check c_baseline_$k same base after_$k
+done
+
+step "stop after 6 steps, then down directly"
+check c_stopdown_6 stopped 6
+V down
+snapshot stopdown_6
+check c_stopdown_baseline_6 same base stopdown_6
+
+step "SIGKILL in the middle of up, then down"
+# Kill as soon as the bond exists (mid-way: OVS and later steps not yet done).
+V up >/dev/null 2>&1 &
+pid=$!
+wait_for 20 test -e /sys/class/net/bond0
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+killed() { [ -s /root/state/journal.json ] && echo "journal has $(jq '.entries | length' /root/state/journal.json) entries"; }
+check c_kill_mid killed
+check c_kill_down V down
+snapshot killed
+check c_kill_baseline same base killed
+exit 0

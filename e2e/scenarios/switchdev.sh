@@ -1,0 +1,160 @@
+#!/bin/bash
+# Scenario A: switchdev VF-LAG on netdevsim's dual-port device with the real
+# kernel's devlink, bonding and Open vSwitch (kernel datapath). vflag up with
+# 4 VFs, 802.3ad then active-backup; every step checked against the kernel's
+# own tools; a second up changes nothing; iperf3 through vflag's bridge; down
+# returns the guest to its baseline and leaves a pre-existing bridge and
+# bond alone.
+#
+# MACHINE: default
+# TIMEOUT: 420
+# EXPECT: a_plan a_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
+# EXPECT: a_ovs_ports a_ovs_hw_offload a_ovs_tag a_ovs_ofports a_status_json a_lag_unverified
+# EXPECT: a_second_up_no_change a_iperf3 a_down a_down_again
+# EXPECT: a_baseline_link a_baseline_devlink a_baseline_ovs a_foreign_kept
+# EXPECT: ab_up ab_bond_mode ab_active_slave ab_down ab_baseline
+. "$(dirname "$0")/lib.sh"
+
+ID=10
+DL=netdevsim/netdevsim$ID
+step "bed: netdevsim with 2 ports, bonding, Open vSwitch"
+nsim_new $ID 2 || exit 1
+PF1=$(netdev_by_ppn $ID p1)
+PF2=$(netdev_by_ppn $ID p2)
+modprobe bonding max_bonds=0
+ovs_start || exit 1
+# What vflag did not create and must leave alone: a bridge with a port of
+# its own and a bond.
+ovs-vsctl add-br br-ops -- add-port br-ops ops0 -- set interface ops0 type=internal
+ip link add bond-ops type bond mode active-backup miimon 100
+
+snapshot() { # the state down must restore
+	# The kernel attaches a default qdisc the first time a netdev goes up and
+	# keeps it after it goes down (noop -> noqueue): not vflag's to restore.
+	ip -d link show | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /' >"$OUT/$1.link"
+	devlink dev eswitch show $DL >"$OUT/$1.devlink"
+	ovs-vsctl show | grep -v ovs_version >"$OUT/$1.ovs"
+	ovs-vsctl get Open_vSwitch . other_config >>"$OUT/$1.ovs"
+}
+same() { # same NAME A B
+	if diff -u "$OUT/$2.$1" "$OUT/$3.$1" >"$OUT/$3.$1.diff"; then
+		echo "identical ($(wc -l <"$OUT/$3.$1") lines)"
+	else
+		cat "$OUT/$3.$1.diff"
+		return 1
+	fi
+}
+snapshot base
+
+write_config() { # write_config MODE EXTRA-BOND-LINES
+	cat >/root/vflag.yaml <<EOF
+ovsdb: unix:/var/run/openvswitch/db.sock
+libvirt: qemu:///system
+lag_timeout: 20s
+groups:
+  - name: lag0
+    pfs: [$PF1, $PF2]
+    numvfs: 4
+    bond:
+      name: bond0
+      mode: $1
+      miimon: 100
+$2
+    vfs:
+      - {pf: 0, vf: 0, vlan: 100}   # netdevsim reports no VF info over netlink: no MACs
+    ovs:
+      bridge: br-vf
+EOF
+}
+V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
+
+step "A: vflag up, 802.3ad"
+write_config 802.3ad "      lacp_rate: fast
+      xmit_hash_policy: layer3+4"
+expect_match a_plan 'would change .* step' V plan
+check a_up V up
+V status -o json >"$OUT/status.json"
+expect_match a_eswitch 'mode switchdev' devlink dev eswitch show $DL
+
+reps_by_devlink() { # pfnum/vfnum -> netdev, from the kernel's devlink
+	devlink -j port show | jq -r '.port | to_entries[] | select(.value.flavour == "pcivf") | "\(.value.vfnum) \(.value.netdev)"' | sort -n
+}
+reps_by_vflag() { jq -r '.groups[0].vfs[] | "\(.index) \(.representor)"' "$OUT/status.json" | sort -n; }
+expect a_reps_devlink "$(reps_by_devlink | tr '\n' ' ' | sed 's/ $//')" sh -c "$(declare -f reps_by_vflag); OUT=$OUT reps_by_vflag | tr '\n' ' '"
+reps_ppn() {
+	for v in 0 1 2 3; do
+		want=$(netdev_by_ppn $ID pf0vf$v) || return 1
+		got=$(jq -r ".groups[0].vfs[] | select(.index == $v) | .representor" "$OUT/status.json")
+		[ "$want" = "$got" ] || { echo "vf $v: phys_port_name says $want, vflag says $got"; return 1; }
+	done
+	echo "pf0vf0..3 match vflag's map"
+}
+check a_reps_ppn reps_ppn
+expect a_bond_mode "802.3ad 4" cat /sys/class/net/bond0/bonding/mode
+expect a_bond_slaves "$PF1 $PF2" cat /sys/class/net/bond0/bonding/slaves
+REPS=$(jq -r '.groups[0].vfs[].representor' "$OUT/status.json" | sort | tr '\n' ' ')
+expect a_ovs_ports "$(printf '%s\n' bond0 $REPS | sort | tr '\n' ' ' | sed 's/ $//')" sh -c 'ovs-vsctl list-ports br-vf | sort | tr "\n" " " | sed "s/ $//"'
+expect a_ovs_hw_offload '"true"' ovs-vsctl get Open_vSwitch . other_config:hw-offload
+REP0=$(jq -r '.groups[0].vfs[] | select(.index == 0) | .representor' "$OUT/status.json")
+expect a_ovs_tag 100 ovs-vsctl get port "$REP0" tag
+ofports() {
+	for p in bond0 $REPS; do
+		of=$(ovs-vsctl get interface "$p" ofport)
+		[ "$of" -gt 0 ] 2>/dev/null || { echo "$p: ofport $of"; return 1; }
+	done
+	echo "bond0 and $(echo $REPS | wc -w) representors have ofports"
+}
+check a_ovs_ofports ofports
+status_ok() {
+	jq -e --arg p1 "$PF1" --arg p2 "$PF2" '.groups[0] |
+		(.pfs | map(.eswitch) == ["switchdev","switchdev"]) and
+		(.bond.mode == "802.3ad") and (.bond.slaves == [$p1, $p2]) and
+		(.hw_offload == "true") and (.vfs | length == 4) and
+		(.vfs | map(.ofport > 0) | all)' "$OUT/status.json"
+}
+check a_status_json status_ok
+# netdevsim has no mlx5 debugfs: vflag must say so, never "active".
+expect a_lag_unverified unverified jq -r '.groups[0].lag.state' "$OUT/status.json"
+second_up() { V up --detailed-exit-codes; }
+expect_match a_second_up_no_change 'no changes' second_up
+
+step "iperf3 between two namespaces through vflag's bridge"
+for i in 1 2; do
+	ip netns add ns$i
+	ip link add v${i}h type veth peer name v${i}n
+	ip link set v${i}n netns ns$i
+	ip -n ns$i addr add 198.18.0.$i/24 dev v${i}n
+	ip -n ns$i link set v${i}n up
+	ip link set v${i}h up
+	ovs-vsctl add-port br-vf v${i}h
+done
+ip netns exec ns2 iperf3 -s -1 -D --logfile /tmp/iperf3-server.log
+wait_for 10 sh -c 'ip netns exec ns2 ss -ltn | grep -q :5201'
+ip netns exec ns1 iperf3 -c 198.18.0.2 -t 10 -J >"$OUT/iperf3.json" 2>&1
+rate=$(jq -r '.end.sum_received.bits_per_second // empty' "$OUT/iperf3.json")
+if [ -n "$rate" ]; then
+	ok a_iperf3 "$(awk -v r="$rate" 'BEGIN { printf "%.2f Gbit/s", r / 1e9 }') over 10 s through br-vf"
+else
+	fail a_iperf3 "$(tail -n 5 "$OUT/iperf3.json")"
+fi
+for i in 1 2; do ovs-vsctl del-port br-vf v${i}h; ip link del v${i}h; ip netns del ns$i; done
+
+step "A: vflag down"
+check a_down V down
+expect_match a_down_again 'nothing to undo' V down
+snapshot after
+check a_baseline_link same link base after
+check a_baseline_devlink same devlink base after
+check a_baseline_ovs same ovs base after
+foreign() { ovs-vsctl list-ports br-ops | grep -qx ops0 && ip -d link show bond-ops | grep -q 'bond mode active-backup' && echo "br-ops with ops0 and bond-ops kept"; }
+check a_foreign_kept foreign
+
+step "A: active-backup"
+write_config active-backup ""
+check ab_up V up
+expect ab_bond_mode "active-backup 1" cat /sys/class/net/bond0/bonding/mode
+expect_match ab_active_slave "^($PF1|$PF2)\$" cat /sys/class/net/bond0/bonding/active_slave
+check ab_down V down
+snapshot ab
+check ab_baseline same link base ab
+exit 0
