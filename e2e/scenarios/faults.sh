@@ -32,7 +32,10 @@ snapshot() { # snapshot NAME [mask]: the guest's state; "mask" hides the random
 			for p in $(ovs-vsctl list-ports "$b" | sort); do echo "bridge $b port $p tag $(ovs-vsctl get port "$p" tag)"; done
 		done
 		ovs-vsctl get Open_vSwitch . other_config
-	} | if [ "${2:-}" = mask ]; then sed -E 's#link/ether [0-9a-f:]{17}#link/ether <mac>#'; else cat; fi >"$OUT/$1.state"
+	} | if [ "${2:-}" = mask ]; then
+		# and the LACP state machine's progress (timing, not configuration)
+		sed -E 's#link/ether [0-9a-f:]{17}#link/ether <mac>#; s#ad_(actor|partner)_oper_port_state [0-9]+ ad_(actor|partner)_oper_port_state_str <[^>]*>#<lacp state>#g'
+	else cat; fi >"$OUT/$1.state"
 }
 same() {
 	if diff -u "$OUT/$1.state" "$OUT/$2.state" >"$OUT/$2.diff"; then
