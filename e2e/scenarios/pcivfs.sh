@@ -53,7 +53,16 @@ check b_up V up
 virtfn() { for i in 0 1; do test -L "$PFDIR/virtfn$i" || return 1; done; echo "virtfn0 -> $(readlink "$PFDIR/virtfn0"), virtfn1 -> $(readlink "$PFDIR/virtfn1")"; }
 check b_virtfn_links virtfn
 VF0=$(basename "$(readlink "$PFDIR/virtfn0")")
-unbound() { for i in 0 1; do ! test -e "$PFDIR/virtfn$i/driver" || { echo "virtfn$i bound to $(basename "$(readlink "$PFDIR/virtfn$i/driver")")"; return 1; }; done; echo "no VF bound (sriov_drivers_autoprobe=$(cat "$PFDIR/sriov_drivers_autoprobe"))"; }
+VF1=$(basename "$(readlink "$PFDIR/virtfn1")")
+# Autoprobe honoured: set to 0 before the VFs existed, so igbvf (loaded)
+# never probed them; unbinding afterwards would leave the same sysfs state,
+# so the kernel log is the witness.
+unbound() {
+	for i in 0 1; do ! test -e "$PFDIR/virtfn$i/driver" || { echo "virtfn$i bound to $(basename "$(readlink "$PFDIR/virtfn$i/driver")")"; return 1; }; done
+	[ "$(cat "$PFDIR/sriov_drivers_autoprobe")" = 0 ] || { echo "sriov_drivers_autoprobe is $(cat "$PFDIR/sriov_drivers_autoprobe")"; return 1; }
+	if dmesg | grep -E "igbvf $VF0|igbvf $VF1"; then echo "igbvf probed a VF"; return 1; fi
+	echo "no VF bound, never probed by igbvf (sriov_drivers_autoprobe=0)"
+}
 check b_autoprobe_honoured unbound
 expect_match b_vf_mac 'vf 0 .*52:54:00:0b:00:00' ip link show "$PF"
 expect_match b_pf_up 'state UP|,UP' ip link show "$PF"
