@@ -7,7 +7,7 @@ BIN := bin/vflag
 DEBS := openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
-.PHONY: all deps build check test vet demo bench e2e e2e-image clean
+.PHONY: all deps build check test vet demo bench e2e e2e-image clean package
 
 all: build
 
@@ -37,8 +37,13 @@ test: deps vet
 demo: build
 	$(GO) run ./internal/demo -vflag $(BIN)
 
+# bench: Go benchmarks (journal step, OVS transaction, pipeline at zero
+# latency), then the whole-command benchmark: the built binary against the
+# simulated ConnectX with measured hardware latencies, a private OVS and
+# libvirtd; prints one table (about 6 minutes; README "Performance").
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./teardown/ ./ovs/ ./cmd/vflag/
+	$(GO) run ./internal/bench -vflag $(BIN)
 
 # e2e-image: the QEMU test bed (Debian 6.1 kernel, netdevsim, rootfs, image,
 # trixie QEMU for igb SR-IOV), cached in /var/cache/vflag-e2e.
@@ -49,5 +54,20 @@ e2e-image:
 e2e: deps e2e-image
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/...
 
+# package: .deb and .rpm in build/ with nfpm (pinned), the binary, units,
+# hook, example config, man pages and completions generated from the
+# command tree; packaging/check.sh then checks their contents.
+NFPM := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.43.0
+VERSION ?= 0.1.0
+ARCH ?= $(shell $(GO) env GOARCH)
+package: deps
+	rm -rf build/pkg && mkdir -p build/pkg
+	$(GO) build -trimpath -o build/pkg/vflag ./cmd/vflag
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) build/pkg/vflag gen-docs build/pkg
+	gzip -9n build/pkg/man/man1/*.1
+	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t build/
+	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t build/
+	bash packaging/check.sh build/vflag_$(VERSION)_$(ARCH).deb
+
 clean:
-	rm -rf bin
+	rm -rf bin build

@@ -164,6 +164,12 @@ func hasDevlink(ports []Port, d Devlink) bool {
 // phys_port_name pf<p>vf<n> with the PF's phys_switch_id. Missing VFs are
 // absent from the map.
 func Representors(k Kernel, f sysfs.FS, pf PF) (map[int]string, error) {
+	return representors(k, f, pf, 0)
+}
+
+// representors is Representors; with need > 0 it skips the sysfs scan (one
+// read per netdev on the host) when devlink already mapped VFs 0..need-1.
+func representors(k Kernel, f sysfs.FS, pf PF, need int) (map[int]string, error) {
 	reps := map[int]string{}
 	ports, err := k.Ports()
 	if err != nil {
@@ -174,7 +180,7 @@ func Representors(k Kernel, f sysfs.FS, pf PF) (map[int]string, error) {
 			reps[int(p.VfNumber)] = p.Netdev
 		}
 	}
-	if pf.SwitchID == "" {
+	if pf.SwitchID == "" || need > 0 && missingReps(reps, need) == 0 {
 		return reps, nil
 	}
 	names, err := f.ReadDir("/sys/class/net")
@@ -212,16 +218,11 @@ func WaitRepresentors(ctx context.Context, k Kernel, f sysfs.FS, pf PF, n int, i
 		interval = 5 * time.Millisecond
 	}
 	for {
-		reps, err := Representors(k, f, pf)
+		reps, err := representors(k, f, pf, n)
 		if err != nil {
 			return nil, err
 		}
-		missing := 0
-		for i := 0; i < n; i++ {
-			if _, ok := reps[i]; !ok {
-				missing++
-			}
-		}
+		missing := missingReps(reps, n)
 		if missing == 0 {
 			return reps, nil
 		}
@@ -233,6 +234,17 @@ func WaitRepresentors(ctx context.Context, k Kernel, f sysfs.FS, pf PF, n int, i
 		case <-t.C:
 		}
 	}
+}
+
+// missingReps counts the VFs in 0..n-1 without a representor.
+func missingReps(reps map[int]string, n int) int {
+	missing := 0
+	for i := 0; i < n; i++ {
+		if _, ok := reps[i]; !ok {
+			missing++
+		}
+	}
+	return missing
 }
 
 // BondInfo is a bond as sysfs shows it ("cat /sys/class/net/$bond/bonding/*").

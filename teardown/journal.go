@@ -35,6 +35,10 @@ type Entry struct {
 	State string `json:"state"`
 	// Run identifies the run that last applied (or is applying) the entry.
 	Run string `json:"run"`
+	// Batch numbers, within Run, the Do call that journaled the entry (from
+	// 1; 0 in journals written before batches were recorded). The steps of
+	// one Do call are independent, so their undos may run concurrently.
+	Batch int `json:"batch,omitempty"`
 	// Time of the entry's last state change.
 	Time time.Time `json:"time"`
 }

@@ -52,6 +52,7 @@ type Runner struct {
 	mu      sync.Mutex // guards run, applies, results
 	run     string     // this run's id, stored in the entries it journals
 	applies int        // Apply calls started in this run (StopAfter)
+	batches int        // Do calls that journaled something (Entry.Batch)
 	results []Event
 	evMu    sync.Mutex // serializes OnEvent
 }
@@ -101,6 +102,14 @@ func (r *Runner) runID() string {
 		r.run = fmt.Sprintf("%s-%d-%s", time.Now().UTC().Format("20060102T150405Z"), os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	return r.run
+}
+
+// nextBatch numbers a Do call's journal write.
+func (r *Runner) nextBatch() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches++
+	return r.batches
 }
 
 // currentRun returns this run's id, "" before the first Do.
@@ -215,6 +224,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 	// Journal: pending entries for what will be applied, applied for a
 	// pending entry whose change is already there. One write, if any.
 	now := time.Now().UTC()
+	batch := r.nextBatch()
 	err := r.Journal.update(func(es []Entry) ([]Entry, bool, error) {
 		changed := false
 		for i, s := range steps {
@@ -231,7 +241,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 				continue
 			}
 			if at < 0 {
-				es = append(es, Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Record: o.record, State: StatePending, Run: run, Time: now})
+				es = append(es, Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now})
 				changed = true
 				continue
 			}
@@ -241,6 +251,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 			// Resume or drift: keep the first capture of the prior state.
 			es[at].State = StatePending
 			es[at].Run = run
+			es[at].Batch = batch
 			es[at].Time = now
 			changed = true
 		}
@@ -350,52 +361,80 @@ func (r *Runner) Down(ctx context.Context) error {
 }
 
 // undoAll undoes entries in reverse order and returns how many were undone
-// and the joined failures.
+// and the joined failures. Adjacent entries journaled by one Do call (same
+// run and batch) were applied concurrently as independent steps, so they are
+// undone concurrently too: both PFs return to legacy in one mode-change time,
+// not two. Batches still run strictly in reverse order.
 func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 	log := r.log()
 	var errs []error
 	done := 0
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
+	for hi := len(entries) - 1; hi >= 0; {
+		lo := hi
+		for lo > 0 && sameBatch(entries[lo-1], entries[hi]) {
+			lo--
+		}
+		group := entries[lo : hi+1]
 		if err := ctx.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("undo stopped before %s, %d entr(ies) left in journal %s: %w", e.ID, i+1, r.Journal.Path(), err))
+			errs = append(errs, fmt.Errorf("undo stopped before %s, %d entr(ies) left in journal %s: %w", entries[hi].ID, hi+1, r.Journal.Path(), err))
 			break
 		}
-		ev := Event{Kind: e.Kind, ID: e.ID, Summary: e.Summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
-		if r.DryRun {
-			log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
+		outs := make([]error, len(group))
+		ok := make([]bool, len(group))
+		parallel(len(group), func(k int) {
+			// Reverse order inside the group too, for a sequential (single) group's log.
+			i := len(group) - 1 - k
+			e := group[i]
+			ev := Event{Kind: e.Kind, ID: e.ID, Summary: e.Summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+			if r.DryRun {
+				log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
+				r.emit(ev)
+				return
+			}
+			undo, found := r.Undo[e.Kind]
+			if !found {
+				err := fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())
+				log.Error("undo failed", "step", e.Kind, "id", e.ID, "err", err)
+				ev.Changed, ev.Err = false, err
+				r.emit(ev)
+				outs[i] = err
+				return
+			}
+			start := time.Now()
+			_, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (struct{}, error) { return struct{}{}, undo(ctx, e.Record) })
+			ev.Duration = time.Since(start)
+			if err != nil {
+				err = fmt.Errorf("undo %s: %w", e.ID, err)
+			} else if jerr := r.Journal.remove(e.ID); jerr != nil {
+				err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
+			} else {
+				ok[i] = true
+			}
+			if err != nil {
+				log.Error("undo failed", "step", e.Kind, "id", e.ID, "state", e.State, "err", err)
+				ev.Err = err
+				outs[i] = err
+			} else {
+				log.Info("undone", "step", e.Kind, "id", e.ID, "state", e.State, "duration", ev.Duration)
+			}
 			r.emit(ev)
-			continue
+		})
+		for i := len(group) - 1; i >= 0; i-- {
+			if outs[i] != nil {
+				errs = append(errs, outs[i])
+			}
+			if ok[i] {
+				done++
+			}
 		}
-		undo, ok := r.Undo[e.Kind]
-		if !ok {
-			err := fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())
-			log.Error("undo failed", "step", e.Kind, "id", e.ID, "err", err)
-			ev.Changed, ev.Err = false, err
-			r.emit(ev)
-			errs = append(errs, err)
-			continue
-		}
-		start := time.Now()
-		_, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (struct{}, error) { return struct{}{}, undo(ctx, e.Record) })
-		ev.Duration = time.Since(start)
-		if err != nil {
-			err = fmt.Errorf("undo %s: %w", e.ID, err)
-		} else if jerr := r.Journal.remove(e.ID); jerr != nil {
-			err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
-		} else {
-			done++
-		}
-		if err != nil {
-			log.Error("undo failed", "step", e.Kind, "id", e.ID, "state", e.State, "err", err)
-			ev.Err = err
-			errs = append(errs, err)
-		} else {
-			log.Info("undone", "step", e.Kind, "id", e.ID, "state", e.State, "duration", ev.Duration)
-		}
-		r.emit(ev)
+		hi = lo - 1
 	}
 	return done, errors.Join(errs...)
+}
+
+// sameBatch tells whether two entries were journaled by the same Do call.
+func sameBatch(a, b Entry) bool {
+	return a.Batch > 0 && a.Batch == b.Batch && a.Run == b.Run
 }
 
 func validateSteps(steps []Step) error {

@@ -109,11 +109,25 @@ func TestUpThenDownRestoresBaseline(t *testing.T) {
 	if journalExists(t, dir) {
 		t.Error("journal file still there after a complete down")
 	}
-	// Undo ran in exact reverse of the journal.
+	// Undo ran in exact reverse of the journal, batch by batch; the entries
+	// of one batch (one Do call, applied concurrently) are undone
+	// concurrently, in any order.
 	want := entryIDs(es)
 	slices.Reverse(want)
-	if d := cmp.Diff(want, h.undos); d != "" {
-		t.Errorf("undo order (-want +got):\n%s", d)
+	if d := cmp.Diff(want, h.undos, cmpSortBatches()); d != "" {
+		t.Errorf("undone entries (-want +got):\n%s", d)
+	}
+	batchOfID := map[string]int{}
+	for i, e := range slices.Backward(es) {
+		batchOfID[e.ID] = len(es) - i
+		if i+1 < len(es) && sameBatch(e, es[i+1]) {
+			batchOfID[e.ID] = batchOfID[es[i+1].ID]
+		}
+	}
+	for i := 1; i < len(h.undos); i++ {
+		if batchOfID[h.undos[i]] < batchOfID[h.undos[i-1]] {
+			t.Errorf("undo order: %s (batch %d) after %s (batch %d): batches must be undone in reverse", h.undos[i], batchOfID[h.undos[i]], h.undos[i-1], batchOfID[h.undos[i-1]])
+		}
 	}
 	for _, e := range d.Results() {
 		if e.Phase != PhaseUndo || e.Err != nil || !e.Changed {

@@ -38,6 +38,8 @@ type Group struct {
 	VFs              []VFConfig   `mapstructure:"vfs"`
 	OVS              OVSConfig    `mapstructure:"ovs"`
 	Attachments      []Attachment `mapstructure:"attachments"`
+	// Validate holds the settings of `vflag validate` (validate.go).
+	Validate ValidateConfig `mapstructure:"validate"`
 }
 
 // Bond is the bond over the group's PFs.
@@ -297,6 +299,7 @@ func (c *Config) Validate() error {
 				add(vp+".vlan", v.VLAN, "needs eswitch switchdev (the tag goes on the representor's OVS port)")
 			}
 		}
+		g.Validate.check(p+".validate", add)
 		attSeen := map[[2]int]string{}
 		for ai, a := range g.Attachments {
 			ap := fmt.Sprintf("%s.attachments[%d]", p, ai)

@@ -126,11 +126,12 @@ func (a *app) upCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().Bool("no-rollback", false, "on failure keep what this run changed (the journal lets up resume and down clean up)")
+	cmd.Flags().String("stage", stageAll, "pre: only the steps that need neither the network, OVS nor libvirt (legacy settings, VFs, VF MACs, unbind, switchdev; vflag-pre.service at boot); all: everything")
 	cmd.Flags().Int("stop-after", 0, "testing: stop after this many applied steps, as if killed")
 	cmd.Flags().String("fail-at", "", "testing: fail the step with this id after applying it")
 	_ = cmd.Flags().MarkHidden("stop-after")
 	_ = cmd.Flags().MarkHidden("fail-at")
-	for _, name := range []string{"no-rollback", "stop-after", "fail-at"} {
+	for _, name := range []string{"no-rollback", "stage", "stop-after", "fail-at"} {
 		_ = a.v.BindPFlag(name, cmd.Flags().Lookup(name))
 	}
 	return cmd
@@ -258,6 +259,11 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	defer closeHost()
 	e := newEnv(cfg, k, f, a.log)
 	defer e.close()
+	if e.stage = a.v.GetString("stage"); e.stage == "" {
+		e.stage = stageAll
+	} else if e.stage != stageAll && e.stage != stagePre {
+		return fmt.Errorf("--stage: %q is not pre or all", e.stage)
+	}
 
 	var j *teardown.Journal
 	if !dry {

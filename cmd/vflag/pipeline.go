@@ -28,10 +28,20 @@ type env struct {
 	log  *slog.Logger
 	poll time.Duration
 
+	// stage is stageAll or stagePre (boot, before the network, OVS and
+	// libvirt: steps 1-5 only).
+	stage string
+
 	mu   sync.Mutex
 	ovsc *ovs.Client
 	virt *libvirtx.Conn
 }
+
+// Stages of up (--stage).
+const (
+	stageAll = "all"
+	stagePre = "pre"
+)
 
 func newEnv(cfg *Config, k eswitch.Kernel, f sysfs.FS, log *slog.Logger) *env {
 	return &env{cfg: cfg, k: k, fs: f, pci: sriov.Host{FS: f}, log: log}
@@ -166,6 +176,10 @@ func (e *env) preflight(ctx context.Context) ([]groupHost, error) {
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	if e.stage == stagePre {
+		// Boot, before OVS and libvirtd: neither is asked, and no domain runs yet.
+		return hosts, nil
 	}
 	if needOVS {
 		if _, err := e.ovsClient(ctx); err != nil {
@@ -325,6 +339,9 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 		if err := r.Do(ctx, e.linkUpStep(strings.Join(netdevs(pfs), "+"), netdevs(pfs)...)); err != nil {
 			return err
 		}
+		if e.stage == stagePre {
+			return nil // attachments need libvirt
+		}
 	}
 	if g.switchdev() {
 		// 5. switchdev on both PFs, then hw-tc-offload.
@@ -337,6 +354,9 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 		}
 		if err := r.Do(ctx, each(e.tcOffloadStep)...); err != nil {
 			return err
+		}
+		if e.stage == stagePre {
+			return nil // the bond and what depends on it: vflag.service, after the network and OVS
 		}
 		// 6. The bond, after switchdev; ports enslaved while down, then up.
 		if err := r.Do(ctx, e.bondStep(g)); err != nil {

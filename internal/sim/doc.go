@@ -99,6 +99,28 @@
 //     and, in active-backup, the active slave). The activation log lines
 //     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
 //     FDB") appear when it becomes active.
+//   - §5/§6 RDMA (rdma.go), on a NIC with rdma: true. One device per PF,
+//     mlx5_<k> (k: the PF's position among the host's RDMA PFs), replaced
+//     while the NIC's LAG is active by one device on PF0, mlx5_bond_<n>,
+//     whose netdev is the bond (Host.SetRDMABondFault keeps a NIC's devices
+//     unbonded: the fault "RDMA device did not bond"). /sys/class/infiniband
+//     links to <pf>/infiniband/<dev>: device, node_type, ports/1/{state,
+//     phys_state, link_layer}, a 16-slot GID table (slots 0 and 1: the
+//     netdev's EUI-64 link-local GID as IB/RoCE v1 and RoCE v2; empty slots
+//     read as the zero GID, their gid_attrs/{types,ndevs} give EINVAL), and
+//     the MLNX_OFED-only tc/1/{traffic_class, ttl} ("Global tclass=N" or
+//     empty; writes N, or tclass=-1 to clear; ttl's format is unconfirmed
+//     and modelled the same way). configfs /sys/kernel/config/rdma_cm:
+//     hostFS.Mkdir of <dev> (sysfs.Mkdir; ENODEV for an unknown device,
+//     EEXIST twice) creates ports/1/default_roce_mode ("RoCE v2" until
+//     written; exactly "RoCE v2" or "IB/RoCE v1", else EINVAL) and
+//     default_roce_tos; a group whose device went away is hidden.
+//   - Traffic counters (counters.go): /sys/class/net/<if>/statistics/*
+//     (rx/tx packets and bytes; errors, drops, multicast, collisions 0); a
+//     bond's are its slaves' sum. Nothing moves by itself: Host.AddCounters
+//     advances one netdev, Host.Traffic pushes packets through a bond as
+//     it would spread them (active-backup: the active slave; other modes:
+//     evenly over the up slaves; lost when no slave is up).
 //   - §7 ethtool. Only hw-tc-offload: PF off in legacy, on in switchdev (the
 //     uplink representor's default), representors on, VF netdevs off; all
 //     settable. Bonds, lo and other features: ErrNotSupported.
@@ -113,7 +135,8 @@
 //
 // # What is not modelled
 //
-// RDMA (NICSpec.RDMA is stored only), RoCE LAG (two legacy PFs without VFs),
+// RDMA traffic, IP addresses (so no IPv4-mapped GIDs), ethtool -S
+// counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
 // multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
 // inline/encap modes, TC flows (so no "eswitch busy" or "active offloaded
 // filters" refusals), /proc/net/bonding, writes to bonding sysfs files

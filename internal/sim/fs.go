@@ -127,13 +127,13 @@ func (t tree) sys() *node {
 				return map[string]*node{"pci": t.busPCI()}
 			}),
 			"class": dirNode(func() map[string]*node {
-				return map[string]*node{"net": t.classNet()}
+				return map[string]*node{"net": t.classNet(), "infiniband": t.classInfiniband()}
 			}),
 			"devices": t.devices(),
 			"kernel": dirNode(func() map[string]*node {
 				return map[string]*node{"debug": dirNode(func() map[string]*node {
 					return map[string]*node{"mlx5": t.debugMLX5()}
-				})}
+				}), "config": t.configfs()}
 			}),
 		}
 	})
@@ -228,7 +228,7 @@ func (t tree) devices() *node {
 				},
 				lookup: func(name string) *node {
 					if d, ok := t.st.pci(name, t.now); ok && t.st.home(d.nic) == home {
-						return t.pciDir(d)
+						return t.pciDirFast(d)
 					}
 					return nil
 				},
@@ -266,6 +266,9 @@ func (t tree) pciDir(d pciDev) *node {
 			return m
 		}
 		pf, nic := d.pf, d.nic
+		if ib := t.pciInfiniband(pf); ib != nil {
+			m["infiniband"] = ib // rdma.go
+		}
 		m["device"] = textNode(hexID(mlxPFDevice))
 		m["sriov_totalvfs"] = textNode(fmt.Sprintf("%d\n", nic.TotalVFs))
 		m["sriov_offset"] = textNode(fmt.Sprintf("%d\n", pf.Offset))
@@ -491,6 +494,7 @@ func (t tree) netdevDir(nd *netdev) *node {
 			m["phys_port_name"] = errNode(syscall.EOPNOTSUPP)
 			m["phys_switch_id"] = errNode(syscall.EOPNOTSUPP)
 		}
+		m["statistics"] = t.statsDir(nd) // counters.go
 		me := t.netdevPath(nd)
 		switch nd.Role {
 		case rolePF, roleRep, roleVF:

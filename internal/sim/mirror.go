@@ -20,6 +20,12 @@ import (
 type mirror struct {
 	path  string
 	timer *time.Timer
+	// synced is what the namespace was last made to match; nil until the
+	// first full sync and after any failure. With it, a sync touches only
+	// the netdevs whose wanted state changed instead of listing and
+	// checking every link (which made each simulated write O(netdevs)
+	// netlink calls).
+	synced map[string]mirrorWant
 }
 
 func newMirror(path string) *mirror { return &mirror{path: path} }
@@ -28,6 +34,38 @@ func (m *mirror) close() {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
+}
+
+// sync brings the namespace in line with want: in full the first time (and
+// after a failure), then only for the netdevs whose wanted state changed
+// since the last successful sync.
+func (m *mirror) sync(want map[string]mirrorWant) error {
+	var err error
+	if m.synced == nil {
+		err = m.apply(want, nil)
+	} else {
+		delta := map[string]*mirrorWant{}
+		for name, w := range want {
+			if old, ok := m.synced[name]; !ok || old != w {
+				delta[name] = &w
+			}
+		}
+		for name := range m.synced {
+			if _, ok := want[name]; !ok {
+				delta[name] = nil
+			}
+		}
+		if len(delta) == 0 {
+			return nil
+		}
+		err = m.apply(nil, delta)
+	}
+	if err != nil {
+		m.synced = nil
+		return err
+	}
+	m.synced = want
+	return nil
 }
 
 // mirrorPeer names the peer of a mirrored netdev: "sv" and 8 hex digits.
@@ -72,7 +110,7 @@ func (h *Host) syncMirrorLocked() error {
 	if next != 0 {
 		m.timer = time.AfterFunc(time.Duration(next-now)+time.Millisecond, h.mirrorTick)
 	}
-	if err := m.apply(want); err != nil {
+	if err := m.sync(want); err != nil {
 		return fmt.Errorf("sim: mirror into %s: %w", m.path, err)
 	}
 	return nil
@@ -94,7 +132,9 @@ func (h *Host) mirrorTick() {
 	}
 }
 
-func (m *mirror) apply(want map[string]mirrorWant) error {
+// apply makes the namespace match want (full: every link is listed and
+// checked), or, with delta, only the named netdevs (nil: the netdev is gone).
+func (m *mirror) apply(want map[string]mirrorWant, delta map[string]*mirrorWant) error {
 	ns, err := netns.GetFromPath(m.path)
 	if err != nil {
 		return err
@@ -105,13 +145,27 @@ func (m *mirror) apply(want map[string]mirrorWant) error {
 		return err
 	}
 	defer nh.Close()
-	links, err := nh.LinkList()
-	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
-		return err
-	}
 	have := map[string]netlink.Link{}
-	for _, l := range links {
-		have[l.Attrs().Name] = l
+	if delta == nil {
+		links, err := nh.LinkList()
+		if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return err
+		}
+		for _, l := range links {
+			have[l.Attrs().Name] = l
+		}
+	} else {
+		want = map[string]mirrorWant{}
+		for name, w := range delta {
+			for _, n := range []string{name, mirrorPeer(name)} {
+				if l, err := nh.LinkByName(n); err == nil {
+					have[n] = l
+				}
+			}
+			if w != nil {
+				want[name] = *w
+			}
+		}
 	}
 	var errs []error
 	// Remove mirrors of netdevs that are gone (deleting one end removes both).

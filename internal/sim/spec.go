@@ -31,7 +31,7 @@ type NICSpec struct {
 	TotalVFs int      `mapstructure:"total_vfs" yaml:"total_vfs" json:"total_vfs,omitempty"` // per PF, default 8
 	Driver   string   `mapstructure:"driver" yaml:"driver" json:"driver,omitempty"`          // default mlx5_core
 	SwitchID string   `mapstructure:"switch_id" yaml:"switch_id" json:"switch_id,omitempty"` // 16 hex chars; default derived from the first PF address
-	RDMA     bool     `mapstructure:"rdma" yaml:"rdma" json:"rdma,omitempty"`                // later use
+	RDMA     bool     `mapstructure:"rdma" yaml:"rdma" json:"rdma,omitempty"`                // mlx5_ib devices (rdma.go)
 }
 
 // PFSpec is one port (physical function) of a NIC.

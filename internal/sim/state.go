@@ -20,6 +20,7 @@ type state struct {
 	NextIfindex int                `json:"next_ifindex"`
 	MACSeq      int                `json:"mac_seq"`
 	Dmesg       []logEntry         `json:"dmesg"`
+	RDMA        *rdmaState         `json:"rdma,omitempty"` // rdma.go
 }
 
 type nicState struct {
@@ -91,6 +92,7 @@ type netdev struct {
 	HWTC    bool       `json:"hw_tc_offload,omitempty"`
 	ReadyAt int64      `json:"ready_at,omitempty"`
 	Bond    *bondState `json:"bond,omitempty"`
+	Stats   *netStats  `json:"stats,omitempty"` // counters.go
 }
 
 type bondState struct {

@@ -1,0 +1,50 @@
+package main
+
+// `vflag gen-docs DIR` (hidden): man pages and shell completions generated
+// from the command tree, for the packages (make package).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+func init() { commands = append(commands, (*app).genDocsCommand) }
+
+func (a *app) genDocsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "gen-docs DIR",
+		Short:  "Write man pages (DIR/man/man1) and bash, zsh and fish completions (DIR/completions) from the command tree",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			man := filepath.Join(args[0], "man", "man1")
+			comp := filepath.Join(args[0], "completions")
+			for _, d := range []string{man, comp} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			// SOURCE_DATE_EPOCH, when set, fixes the date in the pages (reproducible builds).
+			hdr := &doc.GenManHeader{Title: "VFLAG", Section: "1", Source: "vflag", Manual: "vflag manual"}
+			if err := doc.GenManTree(root, hdr, man); err != nil {
+				return fmt.Errorf("man pages: %w", err)
+			}
+			gens := map[string]func(string) error{
+				"vflag.bash": func(p string) error { return root.GenBashCompletionFileV2(p, true) },
+				"vflag.zsh":  root.GenZshCompletionFile,
+				"vflag.fish": func(p string) error { return root.GenFishCompletionFile(p, true) },
+			}
+			for name, gen := range gens {
+				if err := gen(filepath.Join(comp, name)); err != nil {
+					return fmt.Errorf("completion %s: %w", name, err)
+				}
+			}
+			return nil
+		},
+	}
+}

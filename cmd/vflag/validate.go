@@ -1,0 +1,507 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/internal/validate"
+)
+
+func init() { commands = append(commands, (*app).validateCommand) }
+
+// ValidateConfig is a group's `validate:` section: defaults for the
+// traffic, failover and RDMA checks (flags override them).
+type ValidateConfig struct {
+	Peer     string        `mapstructure:"peer"`      // iperf3 server to run against
+	Server   bool          `mapstructure:"server"`    // be the iperf3 server instead
+	Duration time.Duration `mapstructure:"duration"`  // traffic duration (default 10s)
+	Parallel int           `mapstructure:"parallel"`  // iperf3 -P (default 4 in active-active modes)
+	MinShare float64       `mapstructure:"min_share"` // share a carrying slave must reach (default 0.05)
+	MaxGap   time.Duration `mapstructure:"max_gap"`   // longest tolerated failover pause (0: report only)
+	RDMAPeer string        `mapstructure:"rdma_peer"` // ib_send_bw server over the bond
+	RDMATool string        `mapstructure:"rdma_tool"` // ib_send_bw (default) or rping
+	RoCE     bool          `mapstructure:"roce"`      // RDMA devices are required (fail rather than skip)
+	RoCEMode string        `mapstructure:"roce_mode"` // expected default RoCE mode: v1 or v2
+}
+
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
+
+func (v *ValidateConfig) check(p string, add func(string, any, string, ...any)) {
+	if v.Peer != "" && net.ParseIP(v.Peer) == nil && !hostnameRE.MatchString(v.Peer) {
+		add(p+".peer", v.Peer, "is not an address or host name")
+	}
+	if v.RDMAPeer != "" && net.ParseIP(v.RDMAPeer) == nil && !hostnameRE.MatchString(v.RDMAPeer) {
+		add(p+".rdma_peer", v.RDMAPeer, "is not an address or host name")
+	}
+	if v.Duration < 0 {
+		add(p+".duration", v.Duration, "must be positive")
+	}
+	if v.Parallel < 0 || v.Parallel > 128 {
+		add(p+".parallel", v.Parallel, "must be 1-128")
+	}
+	if v.MinShare < 0 || v.MinShare >= 0.5 {
+		add(p+".min_share", v.MinShare, "must be in [0, 0.5)")
+	}
+	if v.MaxGap < 0 {
+		add(p+".max_gap", v.MaxGap, "must be positive")
+	}
+	switch v.RDMATool {
+	case "", "ib_send_bw", "rping":
+	default:
+		add(p+".rdma_tool", v.RDMATool, "must be ib_send_bw or rping")
+	}
+	if v.RoCEMode != "" {
+		if _, err := validate.ParseRoCEMode(v.RoCEMode); err != nil {
+			add(p+".roce_mode", v.RoCEMode, "must be v1 or v2")
+		}
+	}
+}
+
+func (a *app) validateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check a provisioned group: static checks, and with flags traffic, failover and RDMA (exit 0 only if all pass)",
+		Long: `validate runs, per group, the static checks (eswitch modes, bond and slaves,
+hardware LAG, representors in the bridge with an ofport, hw-offload,
+attachments, RDMA devices, RoCE mode, GID table) and, when asked, the
+traffic check (--traffic: iperf3 while sampling both slaves' counters), the
+failover check (--failover: one slave down during traffic, or --manual) and
+the RDMA check (--rdma: ib_send_bw -R or rping). It exits 0 only if every
+check passed (with --allow-skip: if none failed), 1 otherwise.
+With --sim the traffic is simulated: packets pushed through the simulated bond.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
+			defer stop()
+			return a.runValidate(ctx, cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.String("group", "", "validate only this group (default: every group)")
+	f.String("junit", "", "also write the verdicts as JUnit XML to this file")
+	f.Bool("allow-skip", false, "exit 0 when no check failed, even if some were skipped (e.g. LAG unverified)")
+	f.Bool("traffic", false, "run the traffic check (iperf3)")
+	f.Bool("failover", false, "run the failover check (implies traffic): one slave down during traffic, then restored")
+	f.Bool("manual", false, "failover: ask the operator to pull and replug the cable instead of setting the slave down")
+	f.String("fail-slave", "", "failover: the slave to fail (default: the active slave, or the first)")
+	f.String("peer", "", "iperf3 server address (default groups[].validate.peer)")
+	f.Bool("server", false, "be the iperf3 server (one test) instead of the client")
+	f.Duration("duration", 0, "traffic duration per check (default groups[].validate.duration or 10s)")
+	f.Int("parallel", 0, "iperf3 parallel streams (default 4 in active-active modes, 1 in active-backup)")
+	f.Duration("interval", time.Second, "counter sampling interval")
+	f.Float64("min-share", 0, "share of the packets a carrying slave must reach (default 0.05)")
+	f.Duration("max-gap", 0, "failover: longest tolerated pause of the traffic (default: only reported)")
+	f.Bool("rdma", false, "run the RDMA check (ib_send_bw -R, or rping)")
+	f.String("rdma-peer", "", "RDMA server address over the bond (default groups[].validate.rdma_peer)")
+	f.Bool("rdma-server", false, "be the ib_send_bw/rping server")
+	f.String("rdma-tool", "", "ib_send_bw (default) or rping")
+	f.String("rdma-dev", "", "RDMA device for ib_send_bw -d (default: the device behind the PFs)")
+	f.String("roce-mode", "", "expected default RoCE mode: v1 or v2 (default groups[].validate.roce_mode)")
+	for _, name := range []string{"group", "junit", "allow-skip", "traffic", "failover", "manual", "fail-slave", "peer", "server",
+		"duration", "parallel", "interval", "min-share", "max-gap", "rdma", "rdma-peer", "rdma-server", "rdma-tool", "rdma-dev", "roce-mode"} {
+		_ = a.v.BindPFlag("validate-"+name, f.Lookup(name))
+	}
+	return cmd
+}
+
+func (a *app) vget(name string) string { return a.v.GetString("validate-" + name) }
+
+func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
+	cfg, err := a.loadConfig(false)
+	if err != nil {
+		return err
+	}
+	if g := a.vget("group"); g != "" {
+		found := false
+		for _, x := range cfg.Groups {
+			found = found || x.Name == g
+		}
+		if !found {
+			return fmt.Errorf("--group: %q is not a group of the config", g)
+		}
+	}
+	if m := a.vget("roce-mode"); m != "" {
+		if _, err := validate.ParseRoCEMode(m); err != nil {
+			return fmt.Errorf("--roce-mode: %w", err)
+		}
+	}
+	if s := a.v.GetFloat64("validate-min-share"); s < 0 || s >= 0.5 {
+		return fmt.Errorf("--min-share: %v must be in [0, 0.5)", s)
+	}
+	if a.v.GetDuration("validate-interval") <= 0 {
+		return fmt.Errorf("--interval: %s must be positive", a.v.GetDuration("validate-interval"))
+	}
+	k, f, closeHost, err := a.host(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeHost()
+	e := newEnv(cfg, k, f, a.log)
+	defer e.close()
+
+	rep := &validate.Report{AllowSkip: a.v.GetBool("validate-allow-skip")}
+	for gi := range cfg.Groups {
+		g := &cfg.Groups[gi]
+		if sel := a.vget("group"); sel != "" && sel != g.Name {
+			continue
+		}
+		gr := validate.GroupReport{Group: g.Name}
+		gr.Checks = a.validateGroup(ctx, e, g)
+		rep.Groups = append(rep.Groups, gr)
+	}
+	rep.Tally()
+	if path := a.vget("junit"); path != "" {
+		if err := writeJUnit(path, rep); err != nil {
+			return err
+		}
+	}
+	if a.v.GetString("output") == "json" {
+		if err := rep.WriteJSON(a.stdout); err != nil {
+			return err
+		}
+	} else {
+		rep.WriteText(a.stdout)
+	}
+	if !rep.OK {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func writeJUnit(path string, rep *validate.Report) error {
+	tmp := path + ".tmp"
+	fh, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("--junit: %w", err)
+	}
+	werr := rep.WriteJUnit(fh)
+	if cerr := fh.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("--junit %s: %w", path, werr)
+	}
+	return nil
+}
+
+// validateGroup runs every check of one group.
+func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Check {
+	var out []validate.Check
+	var pfs []eswitch.PF
+	for i, ref := range g.PFs {
+		pf, err := eswitch.ResolvePF(e.k, e.fs, ref)
+		if err != nil {
+			out = append(out, validate.Check{Name: fmt.Sprintf("pf/%d", i), Verdict: validate.Fail, Detail: err.Error()})
+			continue
+		}
+		pfs = append(pfs, pf)
+	}
+	if len(pfs) != len(g.PFs) {
+		return out
+	}
+	gh := groupHost{g: g, pfs: pfs, owners: vfOwners(pfs)}
+	t := validate.Target{
+		Group: g.Name, Switchdev: g.switchdev(), PFs: pfs, Owners: gh.owners, NumVFs: g.NumVFs,
+		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
+		RoCE: validate.RoCEExpect{Required: g.Validate.RoCE},
+	}
+	mode := a.vget("roce-mode")
+	if mode == "" {
+		mode = g.Validate.RoCEMode
+	}
+	if mode != "" {
+		t.RoCE.Mode, _ = validate.ParseRoCEMode(mode)
+	}
+	var facts validate.Facts
+	if g.switchdev() {
+		facts.Bridge, facts.BridgeErr = e.bridgeFacts(ctx, g.OVS.Bridge)
+	}
+	facts.Attachments = e.attachmentFacts(gh)
+	out = append(out, validate.Static(e.k, e.fs, t, facts)...)
+
+	failover := a.v.GetBool("validate-failover")
+	if (a.v.GetBool("validate-traffic") || failover) && g.switchdev() {
+		out = append(out, a.trafficChecks(ctx, e, gh, failover)...)
+	}
+	if a.v.GetBool("validate-rdma") {
+		out = append(out, a.rdmaCheck(ctx, e, gh))
+	}
+	return out
+}
+
+func (e *env) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge, error) {
+	c, err := e.ovsClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := c.Status(ctx, bridge)
+	if err != nil {
+		return nil, err
+	}
+	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
+	for _, p := range bs.Ports {
+		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error}
+	}
+	return b, nil
+}
+
+func (e *env) attachmentFacts(gh groupHost) []validate.Attachment {
+	var out []validate.Attachment
+	for _, at := range gh.g.Attachments {
+		va := validate.Attachment{Domain: at.Domain, PF: at.PF, VF: at.VF}
+		c, err := e.virtConn()
+		if err != nil {
+			va.Err = err.Error()
+			out = append(out, va)
+			continue
+		}
+		d, err := c.Domain(at.Domain)
+		if err != nil {
+			va.Err = err.Error()
+			out = append(out, va)
+			continue
+		}
+		for _, i := range d.Interfaces {
+			va.Present = va.Present || i.Owned && e.vfIs(gh, at.PF, at.VF, i.PCI)
+		}
+		out = append(out, va)
+	}
+	return out
+}
+
+func (a *app) duration(g *Group) time.Duration {
+	if d := a.v.GetDuration("validate-duration"); d > 0 {
+		return d
+	}
+	if g.Validate.Duration > 0 {
+		return g.Validate.Duration
+	}
+	return 10 * time.Second
+}
+
+// trafficChecks runs the traffic check and, when asked, the failover check.
+func (a *app) trafficChecks(ctx context.Context, e *env, gh groupHost, failover bool) []validate.Check {
+	g := gh.g
+	b, err := eswitch.ReadBond(e.fs, g.Bond.Name)
+	if err != nil {
+		return []validate.Check{{Name: "traffic", Verdict: validate.Fail, Detail: fmt.Sprintf("bond %s: %v", g.Bond.Name, err)}}
+	}
+	counters, closeCounters := a.counters(e.fs)
+	defer closeCounters()
+	dur := a.duration(g)
+	minShare := a.v.GetFloat64("validate-min-share")
+	if minShare == 0 {
+		minShare = g.Validate.MinShare
+	}
+	tc := validate.TrafficConfig{
+		Bond: g.Bond.Name, Mode: b.Mode, Slaves: b.Slaves, Counters: counters,
+		Load:     a.load(e, g, b.Mode, dur),
+		Interval: a.v.GetDuration("validate-interval"), MinShare: minShare,
+		Active: func() string {
+			nb, err := eswitch.ReadBond(e.fs, g.Bond.Name)
+			if err != nil {
+				return ""
+			}
+			return nb.ActiveSlave
+		},
+	}
+	if isTerminal(a.stderr) {
+		tc.OnTick = liveView(a.stderr)
+	}
+	var out []validate.Check
+	c := validate.TrafficCheck(ctx, tc)
+	if tc.OnTick != nil {
+		fmt.Fprintln(a.stderr)
+	}
+	out = append(out, c)
+	if !failover || ctx.Err() != nil {
+		return out
+	}
+	victim := a.vget("fail-slave")
+	if victim == "" {
+		victim = tc.Active()
+	}
+	if victim == "" && len(b.Slaves) > 0 {
+		victim = b.Slaves[0]
+	}
+	maxGap := a.v.GetDuration("validate-max-gap")
+	if maxGap == 0 {
+		maxGap = g.Validate.MaxGap
+	}
+	fc := validate.FailoverConfig{
+		TrafficConfig: tc, Fail: victim, Manual: a.v.GetBool("validate-manual"), Prompt: a.stderr, MaxGap: maxGap,
+		SetLink: e.k.SetLinkUp,
+		LinkUp: func(name string) (bool, error) {
+			l, err := e.k.Link(name)
+			if err != nil {
+				return false, err
+			}
+			return l.AdminUp && l.OperState == "up" && l.Master == g.Bond.Name, nil
+		},
+	}
+	if fc.Interval > 100*time.Millisecond {
+		fc.Interval = 100 * time.Millisecond // the gap is measured at sampling resolution
+	}
+	if isTerminal(a.stderr) {
+		fc.OnTick = throttle(liveView(a.stderr), time.Second)
+	}
+	out = append(out, validate.FailoverCheck(ctx, fc, dur))
+	if fc.OnTick != nil {
+		fmt.Fprintln(a.stderr)
+	}
+	return out
+}
+
+// counters are the ethtool physical counters where the driver has them
+// (real host), the generic sysfs counters otherwise.
+func (a *app) counters(f sysfs.FS) (validate.Counters, func()) {
+	base := validate.SysfsCounters{FS: f}
+	if a.v.GetString("sim") != "" {
+		return base, func() {}
+	}
+	ec, err := validate.NewEthtoolCounters(base)
+	if err != nil {
+		a.log.Debug("ethtool counters unavailable; using /sys/class/net statistics", "err", err)
+		return base, func() {}
+	}
+	return ec, ec.Close
+}
+
+// load is iperf3 on a real host, simulated packets through the bond with --sim.
+func (a *app) load(e *env, g *Group, mode string, dur time.Duration) validate.Load {
+	if h, ok := e.k.(*sim.Host); ok {
+		return simLoad{h: h, bond: g.Bond.Name, dur: dur}
+	}
+	peer := a.vget("peer")
+	if peer == "" {
+		peer = g.Validate.Peer
+	}
+	par := a.v.GetInt("validate-parallel")
+	if par == 0 {
+		par = g.Validate.Parallel
+	}
+	if par == 0 {
+		par = 4
+		if mode == "active-backup" {
+			par = 1
+		}
+	}
+	return validate.Iperf3{Peer: peer, Server: a.v.GetBool("validate-server") || g.Validate.Server, Duration: dur, Parallel: par}
+}
+
+// simLoad pushes packets through a simulated bond every 20 ms.
+type simLoad struct {
+	h    *sim.Host
+	bond string
+	dur  time.Duration
+}
+
+func (l simLoad) Run(ctx context.Context) (validate.LoadResult, error) {
+	const tick, pkts, size = 20 * time.Millisecond, 500, 1500
+	end := time.Now().Add(l.dur)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var sent, carried uint64
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return validate.LoadResult{Summary: fmt.Sprintf("simulated: %d of %d packets carried", carried, sent)}, nil
+		case <-t.C:
+		}
+		c, err := l.h.Traffic(l.bond, pkts, size)
+		if err != nil {
+			return validate.LoadResult{}, fmt.Errorf("simulated traffic: %w", err)
+		}
+		sent += pkts
+		carried += c
+	}
+	return validate.LoadResult{Summary: fmt.Sprintf("simulated: %d of %d packets carried", carried, sent)}, nil
+}
+
+// liveView prints one line per tick: each slave's packet and bit rate.
+func liveView(w io.Writer) func(validate.Tick) {
+	return func(t validate.Tick) {
+		names := make([]string, 0, len(t.Rates))
+		for n := range t.Rates {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			r := t.Rates[n]
+			parts = append(parts, fmt.Sprintf("%s %8.0f pkt/s %10s", n, r.PacketsPerSec, formatRate(r.BitsPerSec)))
+		}
+		fmt.Fprintf(w, "\r\033[K[%5.1fs] %s", t.At.Seconds(), strings.Join(parts, " | "))
+	}
+}
+
+func formatRate(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.2f Gb/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.2f Mb/s", bps/1e6)
+	}
+	return fmt.Sprintf("%.1f kb/s", bps/1e3)
+}
+
+// throttle calls fn at most once per period (the live view of a finely
+// sampled failover check).
+func throttle(fn func(validate.Tick), period time.Duration) func(validate.Tick) {
+	var last time.Duration = -period
+	return func(t validate.Tick) {
+		if t.At-last >= period {
+			last = t.At
+			fn(t)
+		}
+	}
+}
+
+func (a *app) rdmaCheck(ctx context.Context, e *env, gh groupHost) validate.Check {
+	g := gh.g
+	r := validate.RDMAPerf{
+		Tool: a.vget("rdma-tool"), Peer: a.vget("rdma-peer"), Server: a.v.GetBool("validate-rdma-server"),
+		Dev: a.vget("rdma-dev"), Duration: a.duration(g),
+	}
+	if r.Tool == "" {
+		r.Tool = g.Validate.RDMATool
+	}
+	if r.Peer == "" {
+		r.Peer = g.Validate.RDMAPeer
+	}
+	if r.Dev == "" {
+		var pcis []string
+		for _, pf := range gh.pfs {
+			pcis = append(pcis, string(pf.Addr))
+		}
+		if devs, err := validate.RDMADevicesOf(e.fs, pcis); err == nil && len(devs) > 0 {
+			r.Dev = devs[0].Name
+		}
+	}
+	if _, ok := e.k.(*sim.Host); ok {
+		name := "rdma/" + r.Tool
+		if r.Tool == "" {
+			name = "rdma/ib_send_bw"
+		}
+		return validate.Check{Name: name, Verdict: validate.Skip, Detail: "the simulated host carries no RDMA traffic"}
+	}
+	return validate.RDMACheck(ctx, r)
+}

@@ -1,0 +1,29 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+)
+
+// pciDirFast is pciDir with a lookup fast path for a PF's virtfn<i> links:
+// resolving one link (sriov.Host.VFs reads each) then costs O(1) instead of
+// building the whole directory, which made listing a PF's VFs quadratic in
+// the VF count. Every other name falls back to the directory.
+func (t tree) pciDirFast(d pciDev) *node {
+	n := t.pciDir(d)
+	n.lookup = func(name string) *node {
+		if idx, ok := strings.CutPrefix(name, "virtfn"); ok && d.vf == nil {
+			i, err := strconv.Atoi(idx)
+			if err != nil || strconv.Itoa(i) != idx || i < 0 || i >= len(d.pf.VFs) {
+				return nil
+			}
+			vf := d.pf.VFs[i]
+			if !vf.ready(t.now) {
+				return nil
+			}
+			return linkNode("../" + vf.PCI)
+		}
+		return n.kids()[name]
+	}
+	return n
+}

@@ -1,0 +1,187 @@
+// Package validate holds the checks of `vflag validate`: static checks of
+// a provisioned VF-LAG group (eswitch modes, bond, hardware LAG, OVS ports
+// and hw-offload, libvirt attachments, RDMA devices, RoCE mode, GIDs), the
+// traffic, failover and RDMA traffic checks, and the RoCE settings of
+// `vflag roce`. It reads the host through eswitch.Kernel and sysfs.FS, so it
+// runs the same on a real host and on the simulated one; OVS and libvirt
+// facts are handed in by the caller. It knows nothing of viper or cobra.
+package validate
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Verdict is a check's outcome.
+type Verdict string
+
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+	Skip Verdict = "skip" // not applicable or not verifiable here (never a guessed pass)
+)
+
+// Check is one verdict.
+type Check struct {
+	Name     string        `json:"name"`
+	Verdict  Verdict       `json:"verdict"`
+	Detail   string        `json:"detail"`
+	Data     any           `json:"data,omitempty"` // structured facts (GID table, shares, bandwidth)
+	Duration time.Duration `json:"duration_ns,omitempty"`
+}
+
+func pass(name, format string, args ...any) Check {
+	return Check{Name: name, Verdict: Pass, Detail: fmt.Sprintf(format, args...)}
+}
+
+func failed(name, format string, args ...any) Check {
+	return Check{Name: name, Verdict: Fail, Detail: fmt.Sprintf(format, args...)}
+}
+
+func skip(name, format string, args ...any) Check {
+	return Check{Name: name, Verdict: Skip, Detail: fmt.Sprintf(format, args...)}
+}
+
+// GroupReport is every check of one group.
+type GroupReport struct {
+	Group  string  `json:"group"`
+	Checks []Check `json:"checks"`
+}
+
+// Report is `vflag validate`'s result.
+type Report struct {
+	Groups  []GroupReport `json:"groups"`
+	Passed  int           `json:"passed"`
+	Failed  int           `json:"failed"`
+	Skipped int           `json:"skipped"`
+	// OK is true only when every check passed (with AllowSkip: none failed).
+	OK        bool `json:"ok"`
+	AllowSkip bool `json:"allow_skip,omitempty"`
+}
+
+// Tally counts the verdicts and sets OK.
+func (r *Report) Tally() {
+	r.Passed, r.Failed, r.Skipped = 0, 0, 0
+	for _, g := range r.Groups {
+		for _, c := range g.Checks {
+			switch c.Verdict {
+			case Pass:
+				r.Passed++
+			case Fail:
+				r.Failed++
+			default:
+				r.Skipped++
+			}
+		}
+	}
+	r.OK = r.Failed == 0 && (r.Skipped == 0 || r.AllowSkip)
+}
+
+// WriteText prints one line per check, details indented below when they
+// span several lines.
+func (r *Report) WriteText(w io.Writer) {
+	for _, g := range r.Groups {
+		fmt.Fprintf(w, "group %s\n", g.Group)
+		for _, c := range g.Checks {
+			first, rest, _ := strings.Cut(c.Detail, "\n")
+			fmt.Fprintf(w, "  %-4s  %-36s %s\n", strings.ToUpper(string(c.Verdict)), c.Name, first)
+			if rest != "" {
+				for _, l := range strings.Split(rest, "\n") {
+					fmt.Fprintf(w, "        %s\n", l)
+				}
+			}
+		}
+	}
+	verdict := "OK"
+	if !r.OK {
+		verdict = "NOT OK"
+	}
+	fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped\n", verdict, r.Passed, r.Failed, r.Skipped)
+}
+
+// WriteJSON prints the report as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the report as JUnit XML: one testsuite per group, one
+// testcase per check.
+func (r *Report) WriteJUnit(w io.Writer) error {
+	out := junitSuites{Name: "vflag validate"}
+	for _, g := range r.Groups {
+		s := junitSuite{Name: "vflag.validate." + g.Group}
+		var total time.Duration
+		for _, c := range g.Checks {
+			total += c.Duration
+			tc := junitCase{Name: c.Name, Classname: "vflag.validate." + g.Group, Time: secs(c.Duration)}
+			first, _, _ := strings.Cut(c.Detail, "\n")
+			switch c.Verdict {
+			case Fail:
+				tc.Failure = &junitMessage{Message: first, Text: c.Detail}
+				s.Failures++
+			case Skip:
+				tc.Skipped = &junitMessage{Message: first}
+				s.Skipped++
+			default:
+				tc.SystemOut = c.Detail
+			}
+			s.Tests++
+			s.Cases = append(s.Cases, tc)
+		}
+		s.Time = secs(total)
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Skipped += s.Skipped
+		out.Suites = append(out.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

@@ -1,0 +1,353 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sysfs"
+)
+
+// Target is what a group should look like on the host.
+type Target struct {
+	Group     string
+	Switchdev bool         // VF-LAG group; legacy groups have no bond, LAG or bridge
+	PFs       []eswitch.PF // resolved, in config order
+	Owners    []int        // indexes of the PFs that own VFs
+	NumVFs    int
+	BondName  string
+	BondMode  string
+	Bridge    string
+	HWOffload bool
+	RoCE      RoCEExpect
+}
+
+// RoCEExpect is what the RDMA checks expect.
+type RoCEExpect struct {
+	Required bool   // fail (not skip) when the PFs have no RDMA device
+	Mode     string // expected default RoCE mode; "" accepts either
+}
+
+// Bridge is the group's OVS bridge as the caller read it from OVSDB.
+type Bridge struct {
+	Exists    bool
+	HWOffload string // "true", "false", "" unset
+	Ports     map[string]BridgePort
+}
+
+// BridgePort is one port of the bridge.
+type BridgePort struct {
+	OFPort int
+	Error  string
+}
+
+// Attachment is one configured attachment as the caller found it.
+type Attachment struct {
+	Domain  string
+	PF      int
+	VF      int
+	Present bool   // the domain's persistent XML has vflag's interface for the VF
+	Err     string // why it could not be read
+}
+
+// Facts are what the caller read from OVSDB and libvirt.
+type Facts struct {
+	Bridge      *Bridge
+	BridgeErr   error
+	Attachments []Attachment
+}
+
+// Static runs the static checks of one group.
+func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
+	var out []Check
+	add := func(c ...Check) { out = append(out, c...) }
+
+	want := eswitch.ModeLegacy
+	if t.Switchdev {
+		want = eswitch.ModeSwitchdev
+	}
+	for _, pf := range t.PFs {
+		name := "pf/" + pf.Netdev + "/eswitch"
+		m, err := k.EswitchMode(pf.Devlink)
+		switch {
+		case err != nil:
+			add(failed(name, "cannot read the eswitch mode of %s: %v", pf.Devlink, err))
+		case m != want:
+			add(failed(name, "%s is in %s mode, want %s", pf.Devlink, m, want))
+		default:
+			add(pass(name, "%s in %s mode", pf.Devlink, m))
+		}
+	}
+	if !t.Switchdev {
+		return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
+	}
+
+	add(bondChecks(k, f, t)...)
+
+	lag := eswitch.LAGStatus{State: eswitch.LAGUnverified}
+	if len(t.PFs) > 0 {
+		st, err := eswitch.ReadLAG(f, t.PFs[0].Addr)
+		switch {
+		case err != nil:
+			add(failed("lag", "%v", err))
+		case st.State == eswitch.LAGActive:
+			lag = st
+			add(pass("lag", "hardware LAG active: type %s, port_sel_mode %s, shared_fdb %v", orDash(st.Type), orDash(st.PortSelMode), st.SharedFDB))
+		case st.State == eswitch.LAGInactive:
+			lag = st
+			add(failed("lag", "hardware LAG is inactive (/sys/kernel/debug/mlx5/%s/lag/state is not active; dmesg tells why, e.g. VFs bound at activation)", t.PFs[0].Addr))
+		default:
+			lag = st
+			add(skip("lag", "unverified: no mlx5 LAG state in debugfs for %s (mount debugfs; on kernels < 5.19 or non-mlx5 devices it cannot be verified)", orDash(string(t.PFs[0].Addr))))
+		}
+	}
+
+	add(ovsChecks(k, f, t, facts)...)
+	for _, a := range facts.Attachments {
+		name := fmt.Sprintf("libvirt/%s/pf%dvf%d", a.Domain, a.PF, a.VF)
+		switch {
+		case a.Err != "":
+			add(failed(name, "%s", a.Err))
+		case a.Present:
+			add(pass(name, "domain %s has VF %d of PF %d", a.Domain, a.VF, a.PF))
+		default:
+			add(failed(name, "domain %s lacks its interface for VF %d of PF %d", a.Domain, a.VF, a.PF))
+		}
+	}
+	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func bondChecks(k eswitch.Kernel, f sysfs.FS, t Target) []Check {
+	var out []Check
+	b, err := eswitch.ReadBond(f, t.BondName)
+	if errors.Is(err, fs.ErrNotExist) {
+		out = append(out, failed("bond", "bond %s does not exist", t.BondName))
+		for _, pf := range t.PFs {
+			out = append(out, failed("bond/slave/"+pf.Netdev, "no bond %s to be a slave of", t.BondName))
+		}
+		return out
+	}
+	if err != nil {
+		return append(out, failed("bond", "%v", err))
+	}
+	var problems []string
+	if b.Mode != t.BondMode {
+		problems = append(problems, fmt.Sprintf("mode %s, want %s", b.Mode, t.BondMode))
+	}
+	var want []string
+	for _, pf := range t.PFs {
+		want = append(want, pf.Netdev)
+	}
+	got := append([]string(nil), b.Slaves...)
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		problems = append(problems, fmt.Sprintf("slaves [%s], want exactly [%s]", strings.Join(b.Slaves, " "), strings.Join(want, " ")))
+	}
+	if len(problems) > 0 {
+		out = append(out, failed("bond", "bond %s: %s", t.BondName, strings.Join(problems, "; ")))
+	} else {
+		extra := ""
+		if b.ActiveSlave != "" {
+			extra = ", active slave " + b.ActiveSlave
+		}
+		out = append(out, pass("bond", "bond %s mode %s slaves [%s] mii %s%s", b.Name, b.Mode, strings.Join(b.Slaves, " "), orDash(b.MIIStatus), extra))
+	}
+	for _, pf := range t.PFs {
+		name := "bond/slave/" + pf.Netdev
+		l, err := k.Link(pf.Netdev)
+		switch {
+		case err != nil:
+			out = append(out, failed(name, "%v", err))
+		case l.Master != t.BondName:
+			out = append(out, failed(name, "%s is not a slave of %s (master %s)", pf.Netdev, t.BondName, orDash(l.Master)))
+		case !l.AdminUp:
+			out = append(out, failed(name, "%s is down (admin down): the bond runs on one port", pf.Netdev))
+		case l.OperState != "up":
+			out = append(out, failed(name, "%s has no link (operstate %s): the bond runs on one port", pf.Netdev, l.OperState))
+		default:
+			role := ""
+			if b.Mode == "active-backup" {
+				role = " (backup)"
+				if b.ActiveSlave == pf.Netdev {
+					role = " (active)"
+				}
+			}
+			out = append(out, pass(name, "%s up%s", pf.Netdev, role))
+		}
+	}
+	return out
+}
+
+func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
+	var out []Check
+	if facts.BridgeErr != nil {
+		return append(out, failed("ovs/bridge", "cannot read OVSDB: %v", facts.BridgeErr))
+	}
+	br := facts.Bridge
+	if br == nil || !br.Exists {
+		return append(out, failed("ovs/bridge", "bridge %s does not exist", t.Bridge))
+	}
+	out = append(out, pass("ovs/bridge", "bridge %s exists", t.Bridge))
+	port := func(name, what, netdev string) Check {
+		p, ok := br.Ports[netdev]
+		switch {
+		case !ok:
+			return failed(name, "%s %s is not a port of bridge %s", what, netdev, t.Bridge)
+		case p.OFPort <= 0:
+			return failed(name, "%s %s is in bridge %s without an ofport (%d): %s", what, netdev, t.Bridge, p.OFPort, orDash(p.Error))
+		}
+		return pass(name, "%s %s: ofport %d", what, netdev, p.OFPort)
+	}
+	out = append(out, port("ovs/port/"+t.BondName, "bond", t.BondName))
+	for _, i := range t.Owners {
+		if i >= len(t.PFs) {
+			continue
+		}
+		pf := t.PFs[i]
+		reps, err := eswitch.Representors(k, f, pf)
+		if err != nil {
+			out = append(out, failed(fmt.Sprintf("ovs/reps/pf%d", i), "representors of %s: %v", pf.Netdev, err))
+			continue
+		}
+		for vf := 0; vf < t.NumVFs; vf++ {
+			name := fmt.Sprintf("ovs/port/pf%dvf%d", i, vf)
+			rep, ok := reps[vf]
+			if !ok {
+				out = append(out, failed(name, "VF %d of %s has no representor", vf, pf.Netdev))
+				continue
+			}
+			out = append(out, port(name, fmt.Sprintf("representor of VF %d of %s", vf, pf.Netdev), rep))
+		}
+	}
+	switch {
+	case !t.HWOffload:
+		out = append(out, skip("ovs/hw-offload", "not wanted by the config (hw-offload is %s)", orDash(br.HWOffload)))
+	case br.HWOffload == "true":
+		out = append(out, pass("ovs/hw-offload", "other_config:hw-offload=true"))
+	default:
+		out = append(out, failed("ovs/hw-offload", "other_config:hw-offload is %s, want true (flows are not offloaded to the NIC)", orDash(br.HWOffload)))
+	}
+	return out
+}
+
+func rdmaChecks(f sysfs.FS, t Target, lag eswitch.LAGStatus) []Check {
+	var pcis []string
+	for _, pf := range t.PFs {
+		pcis = append(pcis, string(pf.Addr))
+	}
+	devs, err := RDMADevicesOf(f, pcis)
+	if err != nil {
+		return []Check{failed("rdma/devices", "%v", err)}
+	}
+	if len(devs) == 0 {
+		if t.RoCE.Required {
+			return []Check{failed("rdma/devices", "no RDMA device behind %s (mlx5_ib not loaded, or RoCE disabled)", strings.Join(pcis, " "))}
+		}
+		return []Check{skip("rdma/devices", "no RDMA device behind the PFs: RoCE not in use")}
+	}
+	var list []string
+	for _, d := range devs {
+		list = append(list, fmt.Sprintf("%s (%s)", d.Name, d.PCI))
+	}
+	var out []Check
+	if t.Switchdev && len(t.PFs) == 2 {
+		ofed := roceLagEnable(f, pcis)
+		switch {
+		case lag.State == eswitch.LAGInactive:
+			out = append(out, skip("rdma/devices", "hardware LAG is inactive (see check lag): %s not expected to bond", strings.Join(list, ", ")))
+		case len(devs) == 1:
+			note := ""
+			if !devs[0].Bonded {
+				note = " (renamed from mlx5_bond_<n>?)"
+			}
+			out = append(out, pass("rdma/devices", "one bonded RDMA device for both ports: %s%s", list[0], note))
+		default:
+			out = append(out, failed("rdma/devices", "RDMA devices did not bond: %s; with the hardware LAG %s both ports should share one device (mlx5_bond_<n>)%s",
+				strings.Join(list, ", "), lag.State, ofed))
+		}
+	} else {
+		out = append(out, pass("rdma/devices", "%s", strings.Join(list, ", ")))
+	}
+	for _, d := range devs {
+		for _, p := range d.Ports {
+			prefix := fmt.Sprintf("rdma/%s/port%d/", d.Name, p)
+			out = append(out, roceModeCheck(f, prefix+"roce-mode", d.Name, p, t.RoCE.Mode))
+			out = append(out, gidCheck(f, prefix+"gids", d, p, t))
+		}
+	}
+	return out
+}
+
+// roceLagEnable reports MLNX_OFED's roce_lag_enable=0 on any PF.
+func roceLagEnable(f sysfs.FS, pcis []string) string {
+	var off []string
+	for _, pci := range pcis {
+		s, err := sysfs.ReadString(f, path.Join("/sys/bus/pci/devices", pci, "roce_lag_enable"))
+		if err == nil && s == "0" {
+			off = append(off, pci)
+		}
+	}
+	if len(off) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; roce_lag_enable is 0 on %s", strings.Join(off, " "))
+}
+
+func roceModeCheck(f sysfs.FS, name, dev string, port int, want string) Check {
+	m, err := ReadRoCEMode(f, dev, port)
+	switch {
+	case errors.Is(err, ErrNoCMGroup):
+		return skip(name, "configfs rdma_cm/%s not created, so the default RoCE mode is not readable without a change (`vflag roce set %s --mode v2` creates it)", dev, dev)
+	case err != nil:
+		return failed(name, "%v", err)
+	case want != "" && m != want:
+		return failed(name, "default RoCE mode of %s port %d is %q, want %q", dev, port, m, want)
+	}
+	return pass(name, "default RoCE mode %q", m)
+}
+
+func gidCheck(f sysfs.FS, name string, d RDMADevice, port int, t Target) Check {
+	gids, err := GIDs(f, d.Name, port)
+	if err != nil {
+		return failed(name, "%v", err)
+	}
+	state, _ := PortState(f, d.Name, port)
+	c := Check{Name: name, Data: gids}
+	if len(gids) == 0 {
+		c.Verdict, c.Detail = Fail, fmt.Sprintf("empty GID table on %s port %d (port state %s)", d.Name, port, orDash(state))
+		return c
+	}
+	v2 := 0
+	var wrong []string
+	for _, g := range gids {
+		if g.Type == RoCEv2 {
+			v2++
+		}
+		if t.Switchdev && len(t.PFs) == 2 && d.Bonded && g.Netdev != t.BondName && !slices.Contains(wrong, g.Netdev) {
+			wrong = append(wrong, g.Netdev)
+		}
+	}
+	table := FormatGIDs(gids)
+	switch {
+	case len(wrong) > 0:
+		c.Verdict, c.Detail = Fail, fmt.Sprintf("GIDs of bonded %s are on %s, want %s\n%s", d.Name, strings.Join(wrong, " "), t.BondName, table)
+	case v2 == 0:
+		c.Verdict, c.Detail = Fail, fmt.Sprintf("no RoCE v2 GID on %s port %d\n%s", d.Name, port, table)
+	default:
+		c.Verdict, c.Detail = Pass, fmt.Sprintf("%d GIDs (%d RoCE v2), port state %s\n%s", len(gids), v2, orDash(state), table)
+	}
+	return c
+}

@@ -1,0 +1,286 @@
+package validate
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestJudgeShares(t *testing.T) {
+	sh := func(a, b uint64) []Share {
+		ss := []Share{{Slave: "p0", Packets: a}, {Slave: "p1", Packets: b}}
+		if a+b > 0 {
+			ss[0].Share, ss[1].Share = float64(a)/float64(a+b), float64(b)/float64(a+b)
+		}
+		return ss
+	}
+	tests := []struct {
+		mode, active string
+		a, b         uint64
+		want         Verdict
+		detail       string
+	}{
+		{"802.3ad", "", 500, 500, Pass, "both slaves carried traffic"},
+		{"802.3ad", "", 1000, 10, Fail, "p1 carried less than 5%"},
+		{"balance-xor", "", 0, 0, Fail, "no packets"},
+		{"active-backup", "p0", 1000, 3, Pass, "active slave p0"},
+		{"active-backup", "p0", 500, 500, Fail, "active slave p0 carried only 50.0%"},
+		{"active-backup", "p1", 1000, 0, Fail, "active slave p1 carried only 0.0%"},
+		{"active-backup", "", 1000, 0, Fail, "no active slave"},
+	}
+	for _, tc := range tests {
+		v, d := JudgeShares(tc.mode, tc.active, sh(tc.a, tc.b), 0.05)
+		if v != tc.want || !strings.Contains(d, tc.detail) {
+			t.Errorf("%s active %q %d/%d: %s %q, want %s %q", tc.mode, tc.active, tc.a, tc.b, v, d, tc.want, tc.detail)
+		}
+	}
+}
+
+func TestParseSendBW(t *testing.T) {
+	out := `---------------------------------------------------------------------------------------
+                    Send BW Test
+ Dual-port       : OFF		Device         : rxe0
+ Number of qps   : 1		Transport type : IB
+ Connection type : RC		Using SRQ      : OFF
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 65536      1000             60.12              58.34  		   0.000933
+---------------------------------------------------------------------------------------
+`
+	bw, unit, ok := ParseSendBW(out)
+	if !ok || bw != 58.34 || unit != "MB/sec" {
+		t.Fatalf("got %v %q %v", bw, unit, ok)
+	}
+	if _, _, ok := ParseSendBW("Couldn't connect to 10.0.0.1:18515\n"); ok {
+		t.Fatal("parsed a failure")
+	}
+}
+
+func TestParseIperf3(t *testing.T) {
+	r, err := parseIperf3([]byte(`{"end":{"sum_sent":{"bits_per_second":2e9},"sum_received":{"bits_per_second":1.5e9}}}`))
+	if err != nil || r.BitsPerSecond != 1.5e9 || r.Summary != "iperf3 1.50 Gbit/s" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := parseIperf3([]byte(`{"error":"unable to connect to server: Connection refused"}`)); err == nil || !strings.Contains(err.Error(), "Connection refused") {
+		t.Fatalf("error not reported: %v", err)
+	}
+	a := Iperf3{Peer: "10.0.0.2", Duration: 5 * time.Second, Parallel: 4}.Args()
+	if strings.Join(a, " ") != "-c 10.0.0.2 -t 5 -J -P 4" {
+		t.Fatalf("args %v", a)
+	}
+}
+
+func TestTCChangeValidate(t *testing.T) {
+	i := func(v int) *int { return &v }
+	tests := []struct {
+		c    TCChange
+		want string
+	}{
+		{TCChange{TrafficClass: i(106), TTL: i(64)}, ""},
+		{TCChange{TrafficClass: i(-1)}, ""},
+		{TCChange{TrafficClass: i(256)}, "traffic_class: 256 is out of range 0-255"},
+		{TCChange{DSCP: i(64)}, "dscp: 64 is out of range 0-63"},
+		{TCChange{TTL: i(256)}, "ttl: 256 is out of range 0-255"},
+		{TCChange{TrafficClass: i(1), DSCP: i(2)}, "give one of them"},
+	}
+	for _, tc := range tests {
+		err := tc.c.Validate()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	if v := (TCChange{DSCP: i(26)}).TClass(); *v != 104 {
+		t.Fatalf("dscp 26 -> tclass %d", *v)
+	}
+}
+
+func TestGIDIPv4(t *testing.T) {
+	if got := gidIPv4("0000:0000:0000:0000:0000:ffff:0a62:0001"); got != "10.98.0.1" {
+		t.Fatal(got)
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	r := Report{Groups: []GroupReport{{Group: "lag0", Checks: []Check{
+		pass("bond", "ok"), failed("lag", "hardware LAG is inactive"), skip("rdma/devices", "none"),
+	}}}}
+	r.Tally()
+	if r.OK || r.Passed != 1 || r.Failed != 1 || r.Skipped != 1 {
+		t.Fatalf("%+v", r)
+	}
+	var b bytes.Buffer
+	r.WriteText(&b)
+	if !strings.Contains(b.String(), "FAIL  lag") || !strings.Contains(b.String(), "NOT OK: 1 passed, 1 failed, 1 skipped") {
+		t.Fatalf("text:\n%s", b.String())
+	}
+	b.Reset()
+	if err := r.WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var ju junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &ju); err != nil {
+		t.Fatal(err)
+	}
+	if ju.Tests != 3 || ju.Failures != 1 || ju.Skipped != 1 || ju.Suites[0].Cases[1].Failure.Message != "hardware LAG is inactive" {
+		t.Fatalf("junit %+v", ju)
+	}
+	r = Report{AllowSkip: true, Groups: []GroupReport{{Checks: []Check{pass("a", ""), skip("b", "")}}}}
+	r.Tally()
+	if !r.OK {
+		t.Fatal("allow-skip: skipped checks made the report fail")
+	}
+}
+
+// fakeBond is an in-memory active-backup or hashing bond: a load ticks
+// packets onto the slaves that are up.
+type fakeBond struct {
+	mu     sync.Mutex
+	mode   string
+	up     map[string]bool
+	active string
+	count  map[string]uint64
+	sets   []string // SetLink calls
+}
+
+func newFakeBond(mode string) *fakeBond {
+	return &fakeBond{mode: mode, up: map[string]bool{"p0": true, "p1": true}, active: "p0", count: map[string]uint64{}}
+}
+
+func (f *fakeBond) Read(n string) (Sample, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Sample{Packets: f.count[n], Bytes: f.count[n] * 1500}, nil
+}
+func (f *fakeBond) Source(string) string { return "fake" }
+
+func (f *fakeBond) SetLink(n string, up bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.up[n] = up
+	f.sets = append(f.sets, map[bool]string{true: "up ", false: "down "}[up]+n)
+	if !f.up[f.active] {
+		for _, s := range []string{"p0", "p1"} {
+			if f.up[s] {
+				f.active = s
+			}
+		}
+	}
+	return nil
+}
+
+func (f *fakeBond) LinkUp(n string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.up[n], nil
+}
+
+func (f *fakeBond) Run(ctx context.Context, d time.Duration) (LoadResult, error) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return LoadResult{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		f.mu.Lock()
+		for _, s := range []string{"p0", "p1"} {
+			if f.up[s] && (f.mode != "active-backup" || f.active == s) {
+				f.count[s] += 10
+			}
+		}
+		f.mu.Unlock()
+	}
+	return LoadResult{Summary: "fake"}, nil
+}
+
+type loadFunc func(ctx context.Context) (LoadResult, error)
+
+func (l loadFunc) Run(ctx context.Context) (LoadResult, error) { return l(ctx) }
+
+func TestFailoverCheck(t *testing.T) {
+	for _, mode := range []string{"active-backup", "802.3ad"} {
+		t.Run(mode, func(t *testing.T) {
+			fb := newFakeBond(mode)
+			total := 400 * time.Millisecond
+			c := FailoverConfig{
+				TrafficConfig: TrafficConfig{Bond: "bond0", Mode: mode, Slaves: []string{"p0", "p1"}, Counters: fb, Interval: 10 * time.Millisecond,
+					Load: loadFunc(func(ctx context.Context) (LoadResult, error) { return fb.Run(ctx, total) })},
+				Fail: "p0", SetLink: fb.SetLink, LinkUp: fb.LinkUp,
+			}
+			ch := FailoverCheck(context.Background(), c, total)
+			if ch.Verdict != Pass || !strings.Contains(ch.Detail, "traffic continued while p0 was down") {
+				t.Fatalf("%s %s", ch.Verdict, ch.Detail)
+			}
+			if strings.Join(fb.sets, ",") != "down p0,up p0" || !fb.up["p0"] {
+				t.Fatalf("link changes %v", fb.sets)
+			}
+		})
+	}
+	t.Run("traffic stops", func(t *testing.T) {
+		fb := newFakeBond("active-backup")
+		total := 400 * time.Millisecond
+		c := FailoverConfig{
+			TrafficConfig: TrafficConfig{Mode: "active-backup", Slaves: []string{"p0", "p1"}, Counters: fb, Interval: 10 * time.Millisecond,
+				Load: loadFunc(func(ctx context.Context) (LoadResult, error) { return fb.Run(ctx, total) })},
+			Fail: "p0", LinkUp: fb.LinkUp,
+			// A bond that does not fail over: taking p0 down stops everything.
+			SetLink: func(n string, up bool) error {
+				fb.mu.Lock()
+				fb.up[n] = up
+				if !up {
+					fb.up["p1"] = false
+				} else {
+					fb.up["p1"] = true
+				}
+				fb.mu.Unlock()
+				return nil
+			},
+		}
+		ch := FailoverCheck(context.Background(), c, total)
+		if ch.Verdict != Fail || !strings.Contains(ch.Detail, "traffic stopped while p0 was down") {
+			t.Fatalf("%s %s", ch.Verdict, ch.Detail)
+		}
+		if !fb.up["p0"] {
+			t.Fatal("p0 left down")
+		}
+	})
+	t.Run("cancelled while down restores", func(t *testing.T) {
+		fb := newFakeBond("active-backup")
+		ctx, cancel := context.WithCancel(context.Background())
+		c := FailoverConfig{
+			TrafficConfig: TrafficConfig{Mode: "active-backup", Slaves: []string{"p0", "p1"}, Counters: fb, Interval: 10 * time.Millisecond,
+				Load: loadFunc(func(ctx context.Context) (LoadResult, error) { return fb.Run(ctx, time.Hour) })},
+			Fail: "p0", LinkUp: fb.LinkUp, Hold: time.Hour, Warmup: 20 * time.Millisecond,
+			SetLink: func(n string, up bool) error {
+				if !up {
+					time.AfterFunc(30*time.Millisecond, cancel) // Ctrl-C while p0 is down
+				}
+				return fb.SetLink(n, up)
+			},
+		}
+		ch := FailoverCheck(ctx, c, time.Hour)
+		if ch.Verdict != Fail || !errors.Is(ctx.Err(), context.Canceled) {
+			t.Fatalf("%s %s", ch.Verdict, ch.Detail)
+		}
+		if !fb.up["p0"] || strings.Join(fb.sets, ",") != "down p0,up p0" {
+			t.Fatalf("p0 not restored: %v", fb.sets)
+		}
+	})
+}
+
+func TestRDMACheckMissingTool(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	ch := RDMACheck(context.Background(), RDMAPerf{Peer: "10.0.0.2"})
+	if ch.Verdict != Fail || !strings.Contains(ch.Detail, "ib_send_bw not found") || !strings.Contains(ch.Detail, "perftest") {
+		t.Fatalf("%s %s", ch.Verdict, ch.Detail)
+	}
+	l := Iperf3{Peer: "10.0.0.2", Duration: time.Second}
+	if _, err := l.Run(context.Background()); !errors.Is(err, ErrToolMissing) {
+		t.Fatalf("iperf3: %v", err)
+	}
+}
