@@ -83,10 +83,14 @@ func (a *app) rootCommand() *cobra.Command {
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-			switch a.v.GetString("output") {
-			case "text", "json":
+			switch out := a.v.GetString("output"); {
+			case out == "text", out == "json":
+			case out == "prometheus" && cmd.CommandPath() == "vflag status":
+				// node_exporter textfile metrics: status only.
+			case out == "prometheus":
+				return fmt.Errorf("--output prometheus is for `vflag status` only (%s: text or json)", cmd.CommandPath())
 			default:
-				return fmt.Errorf("--output: %q is not text or json", a.v.GetString("output"))
+				return fmt.Errorf("--output: %q is not text or json (or prometheus for status)", out)
 			}
 			return nil
 		},
@@ -94,13 +98,19 @@ func (a *app) rootCommand() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.String("config", defaultConfig, "config file (YAML)")
 	pf.String("state-dir", defaultStateDir, "journal and lock directory (default "+defaultStateDir+", or DIR/state with --sim)")
-	pf.StringP("output", "o", "text", "output format: text or json")
+	pf.StringP("output", "o", "text", "output format: text or json; status also prometheus (node_exporter textfile metrics)")
 	pf.String("sim", "", "run against the simulated host kept in this directory (created from the config's sim section)")
 	pf.Bool("detailed-exit-codes", false, "exit 0 when nothing changed, 2 when something changed, 1 on error")
 	pf.BoolP("verbose", "v", false, "debug logs on stderr")
 	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose"} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
+	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if cmd.CommandPath() == "vflag status" {
+			return []string{"text", "json", "prometheus"}, cobra.ShellCompDirectiveNoFileComp
+		}
+		return []string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp
+	})
 	a.v.SetEnvPrefix("VFLAG")
 	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	a.v.AutomaticEnv()
@@ -163,7 +173,13 @@ func (a *app) statusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains",
-		Args:  cobra.NoArgs,
+		Long: `Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains.
+It only reads. -o json prints the same as JSON; -o prometheus prints gauges in the
+Prometheus text format for node_exporter's textfile collector (vflag_lag_active,
+vflag_bond_slaves_up, vflag_vfs_attached, vflag_ovs_hw_offload, vflag_vf_info, ...;
+see the README). Write the textfile atomically:
+  vflag status -o prometheus >DIR/vflag.prom.$$ && mv DIR/vflag.prom.$$ DIR/vflag.prom`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runStatus(cmd.Context())
 		},

@@ -15,17 +15,18 @@ import (
 
 // PFStatus is one PF as the host shows it.
 type PFStatus struct {
-	Ref      string `json:"ref"`
-	Netdev   string `json:"netdev"`
-	PCI      string `json:"pci"`
-	Device   string `json:"device"`
-	Driver   string `json:"driver"`
-	NumVFs   int    `json:"numvfs"`
-	TotalVFs int    `json:"totalvfs"` // 0: the device does not say (netdevsim)
-	Eswitch  string `json:"eswitch"`
-	Devlink  string `json:"devlink"`
-	Up       bool   `json:"up"`
-	Master   string `json:"master,omitempty"`
+	Ref       string `json:"ref"`
+	Netdev    string `json:"netdev"`
+	PCI       string `json:"pci"`
+	Device    string `json:"device"`
+	Driver    string `json:"driver"`
+	NumVFs    int    `json:"numvfs"`
+	TotalVFs  int    `json:"totalvfs"` // 0: the device does not say (netdevsim)
+	Eswitch   string `json:"eswitch"`
+	Devlink   string `json:"devlink"`
+	Up        bool   `json:"up"`
+	OperState string `json:"operstate,omitempty"` // RFC 2863 ("up": the link has carrier)
+	Master    string `json:"master,omitempty"`
 }
 
 // VFStatus is one VF with everything attached to it.
@@ -44,8 +45,10 @@ type VFStatus struct {
 // GroupStatus is one LAG group.
 type GroupStatus struct {
 	Name      string             `json:"name"`
+	Eswitch   string             `json:"eswitch"` // the config's: switchdev or legacy
 	PFs       []PFStatus         `json:"pfs"`
 	Bond      *eswitch.BondInfo  `json:"bond,omitempty"`
+	SlavesUp  []string           `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
 	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
 	Bridge    string             `json:"bridge,omitempty"`
 	HWOffload string             `json:"hw_offload,omitempty"`
@@ -71,10 +74,13 @@ func (a *app) runStatus(ctx context.Context) error {
 	e := newEnv(cfg, k, f, a.log)
 	defer e.close()
 	st := e.status(ctx)
-	if a.v.GetString("output") == "json" {
+	switch a.v.GetString("output") {
+	case "json":
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
+	case "prometheus":
+		return writeStatusPrometheus(a.stdout, st)
 	}
 	writeStatusText(a.stdout, st)
 	return nil
@@ -85,7 +91,7 @@ func (e *env) status(ctx context.Context) HostStatus {
 	var hs HostStatus
 	for gi := range e.cfg.Groups {
 		g := &e.cfg.Groups[gi]
-		gs := GroupStatus{Name: g.Name, VFs: []VFStatus{}}
+		gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}}
 		problem := func(format string, args ...any) { gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...)) }
 		var pfs []eswitch.PF
 		for _, ref := range g.PFs {
@@ -107,13 +113,18 @@ func (e *env) status(ctx context.Context) HostStatus {
 				ps.Eswitch = "unknown"
 			}
 			if l, err := e.k.Link(pf.Netdev); err == nil {
-				ps.Up, ps.Master = l.AdminUp, l.Master
+				ps.Up, ps.OperState, ps.Master = l.AdminUp, l.OperState, l.Master
 			}
 			gs.PFs = append(gs.PFs, ps)
 		}
 		if g.switchdev() {
 			if b, err := eswitch.ReadBond(e.fs, g.Bond.Name); err == nil {
 				gs.Bond = &b
+				for _, sl := range b.Slaves {
+					if l, err := e.k.Link(sl); err == nil && l.OperState == "up" {
+						gs.SlavesUp = append(gs.SlavesUp, sl)
+					}
+				}
 			} else if errors.Is(err, fs.ErrNotExist) {
 				gs.Bond = &eswitch.BondInfo{Name: g.Bond.Name, Mode: "absent"}
 			} else {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -82,7 +83,19 @@ traffic check (--traffic: iperf3 while sampling both slaves' counters), the
 failover check (--failover: one slave down during traffic, or --manual) and
 the RDMA check (--rdma: ib_send_bw -R or rping). It exits 0 only if every
 check passed (with --allow-skip: if none failed), 1 otherwise.
-With --sim the traffic is simulated: packets pushed through the simulated bond.`,
+With --sim the traffic is simulated: packets pushed through the simulated bond.
+
+--bond NAME validates one bond instead of the config's groups, and needs no
+config: a bond whose ports have no devlink/switchdev (plain NICs, veths), or
+a VF-LAG host's bond checked on its own. Its static checks are the bond
+(mode: --bond-mode, any when not given; at least 2 slaves), each slave (up,
+with link) and the RDMA devices on the bond or a slave (under a slave's PCI
+function, a GID on the bond or a slave, or a software device such as rxe
+whose parent is one): RoCE mode and GID table. --traffic, --failover and
+--rdma work as for a group, taking their settings from the flags.
+
+  vflag validate --bond bond0 --bond-mode active-backup --failover --peer 192.0.2.10
+  vflag validate --bond bond0 --rdma --rdma-peer 192.0.2.10 --roce-mode v2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
@@ -92,6 +105,8 @@ With --sim the traffic is simulated: packets pushed through the simulated bond.`
 	}
 	f := cmd.Flags()
 	f.String("group", "", "validate only this group (default: every group)")
+	f.String("bond", "", "validate this bond alone instead of the config's groups (no config needed; see above)")
+	f.String("bond-mode", "", "with --bond: the bond mode it must have (default: any)")
 	f.String("junit", "", "also write the verdicts as JUnit XML to this file")
 	f.Bool("allow-skip", false, "exit 0 when no check failed, even if some were skipped (e.g. LAG unverified)")
 	f.Bool("traffic", false, "run the traffic check (iperf3)")
@@ -109,9 +124,10 @@ With --sim the traffic is simulated: packets pushed through the simulated bond.`
 	f.String("rdma-peer", "", "RDMA server address over the bond (default groups[].validate.rdma_peer)")
 	f.Bool("rdma-server", false, "be the ib_send_bw/rping server")
 	f.String("rdma-tool", "", "ib_send_bw (default) or rping")
-	f.String("rdma-dev", "", "RDMA device for ib_send_bw -d (default: the device behind the PFs)")
+	f.String("rdma-dev", "", "RDMA device for ib_send_bw -d (default: the device behind the PFs, or on the --bond)")
+	f.Int("rdma-iters", 0, "ib_send_bw: send this many messages (-n) instead of running for --duration (-D); -D's timing is unreliable under emulation")
 	f.String("roce-mode", "", "expected default RoCE mode: v1 or v2 (default groups[].validate.roce_mode)")
-	for _, name := range []string{"group", "junit", "allow-skip", "traffic", "failover", "manual", "fail-slave", "peer", "server",
+	for _, name := range []string{"group", "bond", "bond-mode", "rdma-iters", "junit", "allow-skip", "traffic", "failover", "manual", "fail-slave", "peer", "server",
 		"duration", "parallel", "interval", "min-share", "max-gap", "rdma", "rdma-peer", "rdma-server", "rdma-tool", "rdma-dev", "roce-mode"} {
 		_ = a.v.BindPFlag("validate-"+name, f.Lookup(name))
 	}
@@ -120,8 +136,28 @@ With --sim the traffic is simulated: packets pushed through the simulated bond.`
 
 func (a *app) vget(name string) string { return a.v.GetString("validate-" + name) }
 
+// kernelBondModes are the kernel's bonding modes (/sys/class/net/<bond>/bonding/mode).
+var kernelBondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
+
 func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
-	cfg, err := a.loadConfig(false)
+	bond := a.vget("bond")
+	if bond != "" {
+		if a.vget("group") != "" {
+			return fmt.Errorf("--bond and --group exclude each other")
+		}
+		if err := eswitch.ValidIfName(bond); err != nil {
+			return fmt.Errorf("--bond: %w", err)
+		}
+		if m := a.vget("bond-mode"); m != "" && !slices.Contains(kernelBondModes, m) {
+			return fmt.Errorf("--bond-mode: %q is not a bonding mode (%s)", m, strings.Join(kernelBondModes, ", "))
+		}
+	} else if a.vget("bond-mode") != "" {
+		return fmt.Errorf("--bond-mode needs --bond")
+	}
+	if n := a.v.GetInt("validate-rdma-iters"); n < 0 {
+		return fmt.Errorf("--rdma-iters: %d must be positive", n)
+	}
+	cfg, err := a.loadConfig(bond != "")
 	if err != nil {
 		return err
 	}
@@ -154,8 +190,14 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	defer e.close()
 
 	rep := &validate.Report{AllowSkip: a.v.GetBool("validate-allow-skip")}
-	for gi := range cfg.Groups {
-		g := &cfg.Groups[gi]
+	var groups []Group
+	if bond != "" {
+		rep.Groups = append(rep.Groups, validate.GroupReport{Group: bond, Kind: "bond", Checks: a.validateBond(ctx, e, bond)})
+	} else {
+		groups = cfg.Groups
+	}
+	for gi := range groups {
+		g := &groups[gi]
 		if sel := a.vget("group"); sel != "" && sel != g.Name {
 			continue
 		}
@@ -237,12 +279,52 @@ func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Ch
 	facts.Attachments = e.attachmentFacts(gh)
 	out = append(out, validate.Static(e.k, e.fs, t, facts)...)
 
+	var pcis []string
+	for _, pf := range gh.pfs {
+		pcis = append(pcis, string(pf.Addr))
+	}
+	tt := trafficTarget{bond: g.Bond.Name, v: g.Validate, pcis: pcis}
 	failover := a.v.GetBool("validate-failover")
 	if (a.v.GetBool("validate-traffic") || failover) && g.switchdev() {
-		out = append(out, a.trafficChecks(ctx, e, gh, failover)...)
+		out = append(out, a.trafficChecks(ctx, e, tt, failover)...)
 	}
 	if a.v.GetBool("validate-rdma") {
-		out = append(out, a.rdmaCheck(ctx, e, gh))
+		out = append(out, a.rdmaCheck(ctx, e, tt))
+	}
+	return out
+}
+
+// trafficTarget is what the traffic, failover and RDMA checks run against:
+// a group's bond with its validate: section, or a bare bond (--bond) with
+// the flags only.
+type trafficTarget struct {
+	bond    string
+	v       ValidateConfig
+	pcis    []string // PCI functions whose RDMA devices are candidates for -d
+	netdevs []string // netdevs whose RDMA devices are candidates for -d (--bond)
+}
+
+// validateBond runs every check of a bare bond (--bond).
+func (a *app) validateBond(ctx context.Context, e *env, bond string) []validate.Check {
+	roce := validate.RoCEExpect{Required: a.v.GetBool("validate-rdma") || a.vget("roce-mode") != ""}
+	if m := a.vget("roce-mode"); m != "" {
+		roce.Mode, _ = validate.ParseRoCEMode(m)
+	}
+	out := validate.BondStatic(e.k, e.fs, bond, a.vget("bond-mode"), roce)
+	b, err := eswitch.ReadBond(e.fs, bond)
+	if err != nil {
+		return out // the bond check says why
+	}
+	tt := trafficTarget{bond: bond, netdevs: append([]string{bond}, b.Slaves...)}
+	for _, s := range b.Slaves {
+		tt.pcis = append(tt.pcis, validate.NetdevPCI(e.fs, s))
+	}
+	failover := a.v.GetBool("validate-failover")
+	if a.v.GetBool("validate-traffic") || failover {
+		out = append(out, a.trafficChecks(ctx, e, tt, failover)...)
+	}
+	if a.v.GetBool("validate-rdma") {
+		out = append(out, a.rdmaCheck(ctx, e, tt))
 	}
 	return out
 }
@@ -287,36 +369,35 @@ func (e *env) attachmentFacts(gh groupHost) []validate.Attachment {
 	return out
 }
 
-func (a *app) duration(g *Group) time.Duration {
+func (a *app) duration(v ValidateConfig) time.Duration {
 	if d := a.v.GetDuration("validate-duration"); d > 0 {
 		return d
 	}
-	if g.Validate.Duration > 0 {
-		return g.Validate.Duration
+	if v.Duration > 0 {
+		return v.Duration
 	}
 	return 10 * time.Second
 }
 
 // trafficChecks runs the traffic check and, when asked, the failover check.
-func (a *app) trafficChecks(ctx context.Context, e *env, gh groupHost, failover bool) []validate.Check {
-	g := gh.g
-	b, err := eswitch.ReadBond(e.fs, g.Bond.Name)
+func (a *app) trafficChecks(ctx context.Context, e *env, tt trafficTarget, failover bool) []validate.Check {
+	b, err := eswitch.ReadBond(e.fs, tt.bond)
 	if err != nil {
-		return []validate.Check{{Name: "traffic", Verdict: validate.Fail, Detail: fmt.Sprintf("bond %s: %v", g.Bond.Name, err)}}
+		return []validate.Check{{Name: "traffic", Verdict: validate.Fail, Detail: fmt.Sprintf("bond %s: %v", tt.bond, err)}}
 	}
 	counters, closeCounters := a.counters(e.fs)
 	defer closeCounters()
-	dur := a.duration(g)
+	dur := a.duration(tt.v)
 	minShare := a.v.GetFloat64("validate-min-share")
 	if minShare == 0 {
-		minShare = g.Validate.MinShare
+		minShare = tt.v.MinShare
 	}
 	tc := validate.TrafficConfig{
-		Bond: g.Bond.Name, Mode: b.Mode, Slaves: b.Slaves, Counters: counters,
-		Load:     a.load(e, g, b.Mode, dur),
+		Bond: tt.bond, Mode: b.Mode, Slaves: b.Slaves, Counters: counters,
+		Load:     a.load(e, tt, b.Mode, dur),
 		Interval: a.v.GetDuration("validate-interval"), MinShare: minShare,
 		Active: func() string {
-			nb, err := eswitch.ReadBond(e.fs, g.Bond.Name)
+			nb, err := eswitch.ReadBond(e.fs, tt.bond)
 			if err != nil {
 				return ""
 			}
@@ -344,7 +425,7 @@ func (a *app) trafficChecks(ctx context.Context, e *env, gh groupHost, failover 
 	}
 	maxGap := a.v.GetDuration("validate-max-gap")
 	if maxGap == 0 {
-		maxGap = g.Validate.MaxGap
+		maxGap = tt.v.MaxGap
 	}
 	fc := validate.FailoverConfig{
 		TrafficConfig: tc, Fail: victim, Manual: a.v.GetBool("validate-manual"), Prompt: a.stderr, MaxGap: maxGap,
@@ -354,7 +435,7 @@ func (a *app) trafficChecks(ctx context.Context, e *env, gh groupHost, failover 
 			if err != nil {
 				return false, err
 			}
-			return l.AdminUp && l.OperState == "up" && l.Master == g.Bond.Name, nil
+			return l.AdminUp && l.OperState == "up" && l.Master == tt.bond, nil
 		},
 	}
 	if fc.Interval > 100*time.Millisecond {
@@ -386,17 +467,17 @@ func (a *app) counters(f sysfs.FS) (validate.Counters, func()) {
 }
 
 // load is iperf3 on a real host, simulated packets through the bond with --sim.
-func (a *app) load(e *env, g *Group, mode string, dur time.Duration) validate.Load {
+func (a *app) load(e *env, tt trafficTarget, mode string, dur time.Duration) validate.Load {
 	if h, ok := e.k.(*sim.Host); ok {
-		return simLoad{h: h, bond: g.Bond.Name, dur: dur}
+		return simLoad{h: h, bond: tt.bond, dur: dur}
 	}
 	peer := a.vget("peer")
 	if peer == "" {
-		peer = g.Validate.Peer
+		peer = tt.v.Peer
 	}
 	par := a.v.GetInt("validate-parallel")
 	if par == 0 {
-		par = g.Validate.Parallel
+		par = tt.v.Parallel
 	}
 	if par == 0 {
 		par = 4
@@ -404,7 +485,7 @@ func (a *app) load(e *env, g *Group, mode string, dur time.Duration) validate.Lo
 			par = 1
 		}
 	}
-	return validate.Iperf3{Peer: peer, Server: a.v.GetBool("validate-server") || g.Validate.Server, Duration: dur, Parallel: par}
+	return validate.Iperf3{Peer: peer, Server: a.v.GetBool("validate-server") || tt.v.Server, Duration: dur, Parallel: par}
 }
 
 // simLoad pushes packets through a simulated bond every 20 ms.
@@ -475,24 +556,19 @@ func throttle(fn func(validate.Tick), period time.Duration) func(validate.Tick) 
 	}
 }
 
-func (a *app) rdmaCheck(ctx context.Context, e *env, gh groupHost) validate.Check {
-	g := gh.g
+func (a *app) rdmaCheck(ctx context.Context, e *env, tt trafficTarget) validate.Check {
 	r := validate.RDMAPerf{
 		Tool: a.vget("rdma-tool"), Peer: a.vget("rdma-peer"), Server: a.v.GetBool("validate-rdma-server"),
-		Dev: a.vget("rdma-dev"), Duration: a.duration(g),
+		Dev: a.vget("rdma-dev"), Duration: a.duration(tt.v), Iters: a.v.GetInt("validate-rdma-iters"),
 	}
 	if r.Tool == "" {
-		r.Tool = g.Validate.RDMATool
+		r.Tool = tt.v.RDMATool
 	}
 	if r.Peer == "" {
-		r.Peer = g.Validate.RDMAPeer
+		r.Peer = tt.v.RDMAPeer
 	}
 	if r.Dev == "" {
-		var pcis []string
-		for _, pf := range gh.pfs {
-			pcis = append(pcis, string(pf.Addr))
-		}
-		if devs, err := validate.RDMADevicesOf(e.fs, pcis); err == nil && len(devs) > 0 {
+		if devs, err := validate.RDMADevicesFor(e.fs, tt.pcis, tt.netdevs); err == nil && len(devs) > 0 {
 			r.Dev = devs[0].Name
 		}
 	}

@@ -367,3 +367,69 @@ func TestValidateTrafficAndRoCE(t *testing.T) {
 		}
 	})
 }
+
+// TestValidateBond: `validate --bond` checks a bare bond on the simulated
+// host: bond, slaves and the RDMA device on it, traffic and failover, with
+// no eswitch, LAG, OVS or libvirt checks; each fault gives its own failure.
+func TestValidateBond(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, rdmaConfig(t, "active-backup"))
+	b.upJSON(2)
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	b.withSim(func(h *sim.Host) error {
+		return sysfs.Mkdir(h.FS(), "/sys/kernel/config/rdma_cm/mlx5_bond_0")
+	})
+
+	rep := b.validateJSON(0, "--bond", "bond0", "--bond-mode", "active-backup", "--traffic", "--failover",
+		"--duration", "1200ms", "--interval", "50ms", "--roce-mode", "v2")
+	if len(rep.Groups) != 1 || rep.Groups[0].Group != "bond0" || rep.Groups[0].Kind != "bond" {
+		t.Fatalf("report groups: %+v", rep.Groups)
+	}
+	var got []string
+	for _, c := range rep.Groups[0].Checks {
+		got = append(got, c.Name)
+	}
+	want := []string{"bond", "bond/slave/ens1f0np0", "bond/slave/ens1f1np1", "rdma/devices",
+		"rdma/mlx5_bond_0/port1/roce-mode", "rdma/mlx5_bond_0/port1/gids", "traffic", "failover/ens1f0np0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("checks %v, want %v", got, want)
+	}
+	passed := checksBy(rep, validate.Pass)
+	if c := passed["rdma/devices"]; !strings.Contains(c.Detail, "mlx5_bond_0 (0000:61:00.0)") {
+		t.Errorf("rdma/devices: %q", c.Detail)
+	}
+	if c := passed["traffic"]; !strings.Contains(c.Detail, "active slave ens1f0np0 carried the traffic") {
+		t.Errorf("traffic: %q", c.Detail)
+	}
+	if out := b.mustVflag(0, "validate", "--bond", "bond0"); !strings.HasPrefix(out, "bond bond0\n") {
+		t.Errorf("text report:\n%s", out)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		fault  func(h *sim.Host) error
+		failed string
+		detail string
+	}{
+		{name: "mode", args: []string{"--bond-mode", "802.3ad"}, failed: "bond", detail: "mode active-backup, want 802.3ad"},
+		{name: "no bond", args: []string{"--bond", "bond9"}, failed: "bond", detail: "bond bond9 does not exist"},
+		{name: "roce mode", args: []string{"--roce-mode", "v1"}, failed: "rdma/mlx5_bond_0/port1/roce-mode", detail: `want "IB/RoCE v1"`},
+		{
+			name: "slave down", fault: func(h *sim.Host) error { return h.SetLinkUp("ens1f1np1", false) },
+			failed: "bond/slave/ens1f1np1", detail: "ens1f1np1 is down (admin down)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.fault != nil {
+				b.withSim(tc.fault)
+			}
+			args := append([]string{"--bond", "bond0"}, tc.args...)
+			rep := b.validateJSON(1, args...)
+			f := checksBy(rep, validate.Fail)
+			if len(f) != 1 || !strings.Contains(f[tc.failed].Detail, tc.detail) {
+				t.Fatalf("failed %v (%+v), want %s: %q", names(f), f, tc.failed, tc.detail)
+			}
+		})
+	}
+}

@@ -49,6 +49,7 @@ func skip(name, format string, args ...any) Check {
 // GroupReport is every check of one group.
 type GroupReport struct {
 	Group  string  `json:"group"`
+	Kind   string  `json:"kind,omitempty"` // "bond" for vflag validate --bond (Group is the bond); "" a config group
 	Checks []Check `json:"checks"`
 }
 
@@ -85,7 +86,11 @@ func (r *Report) Tally() {
 // span several lines.
 func (r *Report) WriteText(w io.Writer) {
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "group %s\n", g.Group)
+		kind := g.Kind
+		if kind == "" {
+			kind = "group"
+		}
+		fmt.Fprintf(w, "%s %s\n", kind, g.Group)
 		for _, c := range g.Checks {
 			first, rest, _ := strings.Cut(c.Detail, "\n")
 			fmt.Fprintf(w, "  %-4s  %-36s %s\n", strings.ToUpper(string(c.Verdict)), c.Name, first)

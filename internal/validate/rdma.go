@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +31,7 @@ type RDMADevice struct {
 	PCI    string `json:"pci"`
 	Bonded bool   `json:"bonded"` // named mlx5_bond_<n>
 	Ports  []int  `json:"ports"`
+	Netdev string `json:"netdev,omitempty"` // found on this netdev (RDMADevicesFor)
 }
 
 // RDMADevicesOf lists the RDMA devices under the PCI functions pcis
@@ -53,6 +55,47 @@ func RDMADevicesOf(f sysfs.FS, pcis []string) ([]RDMADevice, error) {
 			if err != nil {
 				return nil, err
 			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// RDMADevicesFor lists the RDMA devices under the PCI functions pcis and,
+// when netdevs is not empty, those running on one of netdevs: a software
+// device whose parent is one (rxe, siw: /sys/class/infiniband/<dev>/parent)
+// or any device with a GID on one (gid_attrs/ndevs: the bond's IPs). Each
+// device once, in that order.
+func RDMADevicesFor(f sysfs.FS, pcis, netdevs []string) ([]RDMADevice, error) {
+	out, err := RDMADevicesOf(f, pcis)
+	if err != nil || len(netdevs) == 0 {
+		return out, err
+	}
+	all, err := AllRDMADevices(f)
+	if err != nil {
+		return nil, err
+	}
+	on := func(n string) bool { return n != "" && slices.Contains(netdevs, n) }
+	for _, d := range all {
+		if slices.ContainsFunc(out, func(o RDMADevice) bool { return o.Name == d.Name }) {
+			continue
+		}
+		if parent, _ := sysfs.ReadString(f, path.Join(ibClass, d.Name, "parent")); on(parent) {
+			d.Netdev = parent
+		}
+		for _, p := range d.Ports {
+			if d.Netdev != "" {
+				break
+			}
+			gids, err := GIDs(f, d.Name, p)
+			if err != nil {
+				return nil, err
+			}
+			if i := slices.IndexFunc(gids, func(g GID) bool { return on(g.Netdev) }); i >= 0 {
+				d.Netdev = gids[i].Netdev
+			}
+		}
+		if d.Netdev != "" {
 			out = append(out, d)
 		}
 	}

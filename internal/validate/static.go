@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/sriov"
 )
 
 // Target is what a group should look like on the host.
@@ -25,6 +27,11 @@ type Target struct {
 	Bridge    string
 	HWOffload bool
 	RoCE      RoCEExpect
+	// BondOnly is a bare bond (vflag validate --bond): PFs are the bond's
+	// slaves, BondMode "" accepts any mode, the RDMA devices are also found
+	// by netdev (RDMANetdevs), and a bond without one has no RDMA checks.
+	BondOnly    bool
+	RDMANetdevs []string
 }
 
 // RoCEExpect is what the RDMA checks expect.
@@ -122,6 +129,40 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	return append(out, rdmaChecks(f, t, lag)...)
 }
 
+// BondStatic runs the static checks of a bare bond (vflag validate --bond):
+// the bond, each slave up with link, and the RDMA devices on the bond or a
+// slave (GID table, RoCE mode). There are no eswitch, LAG, OVS or libvirt
+// checks: such a bond needs no devlink device (veths, NICs without
+// switchdev). mode "" accepts any bond mode.
+func BondStatic(k eswitch.Kernel, f sysfs.FS, bond, mode string, roce RoCEExpect) []Check {
+	t := Target{Group: bond, BondName: bond, BondMode: mode, RoCE: roce, BondOnly: true, RDMANetdevs: []string{bond}}
+	b, err := eswitch.ReadBond(f, bond)
+	if err != nil {
+		return bondChecks(k, f, t) // "does not exist" or the read error
+	}
+	for _, s := range b.Slaves {
+		t.PFs = append(t.PFs, eswitch.PF{Netdev: s, Addr: sriov.Addr(NetdevPCI(f, s))})
+		t.RDMANetdevs = append(t.RDMANetdevs, s)
+	}
+	out := bondChecks(k, f, t)
+	if len(b.Slaves) < 2 && len(out) > 0 && out[0].Name == "bond" && out[0].Verdict == Pass {
+		out[0] = failed("bond", "bond %s has %d slave(s) [%s]: no redundancy (a LAG needs 2)", bond, len(b.Slaves), strings.Join(b.Slaves, " "))
+	}
+	return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
+}
+
+var pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// NetdevPCI is the PCI function of a netdev ("" for a virtual one: veth,
+// bond, netdevsim).
+func NetdevPCI(f sysfs.FS, netdev string) string {
+	t, err := f.Readlink(path.Join("/sys/class/net", netdev, "device"))
+	if err != nil || !pciAddrRE.MatchString(path.Base(t)) {
+		return ""
+	}
+	return path.Base(t)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -143,7 +184,7 @@ func bondChecks(k eswitch.Kernel, f sysfs.FS, t Target) []Check {
 		return append(out, failed("bond", "%v", err))
 	}
 	var problems []string
-	if b.Mode != t.BondMode {
+	if t.BondMode != "" && b.Mode != t.BondMode {
 		problems = append(problems, fmt.Sprintf("mode %s, want %s", b.Mode, t.BondMode))
 	}
 	var want []string
@@ -248,11 +289,17 @@ func rdmaChecks(f sysfs.FS, t Target, lag eswitch.LAGStatus) []Check {
 	for _, pf := range t.PFs {
 		pcis = append(pcis, string(pf.Addr))
 	}
-	devs, err := RDMADevicesOf(f, pcis)
+	devs, err := RDMADevicesFor(f, pcis, t.RDMANetdevs)
 	if err != nil {
 		return []Check{failed("rdma/devices", "%v", err)}
 	}
 	if len(devs) == 0 {
+		if t.BondOnly {
+			if t.RoCE.Required {
+				return []Check{failed("rdma/devices", "no RDMA device on %s (no GID on them, no device under their PCI functions; Soft-RoCE: rdma link add rxe0 type rxe netdev %s)", strings.Join(t.RDMANetdevs, " "), t.BondName)}
+			}
+			return nil // a plain Ethernet bond: nothing to check
+		}
 		if t.RoCE.Required {
 			return []Check{failed("rdma/devices", "no RDMA device behind %s (mlx5_ib not loaded, or RoCE disabled)", strings.Join(pcis, " "))}
 		}
@@ -260,7 +307,11 @@ func rdmaChecks(f sysfs.FS, t Target, lag eswitch.LAGStatus) []Check {
 	}
 	var list []string
 	for _, d := range devs {
-		list = append(list, fmt.Sprintf("%s (%s)", d.Name, d.PCI))
+		where := d.PCI
+		if where == "" {
+			where = "on " + d.Netdev
+		}
+		list = append(list, fmt.Sprintf("%s (%s)", d.Name, where))
 	}
 	var out []Check
 	if t.Switchdev && len(t.PFs) == 2 {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vflag/vflag/internal/sysfs"
 )
 
 func TestJudgeShares(t *testing.T) {
@@ -282,5 +286,51 @@ func TestRDMACheckMissingTool(t *testing.T) {
 	l := Iperf3{Peer: "10.0.0.2", Duration: time.Second}
 	if _, err := l.Run(context.Background()); !errors.Is(err, ErrToolMissing) {
 		t.Fatalf("iperf3: %v", err)
+	}
+}
+
+func TestRDMADevicesFor(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, data string) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rxe0 on bond0 (parent), rxe1 on vC, mlx5_0 with a GID on bond0 and
+	// no parent file, siw0 on eth9.
+	write("sys/class/infiniband/rxe0/parent", "bond0")
+	write("sys/class/infiniband/rxe0/ports/1/gids/0", zeroGID)
+	write("sys/class/infiniband/rxe1/parent", "vC")
+	write("sys/class/infiniband/rxe1/ports/1/gids/0", "0000:0000:0000:0000:0000:ffff:0a63:0002")
+	write("sys/class/infiniband/rxe1/ports/1/gid_attrs/types/0", RoCEv2)
+	write("sys/class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0", "vC")
+	write("sys/class/infiniband/mlx5_0/ports/1/gids/3", "0000:0000:0000:0000:0000:ffff:0a63:0001")
+	write("sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3", RoCEv2)
+	write("sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/3", "bond0")
+	write("sys/class/infiniband/siw0/parent", "eth9")
+	write("sys/class/infiniband/siw0/ports/1/gids/0", zeroGID)
+	f := sysfs.Dir(root)
+	devs, err := RDMADevicesFor(f, nil, []string{"bond0", "vA1", "vA2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range devs {
+		got = append(got, d.Name+"@"+d.Netdev)
+	}
+	if strings.Join(got, " ") != "mlx5_0@bond0 rxe0@bond0" {
+		t.Fatalf("devices on bond0: %v", got)
+	}
+	if devs, err := RDMADevicesFor(f, nil, nil); err != nil || len(devs) != 0 {
+		t.Fatalf("no netdevs, no PCI: %v %v", devs, err)
+	}
+	a := RDMAPerf{Peer: "10.0.0.2", Dev: "rxe0", Duration: 5 * time.Second, Iters: 500}.Args()
+	if strings.Join(a, " ") != "-R -F --report_gbits -d rxe0 -n 500 10.0.0.2" {
+		t.Fatalf("args %v", a)
 	}
 }

@@ -1,0 +1,144 @@
+package main
+
+// `vflag status -o prometheus`: the status as Prometheus text exposition
+// format 0.0.4, for node_exporter's textfile collector. Gauges only, every
+// family with HELP and TYPE, one family's samples together (the format
+// requires it), labels escaped. Families about the bond, the hardware LAG
+// and OVS have samples for switchdev groups only: a legacy group has none
+// of them, and an absent series is not a zero.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+)
+
+// metricFamily is one metric name with its samples.
+type metricFamily struct {
+	name, help string
+	samples    []metricSample
+}
+
+type metricSample struct {
+	labels [][2]string // name, value; in this order
+	value  float64
+}
+
+func (f *metricFamily) add(v float64, labels ...string) {
+	s := metricSample{value: v}
+	for i := 0; i+1 < len(labels); i += 2 {
+		s.labels = append(s.labels, [2]string{labels[i], labels[i+1]})
+	}
+	f.samples = append(f.samples, s)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// statusMetrics turns a status into metric families, in output order.
+func statusMetrics(hs HostStatus) []*metricFamily {
+	fam := func(name, help string) *metricFamily { return &metricFamily{name: name, help: help} }
+	var (
+		groupInfo  = fam("vflag_group_info", "A group of the config, with its configured eswitch mode (value always 1).")
+		problems   = fam("vflag_group_problems", "Problems vflag status found in the group (it could not read something, a PF is missing...); 0 when none.")
+		pfUp       = fam("vflag_pf_up", "1 when the PF's link is up (operstate up), 0 otherwise.")
+		numVFs     = fam("vflag_pf_vfs", "VFs the PF has (sriov_numvfs).")
+		lagActive  = fam("vflag_lag_active", "1 when the group's hardware LAG is active, 0 when inactive or not visible (no mlx5 debugfs); switchdev groups only.")
+		lagInfo    = fam("vflag_lag_info", "The group's hardware LAG state (active, inactive, unverified), type and port selection mode (value always 1); switchdev groups only.")
+		slaves     = fam("vflag_bond_slaves", "Slaves of the group's bond; 0 when the bond does not exist; switchdev groups only.")
+		slavesUp   = fam("vflag_bond_slaves_up", "Slaves of the group's bond whose link is up (operstate up); switchdev groups only.")
+		offload    = fam("vflag_ovs_hw_offload", "1 when Open vSwitch has other_config:hw-offload=true, 0 otherwise; switchdev groups only.")
+		bridgePort = fam("vflag_ovs_bridge_ports", "VF representors that are ports of the group's bridge with an OpenFlow port number; switchdev groups only.")
+		vfs        = fam("vflag_vfs", "VFs of the group's PFs.")
+		attached   = fam("vflag_vfs_attached", "VFs of the group that a domain of the config's attachments has in its persistent XML.")
+		vfInfo     = fam("vflag_vf_info", "One VF: PF, index, PCI address, host driver, MAC set through the PF, representor, OVS port and domain (\"\" when none; value always 1).")
+	)
+	for _, g := range hs.Groups {
+		groupInfo.add(1, "group", g.Name, "eswitch", g.Eswitch)
+		problems.add(float64(len(g.Problems)), "group", g.Name)
+		for _, p := range g.PFs {
+			pfUp.add(boolGauge(p.OperState == "up"), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
+			numVFs.add(float64(p.NumVFs), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
+		}
+		if g.LAG != nil {
+			lagActive.add(boolGauge(g.LAG.State == eswitch.LAGActive), "group", g.Name)
+			lagInfo.add(1, "group", g.Name, "state", g.LAG.State, "type", g.LAG.Type, "port_sel_mode", g.LAG.PortSelMode)
+		}
+		if g.Bond != nil {
+			n := len(g.Bond.Slaves)
+			if g.Bond.Mode == "absent" {
+				n = 0
+			}
+			slaves.add(float64(n), "group", g.Name, "bond", g.Bond.Name)
+			slavesUp.add(float64(len(g.SlavesUp)), "group", g.Name, "bond", g.Bond.Name)
+		}
+		if g.Bridge != "" {
+			offload.add(boolGauge(g.HWOffload == "true"), "group", g.Name, "bridge", g.Bridge)
+			ports := 0
+			for _, v := range g.VFs {
+				if v.OVSPort != "" && v.OFPort > 0 {
+					ports++
+				}
+			}
+			bridgePort.add(float64(ports), "group", g.Name, "bridge", g.Bridge)
+		}
+		nAttached := 0
+		for _, v := range g.VFs {
+			if v.Domain != "" {
+				nAttached++
+			}
+			vfInfo.add(1, "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index), "pci", v.PCI, "driver", v.Driver,
+				"mac", v.MAC, "representor", v.Representor, "ovs_port", v.OVSPort, "domain", v.Domain)
+		}
+		vfs.add(float64(len(g.VFs)), "group", g.Name)
+		attached.add(float64(nAttached), "group", g.Name)
+	}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, offload, bridgePort, vfs, attached, vfInfo}
+}
+
+// writeStatusPrometheus writes the status in the text exposition format.
+// Families without samples are left out.
+func writeStatusPrometheus(w io.Writer, hs HostStatus) error {
+	bw := bufio.NewWriter(w)
+	for _, f := range statusMetrics(hs) {
+		if len(f.samples) == 0 {
+			continue
+		}
+		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s gauge\n", f.name, escapeHelp(f.help), f.name)
+		for _, s := range f.samples {
+			bw.WriteString(f.name)
+			if len(s.labels) > 0 {
+				bw.WriteByte('{')
+				for i, l := range s.labels {
+					if i > 0 {
+						bw.WriteByte(',')
+					}
+					fmt.Fprintf(bw, "%s=\"%s\"", l[0], escapeLabel(l[1]))
+				}
+				bw.WriteByte('}')
+			}
+			bw.WriteByte(' ')
+			bw.WriteString(strconv.FormatFloat(s.value, 'g', -1, 64))
+			bw.WriteByte('\n')
+		}
+	}
+	return bw.Flush()
+}
+
+// escapeLabel escapes a label value: backslash, double quote, line feed.
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// escapeHelp escapes a HELP text: backslash and line feed.
+func escapeHelp(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+)
+
+// legacyConfig is a legacy-mode group on the example's simulated NIC: VFs
+// with MACs and one attachment, no bond, LAG or OVS.
+const legacyConfig = `
+ovsdb: unix:/var/run/openvswitch/db.sock
+libvirt: qemu:///system
+groups:
+  - name: leg0
+    eswitch: legacy
+    pfs: [ens1f0np0]
+    numvfs: 3
+    vfs:
+      - {pf: 0, vf: 0, mac: "52:54:00:20:00:00"}
+      - {pf: 0, vf: 1, mac: "52:54:00:20:00:01"}
+    attachments:
+      - {domain: vm1, pf: 0, vf: 0}
+sim:
+  nics:
+    - name: cx6lx
+      total_vfs: 8
+      pfs:
+        - {pci: "0000:61:00.0", netdev: ens1f0np0}
+        - {pci: "0000:61:00.1", netdev: ens1f1np1}
+`
+
+// TestStatusPrometheus runs `status -o prometheus` on simulated hosts in
+// several states and checks the samples, and that node_exporter's parser
+// (prometheus/common/expfmt) accepts the whole output with HELP and TYPE
+// for every family.
+func TestStatusPrometheus(t *testing.T) {
+	d := startDaemons(t)
+	setLink := func(name string, up bool) func(t *testing.T, b *bed) {
+		return func(t *testing.T, b *bed) {
+			h := b.openSim(t)
+			defer h.Close()
+			if err := h.SetLinkUp(name, up); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports"}
+	tests := []struct {
+		name   string
+		config string // "" = the example (switchdev, VF-LAG)
+		up     bool
+		setup  func(t *testing.T, b *bed) // after up
+		want   []string                   // exact sample lines
+		absent []string                   // families without samples
+	}{
+		{
+			name: "switchdev before up",
+			want: []string{
+				`vflag_group_info{group="lag0",eswitch="switchdev"} 1`,
+				`vflag_group_problems{group="lag0"} 0`,
+				`vflag_lag_active{group="lag0"} 0`,
+				`vflag_bond_slaves{group="lag0",bond="bond0"} 0`,
+				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 0`,
+				`vflag_pf_vfs{group="lag0",pf="ens1f0np0",pci="0000:61:00.0"} 0`,
+				`vflag_vfs{group="lag0"} 0`,
+				`vflag_vfs_attached{group="lag0"} 0`,
+			},
+			absent: []string{"vflag_vf_info"},
+		},
+		{
+			name: "switchdev after up", up: true,
+			want: []string{
+				`vflag_group_problems{group="lag0"} 0`,
+				`vflag_pf_up{group="lag0",pf="ens1f0np0",pci="0000:61:00.0"} 1`,
+				`vflag_pf_up{group="lag0",pf="ens1f1np1",pci="0000:61:00.1"} 1`,
+				`vflag_pf_vfs{group="lag0",pf="ens1f1np1",pci="0000:61:00.1"} 4`,
+				`vflag_lag_active{group="lag0"} 1`,
+				`vflag_bond_slaves{group="lag0",bond="bond0"} 2`,
+				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 2`,
+				`vflag_ovs_hw_offload{group="lag0",bridge="br-lag"} 1`,
+				`vflag_vfs{group="lag0"} 8`,
+				`vflag_vfs_attached{group="lag0"} 2`,
+			},
+		},
+		{
+			name: "switchdev, one slave without link", up: true, setup: setLink("ens1f1np1", false),
+			want: []string{
+				`vflag_pf_up{group="lag0",pf="ens1f0np0",pci="0000:61:00.0"} 1`,
+				`vflag_pf_up{group="lag0",pf="ens1f1np1",pci="0000:61:00.1"} 0`,
+				`vflag_bond_slaves{group="lag0",bond="bond0"} 2`,
+				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 1`,
+			},
+		},
+		{
+			name: "legacy after up", config: legacyConfig, up: true,
+			want: []string{
+				`vflag_group_info{group="leg0",eswitch="legacy"} 1`,
+				`vflag_group_problems{group="leg0"} 0`,
+				`vflag_pf_up{group="leg0",pf="ens1f0np0",pci="0000:61:00.0"} 1`,
+				`vflag_pf_vfs{group="leg0",pf="ens1f0np0",pci="0000:61:00.0"} 3`,
+				`vflag_vfs{group="leg0"} 3`,
+				`vflag_vfs_attached{group="leg0"} 1`,
+			},
+			absent: switchdevOnly,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBed(t, d, tc.config)
+			b.initSim()
+			if tc.up {
+				b.upJSON(2)
+				// The daemons are shared: leave them at their baseline.
+				defer b.mustVflag(0, "down")
+			}
+			if tc.setup != nil {
+				tc.setup(t, b)
+			}
+			out := b.mustVflag(0, "status", "-o", "prometheus")
+			t.Log(out)
+			fams := checkExposition(t, out)
+			lines := map[string]bool{}
+			for _, l := range strings.Split(out, "\n") {
+				lines[l] = true
+			}
+			for _, w := range tc.want {
+				if !lines[w] {
+					t.Errorf("no sample line %s", w)
+				}
+			}
+			for _, name := range tc.absent {
+				if fams[name] > 0 {
+					t.Errorf("%s has %d samples, want none", name, fams[name])
+				}
+			}
+			// Every VF has one info sample, with what status -o json says.
+			hs := b.statusJSON()
+			nvf := 0
+			for _, g := range hs.Groups {
+				nvf += len(g.VFs)
+				for _, v := range g.VFs {
+					if v.Domain == "" {
+						continue
+					}
+					want := `domain="` + v.Domain + `"`
+					found := false
+					for l := range lines {
+						if strings.HasPrefix(l, "vflag_vf_info{") && strings.Contains(l, `pci="`+v.PCI+`"`) && strings.Contains(l, want) && strings.Contains(l, `mac="`+v.MAC+`"`) {
+							found = true
+						}
+					}
+					if !found {
+						t.Errorf("no vflag_vf_info for %s with %s and mac %s", v.PCI, want, v.MAC)
+					}
+				}
+			}
+			if fams["vflag_vf_info"] != nvf {
+				t.Errorf("vflag_vf_info has %d samples, status has %d VFs", fams["vflag_vf_info"], nvf)
+			}
+		})
+	}
+}
+
+// statusJSON runs `status -o json` and decodes it.
+func (b *bed) statusJSON() HostStatus {
+	b.t.Helper()
+	var hs HostStatus
+	if err := json.Unmarshal([]byte(b.mustVflag(0, "status", "-o", "json")), &hs); err != nil {
+		b.t.Fatal(err)
+	}
+	return hs
+}
+
+// checkExposition parses the output as node_exporter's textfile collector
+// does and checks that each family has HELP and TYPE gauge; it returns the
+// number of samples per family.
+func checkExposition(t *testing.T, out string) map[string]int {
+	t.Helper()
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("not valid exposition format: %v\n%s", err, out)
+	}
+	n := map[string]int{}
+	var names []string
+	for name, mf := range mfs {
+		names = append(names, name)
+		if mf.GetHelp() == "" || mf.GetType().String() != "GAUGE" {
+			t.Errorf("%s: help %q type %s", name, mf.GetHelp(), mf.GetType())
+		}
+		if !strings.Contains(out, "# TYPE "+name+" gauge\n") {
+			t.Errorf("%s: no TYPE line", name)
+		}
+		n[name] = len(mf.GetMetric())
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		t.Fatal("no metric families")
+	}
+	return n
+}
+
+func TestStatusPrometheusOnlyForStatus(t *testing.T) {
+	var out, errb strings.Builder
+	if code := run(t.Context(), []string{"--config", "/nonexistent", "plan", "-o", "prometheus"}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "--output prometheus is for `vflag status` only") {
+		t.Fatalf("plan -o prometheus: exit %d, stderr %q", code, errb.String())
+	}
+	if code := run(t.Context(), []string{"--config", "/nonexistent", "status", "-o", "yaml"}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), `"yaml" is not text or json`) {
+		t.Fatalf("status -o yaml: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestWriteStatusPrometheusEscapes: label values are escaped as the format
+// wants, and families without samples are left out.
+func TestWriteStatusPrometheusEscapes(t *testing.T) {
+	hs := HostStatus{Groups: []GroupStatus{{Name: "g", Eswitch: "legacy", VFs: []VFStatus{{PF: "p", Index: 2, PCI: "0000:01:00.2", Domain: "a\"b\\c\nd"}}}}}
+	var b strings.Builder
+	if err := writeStatusPrometheus(&b, hs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := `vflag_vf_info{group="g",pf="p",vf="2",pci="0000:01:00.2",driver="",mac="",representor="",ovs_port="",domain="a\"b\\c\nd"} 1`
+	if !strings.Contains(out, want+"\n") {
+		t.Errorf("want line %s in\n%s", want, out)
+	}
+	if strings.Contains(out, "vflag_lag_active") || strings.Contains(out, "vflag_pf_up") {
+		t.Errorf("families without samples printed:\n%s", out)
+	}
+	fams := checkExposition(t, out)
+	if fams["vflag_vfs_attached"] != 1 {
+		t.Errorf("families: %v", fams)
+	}
+}

@@ -1,0 +1,191 @@
+#!/bin/bash
+# The libvirt qemu hook through a real libvirtd, on real PCI VFs (igb,
+# legacy group). `vflag install-hook` puts the hook in qemu.d before libvirtd
+# starts; vflag up creates 2 VFs without setting VF 0's MAC and gives VF 1 to
+# the host driver igbvf. A second hook script (qemu.d/zz-probe, run after
+# vflag's) logs VF 0's MAC at every event, so the hook's own effect is seen
+# before libvirt touches the VF. vm1 (VF 0 as <interface type='hostdev'>)
+# starts with the hook having set the domain's MAC; destroy resets it and
+# drops the per-domain state; vm2 (no passthrough) starts untouched; vm3
+# (VF 1, which the config keeps for the host) is refused with vflag's message.
+#
+# MACHINE: igb
+# TIMEOUT: 240
+# EXPECT: h_pf h_install_hook h_install_idempotent h_libvirtd h_up h_vf0_mac_unset h_vf1_host_driver
+# EXPECT: h_start h_hook_ran h_mac_at_prepare h_mac_running h_vf_on_vfio
+# EXPECT: h_destroy h_release_mac_reset h_release_state_removed
+# EXPECT: h_unmanaged_starts h_unmanaged_untouched
+# EXPECT: h_refused_start h_refused_untouched h_release_after_refusal
+. "$(dirname "$0")/lib.sh"
+
+ZERO=00:00:00:00:00:00
+MAC1=52:54:00:0b:00:01 # vm1's MAC for VF 0
+MAC3=52:54:00:0b:00:03 # vm3's MAC for VF 1
+STATE=/root/state
+PROBE_LOG=/root/hook-events.log
+
+modprobe igb
+modprobe igbvf
+modprobe vfio-pci
+PFDIR=$(pci_by_id 8086:10c9 | head -n 1)
+wait_for 10 test -d "$PFDIR/net"
+PF=$(ls "$PFDIR/net" | head -n 1)
+PCI=$(basename "$PFDIR")
+expect_match h_pf '^eth' echo "$PF"
+
+cat >/root/vflag.yaml <<EOF
+libvirt: qemu:///system
+groups:
+  - name: igb0
+    eswitch: legacy
+    pfs: ["$PCI"]
+    numvfs: 2
+    vfs:
+      - {pf: 0, vf: 1, driver: igbvf}
+EOF
+V() { "$VFLAG" --config /root/vflag.yaml --state-dir "$STATE" "$@"; }
+
+# vf_mac N: VF N's MAC as the PF reports it.
+vf_mac() { ip link show "$PF" | sed -n "s/^ *vf $1 .*link\/ether \([0-9a-f:]*\).*/\1/p"; }
+
+step "install the hook, then start libvirtd (it looks for hooks at startup)"
+hook_installed() {
+	V install-hook || return 1
+	local h=/etc/libvirt/hooks/qemu.d/vflag
+	test -x "$h" || { echo "$h is not executable"; return 1; }
+	grep -q -- "--config /root/vflag.yaml --state-dir $STATE hook qemu" "$h" || { cat "$h"; echo "$h does not run vflag with this config and state dir"; return 1; }
+	echo "$h: $(grep '^exec' "$h")"
+}
+check h_install_hook hook_installed
+idempotent() { out=$(V install-hook) || return 1; echo "$out"; echo "$out" | grep -q '^unchanged /etc/libvirt/hooks/qemu.d/vflag$'; }
+check h_install_idempotent idempotent
+# The probe: runs after vflag's hook (qemu.d runs in name order) and logs
+# "<domain> <op> <subop> vf0=<MAC> vf1=<MAC>" for every event.
+cat >/etc/libvirt/hooks/qemu.d/zz-probe <<EOF
+#!/bin/sh
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+cat >/dev/null
+m() { ip link show $PF | sed -n "s/^ *vf \$1 .*link\\/ether \\([0-9a-f:]*\\).*/\\1/p"; }
+echo "\$1 \$2 \$3 vf0=\$(m 0) vf1=\$(m 1)" >>$PROBE_LOG
+EOF
+chmod 755 /etc/libvirt/hooks/qemu.d/zz-probe
+check h_libvirtd libvirt_start || exit 1
+
+step "vflag up: VF 0 without a MAC, VF 1 for the host"
+check h_up V up || exit 1
+VF0=$(basename "$(readlink "$PFDIR/virtfn0")")
+VF1=$(basename "$(readlink "$PFDIR/virtfn1")")
+driver_of() { basename "$(readlink "/sys/bus/pci/devices/$1/driver")" 2>/dev/null; }
+# igb gives new VFs a zero MAC; vflag (no mac in the config) must not set
+# one. Zeroed anyway so the hook's effect below cannot be an old value.
+ip link set "$PF" vf 0 mac $ZERO
+expect h_vf0_mac_unset $ZERO vf_mac 0
+expect h_vf1_host_driver igbvf driver_of "$VF1"
+VF1_MAC=$(vf_mac 1)
+
+# domain NAME [PCI MAC]: a domain, with PCI as <interface type='hostdev'>.
+domain() {
+	local iface=
+	if [ -n "${2:-}" ]; then
+		local d=${2%%:*} rest=${2#*:}
+		local b=${rest%%:*} sf=${rest#*:}
+		iface="<interface type='hostdev' managed='yes'><mac address='$3'/><source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source></interface>"
+	fi
+	cat >"/root/$1.xml" <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    $iface
+  </devices>
+</domain>
+EOF
+	virsh define "/root/$1.xml" >/dev/null
+}
+domain vm1 "$VF0" $MAC1
+domain vm2
+domain vm3 "$VF1" $MAC3
+
+step "vm1 starts with VF 0"
+check h_start virsh start vm1
+hook_ran() {
+	local f=$STATE/hook/vm1.json
+	test -f "$f" || { echo "no $f"; return 1; }
+	cat "$f"
+	jq -e --arg pci "$VF0" --arg z $ZERO '.vfs[] | select(.pci == $pci and .vf == 0 and .mac_set == true and .prior_mac == $z)' "$f" >/dev/null ||
+		{ echo "$f does not record the MAC of $VF0 as set by the hook"; return 1; }
+	echo "$f records VF 0 ($VF0) MAC set, prior $ZERO"
+}
+check h_hook_ran hook_ran
+# "prepare begin" comes before libvirt sets a hostdev interface's MAC
+# itself: there the MAC can only be vflag's doing.
+at_event() { cat $PROBE_LOG; grep "^$1 $2 $3 " $PROBE_LOG | tail -n 1; }
+expect_match h_mac_at_prepare "^vm1 prepare begin vf0=$MAC1 " at_event vm1 prepare begin
+expect h_mac_running $MAC1 vf_mac 0
+expect h_vf_on_vfio vfio-pci driver_of "$VF0"
+
+step "destroy vm1: release resets"
+check h_destroy virsh destroy vm1
+# libvirt restores the MAC it saved when it started the domain (the hook's,
+# so the domain's); release end runs last and puts back the zero MAC.
+released() {
+	local got
+	got=$(vf_mac 0)
+	grep '^vm1 release end ' $PROBE_LOG
+	[ "$got" = $ZERO ] || { echo "VF 0 MAC after destroy is $got, want $ZERO"; return 1; }
+	echo "VF 0 MAC back to $got"
+}
+check h_release_mac_reset released
+gone() { ! test -e "$STATE/hook/vm1.json" || { cat "$STATE/hook/vm1.json"; echo "$STATE/hook/vm1.json still there"; return 1; }; echo "no $STATE/hook/vm1.json"; }
+check h_release_state_removed gone
+
+step "vm2 (no passthrough) starts untouched"
+before=$(ip link show "$PF")
+check h_unmanaged_starts virsh start vm2
+untouched() {
+	local after
+	after=$(ip link show "$PF")
+	grep '^vm2 ' $PROBE_LOG | head -n 2
+	grep -q '^vm2 prepare begin ' $PROBE_LOG || { echo "the hooks did not run for vm2"; return 1; }
+	! test -e "$STATE/hook/vm2.json" || { echo "hook state for vm2 written"; return 1; }
+	[ "$before" = "$after" ] || { printf 'before:\n%s\nafter:\n%s\n' "$before" "$after"; echo "PF $PF changed"; return 1; }
+	echo "hooks ran for vm2; $PF and its VFs unchanged; no hook state for vm2"
+}
+check h_unmanaged_untouched untouched
+virsh destroy vm2 >/dev/null
+
+step "vm3 wants VF 1, which the config gives to the host: refused"
+refused() {
+	local out rc
+	out=$(virsh start vm3 2>&1)
+	rc=$?
+	echo "$out"
+	[ $rc != 0 ] || { echo "vm3 started"; return 1; }
+	echo "$out" | grep -q "refusing to start domain vm3: VF not ready: VF 1 of $PF ($VF1), group igb0: the config gives it to the host (driver igbvf)" ||
+		{ echo "not vflag's refusal"; return 1; }
+	echo "$out" | grep -o 'vflag: refusing to start domain vm3: .*'
+}
+check h_refused_start refused
+refused_untouched() {
+	local st drv mac
+	st=$(virsh domstate vm3)
+	drv=$(driver_of "$VF1")
+	mac=$(vf_mac 1)
+	[ "$st" = "shut off" ] && [ "$drv" = igbvf ] && [ "$mac" = "$VF1_MAC" ] ||
+		{ echo "vm3 $st, VF 1 on ${drv:-no driver} with MAC $mac (want shut off, igbvf, $VF1_MAC)"; return 1; }
+	echo "vm3 shut off, VF 1 still on igbvf with MAC $mac"
+}
+check h_refused_untouched refused_untouched
+# libvirt runs release end after an aborted start; nothing of vm3's is kept.
+after_refusal() {
+	grep '^vm3 ' $PROBE_LOG
+	grep -q '^vm3 release end ' $PROBE_LOG || { echo "no release end for vm3"; return 1; }
+	! test -e "$STATE/hook/vm3.json" || { cat "$STATE/hook/vm3.json"; echo "hook state for vm3 left"; return 1; }
+	echo "release end ran for vm3; no hook state"
+}
+check h_release_after_refusal after_refusal
+cp $PROBE_LOG "$OUT/hook-events.log" 2>/dev/null
+exit 0
