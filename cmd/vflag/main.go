@@ -247,6 +247,17 @@ func (a *app) host(cfg *Config) (eswitch.Kernel, sysfs.FS, func(), error) {
 	return h, h.FS(), func() { h.Close() }, nil
 }
 
+// openEnv opens the host (simulated with --sim, whose spec comes from cfg)
+// and an env on it for envCfg; done releases both.
+func (a *app) openEnv(cfg, envCfg *Config) (e *env, done func(), err error) {
+	k, f, closeHost, err := a.host(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	e = newEnv(envCfg, k, f, a.log)
+	return e, func() { e.close(); closeHost() }, nil
+}
+
 func (a *app) stateDir() string {
 	if d := a.v.GetString("state-dir"); d != defaultStateDir || a.v.GetString("sim") == "" {
 		return d
@@ -268,13 +279,11 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	if err != nil {
 		return err
 	}
-	k, f, closeHost, err := a.host(cfg)
+	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	e := newEnv(cfg, k, f, a.log)
-	defer e.close()
+	defer closeEnv()
 	if e.stage = a.v.GetString("stage"); e.stage == "" {
 		e.stage = stageAll
 	} else if e.stage != stageAll && e.stage != stagePre {
@@ -324,18 +333,16 @@ func (a *app) runDown(ctx context.Context) error {
 		a.log.Warn("config not usable; down works from the journal alone", "err", err)
 		cfg = nil
 	}
-	k, f, closeHost, err := a.host(cfg)
-	if err != nil {
-		return err
-	}
-	defer closeHost()
 	ecfg := cfg
 	if ecfg == nil {
 		ecfg = &Config{}
 		ecfg.applyDefaults()
 	}
-	e := newEnv(ecfg, k, f, a.log)
-	defer e.close()
+	e, closeEnv, err := a.openEnv(cfg, ecfg)
+	if err != nil {
+		return err
+	}
+	defer closeEnv()
 	lock, err := teardown.AcquireLock(a.stateDir())
 	if err != nil {
 		return err

@@ -66,13 +66,11 @@ func (a *app) runStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	k, f, closeHost, err := a.host(cfg)
+	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	e := newEnv(cfg, k, f, a.log)
-	defer e.close()
+	defer closeEnv()
 	st := e.status(ctx)
 	switch a.v.GetString("output") {
 	case "json":

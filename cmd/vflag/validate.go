@@ -181,13 +181,11 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	if a.v.GetDuration("validate-interval") <= 0 {
 		return fmt.Errorf("--interval: %s must be positive", a.v.GetDuration("validate-interval"))
 	}
-	k, f, closeHost, err := a.host(cfg)
+	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	e := newEnv(cfg, k, f, a.log)
-	defer e.close()
+	defer closeEnv()
 
 	rep := &validate.Report{AllowSkip: a.v.GetBool("validate-allow-skip")}
 	var groups []Group
