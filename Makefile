@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 export PATH := $(dir $(GO)):$(PATH)
 BIN := bin/vflag
-DEBS := openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
+DEBS := rpm openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
 .PHONY: all deps build check test vet demo bench e2e e2e-image clean package
@@ -25,8 +25,9 @@ build: deps
 vet: deps
 	$(GO) vet ./...
 
-# check: everything CI runs: unit and integration tests, then the e2e suite.
-check: test e2e
+# check: everything CI runs: unit and integration tests, the packages (built,
+# inspected, installed and removed in an empty root), then the e2e suite.
+check: test package e2e
 
 # test: unit and integration tests (simulated NIC, real ovsdb-server/ovs-vswitchd, real libvirtd).
 test: deps vet
@@ -68,6 +69,8 @@ package: deps
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t build/
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t build/
 	bash packaging/check.sh build/vflag_$(VERSION)_$(ARCH).deb
+	rpm -qlp build/vflag-*.rpm | grep -qx /usr/bin/vflag && rpm -qlp build/vflag-*.rpm | grep -qx /etc/libvirt/hooks/qemu.d/vflag \
+	  && echo "rpm: contents OK"
 
 clean:
 	rm -rf bin build
