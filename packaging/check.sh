@@ -5,7 +5,7 @@ set -euo pipefail
 deb=$1
 fail() { echo "check.sh: $*" >&2; exit 1; }
 list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
-for want in /usr/bin/vflag /usr/lib/systemd/system/vflag-pre.service /usr/lib/systemd/system/vflag.service \
+for want in /usr/bin/vflag /usr/lib/systemd/system/vflag-pre.service /usr/lib/systemd/system/vflag.service /usr/lib/udev/rules.d/71-vflag-representors.rules \
     /etc/libvirt/hooks/qemu.d/vflag /usr/share/doc/vflag/examples/vflag.yaml \
     /usr/share/doc/vflag/examples/ansible/playbook.yml /usr/share/man/man1/vflag.1.gz \
     /usr/share/man/man1/vflag-hook-qemu.1.gz /usr/share/man/man1/vflag-up.1.gz \
