@@ -32,4 +32,3 @@ func TestUdevName(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 }
-
