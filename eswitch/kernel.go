@@ -115,3 +115,28 @@ type Kernel interface {
 	// SetFeature sets it ("ethtool -K $name $feature on|off").
 	SetFeature(name, feature string, on bool) error
 }
+
+// LinksUpSetter is what a Kernel may add to set the admin state of many
+// interfaces in one call: the simulated host then writes its state once
+// instead of once per interface. SetLinksUp behaves as SetLinkUp called
+// for each name in order: it stops at the first error and returns how many
+// names succeeded before it.
+type LinksUpSetter interface {
+	SetLinksUp(names []string, up bool) (int, error)
+}
+
+// SetLinksUp sets the admin state of names in order through k, in one call
+// where k is a LinksUpSetter, else one SetLinkUp per name. It stops at the
+// first error and returns how many names succeeded before it (names[n]
+// failed).
+func SetLinksUp(k Kernel, names []string, up bool) (int, error) {
+	if b, ok := k.(LinksUpSetter); ok {
+		return b.SetLinksUp(names, up)
+	}
+	for i, n := range names {
+		if err := k.SetLinkUp(n, up); err != nil {
+			return i, err
+		}
+	}
+	return len(names), nil
+}

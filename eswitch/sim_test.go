@@ -559,3 +559,40 @@ func TestLAGNotEligible(t *testing.T) {
 		}
 	}
 }
+
+// SetLinksUp gives the same result through a kernel's batch (the simulated
+// host) and through one SetLinkUp per name (a kernel without it): names up
+// to the first failure are set, and the count says where it failed.
+func TestSetLinksUp(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		batch bool
+	}{{"batch", true}, {"one by one", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := openSim(t)
+			var k eswitch.Kernel = h
+			if !tc.batch {
+				k = noDevlink{h} // embeds Kernel only: no SetLinksUp
+			}
+			if _, ok := k.(eswitch.LinksUpSetter); ok != tc.batch {
+				t.Fatalf("LinksUpSetter: %v", ok)
+			}
+			if n, err := eswitch.SetLinksUp(k, []string{"p0", "q0"}, true); n != 2 || err != nil {
+				t.Fatalf("SetLinksUp = %d, %v", n, err)
+			}
+			n, err := eswitch.SetLinksUp(k, []string{"q0", "p1", "gone", "q1"}, true)
+			if n != 2 || !errors.Is(err, eswitch.ErrLinkNotFound) {
+				t.Fatalf("SetLinksUp with a missing link = %d, %v", n, err)
+			}
+			for name, up := range map[string]bool{"p0": true, "q0": true, "p1": true, "q1": false} {
+				l, err := h.Link(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.AdminUp != up {
+					t.Errorf("%s up = %v, want %v", name, l.AdminUp, up)
+				}
+			}
+		})
+	}
+}

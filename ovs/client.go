@@ -18,8 +18,8 @@ import (
 )
 
 // Client is a connection to one OVSDB server (the Open_vSwitch database)
-// with a monitor cache of the Open_vSwitch, Bridge, Port and Interface
-// tables. Its methods may be called from several goroutines; Ensure and Undo
+// with a monitor cache of Open_vSwitch next_cfg and cur_cfg; the Bridge,
+// Port and Interface rows are read when needed, in one select transaction. Its methods may be called from several goroutines; Ensure and Undo
 // are serialized.
 type Client struct {
 	endpoint string
@@ -45,8 +45,8 @@ func databaseModel() (lmodel.ClientDBModel, error) {
 }
 
 // Connect opens endpoint ("unix:/run/openvswitch/db.sock", "tcp:1.2.3.4:6640")
-// and starts monitoring the columns vflag reads. ctx bounds the connection
-// and the initial monitor snapshot.
+// and starts monitoring the columns WaitApplied reads. ctx bounds the
+// connection and the initial monitor snapshot.
 func Connect(ctx context.Context, endpoint string) (*Client, error) {
 	dbm, err := databaseModel()
 	if err != nil {
@@ -74,13 +74,14 @@ func Connect(ctx context.Context, endpoint string) (*Client, error) {
 		UpdateFunc: func(table string, _, _ lmodel.Model) { poke(table) },
 	})
 
-	ovs, br, port, iface := &model.OpenvSwitch{}, &model.Bridge{}, &model.Port{}, &model.Interface{}
-	mon := db.NewMonitor(
-		client.WithTable(ovs, &ovs.Bridges, &ovs.OtherConfig, &ovs.NextCfg, &ovs.CurCfg),
-		client.WithTable(br, &br.Name, &br.Ports, &br.DatapathType, &br.ExternalIDs),
-		client.WithTable(port, &port.Name, &port.Interfaces, &port.Tag, &port.ExternalIDs),
-		client.WithTable(iface, &iface.Name, &iface.Type, &iface.Ofport, &iface.Error, &iface.ExternalIDs),
-	)
+	// The monitor covers only what WaitApplied waits on (one row). Reads
+	// select the rows they need in a transaction of their own (read): a
+	// monitor of the Bridge, Port and Interface tables would make every
+	// connect decode and cache all their rows, and every write of many
+	// ports wait until this client had decoded and cached the update
+	// ovsdb-server sends ahead of the reply.
+	ovs := &model.OpenvSwitch{}
+	mon := db.NewMonitor(client.WithTable(ovs, &ovs.NextCfg, &ovs.CurCfg))
 	if _, err := db.Monitor(ctx, mon); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ovs: connect %s: monitor: %w", endpoint, err)
@@ -91,7 +92,7 @@ func Connect(ctx context.Context, endpoint string) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() { c.db.Close() }
 
-// state is a consistent view of the monitored tables.
+// state is a consistent view of the tables read.
 type state struct {
 	root        *model.OpenvSwitch // nil: no Open_vSwitch row (ovs-vsctl init never ran)
 	bridges     map[string]*model.Bridge
@@ -99,27 +100,65 @@ type state struct {
 	portByUUID  map[string]*model.Port
 	portBridge  map[string]*model.Bridge    // port UUID -> bridge holding it
 	ifaces      map[string]*model.Interface // by name
-	ifaceByUUID map[string]*model.Interface
+	ifaceByUUID map[string]*model.Interface // empty unless the view reads Interface _uuid
 }
 
-// read returns the current state. The echo round trip first makes the cache
-// current: ovsdb-server flushes pending monitor updates to a session before
-// it reads the session's next request, and libovsdb applies notifications in
-// order before it delivers the echo reply.
-func (c *Client) read(ctx context.Context) (*state, error) {
-	if err := c.db.Echo(ctx); err != nil {
-		return nil, fmt.Errorf("sync with %s: %w", c.endpoint, err)
+// view names the columns a read selects, per table. Each read selects only what its caller uses: every
+// value of the reply is decoded (for a few hundred ports, most of a read's
+// cost), and row counts grow with the representors.
+type view map[string][]string
+
+var (
+	// planView: what plan and undoTxn use. Interfaces are read by name only
+	// (a wanted port name held by another port's interface).
+	planView = view{
+		model.OpenvSwitchTable: {"_uuid", "other_config"},
+		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
+		model.PortTable:        {"_uuid", "name", "tag", "external_ids"},
+		model.InterfaceTable:   {"name"},
 	}
-	var (
-		roots   []model.OpenvSwitch
-		bridges []model.Bridge
-		ports   []model.Port
-		ifaces  []model.Interface
-	)
-	for _, l := range []any{&roots, &bridges, &ports, &ifaces} {
-		if err := c.db.List(ctx, l); err != nil {
-			return nil, fmt.Errorf("read cache: %w", err)
-		}
+	// statusView adds what Status reports: each port's interface with its
+	// ofport and error.
+	statusView = view{
+		model.OpenvSwitchTable: {"_uuid", "other_config"},
+		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
+		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "external_ids"},
+		model.InterfaceTable:   {"_uuid", "name", "ofport", "error"},
+	}
+)
+
+// read returns the current state: one read-only transaction selecting the
+// columns of v, so the view is consistent and includes every transaction
+// committed before it (this client's own too).
+func (c *Client) read(ctx context.Context, v view) (*state, error) {
+	tables := []string{model.OpenvSwitchTable, model.BridgeTable, model.PortTable, model.InterfaceTable}
+	ops := make([]ovsdb.Operation, len(tables))
+	for i, t := range tables {
+		ops[i] = ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t, Columns: v[t]}
+	}
+	res, err := c.db.Transact(ctx, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
+	}
+	dbm := c.db.Cache().DatabaseModel()
+	roots, err := fromRows[model.OpenvSwitch](dbm, model.OpenvSwitchTable, res[0])
+	if err != nil {
+		return nil, err
+	}
+	bridges, err := fromRows[model.Bridge](dbm, model.BridgeTable, res[1])
+	if err != nil {
+		return nil, err
+	}
+	ports, err := fromRows[model.Port](dbm, model.PortTable, res[2])
+	if err != nil {
+		return nil, err
+	}
+	ifaces, err := fromRows[model.Interface](dbm, model.InterfaceTable, res[3])
+	if err != nil {
+		return nil, err
 	}
 	st := &state{
 		bridges:     make(map[string]*model.Bridge, len(bridges)),
@@ -132,28 +171,46 @@ func (c *Client) read(ctx context.Context) (*state, error) {
 	switch len(roots) {
 	case 0:
 	case 1:
-		st.root = &roots[0]
+		st.root = roots[0]
 	default:
 		return nil, fmt.Errorf("%d Open_vSwitch rows, want 1", len(roots))
 	}
-	for i := range bridges {
-		b := &bridges[i]
+	for _, b := range bridges {
 		st.bridges[b.Name] = b
 		for _, p := range b.Ports {
 			st.portBridge[p] = b
 		}
 	}
-	for i := range ports {
-		p := &ports[i]
+	for _, p := range ports {
 		st.ports[p.Name] = p
 		st.portByUUID[p.UUID] = p
 	}
-	for i := range ifaces {
-		f := &ifaces[i]
+	for _, f := range ifaces {
 		st.ifaces[f.Name] = f
-		st.ifaceByUUID[f.UUID] = f
+		if f.UUID != "" {
+			st.ifaceByUUID[f.UUID] = f
+		}
 	}
 	return st, nil
+}
+
+// fromRows maps the rows of one select result to models of table.
+func fromRows[T any](dbm lmodel.DatabaseModel, table string, res ovsdb.OperationResult) ([]*T, error) {
+	out := make([]*T, 0, len(res.Rows))
+	for i := range res.Rows {
+		row := &res.Rows[i]
+		u, _ := (*row)["_uuid"].(ovsdb.UUID) // not selected: ""
+		m, err := lmodel.CreateModel(dbm, table, row, u.GoUUID)
+		if err != nil {
+			return nil, fmt.Errorf("read %s row %s: %w", table, u.GoUUID, err)
+		}
+		t, ok := m.(*T)
+		if !ok {
+			return nil, fmt.Errorf("read %s: model is %T", table, m)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func (st *state) hwOffload() string {
@@ -296,7 +353,7 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 // Status reports the bridge, its ports with their OpenFlow port numbers and
 // interface errors, and the hw-offload setting.
 func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error) {
-	st, err := c.read(ctx)
+	st, err := c.read(ctx, statusView)
 	if err != nil {
 		return BridgeStatus{}, fmt.Errorf("ovs: status of bridge %s: %w", bridge, err)
 	}

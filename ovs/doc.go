@@ -28,11 +28,14 @@
 // # Ownership and concurrency
 //
 // Every row vflag creates carries external_ids vflag-owner=<LAG group>.
-// Undo removes only rows carrying the record's owner. Reads come from the
-// client's monitor cache after an echo round trip: ovsdb-server sends all
-// pending monitor updates to a connection before it reads that connection's
-// next request, so the cache then includes every change committed before the
-// echo, ours and other clients'. Writes are guarded against another client
+// Undo removes only rows carrying the record's owner. Each read is one
+// read-only transaction selecting just the columns vflag uses from the
+// Open_vSwitch, Bridge, Port and Interface tables: a consistent snapshot
+// that includes every change committed before it, ours and other clients'.
+// (The client monitors only Open_vSwitch next_cfg and cur_cfg, for
+// WaitApplied: a monitor of every port and interface would cost each connect
+// a snapshot to decode and cache, and each write of many ports the update
+// that ovsdb-server sends ahead of the reply.) Writes are guarded against another client
 // changing the database between that read and the write: new rows collide
 // with the name indexes, a wait operation makes the transaction fail if the
 // bridge Ensure adds ports to is gone or the bridge Undo deletes gained a

@@ -14,7 +14,7 @@ func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
 	if err := s.validate(); err != nil {
 		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}
-	st, err := c.read(ctx)
+	st, err := c.read(ctx, planView)
 	if err != nil {
 		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}
@@ -36,7 +36,7 @@ func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, erro
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, err := c.read(ctx)
+	st, err := c.read(ctx, planView)
 	if err != nil {
 		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
 	}

@@ -538,3 +538,51 @@ func TestEnsureGrowsMergedUndo(t *testing.T) {
 	}
 	diffDump(t, "after Undo", baseline, srv.Dump())
 }
+
+// UndoOwned removes every port of the owner on the bridge, also one the
+// record does not list (added by a later Ensure), and leaves another
+// owner's port and a foreign port alone; a second UndoOwned changes nothing.
+func TestUndoOwned(t *testing.T) {
+	t.Parallel()
+	srv := ovstest.Start(t)
+	srv.MustVsctl("add-br", "br0", "--", "set", "Bridge", "br0", "datapath_type=netdev")
+	srv.MustVsctl("add-port", "br0", "user0", "--", "set", "Interface", "user0", "type=internal")
+	baseline := srv.Dump()
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	spec := ovs.BridgeSpec{Owner: "g", Bridge: "br0", HWOffload: true, Ports: []ovs.PortSpec{{Name: "a"}}}
+	rec, _, err := c.Ensure(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: "b", Tag: 3})
+	if _, _, err := c.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	other := ovs.BridgeSpec{Owner: "h", Bridge: "br0", Ports: []ovs.PortSpec{{Name: "c"}}}
+	orec, _, err := c.Ensure(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = journal(t, rec) // lists "a" only
+	if err := c.UndoOwned(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	diffDump(t, "after UndoOwned", `other_config {}
+bridge "br0" datapath_type="netdev" owner=""
+  port "br0" tag=- owner=""
+    interface "br0" type="internal"
+  port "c" tag=- owner="h"
+    interface "c" type=""
+  port "user0" tag=- owner=""
+    interface "user0" type="internal"
+`, srv.Dump())
+	n := c.TxnCount()
+	if err := c.UndoOwned(ctx, rec); err != nil || c.TxnCount() != n {
+		t.Errorf("second UndoOwned: err %v, %d transactions", err, c.TxnCount()-n)
+	}
+	if err := c.Undo(ctx, journal(t, orec)); err != nil {
+		t.Fatal(err)
+	}
+	diffDump(t, "after both", baseline, srv.Dump())
+}

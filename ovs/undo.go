@@ -19,14 +19,36 @@ import (
 // Anything already gone counts as undone; Undo is repeatable. Rows vflag does
 // not own are never touched.
 func (c *Client) Undo(ctx context.Context, r Record) error {
+	return c.undo(ctx, r, false)
+}
+
+// UndoOwned is Undo with r.Ports replaced by every port on r.Bridge that
+// carries vflag-owner=r.Owner, but the bridge's own internal port: the ports
+// a later Ensure added are removed too. The ports are found in the same read
+// the transaction is computed from.
+func (c *Client) UndoOwned(ctx context.Context, r Record) error {
+	return c.undo(ctx, r, true)
+}
+
+func (c *Client) undo(ctx context.Context, r Record, owned bool) error {
 	if r.Owner == "" {
 		return fmt.Errorf("ovs: undo bridge %s: record without owner", r.Bridge)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, err := c.read(ctx)
+	st, err := c.read(ctx, planView)
 	if err != nil {
 		return fmt.Errorf("ovs: undo bridge %s: %w", r.Bridge, err)
+	}
+	if owned {
+		r.Ports = nil
+		if b := st.bridges[r.Bridge]; b != nil {
+			for _, pu := range b.Ports {
+				if p := st.portByUUID[pu]; p != nil && p.Name != r.Bridge && ownedBy(p.ExternalIDs, r.Owner) {
+					r.Ports = append(r.Ports, p.Name)
+				}
+			}
+		}
 	}
 	t := undoTxn(st, r)
 	if len(t.ops) == 0 {

@@ -392,3 +392,50 @@ func quick(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// CountVFs and VF agree with VFs while the VFs appear one by one.
+func TestSimCountVFsAndVF(t *testing.T) {
+	const lat = 20 * time.Millisecond
+	s := openSim(t, lat)
+	h := sriov.Host{FS: s.FS(), PollInterval: 2 * time.Millisecond}
+	if n, err := h.CountVFs(pf0); err != nil || n != 0 {
+		t.Fatalf("CountVFs before = %d, %v", n, err)
+	}
+	if _, ok, err := h.VF(pf0, 0); ok || err != nil {
+		t.Fatalf("VF 0 before: ok %v, err %v", ok, err)
+	}
+	if err := h.SetNumVFs(pf0, 3); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		vfs, err := h.VFs(pf0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := h.CountVFs(pf0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A VF may appear between the two reads, never disappear.
+		if n < len(vfs) || n > len(vfs)+1 {
+			t.Fatalf("CountVFs = %d, VFs lists %d", n, len(vfs))
+		}
+		for _, v := range vfs {
+			if a, ok, err := h.VF(pf0, v.Index); err != nil || !ok || a != v.Addr {
+				t.Fatalf("VF(%d) = %s, %v, %v; VFs has %s", v.Index, a, ok, err, v.Addr)
+			}
+		}
+		if len(vfs) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d VFs", len(vfs))
+		}
+	}
+	if _, ok, err := h.VF(pf0, 3); ok || err != nil {
+		t.Errorf("VF 3 of 3: ok %v, err %v", ok, err)
+	}
+	if n, err := h.CountVFs(pf1); err != nil || n != 0 {
+		t.Errorf("CountVFs of pf1 = %d, %v", n, err)
+	}
+}

@@ -254,6 +254,41 @@ func (h Host) VFs(pf Function) ([]VF, error) {
 	return vfs, nil
 }
 
+// CountVFs counts the VFs of a PF that exist: its virtfn links, as VFs
+// lists them, without resolving each ("ls .../virtfn*").
+func (h Host) CountVFs(pf Function) (int, error) {
+	names, err := h.FS.ReadDir(dev(pf, ""))
+	if err != nil {
+		return 0, fmt.Errorf("list VFs of %s: %w", pf, err)
+	}
+	n := 0
+	for _, name := range names {
+		if idx, ok := strings.CutPrefix(name, "virtfn"); ok {
+			if _, err := strconv.Atoi(idx); err == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// VF returns the address of VF index of a PF ("readlink .../virtfn$index");
+// ok is false when that VF does not exist (yet).
+func (h Host) VF(pf Function, index int) (a Addr, ok bool, err error) {
+	target, err := h.FS.Readlink(dev(pf, "virtfn"+strconv.Itoa(index)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read virtfn%d of %s: %w", index, pf, err)
+	}
+	a, err = ParseAddr(path.Base(target))
+	if err != nil {
+		return "", false, fmt.Errorf("virtfn%d of %s: %w", index, pf, err)
+	}
+	return a, true, nil
+}
+
 // WaitVFs waits until the PF has exactly n VFs with their virtfn links
 // (VF creation is asynchronous). It polls with a short bounded interval and
 // gives up when ctx ends.

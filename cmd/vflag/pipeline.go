@@ -299,14 +299,31 @@ func (e *env) upGroup(ctx context.Context, r *teardown.Runner, gh groupHost) err
 	if err := r.Do(ctx, eachDev(func(pf eswitch.PF) teardown.Step { return e.numVFsStep(pf, g.NumVFs) })...); err != nil {
 		return err
 	}
-	vfAddr := map[[2]int]sriov.Addr{} // in a plan, the VFs that exist already
+	// The VFs the config names (host drivers, attachments), where they
+	// exist already (in a plan they may not): one virtfn link each rather
+	// than every VF of every PF.
+	vfAddr := map[[2]int]sriov.Addr{}
+	owner := map[int]bool{}
 	for _, i := range gh.owners {
-		vfs, err := e.pci.VFs(pfs[i].Dev)
+		owner[i] = true
+	}
+	var named [][2]int
+	for _, v := range g.VFs {
+		named = append(named, [2]int{v.PF, v.VF})
+	}
+	for _, a := range g.Attachments {
+		named = append(named, [2]int{a.PF, a.VF})
+	}
+	for _, k := range named {
+		if _, done := vfAddr[k]; done || !owner[k[0]] {
+			continue
+		}
+		a, ok, err := e.pci.VF(pfs[k[0]].Dev, k[1])
 		if err != nil {
 			return err
 		}
-		for _, v := range vfs {
-			vfAddr[[2]int{i, v.Index}] = v.Addr
+		if ok {
+			vfAddr[k] = a
 		}
 	}
 	// 3. VF administrative settings through the PF.
@@ -575,14 +592,18 @@ func (e *env) verify(ctx context.Context, gh groupHost) error {
 			problems = append(problems, "hw-offload is "+orDash(bs.HWOffload))
 		}
 	}
+	domains := map[string]libvirtx.DomainState{} // each domain's XML is read once
 	for _, a := range g.Attachments {
-		c, err := e.virtConn()
-		if err != nil {
-			return err
-		}
-		d, err := c.Domain(a.Domain)
-		if err != nil {
-			return err
+		d, ok := domains[a.Domain]
+		if !ok {
+			c, err := e.virtConn()
+			if err != nil {
+				return err
+			}
+			if d, err = c.Domain(a.Domain); err != nil {
+				return err
+			}
+			domains[a.Domain] = d
 		}
 		found := false
 		for _, i := range d.Interfaces {
@@ -599,16 +620,8 @@ func (e *env) verify(ctx context.Context, gh groupHost) error {
 }
 
 func (e *env) vfIs(gh groupHost, pf, vf int, pci string) bool {
-	vfs, err := e.pci.VFs(gh.pfs[pf].Dev)
-	if err != nil {
-		return false
-	}
-	for _, v := range vfs {
-		if v.Index == vf {
-			return string(v.Addr) == pci
-		}
-	}
-	return false
+	a, ok, err := e.pci.VF(gh.pfs[pf].Dev, vf)
+	return err == nil && ok && string(a) == pci
 }
 
 // devlinks lists the distinct devlink instances of the PFs (netdevsim has one for both ports).

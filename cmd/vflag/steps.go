@@ -108,11 +108,9 @@ func (e *env) numVFsStep(pf eswitch.PF, n int) teardown.Step {
 			}
 			present := cur
 			if e.pci.HasPCIVFs(pf.Dev) {
-				vfs, err := e.pci.VFs(pf.Dev)
-				if err != nil {
+				if present, err = e.pci.CountVFs(pf.Dev); err != nil {
 					return teardown.Change{}, err
 				}
-				present = len(vfs)
 			}
 			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, cur, n)
 			if cur == n && present != n {
@@ -423,12 +421,8 @@ func (e *env) linkUpStep(id string, names ...string) teardown.Step {
 			if err != nil {
 				return err
 			}
-			for _, n := range d {
-				if err := e.k.SetLinkUp(n, true); err != nil {
-					return err
-				}
-			}
-			return nil
+			_, err = eswitch.SetLinksUp(e.k, d, true)
+			return err
 		},
 	}
 }

@@ -184,18 +184,7 @@ func (e *env) undoers() teardown.Undoers {
 			}
 			defer c.Close()
 			// Every port the owner holds on the bridge, also those a later run added.
-			st, err := c.Status(ctx, r.Bridge.Bridge)
-			if err != nil {
-				return err
-			}
-			rec := r.Bridge
-			rec.Ports = nil
-			for _, p := range st.Ports {
-				if p.Owner == rec.Owner && p.Name != rec.Bridge {
-					rec.Ports = append(rec.Ports, p.Name)
-				}
-			}
-			return c.Undo(ctx, rec)
+			return c.UndoOwned(ctx, r.Bridge)
 		},
 		kindAttach: func(_ context.Context, raw json.RawMessage) error {
 			r, err := decode[attachRecord](raw)
@@ -248,10 +237,17 @@ func (e *env) undoLinkUp(_ context.Context, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range r.Names {
-		if err := e.k.SetLinkUp(n, false); err != nil && !gone(err) {
+	// In one call where the kernel allows it; an interface already gone is
+	// skipped, as one SetLinkUp per name would.
+	for names := r.Names; len(names) > 0; {
+		n, err := eswitch.SetLinksUp(e.k, names, false)
+		if err == nil {
+			break
+		}
+		if !gone(err) {
 			return err
 		}
+		names = names[n+1:]
 	}
 	return nil
 }

@@ -21,7 +21,9 @@
 // creation progresses between processes. SetEswitchMode blocks for
 // Latency.ModeChange without holding any lock; meanwhile the PF reports its
 // old mode and a second mode change gets EBUSY "Can't change mode, E-Switch
-// is busy".
+// is busy". SetLinksUp (eswitch.LinksUpSetter) is SetLinkUp for many names
+// in one state write; the state's generation counter ("gen") still counts
+// one write per interface changed, as the kernel would see them.
 //
 // Errors: the FS returns *fs.PathError wrapping the bare syscall.Errno, as
 // the real sysfs does; the message the kernel would log goes to the
@@ -155,7 +157,10 @@
 // "sv"+8 hex digits of a hash of the name) carrying the simulated MAC, both
 // ends up exactly when the simulated netdev is admin up. Mirrors are created
 // and deleted as simulated netdevs appear and disappear, including VF
-// netdevs and representors that appear later (a timer syncs them). A real
+// netdevs and representors that appear later (a timer syncs them). Mirrors
+// that go together (the representors of a mode change) are deleted in one
+// batch (one netdev group, one RTM_DELLINK): one by one, each cost the
+// kernel an RCU grace period, which a real mode change does not spend. A real
 // ovs-vswitchd in that namespace can then add "bond0" and the representors
 // as ports. Close leaves the mirrors, which belong to the host's state.
 //

@@ -235,6 +235,37 @@ func (h *Host) SetLinkUp(name string, up bool) error {
 	})
 }
 
+// SetLinksUp implements eswitch.LinksUpSetter: SetLinkUp for each name in
+// order, stopping at the first error, in one state write (the generation
+// counter still counts one write per interface changed).
+func (h *Host) SetLinksUp(names []string, up bool) (int, error) {
+	how := "down"
+	if up {
+		how = "up"
+	}
+	done := 0
+	err := h.update(func(st *state, now int64) (bool, error) {
+		changes := 0
+		var err error
+		for _, name := range names {
+			c, e := st.setLinkUp(now, name, up)
+			if c {
+				changes++
+			}
+			if e != nil {
+				err = kernelErr("ip link set "+name+" "+how, e)
+				break
+			}
+			done++
+		}
+		if changes > 1 {
+			st.Gen += uint64(changes - 1) // save adds the last one
+		}
+		return changes > 0, err
+	})
+	return done, err
+}
+
 // SetVFMAC implements eswitch.Kernel.
 func (h *Host) SetVFMAC(pf string, vf int, mac net.HardwareAddr) error {
 	return h.update(func(st *state, now int64) (bool, error) {

@@ -8,7 +8,8 @@ import (
 // pciDirFast is pciDir with a lookup fast path for a PF's virtfn<i> links:
 // resolving one link (sriov.Host.VFs reads each) then costs O(1) instead of
 // building the whole directory, which made listing a PF's VFs quadratic in
-// the VF count. Every other name falls back to the directory.
+// the VF count. So is a function's driver link (sriov.Host.Driver reads it
+// for every VF). Every other name falls back to the directory.
 func (t tree) pciDirFast(d pciDev) *node {
 	n := t.pciDir(d)
 	n.lookup = func(name string) *node {
@@ -22,6 +23,12 @@ func (t tree) pciDirFast(d pciDev) *node {
 				return nil
 			}
 			return linkNode("../" + vf.PCI)
+		}
+		if name == "driver" { // as pciDir makes it, without the directory's net/ scan
+			if drv := d.driver(); drv != "" {
+				return linkNode(rel(t.devPath(d), "/sys/bus/pci/drivers/"+drv))
+			}
+			return nil
 		}
 		return n.kids()[name]
 	}

@@ -165,3 +165,72 @@ func TestMirrorNetns(t *testing.T) {
 		t.Fatalf("mirrors left: %v", names)
 	}
 }
+
+// Many netdevs changing in one write (a batch of representors) take the
+// dump path of a delta sync, and a mode change removing them deletes their
+// mirrors in one batch.
+func TestMirrorNetnsBatch(t *testing.T) {
+	path, ns := newTestNetns(t)
+	spec := testSpec()
+	spec.NICs[0].TotalVFs = 12
+	spec.Latency = Latency{}
+	spec.MirrorNetns = path
+	h, err := Open(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	f := h.FS()
+	for _, pf := range []string{pf0, "0000:61:00.1"} {
+		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_numvfs", []byte("12")); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetEswitchMode(dl(pf), eswitch.ModeSwitchdev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, wantN int) []string {
+		t.Helper()
+		ls, err := h.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]mirrored{}
+		var reps []string
+		for _, l := range ls {
+			if l.Name == "lo" {
+				continue
+			}
+			want[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
+			if l.Name != "p0" && l.Name != "p1" {
+				reps = append(reps, l.Name)
+			}
+		}
+		got := listMirror(t, ns)
+		if d := cmp.Diff(want, got, cmp.AllowUnexported(mirrored{})); d != "" {
+			t.Fatalf("%s: mirror differs (-sim +netns):\n%s", what, d)
+		}
+		if len(got) != wantN {
+			t.Fatalf("%s: %d mirrors, want %d", what, len(got), wantN)
+		}
+		return reps
+	}
+	reps := check("switchdev", 26)
+	if n, err := h.SetLinksUp(reps, true); err != nil || n != len(reps) {
+		t.Fatalf("SetLinksUp = %d, %v", n, err)
+	}
+	check("representors up", 26)
+	if n, err := h.SetLinksUp(reps, false); err != nil || n != len(reps) {
+		t.Fatalf("SetLinksUp = %d, %v", n, err)
+	}
+	check("representors down", 26)
+	for _, pf := range []string{pf0, "0000:61:00.1"} {
+		if err := h.SetEswitchMode(dl(pf), eswitch.ModeLegacy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("legacy", 2)
+}

@@ -265,3 +265,60 @@ func TestActiveBackupActiveSlave(t *testing.T) {
 		t.Fatalf("xmit_hash_policy %q", got)
 	}
 }
+
+// SetLinksUp is SetLinkUp for each name in order, in one state write: it
+// stops at the first error (reporting how many succeeded) and the
+// generation counter counts one write per interface it changed.
+func TestSetLinksUp(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.ok(x.h.SetLinkUp("p1", true))
+	gen := func() uint64 {
+		var g uint64
+		x.ok(x.h.view(func(st *state, _ int64) error { g = st.Gen; return nil }))
+		return g
+	}
+	g0 := gen()
+	n, err := x.h.SetLinksUp([]string{"p0", "p1"}, true) // p1 already up
+	if err != nil || n != 2 {
+		t.Fatalf("SetLinksUp = %d, %v", n, err)
+	}
+	if g := gen() - g0; g != 1 {
+		t.Errorf("%d writes counted, want 1 (p0)", g)
+	}
+	n, err = x.h.SetLinksUp([]string{"p0", "nope", "p1"}, false)
+	if n != 1 || !errors.Is(err, eswitch.ErrLinkNotFound) || !errors.Is(err, syscall.ENODEV) {
+		t.Fatalf("SetLinksUp with a missing link = %d, %v", n, err)
+	}
+	for name, up := range map[string]bool{"p0": false, "p1": true} {
+		l, err := x.h.Link(name)
+		x.ok(err)
+		if l.AdminUp != up {
+			t.Errorf("%s up = %v, want %v (the batch stops at the missing link)", name, l.AdminUp, up)
+		}
+	}
+	g1 := gen()
+	n, err = x.h.SetLinksUp([]string{"p0", "p1"}, true)
+	if err != nil || n != 2 {
+		t.Fatalf("SetLinksUp = %d, %v", n, err)
+	}
+	if g := gen() - g1; g != 1 {
+		t.Errorf("%d writes counted, want 1", g)
+	}
+	x.ok(x.h.SetLinkUp("p1", false))
+	g2 := gen()
+	if n, err := x.h.SetLinksUp([]string{"p0", "p1"}, false); err != nil || n != 2 {
+		t.Fatalf("SetLinksUp = %d, %v", n, err)
+	}
+	if g := gen() - g2; g != 1 {
+		t.Errorf("%d writes counted, want 1 (p0)", g)
+	}
+	x.ok(x.h.SetLinkUp("p0", true))
+	x.ok(x.h.SetLinkUp("p1", true))
+	g3 := gen()
+	if n, err := x.h.SetLinksUp([]string{"p0", "p1"}, false); err != nil || n != 2 {
+		t.Fatalf("SetLinksUp = %d, %v", n, err)
+	}
+	if g := gen() - g3; g != 2 {
+		t.Errorf("%d writes counted, want 2", g)
+	}
+}

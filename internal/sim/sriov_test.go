@@ -377,3 +377,29 @@ func TestPFUnbindNotModelled(t *testing.T) {
 	x.writeErr("/sys/bus/pci/drivers/mlx5_core/unbind", "0000:61:00.0", syscall.EPERM)
 	x.writeErr("/sys/bus/pci/drivers/vfio-pci/unbind", "0000:61:00.0", syscall.ENODEV)
 }
+
+// The lookup fast paths (virtfn<i>, driver) resolve exactly as the PCI
+// function's directory lists them.
+func TestPCIDirFastMatchesDir(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.write("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", "3")
+	x.clk.Advance(time.Second)
+	x.write("/sys/bus/pci/drivers/mlx5_core/unbind", "0000:61:00.3")
+	x.ok(x.h.view(func(st *state, now int64) error {
+		tr := tree{st, now}
+		for _, d := range st.pciDevs(now) {
+			dir, fast := tr.pciDir(d), tr.pciDirFast(d)
+			names := []string{"driver", "virtfn0", "virtfn2", "virtfn3", "virtfn01", "physfn", "nope"}
+			for name := range dir.kids() {
+				names = append(names, name)
+			}
+			for _, name := range names {
+				want, got := dir.kids()[name], fast.lookup(name)
+				if (want == nil) != (got == nil) || want != nil && (want.isLink() != got.isLink() || want.target != got.target) {
+					t.Errorf("%s %s: fast lookup %+v, directory %+v", d.addr(), name, got, want)
+				}
+			}
+		}
+		return nil
+	}))
+}
