@@ -557,29 +557,7 @@ func (a *app) hookRelease(ctx context.Context, d libvirtx.HookDomain, stateDir s
 // resetVFMAC puts back the MAC a VF had before the hook; a VF or PF that is
 // gone needs nothing.
 func resetVFMAC(k eswitch.Kernel, r hookVFRec) error {
-	l, err := k.Link(r.PF)
-	if gone(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	exists := false
-	for _, v := range l.VFs {
-		exists = exists || v.ID == r.VF
-	}
-	if !exists {
-		return nil
-	}
-	prior := r.PriorMAC
-	if prior == "" {
-		prior = "00:00:00:00:00:00"
-	}
-	hw, err := net.ParseMAC(prior)
-	if err != nil {
-		return fmt.Errorf("bad prior MAC %q: %w", prior, err)
-	}
-	return k.SetVFMAC(r.PF, r.VF, hw)
+	return restoreVFMAC(k, r.PF, r.VF, r.PriorMAC)
 }
 
 // writeFileAtomic writes a file by temp file, fsync and rename.

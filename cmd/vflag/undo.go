@@ -70,29 +70,7 @@ func (e *env) undoers() teardown.Undoers {
 			if err != nil {
 				return err
 			}
-			l, err := e.k.Link(r.PF)
-			if gone(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			exists := false
-			for _, v := range l.VFs {
-				exists = exists || v.ID == r.VF
-			}
-			if !exists {
-				return nil // the VF is gone
-			}
-			prior := r.Prior
-			if prior == "" {
-				prior = "00:00:00:00:00:00"
-			}
-			mac, err := net.ParseMAC(prior)
-			if err != nil {
-				return fmt.Errorf("journal: bad prior MAC %q: %w", prior, err)
-			}
-			return e.k.SetVFMAC(r.PF, r.VF, mac)
+			return restoreVFMAC(e.k, r.PF, r.VF, r.Prior)
 		},
 		kindUnbind: e.undoDrivers,
 		kindBind:   e.undoDrivers,
@@ -199,6 +177,33 @@ func (e *env) undoers() teardown.Undoers {
 			return c.Detach(r.Attachment)
 		},
 	}
+}
+
+// restoreVFMAC puts back the MAC a VF had ("" = none: the zero MAC, as
+// after VF creation); a PF or VF that is gone needs nothing.
+func restoreVFMAC(k eswitch.Kernel, pf string, vf int, prior string) error {
+	l, err := k.Link(pf)
+	if gone(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	exists := false
+	for _, v := range l.VFs {
+		exists = exists || v.ID == vf
+	}
+	if !exists {
+		return nil
+	}
+	if prior == "" {
+		prior = "00:00:00:00:00:00"
+	}
+	mac, err := net.ParseMAC(prior)
+	if err != nil {
+		return fmt.Errorf("bad prior MAC %q of VF %d of %s: %w", prior, vf, pf, err)
+	}
+	return k.SetVFMAC(pf, vf, mac)
 }
 
 // undoDrivers rebinds VFs to the drivers they had (an empty prior driver means unbound).
