@@ -225,7 +225,7 @@ func (a *app) runHook(ctx context.Context, domain, op, subop string, in io.Reade
 		problems = append(problems, fmt.Sprintf("save hook state: %v", err))
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (run `vflag up`, see `vflag status`)", d.Name, strings.Join(problems, "; "))
+		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(problems, "; "))
 	}
 	return nil
 }
@@ -355,7 +355,7 @@ func (hx *hookEnv) prepareVF(ctx context.Context, st *hookState, m managedVF, t 
 	e := hx.e
 	vc := m.vfConfig()
 	if vc.Driver != "" {
-		return fmt.Errorf("the config gives it to the host (driver %s): a domain must not take it", vc.Driver)
+		return fmt.Errorf("the config gives it to the host (driver %s): a domain must not take it; give the domain another VF or drop the driver from the config and run `vflag up`", vc.Driver)
 	}
 	rec := st.vf(string(m.Addr))
 	if rec == nil {
