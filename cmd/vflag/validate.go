@@ -261,7 +261,8 @@ func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Ch
 	t := validate.Target{
 		Group: g.Name, Switchdev: g.switchdev(), PFs: pfs, Owners: gh.owners, NumVFs: g.NumVFs,
 		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
-		RoCE: validate.RoCEExpect{Required: g.Validate.RoCE},
+		DatapathType: g.OVS.DatapathType,
+		RoCE:         validate.RoCEExpect{Required: g.Validate.RoCE},
 	}
 	mode := a.vget("roce-mode")
 	if mode == "" {

@@ -147,7 +147,18 @@ pci_by_id() {
 
 # ovs_start: Open vSwitch with the kernel datapath (openvswitch module).
 # Logs in /var/log/openvswitch. Extra arguments go to ovs-ctl.
+#
+# It first waits until the guest has been up for 11 s. Open vSwitch 3.1.0
+# (bookworm) caches its CPU count for 10 s from a start of 0 on the
+# monotonic clock, so an ovs-vswitchd that opens its datapath within 10 s
+# of boot counts 0 CPUs and, in per-cpu upcall dispatch, runs no handler
+# thread: the log says "Overriding n-handler-threads to 0", `ovs-dpctl
+# show` counts every miss as lost, and no packet reaches OpenFlow. The later
+# switch to 2 handlers does not repair the kernel's per-CPU upcall ports;
+# only a restart does. Scenarios start at ~5 s of uptime, so without the
+# wait about half of the boots had a bridge that forwarded nothing.
 ovs_start() {
+	while [ "$(cut -d. -f1 /proc/uptime)" -lt 11 ]; do sleep 0.2; done
 	ovs-ctl start --system-id=random --no-monitor "$@" >/tmp/ovs-ctl.log 2>&1 || {
 		cat /tmp/ovs-ctl.log
 		return 1

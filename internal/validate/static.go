@@ -26,7 +26,11 @@ type Target struct {
 	BondMode  string
 	Bridge    string
 	HWOffload bool
-	RoCE      RoCEExpect
+	// DatapathType is the bridge's datapath_type: "" and "system" run on
+	// the kernel datapath ovs-system, whose upcalls are checked; "netdev"
+	// (userspace) has none.
+	DatapathType string
+	RoCE         RoCEExpect
 	// BondOnly is a bare bond (vflag validate --bond): PFs are the bond's
 	// slaves, BondMode "" accepts any mode, the RDMA devices are also found
 	// by netdev (RDMANetdevs), and a bond without one has no RDMA checks.
@@ -281,7 +285,48 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	default:
 		out = append(out, failed("ovs/hw-offload", "other_config:hw-offload is %s, want true (flows are not offloaded to the NIC)", orDash(br.HWOffload)))
 	}
+	if t.DatapathType == "" || t.DatapathType == "system" {
+		st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
+		out = append(out, DatapathCheck(st, err))
+	}
 	return out
+}
+
+// DatapathCheck judges the kernel datapath's lookup counters: a datapath
+// that lost every upcall forwards nothing that needs ovs-vswitchd (every
+// first packet of a flow, ARP, flooding), however right the bridge looks in
+// OVSDB.
+func DatapathCheck(st eswitch.DatapathStats, err error) Check {
+	const name = "ovs/datapath"
+	dp := eswitch.SystemDatapath
+	switch {
+	case errors.Is(err, eswitch.ErrNotSupported):
+		return skip(name, "the kernel datapath %s cannot be read here (simulated host)", dp)
+	case errors.Is(err, eswitch.ErrNoDatapath):
+		return failed(name, "no kernel datapath %s: bridges of datapath_type system forward nothing (openvswitch module not loaded, or ovs-vswitchd not running): %v", dp, err)
+	case err != nil:
+		return failed(name, "%v", err)
+	}
+	dispatch := "per-vport"
+	if st.PerCPUDispatch {
+		dispatch = "per-cpu"
+	}
+	c := Check{Name: name, Data: st}
+	counts := fmt.Sprintf("hit %d, missed %d, lost %d, %d flows, %s upcall dispatch", st.Hit, st.Missed, st.Lost, st.Flows, dispatch)
+	switch {
+	case st.Missed > 0 && st.Lost >= st.Missed:
+		c.Verdict = Fail
+		c.Detail = fmt.Sprintf("%s lost every upcall (%s): no packet that missed the kernel flow table reached ovs-vswitchd, so no new flow is ever set up; "+
+			"no upcall handler is reading (ovs-vswitchd stopped or running no handler thread)", dp, counts)
+		if st.PerCPUDispatch {
+			c.Detail += `. Open vSwitch 3.1.0 started within 10 s of boot runs none in per-cpu dispatch (its log says "Overriding n-handler-threads to 0"): restart ovs-vswitchd`
+		}
+	case st.Lost > 0:
+		c.Verdict, c.Detail = Pass, fmt.Sprintf("%s: %s (some upcalls were lost under load; the slow path works)", dp, counts)
+	default:
+		c.Verdict, c.Detail = Pass, fmt.Sprintf("%s: %s", dp, counts)
+	}
+	return c
 }
 
 func rdmaChecks(f sysfs.FS, t Target, lag eswitch.LAGStatus) []Check {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sysfs"
 )
 
@@ -332,5 +334,41 @@ func TestRDMADevicesFor(t *testing.T) {
 	a := RDMAPerf{Peer: "10.0.0.2", Dev: "rxe0", Duration: 5 * time.Second, Iters: 500}.Args()
 	if strings.Join(a, " ") != "-R -F --report_gbits -d rxe0 -n 500 10.0.0.2" {
 		t.Fatalf("args %v", a)
+	}
+}
+
+func TestDatapathCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		st      eswitch.DatapathStats
+		err     error
+		verdict Verdict
+		detail  string
+	}{
+		{"healthy", eswitch.DatapathStats{Hit: 5, Missed: 10, Flows: 2, PerCPUDispatch: true}, nil, Pass,
+			"ovs-system: hit 5, missed 10, lost 0, 2 flows, per-cpu upcall dispatch"},
+		{"no upcall yet", eswitch.DatapathStats{}, nil, Pass, "missed 0, lost 0"},
+		{"some lost under load", eswitch.DatapathStats{Missed: 1000, Lost: 3}, nil, Pass, "some upcalls were lost under load"},
+		{"every upcall lost, per-cpu", eswitch.DatapathStats{Missed: 13, Lost: 13, PerCPUDispatch: true}, nil, Fail,
+			`lost every upcall (hit 0, missed 13, lost 13, 0 flows, per-cpu upcall dispatch)`},
+		{"every upcall lost, per-vport", eswitch.DatapathStats{Missed: 4, Lost: 4}, nil, Fail, "ovs-vswitchd stopped or running no handler thread"},
+		{"no datapath", eswitch.DatapathStats{}, fmt.Errorf("datapath ovs-system: %w", eswitch.ErrNoDatapath), Fail, "no kernel datapath ovs-system"},
+		{"simulated host", eswitch.DatapathStats{}, fmt.Errorf("x: %w", eswitch.ErrNotSupported), Skip, "cannot be read here"},
+		{"read error", eswitch.DatapathStats{}, errors.New("OVS_DP_CMD_GET: permission denied"), Fail, "permission denied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DatapathCheck(tt.st, tt.err)
+			if c.Name != "ovs/datapath" || c.Verdict != tt.verdict || !strings.Contains(c.Detail, tt.detail) {
+				t.Errorf("got %s %s %q, want ovs/datapath %s containing %q", c.Name, c.Verdict, c.Detail, tt.verdict, tt.detail)
+			}
+		})
+	}
+	// The Open vSwitch 3.1 hint only where it applies.
+	if c := DatapathCheck(eswitch.DatapathStats{Missed: 4, Lost: 4}, nil); strings.Contains(c.Detail, "n-handler-threads") {
+		t.Errorf("per-vport failure mentions the per-cpu handler bug: %s", c.Detail)
+	}
+	if c := DatapathCheck(eswitch.DatapathStats{Missed: 4, Lost: 4, PerCPUDispatch: true}, nil); !strings.Contains(c.Detail, `"Overriding n-handler-threads to 0"`) {
+		t.Errorf("per-cpu failure lacks the hint: %s", c.Detail)
 	}
 }
