@@ -2,7 +2,9 @@
 // representors, the bond and the hardware LAG state. Kernel is the narrow
 // interface to the kernel (Netlink is the real one); the readers here add
 // what sysfs and debugfs show (phys_port_name, phys_switch_id, bonding, mlx5
-// lag state).
+// lag state). ReadDatapath reads the Open vSwitch kernel datapath's lookup
+// counters (genetlink ovs_datapath, what `ovs-dpctl show -s` prints), where
+// a Kernel can (DatapathReader: the real one, not the simulated host).
 //
 // Ordering constraints, for mlx5 (DESIGN.md section 2):
 //

@@ -56,6 +56,8 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 		slaves     = fam("vflag_bond_slaves", "Slaves of the group's bond; 0 when the bond does not exist; switchdev groups only.")
 		slavesUp   = fam("vflag_bond_slaves_up", "Slaves of the group's bond whose link is up (operstate up); switchdev groups only.")
 		offload    = fam("vflag_ovs_hw_offload", "1 when Open vSwitch has other_config:hw-offload=true, 0 otherwise; switchdev groups only.")
+		dpMissed   = fam("vflag_ovs_datapath_upcalls", "Packets the kernel datapath of the group's bridge (ovs-system) sent up to ovs-vswitchd since it was created (lookups missed); bridges of datapath_type system only.")
+		dpLost     = fam("vflag_ovs_datapath_upcalls_lost", "Of those, upcalls the kernel could not hand to ovs-vswitchd (lookups lost); equal to vflag_ovs_datapath_upcalls and above 0: no handler is reading, the bridge forwards nothing new.")
 		bridgePort = fam("vflag_ovs_bridge_ports", "VF representors that are ports of the group's bridge with an OpenFlow port number; switchdev groups only.")
 		vfs        = fam("vflag_vfs", "VFs of the group's PFs.")
 		attached   = fam("vflag_vfs_attached", "VFs of the group that a domain of the config's attachments has in its persistent XML.")
@@ -89,6 +91,10 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 				}
 			}
 			bridgePort.add(float64(ports), "group", g.Name, "bridge", g.Bridge)
+			if d := g.Datapath; d != nil {
+				dpMissed.add(float64(d.Missed), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
+				dpLost.add(float64(d.Lost), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
+			}
 		}
 		nAttached := 0
 		for _, v := range g.VFs {
@@ -101,7 +107,7 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, offload, bridgePort, vfs, attached, vfInfo}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

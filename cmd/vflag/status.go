@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -52,8 +53,11 @@ type GroupStatus struct {
 	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
 	Bridge    string             `json:"bridge,omitempty"`
 	HWOffload string             `json:"hw_offload,omitempty"`
-	VFs       []VFStatus         `json:"vfs"`
-	Problems  []string           `json:"problems,omitempty"`
+	// Datapath is the kernel datapath of a bridge of datapath_type system,
+	// where it can be read (not on the simulated host).
+	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
+	VFs      []VFStatus             `json:"vfs"`
+	Problems []string               `json:"problems,omitempty"`
 }
 
 // HostStatus is `vflag status`.
@@ -150,6 +154,17 @@ func (e *env) status(ctx context.Context) HostStatus {
 				}
 				for _, p := range bs.Ports {
 					ports[p.Name] = p.OFPort
+				}
+			}
+			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
+				st, err := eswitch.ReadDatapath(e.k, eswitch.SystemDatapath)
+				if err == nil {
+					gs.Datapath = &st
+				}
+				// The same judgement as vflag validate's: a missing datapath
+				// or one that lost every upcall is a problem.
+				if c := validate.DatapathCheck(st, err); c.Verdict == validate.Fail {
+					problem("%s", c.Detail)
 				}
 			}
 		}
@@ -258,6 +273,13 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 		}
 		if g.Bridge != "" {
 			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, orDash(g.HWOffload))
+		}
+		if d := g.Datapath; d != nil {
+			dispatch := "per-vport"
+			if d.PerCPUDispatch {
+				dispatch = "per-cpu"
+			}
+			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, dispatch)
 		}
 		for _, v := range g.VFs {
 			port := "-"

@@ -24,13 +24,7 @@ MAC3=52:54:00:0b:00:03 # vm3's MAC for VF 1
 STATE=/root/state
 PROBE_LOG=/root/hook-events.log
 
-modprobe igb
-modprobe igbvf
-modprobe vfio-pci
-PFDIR=$(pci_by_id 8086:10c9 | head -n 1)
-wait_for 10 test -d "$PFDIR/net"
-PF=$(ls "$PFDIR/net" | head -n 1)
-PCI=$(basename "$PFDIR")
+igb_pf
 expect_match h_pf '^eth' echo "$PF"
 
 cat >/root/vflag.yaml <<EOF

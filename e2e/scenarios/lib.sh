@@ -143,6 +143,19 @@ pci_by_id() {
 	done
 }
 
+# igb_pf: loads igb, igbvf (loaded first, so that with autoprobe on it
+# would grab new VFs at once) and vfio-pci, waits for the 82576 PF's netdev
+# and sets PFDIR (its sysfs directory), PCI (its address) and PF (its
+# netdev). MACHINE igb only.
+igb_pf() {
+	modprobe igb && modprobe igbvf && modprobe vfio-pci || return 1
+	PFDIR=$(pci_by_id 8086:10c9 | head -n 1)
+	[ -n "$PFDIR" ] || { echo "no igb PF (8086:10c9): not the igb machine?"; return 1; }
+	wait_for 10 test -d "$PFDIR/net" || { echo "$PFDIR has no netdev"; return 1; }
+	PF=$(ls "$PFDIR/net" | head -n 1)
+	PCI=$(basename "$PFDIR")
+}
+
 # ---------------------------------------------------------------- daemons
 
 # ovs_start: Open vSwitch with the kernel datapath (openvswitch module).

@@ -13,13 +13,7 @@
 # EXPECT: b_down_refuses b_down_refused_no_change b_down b_vfs_removed b_xml_clean b_autoprobe_restored
 . "$(dirname "$0")/lib.sh"
 
-modprobe igb
-modprobe igbvf # loaded: with autoprobe on it would grab new VFs at once
-modprobe vfio-pci
-PFDIR=$(pci_by_id 8086:10c9 | head -n 1)
-wait_for 10 test -d "$PFDIR/net"
-PF=$(ls "$PFDIR/net" | head -n 1)
-PCI=$(basename "$PFDIR")
+igb_pf
 expect_match b_pf '^eth' echo "$PF"
 libvirt_start || exit 1
 cat >/root/vm1.xml <<'EOF'

@@ -10,7 +10,7 @@
 # TIMEOUT: 420
 # EXPECT: a_plan a_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
 # EXPECT: a_ovs_ports a_ovs_hw_offload a_ovs_tag a_ovs_ofports a_status_json a_lag_unverified
-# EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_down a_down_again
+# EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_status_datapath a_down a_down_again
 # EXPECT: a_baseline_link a_baseline_devlink a_baseline_ovs a_foreign_kept
 # EXPECT: ab_up ab_bond_mode ab_active_slave ab_down ab_baseline
 . "$(dirname "$0")/lib.sh"
@@ -162,6 +162,11 @@ dp_check() {
 		{ jq -c '.groups[0].checks[] | select(.name == "ovs/datapath")' "$OUT/validate.json"; return 1; }
 }
 check a_validate_datapath dp_check
+status_dp() {
+	V status -o json | jq -er '.groups[0] | select(.datapath.missed > 0 and .datapath.lost == 0 and ((.problems // []) | length == 0)) |
+		"status: \(.datapath.name) missed \(.datapath.missed) lost \(.datapath.lost), no problem"'
+}
+check a_status_datapath status_dp
 for i in 1 2; do ovs-vsctl del-port br-vf v${i}h; ip link del v${i}h; ip netns del ns$i; done
 
 step "A: vflag down"

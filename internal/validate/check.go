@@ -1,6 +1,7 @@
 // Package validate holds the checks of `vflag validate`: static checks of
-// a provisioned VF-LAG group (eswitch modes, bond, hardware LAG, OVS ports
-// and hw-offload, libvirt attachments, RDMA devices, RoCE mode, GIDs), the
+// a provisioned VF-LAG group (eswitch modes, bond, hardware LAG, OVS ports,
+// hw-offload and the kernel datapath's upcalls, libvirt attachments, RDMA
+// devices, RoCE mode, GIDs), the
 // traffic, failover and RDMA traffic checks, and the RoCE settings of
 // `vflag roce`. It reads the host through eswitch.Kernel and sysfs.FS, so it
 // runs the same on a real host and on the simulated one; OVS and libvirt

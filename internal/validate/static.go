@@ -316,7 +316,7 @@ func DatapathCheck(st eswitch.DatapathStats, err error) Check {
 	switch {
 	case st.Missed > 0 && st.Lost >= st.Missed:
 		c.Verdict = Fail
-		c.Detail = fmt.Sprintf("%s lost every upcall (%s): no packet that missed the kernel flow table reached ovs-vswitchd, so no new flow is ever set up; "+
+		c.Detail = fmt.Sprintf("%s lost every upcall since it was created (%s): no packet that missed the kernel flow table reached ovs-vswitchd, so no new flow is ever set up; "+
 			"no upcall handler is reading (ovs-vswitchd stopped or running no handler thread)", dp, counts)
 		if st.PerCPUDispatch {
 			c.Detail += `. Open vSwitch 3.1.0 started within 10 s of boot runs none in per-cpu dispatch (its log says "Overriding n-handler-threads to 0"): restart ovs-vswitchd`

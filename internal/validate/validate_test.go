@@ -350,7 +350,7 @@ func TestDatapathCheck(t *testing.T) {
 		{"no upcall yet", eswitch.DatapathStats{}, nil, Pass, "missed 0, lost 0"},
 		{"some lost under load", eswitch.DatapathStats{Missed: 1000, Lost: 3}, nil, Pass, "some upcalls were lost under load"},
 		{"every upcall lost, per-cpu", eswitch.DatapathStats{Missed: 13, Lost: 13, PerCPUDispatch: true}, nil, Fail,
-			`lost every upcall (hit 0, missed 13, lost 13, 0 flows, per-cpu upcall dispatch)`},
+			`lost every upcall since it was created (hit 0, missed 13, lost 13, 0 flows, per-cpu upcall dispatch)`},
 		{"every upcall lost, per-vport", eswitch.DatapathStats{Missed: 4, Lost: 4}, nil, Fail, "ovs-vswitchd stopped or running no handler thread"},
 		{"no datapath", eswitch.DatapathStats{}, fmt.Errorf("datapath ovs-system: %w", eswitch.ErrNoDatapath), Fail, "no kernel datapath ovs-system"},
 		{"simulated host", eswitch.DatapathStats{}, fmt.Errorf("x: %w", eswitch.ErrNotSupported), Skip, "cannot be read here"},
