@@ -129,3 +129,25 @@ func parseResults(log []byte) map[string][]result {
 	}
 	return res
 }
+
+// judgeResults turns the RESULT lines of one expected check into the
+// subtest's verdict: problems (each fails it) and the lines to log. No
+// line is a problem (the check never ran), so is a FAIL, and so is a SKIP:
+// an expected check that did not run proves nothing, the bed lacks what it
+// should have.
+func judgeResults(rs []result) (problems, logs []string) {
+	if len(rs) == 0 {
+		return []string{"missing: the guest printed no RESULT line for this check"}, nil
+	}
+	for _, r := range rs {
+		switch r.status {
+		case "FAIL":
+			problems = append(problems, "FAIL "+r.detail)
+		case "SKIP":
+			problems = append(problems, "SKIP (an expected check must run) "+r.detail)
+		default:
+			logs = append(logs, "PASS "+r.detail)
+		}
+	}
+	return problems, logs
+}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,5 +83,26 @@ func TestParseResults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parseResults = %v, want %v", got, want)
+	}
+}
+
+func TestJudgeResults(t *testing.T) {
+	tests := []struct {
+		name     string
+		rs       []result
+		problems []string
+	}{
+		{"pass", []result{{"PASS", "4.1 Gbit/s"}}, nil},
+		{"missing", nil, []string{"missing: the guest printed no RESULT line for this check"}},
+		{"fail", []result{{"PASS", "a"}, {"FAIL", "b"}}, []string{"FAIL b"}},
+		{"skip fails", []result{{"SKIP", "no iperf3"}}, []string{"SKIP (an expected check must run) no iperf3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := judgeResults(tt.rs)
+			if strings.Join(got, "|") != strings.Join(tt.problems, "|") {
+				t.Errorf("problems %q, want %q", got, tt.problems)
+			}
+		})
 	}
 }

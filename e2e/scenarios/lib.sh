@@ -35,6 +35,8 @@ fail() {
 	result "$1" FAIL "${@:2}"
 	return 1
 }
+# skip: a SKIP line; the harness fails an EXPECTed check that skipped (a
+# check that did not run proves nothing).
 skip() { result "$1" SKIP "${@:2}"; }
 
 # check NAME CMD [ARG...]: PASS when CMD exits 0. Its output is logged
