@@ -257,7 +257,27 @@ type BondInfo struct {
 	Miimon         int      `json:"miimon"`
 	LacpRate       string   `json:"lacp_rate,omitempty"`
 	XmitHashPolicy string   `json:"xmit_hash_policy,omitempty"`
+	// LACP is the 802.3ad negotiation: ReadBond leaves it nil (the
+	// pipeline's converged checks need none of it), ReadLACP fills it.
+	LACP *LACPInfo `json:"lacp,omitempty"`
 }
+
+// LACPInfo is what an 802.3ad bond negotiated with its link partner (the
+// switch): the active aggregator, how many slaves it holds, the partner's
+// system MAC. A partner MAC of all zeros means no LACP partner answered (the
+// switch ports are not an LACP port-channel): each slave is then an
+// individual port in its own aggregator and the bond uses one of them.
+type LACPInfo struct {
+	Aggregator int    `json:"aggregator"`  // active aggregator ID, 0: none (no slave up, bond down)
+	Ports      int    `json:"ports"`       // slaves in it (a slave with link down is not)
+	PartnerMAC string `json:"partner_mac"` // "" with no active aggregator
+	// SlaveAggregator is each slave's aggregator ID; 0 where the kernel
+	// says N/A.
+	SlaveAggregator map[string]int `json:"slave_aggregator,omitempty"`
+}
+
+// NoLACPPartner is the partner MAC of an aggregator without an LACP partner.
+const NoLACPPartner = "00:00:00:00:00:00"
 
 // ReadBond reads a bond's state from sysfs; fs.ErrNotExist when it is not a bond.
 func ReadBond(f sysfs.FS, name string) (BondInfo, error) {
@@ -294,6 +314,43 @@ func ReadBond(f sysfs.FS, name string) (BondInfo, error) {
 		b.XmitHashPolicy, _ = word("xmit_hash_policy")
 	}
 	return b, nil
+}
+
+// ReadLACP reads an 802.3ad bond's negotiation ("cat
+// /sys/class/net/$bond/bonding/{ad_aggregator,ad_num_ports,ad_partner_mac}
+// /sys/class/net/$slave/bonding_slave/ad_aggregator_id"); nil for other
+// modes or when the bond does not show them.
+func ReadLACP(f sysfs.FS, b BondInfo) *LACPInfo {
+	if b.Mode != "802.3ad" {
+		return nil
+	}
+	dir, slaves := netFile(b.Name, "bonding"), b.Slaves
+	num := func(p string) (int, bool) {
+		s, err := sysfs.ReadString(f, p)
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(s)
+		return n, err == nil
+	}
+	var l LACPInfo
+	var ok1, ok2 bool
+	l.Aggregator, ok1 = num(path.Join(dir, "ad_aggregator"))
+	l.Ports, ok2 = num(path.Join(dir, "ad_num_ports"))
+	mac, err := sysfs.ReadString(f, path.Join(dir, "ad_partner_mac"))
+	if !ok1 || !ok2 || err != nil {
+		return nil
+	}
+	l.PartnerMAC = mac
+	for _, s := range slaves {
+		if id, ok := num(netFile(s, "bonding_slave/ad_aggregator_id")); ok {
+			if l.SlaveAggregator == nil {
+				l.SlaveAggregator = map[string]int{}
+			}
+			l.SlaveAggregator[s] = id
+		}
+	}
+	return &l
 }
 
 // LAG states. "unverified" means the kernel exposes no LAG state (no mlx5

@@ -55,6 +55,8 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 		lagInfo    = fam("vflag_lag_info", "The group's hardware LAG state (active, inactive, unverified), type and port selection mode (value always 1); switchdev groups only.")
 		slaves     = fam("vflag_bond_slaves", "Slaves of the group's bond; 0 when the bond does not exist; switchdev groups only.")
 		slavesUp   = fam("vflag_bond_slaves_up", "Slaves of the group's bond whose link is up (operstate up); switchdev groups only.")
+		lacpPorts  = fam("vflag_bond_lacp_ports", "Slaves in the active aggregator of the group's 802.3ad bond (below vflag_bond_slaves_up: a slave with link was left out).")
+		lacpPeer   = fam("vflag_bond_lacp_partner", "1 when an LACP partner (the switch) answers on the group's 802.3ad bond, 0 when none does (the switch ports are no LACP port-channel: the bond sends on one port).")
 		offload    = fam("vflag_ovs_hw_offload", "1 when Open vSwitch has other_config:hw-offload=true, 0 otherwise; switchdev groups only.")
 		dpMissed   = fam("vflag_ovs_datapath_upcalls", "Packets the kernel datapath of the group's bridge (ovs-system) sent up to ovs-vswitchd since it was created (lookups missed); bridges of datapath_type system only.")
 		dpLost     = fam("vflag_ovs_datapath_upcalls_lost", "Of those, upcalls the kernel could not hand to ovs-vswitchd (lookups lost); equal to vflag_ovs_datapath_upcalls and above 0: no handler is reading, the bridge forwards nothing new.")
@@ -81,6 +83,10 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 			}
 			slaves.add(float64(n), "group", g.Name, "bond", g.Bond.Name)
 			slavesUp.add(float64(len(g.SlavesUp)), "group", g.Name, "bond", g.Bond.Name)
+			if l := g.Bond.LACP; l != nil {
+				lacpPorts.add(float64(l.Ports), "group", g.Name, "bond", g.Bond.Name)
+				lacpPeer.add(boolGauge(l.PartnerMAC != "" && l.PartnerMAC != eswitch.NoLACPPartner), "group", g.Name, "bond", g.Bond.Name)
+			}
 		}
 		if g.Bridge != "" {
 			offload.add(boolGauge(g.HWOffload == "true"), "group", g.Name, "bridge", g.Bridge)
@@ -107,7 +113,7 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

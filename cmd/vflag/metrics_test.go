@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sim"
 )
 
 // legacyConfig is a legacy-mode group on the example's simulated NIC: VFs
@@ -50,7 +51,7 @@ func TestStatusPrometheus(t *testing.T) {
 			}
 		}
 	}
-	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports"}
+	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_bond_lacp_ports", "vflag_bond_lacp_partner", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports"}
 	tests := []struct {
 		name   string
 		config string // "" = the example (switchdev, VF-LAG)
@@ -83,6 +84,8 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_lag_active{group="lag0"} 1`,
 				`vflag_bond_slaves{group="lag0",bond="bond0"} 2`,
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 2`,
+				`vflag_bond_lacp_ports{group="lag0",bond="bond0"} 2`,
+				`vflag_bond_lacp_partner{group="lag0",bond="bond0"} 1`,
 				`vflag_ovs_hw_offload{group="lag0",bridge="br-lag"} 1`,
 				`vflag_vfs{group="lag0"} 8`,
 				`vflag_vfs_attached{group="lag0"} 2`,
@@ -95,6 +98,20 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_pf_up{group="lag0",pf="ens1f1np1",pci="0000:61:00.1"} 0`,
 				`vflag_bond_slaves{group="lag0",bond="bond0"} 2`,
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 1`,
+				`vflag_bond_lacp_ports{group="lag0",bond="bond0"} 1`,
+				`vflag_group_problems{group="lag0"} 0`, // the slave is down, LACP is fine
+			},
+		},
+		{
+			name: "switchdev, switch ports without LACP", up: true,
+			setup: func(t *testing.T, b *bed) {
+				b.withSim(func(h *sim.Host) error { return h.SetSwitchLACP("cx6lx", false) })
+			},
+			want: []string{
+				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 2`,
+				`vflag_bond_lacp_ports{group="lag0",bond="bond0"} 1`,
+				`vflag_bond_lacp_partner{group="lag0",bond="bond0"} 0`,
+				`vflag_group_problems{group="lag0"} 1`,
 			},
 		},
 		{

@@ -121,10 +121,18 @@ func (e *env) status(ctx context.Context) HostStatus {
 		}
 		if g.switchdev() {
 			if b, err := eswitch.ReadBond(e.fs, g.Bond.Name); err == nil {
+				b.LACP = eswitch.ReadLACP(e.fs, b)
 				gs.Bond = &b
 				for _, sl := range b.Slaves {
 					if l, err := e.k.Link(sl); err == nil && l.OperState == "up" {
 						gs.SlavesUp = append(gs.SlavesUp, sl)
+					}
+				}
+				// vflag validate's judgement: no LACP partner, or slaves with
+				// link left out of the aggregator, is a problem.
+				if b.LACP != nil {
+					if c := validate.LACPCheck(e.k, b, b.LACP); c.Verdict == validate.Fail {
+						problem("%s", c.Detail)
 					}
 				}
 			} else if errors.Is(err, fs.ErrNotExist) {
@@ -262,6 +270,9 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 		} else if g.Bond != nil {
 			b := g.Bond
 			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), orDash(b.ActiveSlave), orDash(b.MIIStatus))
+			if l := b.LACP; l != nil {
+				fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, orDash(l.PartnerMAC))
+			}
 		}
 		if g.LAG != nil {
 			l := g.LAG

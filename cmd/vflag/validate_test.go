@@ -145,6 +145,13 @@ func TestValidateStatic(t *testing.T) {
 			skipped: []string{"rdma/devices", "rdma/mlx5_0/port1/roce-mode", "rdma/mlx5_1/port1/roce-mode"},
 		},
 		{
+			name: "switch ports without LACP",
+			fault: func(t *testing.T, b *bed) {
+				b.withSim(func(h *sim.Host) error { return h.SetSwitchLACP("cx6lx", false) })
+			},
+			failed: "bond/lacp", detail: []string{"no LACP partner answers on bond bond0", "ens1f0np0:1 ens1f1np1:2"},
+		},
+		{
 			name: "RDMA device did not bond",
 			fault: func(t *testing.T, b *bed) {
 				b.withSim(func(h *sim.Host) error { return h.SetRDMABondFault("cx6lx", true) })
@@ -176,6 +183,10 @@ func TestValidateStatic(t *testing.T) {
 			if tc.failed == "" {
 				if len(failed) != 0 || len(skipped) != 0 || !rep.OK || rep.Passed == 0 {
 					t.Fatalf("healthy group: failed %v skipped %v ok %v\n%+v", names(failed), names(skipped), rep.OK, rep)
+				}
+				// The simulated switch answers LACP: both PFs in one aggregator.
+				if c := checksBy(rep, validate.Pass)["bond/lacp"]; !strings.Contains(c.Detail, "aggregator 1 holds 2 slave(s), LACP partner 02:") {
+					t.Errorf("bond/lacp: %q", c.Detail)
 				}
 			} else {
 				if len(failed) != 1 {

@@ -4,7 +4,9 @@
 # traffic to the bridge's address crosses the bond: iperf3 with per-slave
 # shares checked against the kernel's counters, failover (slave set down
 # during traffic, gap measured, slave restored; also when interrupted), a
-# balance-xor bond's shares, and real failure verdicts. Then Soft-RoCE: rxe0
+# balance-xor bond's shares, an 802.3ad bond negotiating LACP with an
+# 802.3ad bond in "peer" (partner, aggregator, shares) and one whose peer
+# answers no LACP, and real failure verdicts. Then Soft-RoCE: rxe0
 # on the bond and rxe1 on a third veth, both in the initial namespace (rxe's
 # UDP socket lives only there on 6.1); policy routing sends the traffic
 # between the two local addresses over the wire, so ib_send_bw -R crosses
@@ -13,7 +15,7 @@
 # MACHINE: default
 # TIMEOUT: 300
 # EXPECT: v_setup v_static v_traffic v_failover v_failover_restored v_failover_interrupted
-# EXPECT: v_xor_shares v_fail_slave_down v_fail_no_carrier v_fail_mode v_fail_no_bond
+# EXPECT: v_xor_shares v_lacp_setup v_lacp v_lacp_shares v_fail_no_lacp_partner v_fail_slave_down v_fail_no_carrier v_fail_mode v_fail_no_bond
 # EXPECT: v_rxe_setup v_roce_show v_roce_gids v_roce_set v_validate_roce v_fail_roce_mode
 # EXPECT: v_rdma v_fail_rdma_no_server
 . "$(dirname "$0")/lib.sh"
@@ -169,6 +171,63 @@ xor() {
 	echo "$(detail "$OUT/xor.json" traffic) | kernel: xA1 +$d1, xA2 +$d2 pkts"
 }
 check v_xor_shares xor
+
+step "802.3ad: bond2 with an LACP partner (an 802.3ad bond in netns peer), bond3 with none"
+# lacp_pair BOND PEERBOND PEERMODE PREFIX NET: an 802.3ad bond of two veths
+# whose peers are slaves of PEERBOND (mode PEERMODE) in netns peer.
+lacp_pair() {
+	local i
+	ip link add "$1" type bond mode 802.3ad miimon 100 lacp_rate fast xmit_hash_policy layer3+4 || return 1
+	if [ "$3" = 802.3ad ]; then
+		ip -n peer link add "$2" type bond mode 802.3ad miimon 100 lacp_rate fast xmit_hash_policy layer3+4 || return 1
+	else
+		ip -n peer link add "$2" type bond mode "$3" miimon 100 || return 1
+	fi
+	for i in 1 2; do
+		ip link add "$4A$i" type veth peer name "$4B$i" || return 1
+		ip link set "$4A$i" master "$1" || return 1
+		ip link set "$4B$i" netns peer
+		ip -n peer link set "$4B$i" master "$2" || return 1
+	done
+	ip link set "$1" up
+	ip -n peer link set "$2" up
+	ip addr add "10.99.$5.1/24" dev "$1"
+	ip -n peer addr add "10.99.$5.3/24" dev "$2"
+}
+lacp_setup() {
+	lacp_pair bond2 pbond2 802.3ad y 2 || return 1
+	lacp_pair bond3 pbond3 balance-xor z 3 || return 1
+	# Negotiated: both slaves in the active aggregator (lacp_rate fast: ~1-3 s).
+	wait_for 20 sh -c '[ "$(cat /sys/class/net/bond2/bonding/ad_num_ports)" = 2 ]' || { cat /proc/net/bonding/bond2; return 1; }
+	wait_for 10 ping -c 1 -W 1 10.99.2.3 || { echo "no ping through bond2"; return 1; }
+	echo "bond2: aggregator $(cat /sys/class/net/bond2/bonding/ad_aggregator) with $(cat /sys/class/net/bond2/bonding/ad_num_ports) ports, partner $(cat /sys/class/net/bond2/bonding/ad_partner_mac)"
+}
+check v_lacp_setup lacp_setup
+lacp_ok() {
+	VNAME=lacp V --bond bond2 --bond-mode 802.3ad || { cat "$OUT/lacp.json"; return 1; }
+	local want got
+	# The partner is the peer bond: its system MAC is pbond2's address.
+	want=$(cat /sys/class/net/bond2/bonding/ad_partner_mac)
+	got=$(ip netns exec peer cat /sys/class/net/pbond2/address)
+	[ "$want" = "$got" ] || { echo "kernel: bond2's partner $want, pbond2 is $got"; return 1; }
+	detail "$OUT/lacp.json" bond/lacp | grep -q "aggregator [0-9]* holds 2 slave(s), LACP partner $got\$" ||
+		{ echo "bond/lacp: $(detail "$OUT/lacp.json" bond/lacp)"; return 1; }
+	echo "$(detail "$OUT/lacp.json" bond/lacp) | kernel: pbond2 is $got"
+}
+check v_lacp lacp_ok
+lacp_shares() {
+	local x1 x2 y1 y2 d1 d2
+	x1=$(txrx yA1) y1=$(txrx yA2)
+	VNAME=lacp_traffic V --bond bond2 --bond-mode 802.3ad --traffic --peer 10.99.2.3 --parallel 8 --duration 5s || { cat "$OUT/lacp_traffic.json"; return 1; }
+	x2=$(txrx yA1) y2=$(txrx yA2)
+	d1=$((x2 - x1)) d2=$((y2 - y1))
+	[ $((d1 * 20)) -gt $((d1 + d2)) ] && [ $((d2 * 20)) -gt $((d1 + d2)) ] || { echo "kernel counters: yA1 +$d1, yA2 +$d2"; return 1; }
+	echo "$(detail "$OUT/lacp_traffic.json" traffic) | kernel: yA1 +$d1, yA2 +$d2 pkts"
+}
+check v_lacp_shares lacp_shares
+VNAME=no_lacp # bond3's peer is a balance-xor bond: nobody answers LACP
+V --bond bond3 --bond-mode 802.3ad
+want_fail v_fail_no_lacp_partner "$OUT/no_lacp.json" $? "bond/lacp" 'no LACP partner answers on bond bond3.*zA1:1 zA2:2'
 
 step "failure verdicts on the real kernel"
 VNAME=slave_down

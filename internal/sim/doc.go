@@ -81,8 +81,12 @@
 //     MAC back, a bond left without slaves gets a new random MAC;
 //     active-backup selects the first up slave and does not preempt; the bond
 //     is oper up when a slave is. sysfs bonding/{mode, slaves, active_slave,
-//     miimon, mii_status, lacp_rate, xmit_hash_policy} in the kernel's
-//     formats, read-only.
+//     miimon, mii_status, lacp_rate, xmit_hash_policy, ad_aggregator,
+//     ad_num_ports, ad_partner_mac} and <slave>/bonding_slave/ad_aggregator_id
+//     in the kernel's formats, read-only. 802.3ad negotiation (lacpView, as
+//     measured on 6.1): the switch behind a NIC answers LACP unless the spec
+//     says switch_lacp: off (SetSwitchLACP changes it); without a partner
+//     every slave is an individual port and the partner MAC reads zeros.
 //   - §5 mlx5 LAG. Eligible when both PFs of the NIC, and nothing else, are
 //     the slaves of one bond in active-backup, balance-xor or 802.3ad, both
 //     PFs are in switchdev and each has at most 64 VFs (DESIGN.md §2 step 0:

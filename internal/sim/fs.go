@@ -508,6 +508,9 @@ func (t tree) netdevDir(nd *netdev) *node {
 		if nd.Bond != nil {
 			m["bonding"] = t.bondingDir(nd)
 		}
+		if mst := st.Netdevs[nd.Master]; mst != nil && mst.Bond != nil {
+			m["bonding_slave"] = t.bondingSlaveDir(mst, nd)
+		}
 		return m
 	})
 }
@@ -528,7 +531,19 @@ func (t tree) bondingDir(nd *netdev) *node {
 			mii = "up\n"
 		}
 		ro := func(s string) *node { return textNode(s) }
+		// The 802.3ad files read empty (nothing printed) in other modes.
+		agg, ports, partner := "", "", ""
+		if b.Mode == "802.3ad" {
+			l := t.st.lacp(nd, t.now)
+			agg, ports = fmt.Sprintf("%d\n", l.Aggregator), fmt.Sprintf("%d\n", l.Ports)
+			if l.PartnerMAC != "" {
+				partner = l.PartnerMAC + "\n"
+			}
+		}
 		return map[string]*node{
+			"ad_aggregator":    ro(agg),
+			"ad_num_ports":     ro(ports),
+			"ad_partner_mac":   ro(partner),
 			"mode":             ro(fmt.Sprintf("%s %d\n", b.Mode, bondModes[b.Mode])),
 			"slaves":           ro(slaves),
 			"active_slave":     ro(active),
@@ -537,6 +552,20 @@ func (t tree) bondingDir(nd *netdev) *node {
 			"lacp_rate":        ro(fmt.Sprintf("%s %d\n", b.LacpRate, lacpRates[b.LacpRate])),
 			"xmit_hash_policy": ro(fmt.Sprintf("%s %d\n", b.XmitHashPolicy, xmitPolicies[b.XmitHashPolicy])),
 		}
+	})
+}
+
+// bondingSlaveDir is /sys/class/net/<slave>/bonding_slave: the slave's
+// aggregator ("N/A" outside 802.3ad).
+func (t tree) bondingSlaveDir(bond, slave *netdev) *node {
+	return dirNode(func() map[string]*node {
+		agg := "N/A\n"
+		if bond.Bond.Mode == "802.3ad" {
+			if id, ok := t.st.lacp(bond, t.now).SlaveAgg[slave.Name]; ok {
+				agg = fmt.Sprintf("%d\n", id)
+			}
+		}
+		return map[string]*node{"ad_aggregator_id": textNode(agg)}
 	})
 }
 

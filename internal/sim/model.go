@@ -294,6 +294,80 @@ func (st *state) operState(nd *netdev, now int64) string {
 	return "up"
 }
 
+// lacpView is an 802.3ad bond's negotiation as the bonding driver settles
+// it (measured on Linux 6.1 with veth pairs, e2e validate.sh): slaves whose
+// link partner is the same LACP system share one aggregator, the first such
+// slave's; a slave whose switch port runs no LACP is an individual port in
+// an aggregator of its own with partner 00:00:00:00:00:00. A slave with link
+// down keeps its aggregator ID but is not counted in ad_num_ports. The
+// active aggregator (ad_select stable, computed rather than remembered here)
+// is the one with the most up slaves, the lowest ID on a tie; with no slave
+// up or the bond down there is none: ad_aggregator and ad_num_ports read 0
+// and ad_partner_mac is empty.
+type lacpView struct {
+	Aggregator int
+	Ports      int
+	PartnerMAC string
+	SlaveAgg   map[string]int
+}
+
+func (st *state) lacp(bond *netdev, now int64) lacpView {
+	v := lacpView{SlaveAgg: map[string]int{}}
+	partnerOf := map[int]string{} // aggregator -> partner system
+	aggOf := map[string]int{}     // partner system -> aggregator
+	up := map[int]int{}
+	for i, name := range bond.Bond.Slaves {
+		sl := st.Netdevs[name]
+		if sl == nil {
+			continue
+		}
+		id, partner := i+1, st.lacpPartner(sl)
+		if partner != "" {
+			if a, ok := aggOf[partner]; ok {
+				id = a
+			} else {
+				aggOf[partner] = id
+			}
+		}
+		v.SlaveAgg[name] = id
+		partnerOf[id] = partner
+		if sl.visible(now) && st.operUp(sl, now) {
+			up[id]++
+		}
+	}
+	if !bond.AdminUp {
+		return v
+	}
+	for id, n := range up {
+		if n > v.Ports || (n == v.Ports && id < v.Aggregator) {
+			v.Aggregator, v.Ports = id, n
+		}
+	}
+	if v.Aggregator == 0 {
+		return v
+	}
+	v.PartnerMAC = partnerOf[v.Aggregator]
+	if v.PartnerMAC == "" {
+		v.PartnerMAC = eswitch.NoLACPPartner
+	}
+	return v
+}
+
+// lacpPartner is the LACP system MAC of the switch behind a PF slave, ""
+// when its switch port runs no LACP. One switch per NIC: its MAC is derived
+// from the NIC's switch ID, locally administered.
+func (st *state) lacpPartner(sl *netdev) string {
+	if sl.Role != rolePF || sl.NIC >= len(st.NICs) {
+		return ""
+	}
+	nic := st.NICs[sl.NIC]
+	if nic.NoSwitchLACP {
+		return ""
+	}
+	id := nic.SwitchID + "0000000000"
+	return fmt.Sprintf("02:%s:%s:%s:%s:%s", id[0:2], id[2:4], id[4:6], id[6:8], id[8:10])
+}
+
 func (st *state) notFound(name string) *opError {
 	return fail(syscall.ENODEV, "Cannot find device %q", name).with(eswitch.ErrLinkNotFound)
 }
@@ -674,4 +748,22 @@ func (st *state) lagMapping(nic *nicState, now int64) string {
 		out += fmt.Sprintf("%d:%d\n", i+1, to+1)
 	}
 	return out
+}
+
+// SetSwitchLACP makes the switch ports behind NIC nic's PFs run LACP (on,
+// one port-channel) or not (off): an 802.3ad bond of the PFs then finds no
+// partner. The spec's switch_lacp sets it at start.
+func (h *Host) SetSwitchLACP(nic string, on bool) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		for _, n := range st.NICs {
+			if n.Name == nic {
+				if n.NoSwitchLACP == !on {
+					return false, nil
+				}
+				n.NoSwitchLACP = !on
+				return true, nil
+			}
+		}
+		return false, fail(syscall.ENODEV, "no NIC %q", nic)
+	})
 }

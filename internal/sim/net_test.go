@@ -2,8 +2,10 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -320,5 +322,79 @@ func TestSetLinksUp(t *testing.T) {
 	}
 	if g := gen() - g3; g != 2 {
 		t.Errorf("%d writes counted, want 2", g)
+	}
+}
+
+// The 802.3ad files follow what Linux 6.1 showed for a veth bond with and
+// without an LACP partner (e2e validate.sh): no active aggregator before a
+// slave is up; with a partner every slave with link in aggregator 1; a
+// slave without link keeps its aggregator ID but is not counted; without a
+// partner each slave is an individual port and the partner MAC is zeros.
+func TestLACP(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "802.3ad", Miimon: 100}))
+	x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond1", Mode: "active-backup", Miimon: 100}))
+	x.ok(x.h.SetMaster("p0", "bond0"))
+	x.ok(x.h.SetMaster("p1", "bond0"))
+	const b = "/sys/class/net/bond0/bonding/"
+	files := func() string {
+		return fmt.Sprintf("agg=%s ports=%s partner=%s p0=%s p1=%s",
+			strings.TrimSpace(x.read(b+"ad_aggregator")), strings.TrimSpace(x.read(b+"ad_num_ports")),
+			strings.TrimSpace(x.read(b+"ad_partner_mac")),
+			strings.TrimSpace(x.read("/sys/class/net/p0/bonding_slave/ad_aggregator_id")),
+			strings.TrimSpace(x.read("/sys/class/net/p1/bonding_slave/ad_aggregator_id")))
+	}
+	var switchID string
+	x.ok(x.h.view(func(st *state, _ int64) error { switchID = st.NICs[0].SwitchID; return nil }))
+	partner := "02:" + strings.Join(regexp.MustCompile("..").FindAllString(switchID[:10], -1), ":")
+	steps := []struct {
+		what string
+		do   func() error
+		want string
+	}{
+		{"bond down", nil, "agg=0 ports=0 partner= p0=1 p1=1"},
+		{"bond and slaves up", func() error {
+			for _, n := range []string{"bond0", "p0", "p1"} {
+				if err := x.h.SetLinkUp(n, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "agg=1 ports=2 partner=" + partner + " p0=1 p1=1"},
+		{"p1 without link", func() error { return x.h.SetLinkUp("p1", false) }, "agg=1 ports=1 partner=" + partner + " p0=1 p1=1"},
+		{"no slave up", func() error { return x.h.SetLinkUp("p0", false) }, "agg=0 ports=0 partner= p0=1 p1=1"},
+		{"switch without LACP", func() error {
+			if err := x.h.SetSwitchLACP("nic0", false); err != nil {
+				return err
+			}
+			_, err := x.h.SetLinksUp([]string{"p0", "p1"}, true)
+			return err
+		}, "agg=1 ports=1 partner=00:00:00:00:00:00 p0=1 p1=2"},
+		{"switch with LACP again", func() error { return x.h.SetSwitchLACP("nic0", true) }, "agg=1 ports=2 partner=" + partner + " p0=1 p1=1"},
+	}
+	for _, s := range steps {
+		if s.do != nil {
+			x.ok(s.do())
+		}
+		if got := files(); got != s.want {
+			t.Errorf("%s: %s, want %s", s.what, got, s.want)
+		}
+	}
+	checkErrno(t, x.h.SetSwitchLACP("nope", false), syscall.ENODEV, "")
+	// Other modes print nothing, and their slaves say N/A.
+	if got := x.read("/sys/class/net/bond1/bonding/ad_num_ports"); got != "" {
+		t.Errorf("active-backup ad_num_ports %q", got)
+	}
+	x.ok(x.h.SetMaster("p0", ""))
+	x.ok(x.h.SetLinkUp("p0", false))
+	x.ok(x.h.SetMaster("p0", "bond1"))
+	if got := x.read("/sys/class/net/p0/bonding_slave/ad_aggregator_id"); got != "N/A\n" {
+		t.Errorf("active-backup slave ad_aggregator_id %q", got)
+	}
+	// The spec sets the switch at start; a bad value is refused.
+	spec := testSpec()
+	spec.NICs[0].SwitchLACP = "passive"
+	if _, err := validate(spec); err == nil || !strings.Contains(err.Error(), `switch_lacp: "passive": want active or off`) {
+		t.Errorf("spec with switch_lacp passive: %v", err)
 	}
 }

@@ -32,6 +32,10 @@ type NICSpec struct {
 	Driver   string   `mapstructure:"driver" yaml:"driver" json:"driver,omitempty"`          // default mlx5_core
 	SwitchID string   `mapstructure:"switch_id" yaml:"switch_id" json:"switch_id,omitempty"` // 16 hex chars; default derived from the first PF address
 	RDMA     bool     `mapstructure:"rdma" yaml:"rdma" json:"rdma,omitempty"`                // mlx5_ib devices (rdma.go)
+	// SwitchLACP is what the switch ports behind the PFs run: "active" (the
+	// default: one LACP port-channel, which an 802.3ad bond of the PFs
+	// aggregates with) or "off" (plain ports: no LACP partner answers).
+	SwitchLACP string `mapstructure:"switch_lacp" yaml:"switch_lacp" json:"switch_lacp,omitempty"`
 }
 
 // PFSpec is one port (physical function) of a NIC.
@@ -189,6 +193,11 @@ func validate(in *Spec) (*Spec, error) {
 			if addrs[0] == addrs[1] {
 				return nil, fmt.Errorf("%s.pfs: both PFs have address %s", where, addrs[0])
 			}
+		}
+		switch n.SwitchLACP {
+		case "", "active", "off":
+		default:
+			return nil, fmt.Errorf("%s.switch_lacp: %q: want active or off", where, n.SwitchLACP)
 		}
 		if n.SwitchID == "" {
 			n.SwitchID = deriveSwitchID(n.PFs[0].PCI)

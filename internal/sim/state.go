@@ -24,13 +24,16 @@ type state struct {
 }
 
 type nicState struct {
-	Name     string     `json:"name"`
-	Driver   string     `json:"driver"`
-	SwitchID string     `json:"switch_id"`
-	TotalVFs int        `json:"total_vfs"`
-	RDMA     bool       `json:"rdma,omitempty"`
-	PFs      []*pfState `json:"pfs"`
-	LAG      lagState   `json:"lag"`
+	Name     string `json:"name"`
+	Driver   string `json:"driver"`
+	SwitchID string `json:"switch_id"`
+	TotalVFs int    `json:"total_vfs"`
+	RDMA     bool   `json:"rdma,omitempty"`
+	// NoSwitchLACP: the switch ports behind the PFs run no LACP (spec
+	// switch_lacp: off).
+	NoSwitchLACP bool       `json:"no_switch_lacp,omitempty"`
+	PFs          []*pfState `json:"pfs"`
+	LAG          lagState   `json:"lag"`
 }
 
 type pfState struct {
@@ -130,7 +133,7 @@ func newState(spec *Spec, now int64) *state {
 	}
 	st.addNetdev(&netdev{Name: "lo", Role: roleLo, MAC: "00:00:00:00:00:00", PermMAC: "00:00:00:00:00:00", AdminUp: true, MTU: 65536})
 	for _, ns := range spec.NICs {
-		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA}
+		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off"}
 		var addrs []bdf
 		for _, p := range ns.PFs {
 			a, _ := parseBDF(p.PCI)

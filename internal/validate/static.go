@@ -233,7 +233,55 @@ func bondChecks(k eswitch.Kernel, f sysfs.FS, t Target) []Check {
 			out = append(out, pass(name, "%s up%s", pf.Netdev, role))
 		}
 	}
+	if b.Mode == "802.3ad" {
+		out = append(out, LACPCheck(k, b, eswitch.ReadLACP(f, b)))
+	}
 	return out
+}
+
+// LACPCheck judges what an 802.3ad bond negotiated: the bond comes up and
+// passes traffic without an LACP partner too, on one port, so a switch
+// whose ports are not an LACP port-channel is found only here (or by a
+// traffic share). Slaves without link are the slave checks' business: they
+// are not expected in the aggregator.
+func LACPCheck(k eswitch.Kernel, b eswitch.BondInfo, l *eswitch.LACPInfo) Check {
+	const name = "bond/lacp"
+	if l == nil {
+		return skip(name, "bond %s shows no 802.3ad state (bonding/ad_aggregator, ad_num_ports, ad_partner_mac)", b.Name)
+	}
+	var up, down []string
+	for _, sl := range b.Slaves {
+		if li, err := k.Link(sl); err == nil && li.OperState == "up" {
+			up = append(up, sl)
+		} else {
+			down = append(down, sl)
+		}
+	}
+	var aggs []string
+	for _, sl := range b.Slaves {
+		if id, ok := l.SlaveAggregator[sl]; ok {
+			aggs = append(aggs, fmt.Sprintf("%s:%d", sl, id))
+		}
+	}
+	perSlave := ""
+	if len(aggs) > 0 {
+		perSlave = " (aggregator per slave: " + strings.Join(aggs, " ") + ")"
+	}
+	switch {
+	case l.Aggregator == 0 || l.PartnerMAC == "":
+		return failed(name, "bond %s has no active aggregator: no slave has link, or the bond is down", b.Name)
+	case l.PartnerMAC == eswitch.NoLACPPartner:
+		return failed(name, "no LACP partner answers on bond %s: the switch ports behind [%s] are not one LACP (802.3ad) port-channel, or run LACP off or passive; every slave is an individual port and the bond sends on one of them%s",
+			b.Name, strings.Join(b.Slaves, " "), perSlave)
+	case l.Ports < len(up):
+		return failed(name, "only %d of the %d slaves with link are in bond %s's active aggregator %d (partner %s): the others negotiated with another partner or key (switch ports in different port-channels?)%s",
+			l.Ports, len(up), b.Name, l.Aggregator, l.PartnerMAC, perSlave)
+	}
+	note := ""
+	if len(down) > 0 {
+		note = fmt.Sprintf("; without link, not aggregated: %s", strings.Join(down, " "))
+	}
+	return pass(name, "aggregator %d holds %d slave(s), LACP partner %s%s", l.Aggregator, l.Ports, l.PartnerMAC, note)
 }
 
 func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {

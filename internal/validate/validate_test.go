@@ -372,3 +372,50 @@ func TestDatapathCheck(t *testing.T) {
 		t.Errorf("per-cpu failure lacks the hint: %s", c.Detail)
 	}
 }
+
+// linkKernel answers Link from a table of operstates; nothing else.
+type linkKernel struct {
+	eswitch.Kernel
+	oper map[string]string
+}
+
+func (k linkKernel) Link(name string) (eswitch.Link, error) {
+	o, ok := k.oper[name]
+	if !ok {
+		return eswitch.Link{}, eswitch.ErrLinkNotFound
+	}
+	return eswitch.Link{Name: name, AdminUp: true, OperState: o}, nil
+}
+
+func TestLACPCheck(t *testing.T) {
+	b := eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{"p0", "p1"}}
+	bothUp := linkKernel{oper: map[string]string{"p0": "up", "p1": "up"}}
+	p1Down := linkKernel{oper: map[string]string{"p0": "up", "p1": "down"}}
+	const partner = "02:aa:bb:cc:dd:ee"
+	tests := []struct {
+		name    string
+		k       eswitch.Kernel
+		l       *eswitch.LACPInfo
+		verdict Verdict
+		detail  string
+	}{
+		{"negotiated", bothUp, &eswitch.LACPInfo{Aggregator: 1, Ports: 2, PartnerMAC: partner}, Pass,
+			"aggregator 1 holds 2 slave(s), LACP partner " + partner},
+		{"slave without link is not expected", p1Down, &eswitch.LACPInfo{Aggregator: 1, Ports: 1, PartnerMAC: partner}, Pass,
+			"without link, not aggregated: p1"},
+		{"no partner", bothUp, &eswitch.LACPInfo{Aggregator: 1, Ports: 1, PartnerMAC: eswitch.NoLACPPartner,
+			SlaveAggregator: map[string]int{"p0": 1, "p1": 2}}, Fail, "no LACP partner answers on bond bond0: the switch ports behind [p0 p1]"},
+		{"a slave with link left out", bothUp, &eswitch.LACPInfo{Aggregator: 1, Ports: 1, PartnerMAC: partner,
+			SlaveAggregator: map[string]int{"p0": 1, "p1": 2}}, Fail, "only 1 of the 2 slaves with link are in bond bond0's active aggregator 1 (partner 02:aa:bb:cc:dd:ee)"},
+		{"no active aggregator", p1Down, &eswitch.LACPInfo{}, Fail, "has no active aggregator"},
+		{"not shown", bothUp, nil, Skip, "shows no 802.3ad state"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := LACPCheck(tt.k, b, tt.l)
+			if c.Name != "bond/lacp" || c.Verdict != tt.verdict || !strings.Contains(c.Detail, tt.detail) {
+				t.Errorf("got %s %s %q, want bond/lacp %s containing %q", c.Name, c.Verdict, c.Detail, tt.verdict, tt.detail)
+			}
+		})
+	}
+}
