@@ -25,6 +25,7 @@ const (
 	envBin       = "VFLAG_E2E_BIN"       // use this vflag binary instead of building ./cmd/vflag
 	envParallel  = "VFLAG_E2E_PARALLEL"  // "1": boot the scenarios in parallel
 	envTimeout   = "VFLAG_E2E_TIMEOUT"   // seconds: overrides every "# TIMEOUT:" (run-guest.sh reads it too)
+	envBedAgain  = "VFLAG_E2E_BED_AGAIN" // "1": boot the "# BED: yes" scenarios even where they passed on this image
 )
 
 // TestScenarios builds vflag, boots one QEMU guest per scenario script in
@@ -73,8 +74,54 @@ func TestScenarios(t *testing.T) {
 			if os.Getenv(envParallel) == "1" {
 				t.Parallel()
 			}
+			stamp := ""
+			if sc.bed {
+				stamp = bedStamp(t, cache, e2eDir, sc)
+				if _, err := os.Stat(stamp); err == nil && os.Getenv(envBedAgain) != "1" {
+					t.Logf("%s checks the test bed, and passed on this image and these scripts (%s): not booted again (%s=1 boots it)", sc.name, stamp, envBedAgain)
+					return
+				}
+			}
 			runScenario(t, e2eDir, sc, bin)
+			if stamp != "" && !t.Failed() {
+				recordBed(t, stamp)
+			}
 		})
+	}
+}
+
+// bedStamp is the file that records a bed scenario's pass for the current
+// image and scripts: <cache>/bed-passed/<scenario>-<bedKey>.
+func bedStamp(t *testing.T, cache, e2eDir string, sc scenario) string {
+	t.Helper()
+	var inputs [][]byte
+	for _, p := range []string{filepath.Join(cache, "current.env"), sc.path, filepath.Join(e2eDir, "scenarios", "lib.sh"), filepath.Join(e2eDir, "run-guest.sh")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("bed scenario %s: %v", sc.name, err)
+		}
+		inputs = append(inputs, b)
+	}
+	return filepath.Join(cache, "bed-passed", sc.name+"-"+bedKey(inputs[0], inputs[1:]...))
+}
+
+// recordBed writes the stamp and removes the scenario's older ones.
+func recordBed(t *testing.T, stamp string) {
+	t.Helper()
+	dir := filepath.Dir(stamp)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(stamp)
+	prefix := name[:strings.LastIndexByte(name, '-')+1]
+	old, _ := filepath.Glob(filepath.Join(dir, prefix+strings.Repeat("?", 16)))
+	for _, o := range old {
+		if o != stamp {
+			os.Remove(o)
+		}
+	}
+	if err := os.WriteFile(stamp, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -7,6 +7,8 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +24,10 @@ type scenario struct {
 	path    string   // absolute path of the script
 	expect  []string // names from "# EXPECT:" lines, in order
 	timeout time.Duration
+	// bed ("# BED: yes"): the scenario checks the test bed (image, kernel,
+	// QEMU devices), not vflag; once it passed on an image it is not booted
+	// again for that image (see bedKey).
+	bed bool
 }
 
 // Header lines: "# NAME: value", where a trailing " # comment" is dropped
@@ -96,6 +102,14 @@ func parseScenario(path string) (scenario, error) {
 				seen[n] = true
 				sc.expect = append(sc.expect, n)
 			}
+		case "BED":
+			switch strings.TrimSpace(m[2]) {
+			case "yes":
+				sc.bed = true
+			case "no":
+			default:
+				return sc, fmt.Errorf("%s: bad # BED %q: want yes or no", path, m[2])
+			}
 		case "TIMEOUT":
 			secs, err := strconv.Atoi(strings.TrimSpace(m[2]))
 			if err != nil || secs <= 0 {
@@ -150,4 +164,22 @@ func judgeResults(rs []result) (problems, logs []string) {
 		}
 	}
 	return problems, logs
+}
+
+// bedKey identifies what a bed scenario's verdict depends on: the image, as
+// the KEY=VALUE lines of the cache's current.env name it (stage directories
+// named by input hashes, package versions; its comment line carries the
+// build time and is left out), and the text of the scripts the guest runs.
+func bedKey(currentEnv []byte, scripts ...[]byte) string {
+	h := sha256.New()
+	for _, line := range strings.Split(string(currentEnv), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			fmt.Fprintf(h, "%s\n", line)
+		}
+	}
+	for _, s := range scripts {
+		fmt.Fprintf(h, "%d\n", len(s))
+		h.Write(s)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

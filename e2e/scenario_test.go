@@ -48,10 +48,14 @@ func TestParseScenario(t *testing.T) {
 	if want := []string{"one", "two", "three"}; !reflect.DeepEqual(sc.expect, want) {
 		t.Errorf("expect = %v, want %v", sc.expect, want)
 	}
-	if sc.timeout != 42*time.Second || sc.name != "a" {
-		t.Errorf("timeout %v name %q", sc.timeout, sc.name)
+	if sc.timeout != 42*time.Second || sc.name != "a" || sc.bed {
+		t.Errorf("timeout %v name %q bed %v", sc.timeout, sc.name, sc.bed)
+	}
+	if sc, err := parseScenario(write("bed.sh", "# BED: yes   # the bed\n# EXPECT: x\n")); err != nil || !sc.bed {
+		t.Errorf("# BED: yes: bed %v, err %v", sc.bed, err)
 	}
 	for body, why := range map[string]string{
+		"# EXPECT: x\n# BED: maybe\n":    "bad BED",
 		"# MACHINE: default\n":           "no EXPECT",
 		"# EXPECT: x x\n":                "duplicate",
 		"# EXPECT: x\n# TIMEOUT: soon\n": "bad timeout",
@@ -104,5 +108,28 @@ func TestJudgeResults(t *testing.T) {
 				t.Errorf("problems %q, want %q", got, tt.problems)
 			}
 		})
+	}
+}
+
+func TestBedKey(t *testing.T) {
+	env := []byte("# written by e2e/build.sh 2026-11-22T07:50:44Z\nKVER=6.1.0-56-amd64\nROOT_IMG=/c/image/9023e5b6f12ef548/root.ext4\n")
+	script := []byte("# EXPECT: x\n")
+	k := bedKey(env, script)
+	if len(k) != 16 {
+		t.Fatalf("key %q", k)
+	}
+	rebuilt := []byte(strings.Replace(string(env), "07:50:44Z", "09:01:02Z", 1))
+	if got := bedKey(rebuilt, script); got != k {
+		t.Errorf("a rebuild of the same image changed the key: %s -> %s", k, got)
+	}
+	newImage := []byte(strings.Replace(string(env), "9023e5b6f12ef548", "0000000000000000", 1))
+	if bedKey(newImage, script) == k {
+		t.Error("another image, same key")
+	}
+	if bedKey(env, []byte("# EXPECT: y\n")) == k {
+		t.Error("another script, same key")
+	}
+	if bedKey(env, []byte("a"), []byte("b")) == bedKey(env, []byte("ab")) {
+		t.Error("scripts are not delimited")
 	}
 }

@@ -4,6 +4,7 @@
 # kernel datapath with hw-offload, iperf3 through an OVS bridge, and the vflag
 # binary passed in by the harness.
 #
+# BED: yes   # checks the bed itself: booted again only when the image or the scripts change
 # MACHINE: default
 # TIMEOUT: 300
 # EXPECT: vflag_help

@@ -3,6 +3,7 @@
 # the PF has 7 VFs, sriov_numvfs creates real VF PCI functions with
 # virtfn/physfn links that igbvf binds, each in its own IOMMU group.
 #
+# BED: yes   # checks the bed itself: booted again only when the image or the scripts change
 # MACHINE: igb
 # TIMEOUT: 240
 # EXPECT: igb_pf igb_totalvfs igb_numvfs igb_virtfn_links igb_vf_physfn igb_vf_driver igb_vf_iommu_group igb_numvfs_zero
