@@ -48,7 +48,7 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 	fam := func(name, help string) *metricFamily { return &metricFamily{name: name, help: help} }
 	var (
 		groupInfo  = fam("vflag_group_info", "A group of the config, with its configured eswitch mode (value always 1).")
-		problems   = fam("vflag_group_problems", "Problems vflag status found in the group (it could not read something, a PF is missing...); 0 when none.")
+		problems   = fam("vflag_group_problems", "Problems vflag status found in the group (it could not read something, a PF is missing, no LACP partner answers, the kernel datapath lost every upcall...); 0 when none.")
 		pfUp       = fam("vflag_pf_up", "1 when the PF's link is up (operstate up), 0 otherwise.")
 		numVFs     = fam("vflag_pf_vfs", "VFs the PF has (sriov_numvfs).")
 		lagActive  = fam("vflag_lag_active", "1 when the group's hardware LAG is active, 0 when inactive or not visible (no mlx5 debugfs); switchdev groups only.")

@@ -155,7 +155,7 @@ else
 fi
 # vflag validate reads the kernel datapath's counters itself (genetlink
 # ovs_datapath): after the traffic, upcalls were made and none was lost.
-V validate -o json >"$OUT/validate.json" 2>&1
+V validate -o json >"$OUT/validate.json" 2>"$OUT/validate.err"
 dp_check() {
 	jq -er '.groups[0].checks[] | select(.name == "ovs/datapath") |
 		select(.verdict == "pass" and .data.missed > 0 and .data.lost == 0) | .detail' "$OUT/validate.json" ||
