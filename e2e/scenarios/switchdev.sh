@@ -10,7 +10,7 @@
 # TIMEOUT: 420
 # EXPECT: a_plan a_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
 # EXPECT: a_ovs_ports a_ovs_hw_offload a_ovs_tag a_ovs_ofports a_status_json a_lag_unverified
-# EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_lacp_no_partner a_status_datapath a_down a_down_again
+# EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_lacp_no_partner a_status_datapath a_status_prometheus a_down a_down_again
 # EXPECT: a_baseline_link a_baseline_devlink a_baseline_ovs a_foreign_kept
 # EXPECT: ab_up ab_bond_mode ab_active_slave ab_down ab_baseline
 . "$(dirname "$0")/lib.sh"
@@ -178,6 +178,17 @@ status_dp() {
 		"status: \(.datapath.name) missed \(.datapath.missed) lost \(.datapath.lost), no datapath problem"'
 }
 check a_status_datapath status_dp
+# The same facts as node_exporter metrics, from the real kernel.
+prom() {
+	local out
+	out=$(V status -o prometheus) || return 1
+	printf '%s\n' "$out" | grep -Eq '^vflag_ovs_datapath_upcalls\{group="lag0",bridge="br-vf",datapath="ovs-system"\} [1-9][0-9]*$' &&
+		printf '%s\n' "$out" | grep -Eq '^vflag_ovs_datapath_upcalls_lost\{group="lag0",bridge="br-vf",datapath="ovs-system"\} 0$' &&
+		printf '%s\n' "$out" | grep -Eq '^vflag_bond_lacp_partner\{group="lag0",bond="bond0"\} 0$' ||
+		{ printf '%s\n' "$out" | grep -E 'datapath|lacp'; return 1; }
+	printf '%s\n' "$out" | grep -E '^vflag_(ovs_datapath|bond_lacp)' | tr '\n' ' '
+}
+check a_status_prometheus prom
 for i in 1 2; do ovs-vsctl del-port br-vf v${i}h; ip link del v${i}h; ip netns del ns$i; done
 
 step "A: vflag down"
