@@ -91,7 +91,7 @@ func TestScenarios(t *testing.T) {
 }
 
 // bedStamp is the file that records a bed scenario's pass for the current
-// image and scripts: <cache>/bed-passed/<scenario>-<bedKey>.
+// image, scripts and host QEMU: <cache>/bed-passed/<scenario>-<bedKey>.
 func bedStamp(t *testing.T, cache, e2eDir string, sc scenario) string {
 	t.Helper()
 	var inputs [][]byte
@@ -102,6 +102,13 @@ func bedStamp(t *testing.T, cache, e2eDir string, sc scenario) string {
 		}
 		inputs = append(inputs, b)
 	}
+	// The default machine runs the host's QEMU, which current.env does not
+	// name (the igb machine's is in the image's trixie chroot).
+	qemu, err := exec.Command("qemu-system-x86_64", "--version").Output()
+	if err != nil {
+		t.Fatalf("bed scenario %s: qemu-system-x86_64 --version: %v", sc.name, err)
+	}
+	inputs = append(inputs, qemu)
 	return filepath.Join(cache, "bed-passed", sc.name+"-"+bedKey(inputs[0], inputs[1:]...))
 }
 
