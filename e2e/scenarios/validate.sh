@@ -104,7 +104,7 @@ traffic() {
 	backup=vA1
 	[ "$active" = vA1 ] && backup=vA2
 	a1=$(txrx "$active") b1=$(txrx "$backup")
-	VNAME=traffic V --bond bond0 --traffic --peer 10.99.0.3 --duration 5s || { cat "$OUT/traffic.json"; return 1; }
+	VNAME=traffic V --bond bond0 --traffic --peer 10.99.0.3 --duration 3s || { cat "$OUT/traffic.json"; return 1; }
 	a2=$(txrx "$active") b2=$(txrx "$backup")
 	da=$((a2 - a1)) db=$((b2 - b1))
 	# The kernel's own counters: the active slave carried, the backup did not.
@@ -167,7 +167,7 @@ step "balance-xor: both slaves carry (16 flows, layer3+4)"
 xor() {
 	local x1 x2 y1 y2 d1 d2
 	x1=$(txrx xA1) y1=$(txrx xA2)
-	VNAME=xor V --bond bond1 --bond-mode balance-xor --traffic --peer 10.99.1.3 --parallel 16 --duration 5s || { cat "$OUT/xor.json"; return 1; }
+	VNAME=xor V --bond bond1 --bond-mode balance-xor --traffic --peer 10.99.1.3 --parallel 16 --duration 3s || { cat "$OUT/xor.json"; return 1; }
 	x2=$(txrx xA1) y2=$(txrx xA2)
 	d1=$((x2 - x1)) d2=$((y2 - y1))
 	[ $((d1 * 20)) -gt $((d1 + d2)) ] && [ $((d2 * 20)) -gt $((d1 + d2)) ] || { echo "kernel counters: xA1 +$d1, xA2 +$d2"; return 1; }
@@ -221,7 +221,7 @@ check v_lacp lacp_ok
 lacp_shares() {
 	local x1 x2 y1 y2 d1 d2
 	x1=$(txrx yA1) y1=$(txrx yA2)
-	VNAME=lacp_traffic V --bond bond2 --bond-mode 802.3ad --traffic --peer 10.99.2.3 --parallel 16 --duration 5s || { cat "$OUT/lacp_traffic.json"; return 1; }
+	VNAME=lacp_traffic V --bond bond2 --bond-mode 802.3ad --traffic --peer 10.99.2.3 --parallel 16 --duration 3s || { cat "$OUT/lacp_traffic.json"; return 1; }
 	x2=$(txrx yA1) y2=$(txrx yA2)
 	d1=$((x2 - x1)) d2=$((y2 - y1))
 	[ $((d1 * 20)) -gt $((d1 + d2)) ] && [ $((d2 * 20)) -gt $((d1 + d2)) ] || { echo "kernel counters: yA1 +$d1, yA2 +$d2"; return 1; }
