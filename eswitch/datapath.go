@@ -35,6 +35,14 @@ type DatapathStats struct {
 	PerCPUDispatch bool `json:"per_cpu_dispatch"`
 }
 
+// Dispatch names the upcall dispatch mode: "per-cpu" or "per-vport".
+func (d DatapathStats) Dispatch() string {
+	if d.PerCPUDispatch {
+		return "per-cpu"
+	}
+	return "per-vport"
+}
+
 // DatapathReader is what a Kernel may add to read Open vSwitch kernel
 // datapaths. The real Netlink does; the simulated host has no datapath.
 type DatapathReader interface {

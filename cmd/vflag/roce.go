@@ -52,9 +52,10 @@ func (a *app) roceCommand() *cobra.Command {
 	return root
 }
 
-// roceFS opens the host; the config is optional (it only narrows the
-// devices to the groups' PFs, and gives the simulated host's spec).
-func (a *app) roceFS() (sysfs.FS, []string, func(), error) {
+// roceFS opens the host and lists the RDMA devices to look at: named when
+// given, else those of the groups' PFs, else all. The config is optional
+// (it only narrows the devices, and gives the simulated host's spec).
+func (a *app) roceFS(named []string) (sysfs.FS, []string, func(), error) {
 	cfg, err := a.loadConfig(true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -62,6 +63,9 @@ func (a *app) roceFS() (sysfs.FS, []string, func(), error) {
 	k, f, closeHost, err := a.host(cfg)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if len(named) > 0 {
+		return f, named, closeHost, nil
 	}
 	var devs []string
 	if cfg != nil {
@@ -107,14 +111,11 @@ type RoCEPort struct {
 }
 
 func (a *app) roceShow(args []string) error {
-	f, devs, closeHost, err := a.roceFS()
+	f, devs, closeHost, err := a.roceFS(args)
 	if err != nil {
 		return err
 	}
 	defer closeHost()
-	if len(args) > 0 {
-		devs = args
-	}
 	var out []RoCEPort
 	for _, dev := range devs {
 		ports, err := validate.Ports(f, dev)
@@ -168,14 +169,11 @@ func optInt(v *int) string {
 }
 
 func (a *app) roceGIDs(args []string) error {
-	f, devs, closeHost, err := a.roceFS()
+	f, devs, closeHost, err := a.roceFS(args)
 	if err != nil {
 		return err
 	}
 	defer closeHost()
-	if len(args) > 0 {
-		devs = args
-	}
 	all := []validate.GID{}
 	for _, dev := range devs {
 		ports, err := validate.Ports(f, dev)
@@ -238,7 +236,7 @@ func (a *app) roceSet(cmd *cobra.Command, dev string) error {
 	if !fl.Changed("mode") && change.TClass() == nil && change.TTL == nil {
 		return fmt.Errorf("roce set %s: nothing to set (--mode, --tclass, --dscp or --ttl)", dev)
 	}
-	f, _, closeHost, err := a.roceFS()
+	f, _, closeHost, err := a.roceFS([]string{dev})
 	if err != nil {
 		return err
 	}

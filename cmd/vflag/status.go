@@ -286,11 +286,7 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, orDash(g.HWOffload))
 		}
 		if d := g.Datapath; d != nil {
-			dispatch := "per-vport"
-			if d.PerCPUDispatch {
-				dispatch = "per-cpu"
-			}
-			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, dispatch)
+			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())
 		}
 		for _, v := range g.VFs {
 			port := "-"

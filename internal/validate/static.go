@@ -355,12 +355,8 @@ func DatapathCheck(st eswitch.DatapathStats, err error) Check {
 	case err != nil:
 		return failed(name, "%v", err)
 	}
-	dispatch := "per-vport"
-	if st.PerCPUDispatch {
-		dispatch = "per-cpu"
-	}
 	c := Check{Name: name, Data: st}
-	counts := fmt.Sprintf("hit %d, missed %d, lost %d, %d flows, %s upcall dispatch", st.Hit, st.Missed, st.Lost, st.Flows, dispatch)
+	counts := fmt.Sprintf("hit %d, missed %d, lost %d, %d flows, %s upcall dispatch", st.Hit, st.Missed, st.Lost, st.Flows, st.Dispatch())
 	switch {
 	case st.Missed > 0 && st.Lost >= st.Missed:
 		c.Verdict = Fail
