@@ -22,7 +22,7 @@ import (
 func inNetns(t *testing.T, fn func()) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace")
+		t.Fatal("needs root to create a network namespace (CI runs as root)")
 	}
 	runtime.LockOSThread()
 	orig, err := netns.Get()
@@ -34,7 +34,7 @@ func inNetns(t *testing.T, fn func()) {
 	ns, err := netns.New() // unshare(CLONE_NEWNET): this thread only
 	if err != nil {
 		runtime.UnlockOSThread()
-		t.Skipf("cannot create a network namespace: %v", err)
+		t.Fatalf("cannot create a network namespace: %v", err)
 	}
 	defer func() {
 		ns.Close()

@@ -42,8 +42,10 @@ func TestNFPMSources(t *testing.T) {
 	}
 	for _, s := range cfg.Scripts {
 		fi, err := os.Stat(filepath.Join("..", s))
-		if err != nil || fi.Mode()&0o111 == 0 {
-			t.Errorf("script %s: %v (mode %v)", s, err, fi.Mode())
+		if err != nil {
+			t.Errorf("script %s: %v", s, err)
+		} else if fi.Mode()&0o111 == 0 {
+			t.Errorf("script %s is not executable (mode %v)", s, fi.Mode())
 		}
 	}
 }

@@ -363,8 +363,8 @@ func (h Host) Bind(a Addr, drv string) error {
 			return err
 		}
 	}
-	if err := h.FS.WriteFile(dev(a, "driver_override"), []byte(drv)); err != nil {
-		return fmt.Errorf("set driver_override of %s to %s: %w", a, drv, err)
+	if err := h.SetDriverOverride(a, drv); err != nil {
+		return err
 	}
 	if err := h.FS.WriteFile(path.Join("/sys/bus/pci/drivers", drv, "bind"), []byte(a)); err != nil {
 		return fmt.Errorf("bind %s to %s: %w", a, drv, err)
@@ -382,6 +382,21 @@ func (h Host) DriverOverride(a Addr) (string, error) {
 		return "", nil
 	}
 	return s, nil
+}
+
+// SetDriverOverride sets driver_override ("echo $drv > .../driver_override");
+// "" clears it.
+func (h Host) SetDriverOverride(a Addr, drv string) error {
+	if drv == "" {
+		return h.ClearDriverOverride(a)
+	}
+	if err := validDriver(drv); err != nil {
+		return err
+	}
+	if err := h.FS.WriteFile(dev(a, "driver_override"), []byte(drv)); err != nil {
+		return fmt.Errorf("set driver_override of %s to %s: %w", a, drv, err)
+	}
+	return nil
 }
 
 // ClearDriverOverride empties driver_override ("echo > .../driver_override").

@@ -177,6 +177,28 @@ func (e *env) vfMAC(pf eswitch.PF, vf int) (string, error) {
 
 type driversRecord struct {
 	Drivers map[sriov.Addr]string `json:"drivers"` // VF -> driver before
+	// Overrides are the VFs' driver_override values before ("" unset, the
+	// only value in journals written before it was recorded): undo puts
+	// them back, as binding overwrites driver_override.
+	Overrides map[sriov.Addr]string `json:"overrides,omitempty"`
+}
+
+// priorOverrides reads the driver_override of each VF of drivers.
+func (e *env) priorOverrides(drivers map[sriov.Addr]string) (map[sriov.Addr]string, error) {
+	var out map[sriov.Addr]string
+	for a := range drivers {
+		ov, err := e.pci.DriverOverride(a)
+		if err != nil {
+			return nil, err
+		}
+		if ov != "" {
+			if out == nil {
+				out = map[sriov.Addr]string{}
+			}
+			out[a] = ov
+		}
+	}
+	return out, nil
 }
 
 // unbindStep unbinds every VF of a PF from its host driver, except those
@@ -207,8 +229,12 @@ func (e *env) unbindStep(pf eswitch.PF, keep func(vf sriov.Addr, driver string) 
 			if err != nil {
 				return teardown.Change{}, err
 			}
+			ov, err := e.priorOverrides(b)
+			if err != nil {
+				return teardown.Change{}, err
+			}
 			return teardown.Change{Needed: len(b) > 0, Summary: fmt.Sprintf("%s: unbind %d VFs from host drivers", pf.Dev, len(b)),
-				Record: driversRecord{Drivers: b}}, nil
+				Record: driversRecord{Drivers: b, Overrides: ov}}, nil
 		},
 		Apply: func(context.Context) error {
 			b, err := bound()
@@ -234,8 +260,13 @@ func (e *env) bindStep(vf sriov.Addr, driver string) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
+			prior := map[sriov.Addr]string{vf: cur}
+			ov, err := e.priorOverrides(prior)
+			if err != nil {
+				return teardown.Change{}, err
+			}
 			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", vf, driver, orDash(cur)),
-				Record: driversRecord{Drivers: map[sriov.Addr]string{vf: cur}}}, nil
+				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
 		},
 		Apply: func(context.Context) error { return e.pci.Bind(vf, driver) },
 	}

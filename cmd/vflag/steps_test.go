@@ -148,6 +148,21 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			se.apply(t, se.autoprobeStep(se.pfs[1]), se.numVFsStep(se.pfs[1], 2))
 			return se.bindStep(se.vfAddr(t, 1, 2, 1), "vfio-pci")
 		}},
+		{name: kindBind + " over an admin's driver_override", setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, se.autoprobeStep(se.pfs[1]), se.numVFsStep(se.pfs[1], 2))
+			vf := se.vfAddr(t, 1, 2, 1)
+			if err := se.pci.SetDriverOverride(vf, "mlx5_core"); err != nil {
+				t.Fatal(err)
+			}
+			return se.bindStep(vf, "vfio-pci") // undo must put mlx5_core back, not clear it
+		}},
+		{name: kindUnbind + " with an admin's driver_override", setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, se.numVFsStep(se.pfs[0], 2))
+			if err := se.pci.SetDriverOverride(se.vfAddr(t, 0, 2, 0), "mlx5_core"); err != nil {
+				t.Fatal(err)
+			}
+			return se.unbindStep(se.pfs[0], func(sriov.Addr, string) bool { return false })
+		}},
 		{name: kindRepsUp, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)
 			r := reps(t, se)

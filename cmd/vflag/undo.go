@@ -206,7 +206,8 @@ func restoreVFMAC(k eswitch.Kernel, pf string, vf int, prior string) error {
 	return k.SetVFMAC(pf, vf, mac)
 }
 
-// undoDrivers rebinds VFs to the drivers they had (an empty prior driver means unbound).
+// undoDrivers rebinds VFs to the drivers they had (an empty prior driver
+// means unbound) and puts their driver_override back.
 func (e *env) undoDrivers(_ context.Context, raw json.RawMessage) error {
 	r, err := decode[driversRecord](raw)
 	if err != nil {
@@ -217,20 +218,14 @@ func (e *env) undoDrivers(_ context.Context, raw json.RawMessage) error {
 		if !e.pci.Exists(a) {
 			continue // the VF is gone
 		}
-		prior := r.Drivers[a]
-		if prior == "" {
+		if prior := r.Drivers[a]; prior == "" {
 			if err := e.pci.Unbind(a); err != nil {
 				errs = append(errs, err)
 			}
-			if err := e.pci.ClearDriverOverride(a); err != nil && !gone(err) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if err := e.pci.Bind(a, prior); err != nil {
+		} else if err := e.pci.Bind(a, prior); err != nil {
 			errs = append(errs, err)
 		}
-		if err := e.pci.ClearDriverOverride(a); err != nil && !gone(err) {
+		if err := e.pci.SetDriverOverride(a, r.Overrides[a]); err != nil && !gone(err) {
 			errs = append(errs, err)
 		}
 	}

@@ -91,14 +91,26 @@ V down
 snapshot stopdown_6
 check c_stopdown_baseline_6 same base stopdown_6
 
-step "SIGKILL in the middle of up, then down"
-# Kill as soon as the bond exists (mid-way: OVS and later steps not yet done).
-V up >/dev/null 2>&1 &
+step "SIGKILL before up finished, then down"
+# A deterministic moment to kill: with ovs-vswitchd stopped, up applies and
+# journals every step, commits its OVSDB transaction, then waits (verify,
+# up to 30 s) for ovs-vswitchd to apply it. The vflag process itself is
+# killed (not a shell running V, whose child would live on).
+OVSD=$(pidof ovs-vswitchd)
+kill -STOP $OVSD
+"$VFLAG" --config /root/vflag.yaml --state-dir /root/state up >/tmp/killed-up.log 2>&1 &
 pid=$!
-wait_for 20 test -e /sys/class/net/bond0
+ovs_committed() { jq -e '[.entries[] | select(.kind == "ovs.bridge" and .state == "applied")] | length == 1' /root/state/journal.json; }
+wait_for 60 ovs_committed
 kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-killed() { [ -s /root/state/journal.json ] && echo "journal has $(jq '.entries | length' /root/state/journal.json) entries"; }
+wait $pid
+rc=$?
+kill -CONT $OVSD
+killed() {
+	[ "$rc" = 137 ] || { echo "vflag exited $rc before the kill (SIGKILL gives 137)"; cat /tmp/killed-up.log; return 1; }
+	ovs_committed >/dev/null || { echo "journal without the applied ovs.bridge entry"; return 1; }
+	echo "vflag killed (exit 137) while waiting for ovs-vswitchd; journal has $(jq '.entries | length' /root/state/journal.json) entries"
+}
 check c_kill_mid killed
 check c_kill_down V down
 snapshot killed
