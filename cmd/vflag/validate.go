@@ -1,11 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/signal"
 	"regexp"
 	"slices"
@@ -223,21 +223,12 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 }
 
 func writeJUnit(path string, rep *validate.Report) error {
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("--junit: %w", err)
+	var b bytes.Buffer
+	if err := rep.WriteJUnit(&b); err != nil {
+		return fmt.Errorf("--junit %s: %w", path, err)
 	}
-	werr := rep.WriteJUnit(fh)
-	if cerr := fh.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("--junit %s: %w", path, werr)
+	if err := writeFileAtomic(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--junit %s: %w", path, err)
 	}
 	return nil
 }

@@ -104,10 +104,10 @@ ovs_committed() { jq -e '[.entries[] | select(.kind == "ovs.bridge" and .state =
 wait_for 60 ovs_committed
 kill -9 $pid 2>/dev/null
 wait $pid
-rc=$?
+kill_rc=$?
 kill -CONT $OVSD
 killed() {
-	[ "$rc" = 137 ] || { echo "vflag exited $rc before the kill (SIGKILL gives 137)"; cat /tmp/killed-up.log; return 1; }
+	[ "$kill_rc" = 137 ] || { echo "vflag exited $kill_rc before the kill (SIGKILL gives 137)"; cat /tmp/killed-up.log; return 1; }
 	ovs_committed >/dev/null || { echo "journal without the applied ovs.bridge entry"; return 1; }
 	echo "vflag killed (exit 137) while waiting for ovs-vswitchd; journal has $(jq '.entries | length' /root/state/journal.json) entries"
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -155,16 +154,14 @@ func BondStatic(k eswitch.Kernel, f sysfs.FS, bond, mode string, roce RoCEExpect
 	return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
 }
 
-var pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
-
 // NetdevPCI is the PCI function of a netdev ("" for a virtual one: veth,
 // bond, netdevsim).
 func NetdevPCI(f sysfs.FS, netdev string) string {
-	t, err := f.Readlink(path.Join("/sys/class/net", netdev, "device"))
-	if err != nil || !pciAddrRE.MatchString(path.Base(t)) {
+	a, ok, err := sriov.Host{FS: f}.AddrOfNetdev(netdev)
+	if err != nil || !ok {
 		return ""
 	}
-	return path.Base(t)
+	return string(a)
 }
 
 func orDash(s string) string {
