@@ -206,8 +206,9 @@ func (a *app) loadConfig(missingOK bool) (*Config, error) {
 	cv.SetConfigFile(path)
 	cv.SetConfigType("yaml")
 	cv.SetEnvPrefix("VFLAG")
-	cv.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
-	cv.AutomaticEnv()
+	// Only the top-level scalars below are read from the environment: an
+	// automatic mapping would let VFLAG_SIM (the --sim directory) replace the
+	// config's sim: section.
 	if err := cv.ReadInConfig(); err != nil {
 		var pe *os.PathError
 		if missingOK && (errors.As(err, &pe) || errors.Is(err, os.ErrNotExist)) {
