@@ -157,6 +157,9 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 	if err := validateSteps(steps); err != nil {
 		return err
 	}
+	if steps[0].Wait != nil {
+		return r.barrier(ctx, steps[0])
+	}
 	if r.Journal == nil && !r.DryRun {
 		return errors.New("run steps: runner has no journal")
 	}
@@ -304,6 +307,32 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 	return nil
 }
 
+// barrier runs a Wait step: nothing is journaled; a failure fails the run
+// (rollback of this run unless NoRollback). A plan skips it.
+func (r *Runner) barrier(ctx context.Context, s Step) error {
+	if r.DryRun {
+		return nil
+	}
+	if r.stopped() {
+		return fmt.Errorf("before %s: %w", s.ID, ErrStopped)
+	}
+	log := r.log()
+	start := time.Now()
+	summary, err := safeCall(log, s, "wait", func() (string, error) { return s.Wait(ctx) })
+	dur := time.Since(start)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", s.ID, err)
+		log.Error("barrier failed", "step", s.Kind, "id", s.ID, "duration", dur, "err", err)
+	} else {
+		log.Info("barrier passed", "step", s.Kind, "id", s.ID, "duration", dur, "summary", summary)
+	}
+	r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: summary, Phase: PhaseWait, Duration: dur, Err: err})
+	if err != nil {
+		return r.fail(ctx, err)
+	}
+	return nil
+}
+
 // fail rolls back this run (unless NoRollback) and returns cause with what
 // became of the run's changes. The rollback is not cut short by ctx's
 // cancellation: an interrupted up still puts the host back.
@@ -385,7 +414,7 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 			// Reverse order inside the group too, for a sequential (single) group's log.
 			i := len(group) - 1 - k
 			e := group[i]
-			ev := Event{Kind: e.Kind, ID: e.ID, Summary: e.Summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+			ev := Event{Kind: e.Kind, ID: e.ID, Summary: "revert: " + e.Summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
 			if r.DryRun {
 				log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
 				r.emit(ev)
@@ -401,8 +430,13 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 				return
 			}
 			start := time.Now()
-			_, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (struct{}, error) { return struct{}{}, undo(ctx, e.Record) })
+			said := new(string)
+			uctx := context.WithValue(ctx, undoSummaryKey{}, said)
+			_, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (struct{}, error) { return struct{}{}, undo(uctx, e.Record) })
 			ev.Duration = time.Since(start)
+			if *said != "" {
+				ev.Summary = *said
+			}
 			if err != nil {
 				err = fmt.Errorf("undo %s: %w", e.ID, err)
 			} else if jerr := r.Journal.remove(e.ID); jerr != nil {
@@ -443,7 +477,9 @@ func validateSteps(steps []Step) error {
 		switch {
 		case s.Kind == "" || s.ID == "":
 			return fmt.Errorf("run steps: step %d (%q): empty kind or id", i, s.ID)
-		case s.Check == nil || s.Apply == nil:
+		case s.Wait != nil && (s.Check != nil || s.Apply != nil || len(steps) > 1):
+			return fmt.Errorf("run steps: step %s: a barrier (Wait) has no Check or Apply and runs alone", s.ID)
+		case s.Wait == nil && (s.Check == nil || s.Apply == nil):
 			return fmt.Errorf("run steps: step %s: nil Check or Apply", s.ID)
 		case seen[s.ID]:
 			return fmt.Errorf("run steps: step %s passed twice in one call", s.ID)
@@ -476,4 +512,14 @@ func safeCall[T any](log *slog.Logger, s Step, what string, fn func() (T, error)
 		}
 	}()
 	return fn()
+}
+
+type undoSummaryKey struct{}
+
+// SayUndone lets an Undoer tell what it did ("sriov_numvfs 4 -> 0"); the
+// runner reports it instead of "revert: " and the forward summary.
+func SayUndone(ctx context.Context, format string, args ...any) {
+	if p, ok := ctx.Value(undoSummaryKey{}).(*string); ok {
+		*p = fmt.Sprintf(format, args...)
+	}
 }

@@ -28,6 +28,13 @@ type Step struct {
 	Check func(ctx context.Context) (Change, error)
 	// Apply converges the host to the target; it is idempotent.
 	Apply func(ctx context.Context) error
+	// Wait makes the step a barrier instead of a change (Check and Apply
+	// nil): it waits for or verifies a state the earlier steps produced (the
+	// hardware LAG, the final verification). A barrier is never journaled and
+	// never a change; its failure fails the run like a failed Apply (this
+	// run is rolled back). A plan (DryRun) does not run it. It returns a
+	// summary of what it saw.
+	Wait func(ctx context.Context) (string, error)
 }
 
 // Undoer restores the prior state kept in a journal record. "Already gone"
@@ -42,6 +49,8 @@ const (
 	PhaseApply = "apply"
 	PhaseUndo  = "undo"
 	PhaseSkip  = "skip"
+	// PhaseWait reports a barrier step (Step.Wait).
+	PhaseWait = "wait"
 )
 
 // Event reports one step the Runner applied, skipped or undid (or, with

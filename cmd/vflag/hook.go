@@ -31,6 +31,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
@@ -82,9 +84,9 @@ type managedVF struct {
 	Addr  sriov.Addr
 	PF    eswitch.PF
 	VF    int
-	Group *Group // nil: known from the journal only
+	Group *config.Group // nil: known from the journal only
 	// From the journal when Group is nil: bridges holding vflag's ports.
-	Bridges  []ovsRecord
+	Bridges  []pipeline.BridgeRef
 	Endpoint string
 }
 
@@ -233,14 +235,14 @@ func (a *app) runHook(ctx context.Context, domain, op, subop string, in io.Reade
 // hookEnv is the hook's view of the host: the kernel and the managed VFs.
 type hookEnv struct {
 	e        *env
-	closeFn  func()
 	vfs      map[sriov.Addr]managedVF
 	endpoint string
 }
 
 func (hx *hookEnv) close() {
-	hx.e.close()
-	hx.closeFn()
+	if hx.e != nil {
+		hx.e.close()
+	}
 }
 
 // openHookEnv loads the config (when usable) and the journal (read-only,
@@ -253,18 +255,14 @@ func (a *app) openHookEnv(ctx context.Context) (*hookEnv, error) {
 			// Possibly not vflag's domain at all: warn, never fail it.
 			fmt.Fprintf(a.stderr, "vflag hook: %v; VFs not checked\n", cfgErr)
 		}
-		return &hookEnv{e: newEnv(&Config{}, nil, nil, a.log), closeFn: func() {}}, nil
+		return &hookEnv{}, nil
 	}
-	k, f, closeHost, err := a.host(cfg)
+	e, _, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return nil, err
 	}
-	ecfg := cfg
-	if ecfg == nil {
-		ecfg = &Config{}
-		ecfg.applyDefaults()
-	}
-	hx := &hookEnv{e: newEnv(ecfg, k, f, a.log), closeFn: closeHost, vfs: map[sriov.Addr]managedVF{}, endpoint: ecfg.OVSDB}
+	k, f := e.k, e.fs
+	hx := &hookEnv{e: e, vfs: map[sriov.Addr]managedVF{}, endpoint: e.cfg.OVSDB}
 	if cfg != nil {
 		for gi := range cfg.Groups {
 			g := &cfg.Groups[gi]
@@ -277,7 +275,7 @@ func (a *app) openHookEnv(ctx context.Context) (*hookEnv, error) {
 				}
 				pfs = append(pfs, pf)
 			}
-			for _, i := range vfOwners(pfs) {
+			for _, i := range pipeline.Owners(pfs) {
 				hx.addVFs(pfs[i], g, nil)
 			}
 		}
@@ -286,23 +284,9 @@ func (a *app) openHookEnv(ctx context.Context) (*hookEnv, error) {
 		fmt.Fprintf(a.stderr, "vflag hook: %v; only the config's VFs are checked\n", jErr)
 		return hx, nil
 	}
-	var bridges []ovsRecord
-	for _, en := range j.Entries() {
-		if en.Kind == kindOVS {
-			if r, err := decode[ovsRecord](en.Record); err == nil {
-				bridges = append(bridges, r)
-			}
-		}
-	}
-	for _, en := range j.Entries() {
-		if en.Kind != kindNumVFs {
-			continue
-		}
-		r, err := decode[numVFsRecord](en.Record)
-		if err != nil {
-			continue
-		}
-		addr, ok := r.PF.PCI()
+	bridges := pipeline.JournalBridges(j)
+	for _, dev := range pipeline.JournalDevices(j) {
+		addr, ok := dev.PCI()
 		if !ok {
 			continue // no PCI VFs: nothing a domain can take
 		}
@@ -316,7 +300,7 @@ func (a *app) openHookEnv(ctx context.Context) (*hookEnv, error) {
 }
 
 // addVFs indexes the VFs of a PF; a config group wins over the journal.
-func (hx *hookEnv) addVFs(pf eswitch.PF, g *Group, bridges []ovsRecord) {
+func (hx *hookEnv) addVFs(pf eswitch.PF, g *config.Group, bridges []pipeline.BridgeRef) {
 	vfs, err := hx.e.pci.VFs(pf.Dev)
 	if err != nil {
 		return
@@ -333,9 +317,9 @@ func (hx *hookEnv) addVFs(pf eswitch.PF, g *Group, bridges []ovsRecord) {
 }
 
 // pfIndex is the index of a PF in its group's pfs.
-func (m managedVF) vfConfig() VFConfig {
+func (m managedVF) vfConfig() config.VFConfig {
 	if m.Group == nil {
-		return VFConfig{}
+		return config.VFConfig{}
 	}
 	for pi, ref := range m.Group.PFs {
 		if ref != m.PF.Netdev && ref != string(m.PF.Addr) {
@@ -347,7 +331,7 @@ func (m managedVF) vfConfig() VFConfig {
 			}
 		}
 	}
-	return VFConfig{}
+	return config.VFConfig{}
 }
 
 // prepareVF makes one VF's host side ready, recording in st what it changed.
@@ -374,7 +358,7 @@ func (hx *hookEnv) prepareVF(ctx context.Context, st *hookState, m managedVF, t 
 	}
 	// VF MAC through the PF.
 	if t.MAC != "" {
-		cur, err := e.vfMAC(m.PF, m.VF)
+		cur, err := e.VFMAC(m.PF, m.VF)
 		if err != nil {
 			return err
 		}
@@ -388,7 +372,7 @@ func (hx *hookEnv) prepareVF(ctx context.Context, st *hookState, m managedVF, t 
 			}
 		}
 	}
-	switchdev := m.Group != nil && m.Group.switchdev()
+	switchdev := m.Group != nil && m.Group.Switchdev()
 	if m.Group == nil {
 		switchdev = e.modeOf(m.PF) == eswitch.ModeSwitchdev
 	}
@@ -396,7 +380,7 @@ func (hx *hookEnv) prepareVF(ctx context.Context, st *hookState, m managedVF, t 
 		return nil
 	}
 	if mode := e.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
-		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, orDash(mode))
+		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, pipeline.OrDash(mode))
 	}
 	reps, err := eswitch.Representors(e.k, e.fs, m.PF)
 	if err != nil {
@@ -427,7 +411,7 @@ func (hx *hookEnv) ensurePort(ctx context.Context, rec *hookVFRec, m managedVF, 
 		targets = append(targets, target{hx.endpoint, m.Group.Name, m.Group.OVS.Bridge})
 	} else {
 		for _, b := range m.Bridges {
-			targets = append(targets, target{b.Endpoint, b.Bridge.Owner, b.Bridge.Bridge})
+			targets = append(targets, target{b.Endpoint, b.Owner, b.Bridge})
 		}
 	}
 	if len(targets) == 0 {
@@ -464,13 +448,13 @@ func (hx *hookEnv) ensurePort(ctx context.Context, rec *hookVFRec, m managedVF, 
 				continue
 			}
 			if port.OFPort < 0 {
-				return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, orDash(port.Error))
+				return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, pipeline.OrDash(port.Error))
 			}
 			return nil
 		}
 		if port != nil && port.OFPort < 0 {
 			c.Close()
-			return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, orDash(port.Error))
+			return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, pipeline.OrDash(port.Error))
 		}
 		if port != nil && port.Tag == vlan {
 			c.Close()
@@ -507,11 +491,12 @@ func (a *app) hookRelease(ctx context.Context, d libvirtx.HookDomain, stateDir s
 		return nil
 	}
 	cfg, _ := a.loadConfig(true)
-	k, _, closeHost, err := a.host(cfg)
+	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
+	defer closeEnv()
+	k := e.k
 	var errs []string
 	var keep []hookVFRec
 	sort.SliceStable(st.VFs, func(i, j int) bool { return st.VFs[i].PCI < st.VFs[j].PCI })
@@ -557,7 +542,7 @@ func (a *app) hookRelease(ctx context.Context, d libvirtx.HookDomain, stateDir s
 // resetVFMAC puts back the MAC a VF had before the hook; a VF or PF that is
 // gone needs nothing.
 func resetVFMAC(k eswitch.Kernel, r hookVFRec) error {
-	return restoreVFMAC(k, r.PF, r.VF, r.PriorMAC)
+	return pipeline.RestoreVFMAC(k, r.PF, r.VF, r.PriorMAC)
 }
 
 // writeFileAtomic writes a file by temp file, fsync and rename.

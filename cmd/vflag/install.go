@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/packaging"
 )
 
@@ -314,7 +315,7 @@ func (a *app) udevRules() ([]byte, error) {
 			pfs = append(pfs, pf)
 		}
 		fmt.Fprintf(&b, "\n# group %s\n", g.Name)
-		writeUdevGroup(&b, pfs, g.NumVFs, g.switchdev())
+		writeUdevGroup(&b, pfs, g.NumVFs, g.Switchdev())
 	}
 	return []byte(b.String()), nil
 }
@@ -331,7 +332,7 @@ func writeUdevGroup(w io.Writer, pfs []eswitch.PF, numvfs int, switchdev bool) {
 	if !switchdev {
 		return
 	}
-	for _, i := range vfOwners(pfs) {
+	for _, i := range pipeline.Owners(pfs) {
 		pf := pfs[i]
 		parent := string(pf.Addr)
 		if parent == "" {

@@ -19,10 +19,9 @@ import (
 	"github.com/spf13/viper"
 	"golang.org/x/sys/unix"
 
-	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/internal/sim"
-	"github.com/vflag/vflag/internal/sysfs"
-	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -136,7 +135,7 @@ func (a *app) upCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().Bool("no-rollback", false, "on failure keep what this run changed (the journal lets up resume and down clean up)")
-	cmd.Flags().String("stage", stageAll, "pre: only the steps that need neither the network, OVS nor libvirt (legacy settings, VFs, VF MACs, unbind, switchdev; vflag-pre.service at boot); all: everything")
+	cmd.Flags().String("stage", string(pipeline.StageAll), "pre: only the steps that need neither the network, OVS nor libvirt (legacy settings, VFs, VF MACs, unbind, switchdev; vflag-pre.service at boot); all: everything")
 	cmd.Flags().Int("stop-after", 0, "testing: stop after this many applied steps, as if killed")
 	cmd.Flags().String("fail-at", "", "testing: fail the step with this id after applying it")
 	_ = cmd.Flags().MarkHidden("stop-after")
@@ -200,7 +199,7 @@ func (a *app) exampleCommand() *cobra.Command {
 
 // loadConfig reads and validates the config file. missingOK lets down run
 // from the journal alone.
-func (a *app) loadConfig(missingOK bool) (*Config, error) {
+func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 	path := a.v.GetString("config")
 	cv := viper.New()
 	cv.SetConfigFile(path)
@@ -220,43 +219,43 @@ func (a *app) loadConfig(missingOK bool) (*Config, error) {
 	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout"} {
 		_ = cv.BindEnv(k)
 	}
-	var cfg Config
+	var cfg config.Config
 	if err := cv.UnmarshalExact(&cfg); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	cfg.applyDefaults()
+	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return &cfg, nil
 }
 
-// host opens the kernel side: the simulated host with --sim, else the real one.
-func (a *app) host(cfg *Config) (eswitch.Kernel, sysfs.FS, func(), error) {
-	dir := a.v.GetString("sim")
-	if dir == "" {
-		return eswitch.Netlink{}, sysfs.Dir("/"), func() {}, nil
-	}
-	var spec *sim.Spec
+// openHost opens the host: the simulated one with --sim (its spec from
+// cfg's sim section), else the real one; endpoints from envCfg.
+func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
+	o := host.Options{SimDir: a.v.GetString("sim")}
 	if cfg != nil {
-		spec = cfg.Sim
+		o.SimSpec = cfg.Sim
 	}
-	h, err := sim.Open(dir, spec)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("simulated host %s: %w", dir, err)
+	if envCfg != nil {
+		o.OVSDB, o.Libvirt = envCfg.OVSDB, envCfg.Libvirt
 	}
-	return h, h.FS(), func() { h.Close() }, nil
+	return host.Open(o)
 }
 
 // openEnv opens the host (simulated with --sim, whose spec comes from cfg)
 // and an env on it for envCfg; done releases both.
-func (a *app) openEnv(cfg, envCfg *Config) (e *env, done func(), err error) {
-	k, f, closeHost, err := a.host(cfg)
+func (a *app) openEnv(cfg, envCfg *config.Config) (e *env, done func(), err error) {
+	if envCfg == nil {
+		envCfg = &config.Config{}
+		envCfg.ApplyDefaults()
+	}
+	h, err := a.openHost(cfg, envCfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	e = newEnv(envCfg, k, f, a.log)
-	return e, func() { e.close(); closeHost() }, nil
+	e = newEnv(envCfg, h, a.log)
+	return e, h.Close, nil
 }
 
 func (a *app) stateDir() string {
@@ -267,7 +266,7 @@ func (a *app) stateDir() string {
 }
 
 func (a *app) runner(j *teardown.Journal, e *env, dry bool) *teardown.Runner {
-	r := &teardown.Runner{Journal: j, Undo: e.undoers(), DryRun: dry, Log: a.log,
+	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: dry, Log: a.log,
 		NoRollback: a.v.GetBool("no-rollback"), StopAfter: a.v.GetInt("stop-after"), FailAt: a.v.GetString("fail-at")}
 	if isTerminal(a.stderr) {
 		r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
@@ -280,16 +279,16 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	if err != nil {
 		return err
 	}
+	stage, err := pipeline.ParseStage(a.v.GetString("stage"))
+	if err != nil {
+		return err
+	}
 	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return err
 	}
 	defer closeEnv()
-	if e.stage = a.v.GetString("stage"); e.stage == "" {
-		e.stage = stageAll
-	} else if e.stage != stageAll && e.stage != stagePre {
-		return fmt.Errorf("--stage: %q is not pre or all", e.stage)
-	}
+	e.Stage = stage
 
 	var j *teardown.Journal
 	if !dry {
@@ -298,35 +297,23 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 			return err
 		}
 		defer lock.Release()
-		if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
-			return err
-		}
-	} else if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
+	}
+	if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
 		return err
 	}
-	hosts, err := e.preflight(ctx)
+	groups, err := e.Preflight(ctx)
 	if err != nil {
 		return err
 	}
 	r := a.runner(j, e, dry)
-	runErr := e.up(ctx, r, hosts)
+	runErr := e.Up(ctx, r, groups)
+	command := map[bool]string{true: "plan", false: "up"}[dry]
 	if runErr != nil && errors.Is(runErr, teardown.ErrStopped) {
-		a.report(map[bool]string{true: "plan", false: "up"}[dry], r.Results(), nil)
+		a.report(command, r.Results(), nil)
 		return exitError{code: 3}
 	}
-	if runErr != nil && !dry && !r.NoRollback && !errors.Is(runErr, errRolledBack) {
-		// A failure outside a step (LAG wait, verification): undo this run.
-		if rbErr := r.Rollback(ctx); rbErr != nil {
-			runErr = fmt.Errorf("%w; rollback failed: %v (the journal in %s lets `vflag down` finish)", runErr, rbErr, a.stateDir())
-		} else {
-			runErr = fmt.Errorf("%w; this run's changes were rolled back", runErr)
-		}
-	}
-	return a.report(map[bool]string{true: "plan", false: "up"}[dry], r.Results(), runErr)
+	return a.report(command, r.Results(), runErr)
 }
-
-// errRolledBack marks an error after which the runner already rolled back.
-var errRolledBack = teardown.ErrRolledBack
 
 func (a *app) runDown(ctx context.Context) error {
 	cfg, err := a.loadConfig(true)
@@ -334,12 +321,7 @@ func (a *app) runDown(ctx context.Context) error {
 		a.log.Warn("config not usable; down works from the journal alone", "err", err)
 		cfg = nil
 	}
-	ecfg := cfg
-	if ecfg == nil {
-		ecfg = &Config{}
-		ecfg.applyDefaults()
-	}
-	e, closeEnv, err := a.openEnv(cfg, ecfg)
+	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -353,53 +335,12 @@ func (a *app) runDown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := e.downPreflight(j, cfg != nil); err != nil {
+	if err := e.DownPreflight(j, cfg != nil); err != nil {
 		return err
 	}
 	r := a.runner(j, e, false)
 	downErr := r.Down(ctx)
 	return a.report("down", r.Results(), downErr)
-}
-
-// downPreflight refuses while a running domain holds a VF that down would remove.
-func (e *env) downPreflight(j *teardown.Journal, haveConfig bool) error {
-	var vfs []string
-	uris := map[string]bool{}
-	for _, en := range j.Entries() {
-		switch en.Kind {
-		case kindNumVFs:
-			r, err := decode[numVFsRecord](en.Record)
-			if err != nil {
-				return err
-			}
-			if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
-				return fmt.Errorf("journal: %w", err)
-			}
-			list, err := e.pci.VFs(r.PF)
-			if err != nil {
-				continue // the PF is gone: nothing to hold
-			}
-			for _, v := range list {
-				vfs = append(vfs, string(v.Addr))
-			}
-		case kindAttach:
-			r, err := decode[attachRecord](en.Record)
-			if err != nil {
-				return err
-			}
-			uris[r.URI] = true
-		}
-	}
-	if len(vfs) == 0 {
-		return nil
-	}
-	if len(uris) == 0 && !haveConfig {
-		return nil // nothing tells which libvirt to ask
-	}
-	for uri := range uris {
-		e.cfg.Libvirt = uri
-	}
-	return e.refuseHeld(vfs, "remove")
 }
 
 func isTerminal(w io.Writer) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
 )
@@ -156,7 +157,7 @@ func (a *app) roceShow(args []string) error {
 		if p.TCSupported {
 			tcs, ttl = optInt(p.TrafficClass), optInt(p.TTL)
 		}
-		fmt.Fprintf(a.stdout, "%-14s %-4d %-10s %-11s %-13s %s\n", p.Dev, p.Port, orDash(p.State), p.RoCEMode, tcs, ttl)
+		fmt.Fprintf(a.stdout, "%-14s %-4d %-10s %-11s %-13s %s\n", p.Dev, p.Port, pipeline.OrDash(p.State), p.RoCEMode, tcs, ttl)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/sriov"
 )
@@ -119,7 +121,7 @@ func (e *env) status(ctx context.Context) HostStatus {
 			}
 			gs.PFs = append(gs.PFs, ps)
 		}
-		if g.switchdev() {
+		if g.Switchdev() {
 			if b, err := eswitch.ReadBond(e.fs, g.Bond.Name); err == nil {
 				b.LACP = eswitch.ReadLACP(e.fs, b)
 				gs.Bond = &b
@@ -149,7 +151,7 @@ func (e *env) status(ctx context.Context) HostStatus {
 			}
 		}
 		ports := map[string]int{}
-		if g.switchdev() {
+		if g.Switchdev() {
 			gs.Bridge = g.OVS.Bridge
 			if c, err := e.ovsClient(ctx); err != nil {
 				problem("ovsdb: %v", err)
@@ -177,10 +179,10 @@ func (e *env) status(ctx context.Context) HostStatus {
 			}
 		}
 		domains := e.attachedDomains(g, &gs)
-		for _, i := range vfOwners(pfs) {
+		for _, i := range pipeline.Owners(pfs) {
 			pf := pfs[i]
 			var reps map[int]string
-			if g.switchdev() {
+			if g.Switchdev() {
 				reps, _ = eswitch.Representors(e.k, e.fs, pf)
 			}
 			var netlinkVFs []eswitch.VFInfo
@@ -223,7 +225,7 @@ func (e *env) status(ctx context.Context) HostStatus {
 }
 
 // attachedDomains maps VF PCI address to the configured domain holding it.
-func (e *env) attachedDomains(g *Group, gs *GroupStatus) map[string]string {
+func (e *env) attachedDomains(g *config.Group, gs *GroupStatus) map[string]string {
 	out := map[string]string{}
 	if len(g.Attachments) == 0 {
 		return out
@@ -263,15 +265,15 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			if p.TotalVFs > 0 {
 				total = fmt.Sprint(p.TotalVFs)
 			}
-			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s%s\n", p.Netdev, orDash(p.PCI), orDash(p.Driver), p.NumVFs, total, p.Eswitch, master)
+			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s%s\n", p.Netdev, pipeline.OrDash(p.PCI), pipeline.OrDash(p.Driver), p.NumVFs, total, p.Eswitch, master)
 		}
 		if g.Bond != nil && g.Bond.Mode == "absent" {
 			fmt.Fprintf(w, "  bond %s absent\n", g.Bond.Name)
 		} else if g.Bond != nil {
 			b := g.Bond
-			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), orDash(b.ActiveSlave), orDash(b.MIIStatus))
+			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), pipeline.OrDash(b.ActiveSlave), pipeline.OrDash(b.MIIStatus))
 			if l := b.LACP; l != nil {
-				fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, orDash(l.PartnerMAC))
+				fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, pipeline.OrDash(l.PartnerMAC))
 			}
 		}
 		if g.LAG != nil {
@@ -283,7 +285,7 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			fmt.Fprintf(w, "  lag %s%s\n", l.State, extra)
 		}
 		if g.Bridge != "" {
-			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, orDash(g.HWOffload))
+			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, pipeline.OrDash(g.HWOffload))
 		}
 		if d := g.Datapath; d != nil {
 			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())
@@ -293,7 +295,7 @@ func writeStatusText(w io.Writer, hs HostStatus) {
 			if v.OVSPort != "" {
 				port = fmt.Sprintf("%s(ofport %d)", v.OVSPort, v.OFPort)
 			}
-			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, orDash(v.PCI), orDash(v.Driver), orDash(v.MAC), orDash(v.Representor), port, orDash(v.Domain))
+			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), pipeline.OrDash(v.Representor), port, pipeline.OrDash(v.Domain))
 		}
 		for _, p := range g.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)

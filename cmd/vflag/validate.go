@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os/signal"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -17,60 +15,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
 )
 
 func init() { commands = append(commands, (*app).validateCommand) }
-
-// ValidateConfig is a group's `validate:` section: defaults for the
-// traffic, failover and RDMA checks (flags override them).
-type ValidateConfig struct {
-	Peer     string        `mapstructure:"peer"`      // iperf3 server to run against
-	Server   bool          `mapstructure:"server"`    // be the iperf3 server instead
-	Duration time.Duration `mapstructure:"duration"`  // traffic duration (default 10s)
-	Parallel int           `mapstructure:"parallel"`  // iperf3 -P (default 4 in active-active modes)
-	MinShare float64       `mapstructure:"min_share"` // share a carrying slave must reach (default 0.05)
-	MaxGap   time.Duration `mapstructure:"max_gap"`   // longest tolerated failover pause (0: report only)
-	RDMAPeer string        `mapstructure:"rdma_peer"` // ib_send_bw server over the bond
-	RDMATool string        `mapstructure:"rdma_tool"` // ib_send_bw (default) or rping
-	RoCE     bool          `mapstructure:"roce"`      // RDMA devices are required (fail rather than skip)
-	RoCEMode string        `mapstructure:"roce_mode"` // expected default RoCE mode: v1 or v2
-}
-
-var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
-
-func (v *ValidateConfig) check(p string, add func(string, any, string, ...any)) {
-	if v.Peer != "" && net.ParseIP(v.Peer) == nil && !hostnameRE.MatchString(v.Peer) {
-		add(p+".peer", v.Peer, "is not an address or host name")
-	}
-	if v.RDMAPeer != "" && net.ParseIP(v.RDMAPeer) == nil && !hostnameRE.MatchString(v.RDMAPeer) {
-		add(p+".rdma_peer", v.RDMAPeer, "is not an address or host name")
-	}
-	if v.Duration < 0 {
-		add(p+".duration", v.Duration, "must be positive")
-	}
-	if v.Parallel < 0 || v.Parallel > 128 {
-		add(p+".parallel", v.Parallel, "must be 1-128")
-	}
-	if v.MinShare < 0 || v.MinShare >= 0.5 {
-		add(p+".min_share", v.MinShare, "must be in [0, 0.5)")
-	}
-	if v.MaxGap < 0 {
-		add(p+".max_gap", v.MaxGap, "must be positive")
-	}
-	switch v.RDMATool {
-	case "", "ib_send_bw", "rping":
-	default:
-		add(p+".rdma_tool", v.RDMATool, "must be ib_send_bw or rping")
-	}
-	if v.RoCEMode != "" {
-		if _, err := validate.ParseRoCEMode(v.RoCEMode); err != nil {
-			add(p+".roce_mode", v.RoCEMode, "must be v1 or v2")
-		}
-	}
-}
 
 func (a *app) validateCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -188,7 +140,7 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	defer closeEnv()
 
 	rep := &validate.Report{AllowSkip: a.v.GetBool("validate-allow-skip")}
-	var groups []Group
+	var groups []config.Group
 	if bond != "" {
 		rep.Groups = append(rep.Groups, validate.GroupReport{Group: bond, Kind: "bond", Checks: a.validateBond(ctx, e, bond)})
 	} else {
@@ -234,7 +186,7 @@ func writeJUnit(path string, rep *validate.Report) error {
 }
 
 // validateGroup runs every check of one group.
-func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Check {
+func (a *app) validateGroup(ctx context.Context, e *env, g *config.Group) []validate.Check {
 	var out []validate.Check
 	var pfs []eswitch.PF
 	for i, ref := range g.PFs {
@@ -248,9 +200,9 @@ func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Ch
 	if len(pfs) != len(g.PFs) {
 		return out
 	}
-	gh := groupHost{g: g, pfs: pfs, owners: vfOwners(pfs)}
+	gh := pipeline.Group{Group: g, PFs: pfs, Owners: pipeline.Owners(pfs)}
 	t := validate.Target{
-		Group: g.Name, Switchdev: g.switchdev(), PFs: pfs, Owners: gh.owners, NumVFs: g.NumVFs,
+		Group: g.Name, Switchdev: g.Switchdev(), PFs: pfs, Owners: gh.Owners, NumVFs: g.NumVFs,
 		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
 		DatapathType: g.OVS.DatapathType,
 		RoCE:         validate.RoCEExpect{Required: g.Validate.RoCE},
@@ -263,19 +215,19 @@ func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Ch
 		t.RoCE.Mode, _ = validate.ParseRoCEMode(mode)
 	}
 	var facts validate.Facts
-	if g.switchdev() {
+	if g.Switchdev() {
 		facts.Bridge, facts.BridgeErr = e.bridgeFacts(ctx, g.OVS.Bridge)
 	}
 	facts.Attachments = e.attachmentFacts(gh)
 	out = append(out, validate.Static(e.k, e.fs, t, facts)...)
 
 	var pcis []string
-	for _, pf := range gh.pfs {
+	for _, pf := range gh.PFs {
 		pcis = append(pcis, string(pf.Addr))
 	}
 	tt := trafficTarget{bond: g.Bond.Name, v: g.Validate, pcis: pcis}
 	failover := a.v.GetBool("validate-failover")
-	if (a.v.GetBool("validate-traffic") || failover) && g.switchdev() {
+	if (a.v.GetBool("validate-traffic") || failover) && g.Switchdev() {
 		out = append(out, a.trafficChecks(ctx, e, tt, failover)...)
 	}
 	if a.v.GetBool("validate-rdma") {
@@ -289,7 +241,7 @@ func (a *app) validateGroup(ctx context.Context, e *env, g *Group) []validate.Ch
 // the flags only.
 type trafficTarget struct {
 	bond    string
-	v       ValidateConfig
+	v       config.ValidateConfig
 	pcis    []string // PCI functions whose RDMA devices are candidates for -d
 	netdevs []string // netdevs whose RDMA devices are candidates for -d (--bond)
 }
@@ -335,9 +287,9 @@ func (e *env) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge,
 	return b, nil
 }
 
-func (e *env) attachmentFacts(gh groupHost) []validate.Attachment {
+func (e *env) attachmentFacts(gh pipeline.Group) []validate.Attachment {
 	var out []validate.Attachment
-	for _, at := range gh.g.Attachments {
+	for _, at := range gh.Attachments {
 		va := validate.Attachment{Domain: at.Domain, PF: at.PF, VF: at.VF}
 		c, err := e.virtConn()
 		if err != nil {
@@ -352,14 +304,14 @@ func (e *env) attachmentFacts(gh groupHost) []validate.Attachment {
 			continue
 		}
 		for _, i := range d.Interfaces {
-			va.Present = va.Present || i.Owned && e.vfIs(gh, at.PF, at.VF, i.PCI)
+			va.Present = va.Present || i.Owned && e.VFIs(gh, at.PF, at.VF, i.PCI)
 		}
 		out = append(out, va)
 	}
 	return out
 }
 
-func (a *app) duration(v ValidateConfig) time.Duration {
+func (a *app) duration(v config.ValidateConfig) time.Duration {
 	if d := a.v.GetDuration("validate-duration"); d > 0 {
 		return d
 	}

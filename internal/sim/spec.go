@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-viper/mapstructure/v2"
 )
 
 // Spec describes the simulated host. It is also the `sim:` section of
@@ -281,4 +283,27 @@ func isZeroMAC(hw net.HardwareAddr) bool {
 		}
 	}
 	return true
+}
+
+// DecodeSpec decodes a config's raw sim: section (YAML decoded into maps)
+// into a Spec, with durations as strings ("2ms"). Unknown keys are errors
+// naming the key. A nil section gives a nil Spec.
+func DecodeSpec(raw map[string]any) (*Spec, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var s Spec
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		DecodeHook:       mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(",")),
+		ErrorUnused:      true,
+		WeaklyTypedInput: true,
+		Result:           &s,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := dec.Decode(raw); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	return &s, nil
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func validConfig() *Config {
 			},
 		}},
 	}
-	c.applyDefaults()
+	c.ApplyDefaults()
 	return c
 }
 

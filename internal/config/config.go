@@ -1,4 +1,8 @@
-package main
+// Package config is vflag's configuration: the schema, its defaults and
+// its validation. Every error names the field path and the value. It reads
+// nothing from the host and knows neither viper (cmd/vflag loads the file)
+// nor the simulator (the sim: section is kept raw and decoded by internal/sim).
+package config
 
 import (
 	"fmt"
@@ -7,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
+	"go.yaml.in/yaml/v3"
+
 	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -22,7 +29,9 @@ type Config struct {
 	LAGTimeout time.Duration `mapstructure:"lag_timeout"`
 	// VFTimeout bounds the wait for VF creation per PF (default 5m: ~0.5 s per VF on ConnectX).
 	VFTimeout time.Duration `mapstructure:"vf_timeout"`
-	Sim       *sim.Spec     `mapstructure:"sim"`
+	// Sim is the simulated host's spec (`vflag --sim DIR`), decoded by
+	// internal/sim; a real host ignores it.
+	Sim map[string]any `mapstructure:"sim"`
 }
 
 // Group is one LAG group: the two ports of one NIC, bonded.
@@ -87,10 +96,10 @@ func (e FieldError) Error() string {
 	return fmt.Sprintf("%s: %q %s", e.Path, fmt.Sprint(e.Value), e.Msg)
 }
 
-// ConfigErrors is every error found in a config.
-type ConfigErrors []FieldError
+// Errors is every error found in a config.
+type Errors []FieldError
 
-func (es ConfigErrors) Error() string {
+func (es Errors) Error() string {
 	lines := make([]string, len(es))
 	for i, e := range es {
 		lines[i] = e.Error()
@@ -110,7 +119,8 @@ var (
 	hashPolicies = map[string]bool{"layer2": true, "layer2+3": true, "layer3+4": true, "encap2+3": true, "encap3+4": true, "vlan+srcmac": true}
 )
 
-func (c *Config) applyDefaults() {
+// ApplyDefaults fills in what the config leaves empty.
+func (c *Config) ApplyDefaults() {
 	if c.OVSDB == "" {
 		c.OVSDB = "unix:/var/run/openvswitch/db.sock"
 	}
@@ -138,11 +148,11 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// switchdev tells whether the group is a VF-LAG group.
-func (g *Group) switchdev() bool { return g.Eswitch == eswitch.ModeSwitchdev }
+// Switchdev tells whether the group is a VF-LAG group.
+func (g *Group) Switchdev() bool { return g.Eswitch == eswitch.ModeSwitchdev }
 
-// vfMAC returns the configured MAC of a VF, "" when none.
-func (g *Group) vfMAC(pf, vf int) string {
+// VFMAC returns the configured MAC of a VF, "" when none.
+func (g *Group) VFMAC(pf, vf int) string {
 	for _, v := range g.VFs {
 		if v.PF == pf && v.VF == vf {
 			return v.MAC
@@ -181,7 +191,7 @@ func validPFRef(s string) error {
 // Validate checks the whole config without touching the host and returns
 // every error, each naming its field path and value.
 func (c *Config) Validate() error {
-	var errs ConfigErrors
+	var errs Errors
 	add := func(path string, v any, format string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
 	}
@@ -220,10 +230,10 @@ func (c *Config) Validate() error {
 		if g.Eswitch != eswitch.ModeSwitchdev && g.Eswitch != eswitch.ModeLegacy {
 			add(p+".eswitch", g.Eswitch, "must be switchdev or legacy")
 		}
-		if g.switchdev() && len(g.PFs) != 2 {
+		if g.Switchdev() && len(g.PFs) != 2 {
 			add(p+".pfs", strings.Join(g.PFs, ","), "must name exactly the two ports of one NIC")
 		}
-		if !g.switchdev() && (len(g.PFs) < 1 || len(g.PFs) > 2) {
+		if !g.Switchdev() && (len(g.PFs) < 1 || len(g.PFs) > 2) {
 			add(p+".pfs", strings.Join(g.PFs, ","), "must name one or two PFs")
 		}
 		for i, ref := range g.PFs {
@@ -235,7 +245,7 @@ func (c *Config) Validate() error {
 		}
 		if g.NumVFs < 1 || g.NumVFs > 4096 {
 			add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
-		} else if g.switchdev() && g.NumVFs > MaxVFsLAG {
+		} else if g.Switchdev() && g.NumVFs > MaxVFsLAG {
 			add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
 		}
 		switch g.FlowSteeringMode {
@@ -243,7 +253,7 @@ func (c *Config) Validate() error {
 		default:
 			add(p+".flow_steering_mode", g.FlowSteeringMode, "must be smfs or dmfs (or empty to leave it)")
 		}
-		if g.switchdev() {
+		if g.Switchdev() {
 			c.validateBond(g, p, add)
 			if g.Bond.Name != "" {
 				claim("netdev", g.Bond.Name, p+".bond.name")
@@ -295,11 +305,11 @@ func (c *Config) Validate() error {
 			if v.VLAN < 0 || v.VLAN > 4094 {
 				add(vp+".vlan", v.VLAN, "must be 0 (untagged) or 1-4094")
 			}
-			if v.VLAN != 0 && !g.switchdev() {
+			if v.VLAN != 0 && !g.Switchdev() {
 				add(vp+".vlan", v.VLAN, "needs eswitch switchdev (the tag goes on the representor's OVS port)")
 			}
 		}
-		g.Validate.check(p+".validate", add)
+		g.Validate.Check(p+".validate", add)
 		attSeen := map[[2]int]string{}
 		for ai, a := range g.Attachments {
 			ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
@@ -318,7 +328,7 @@ func (c *Config) Validate() error {
 			attSeen[[2]int{a.PF, a.VF}] = ap
 			mac := a.MAC
 			if mac == "" {
-				mac = g.vfMAC(a.PF, a.VF)
+				mac = g.VFMAC(a.PF, a.VF)
 			}
 			if mac == "" {
 				add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
@@ -359,4 +369,81 @@ func (c *Config) validateBond(g *Group, p string, add func(string, any, string, 
 			add(p+".bond.xmit_hash_policy", b.XmitHashPolicy, "does not apply to mode active-backup")
 		}
 	}
+}
+
+// ValidateConfig is a group's `validate:` section: defaults for the
+// traffic, failover and RDMA checks (flags override them).
+type ValidateConfig struct {
+	Peer     string        `mapstructure:"peer"`      // iperf3 server to run against
+	Server   bool          `mapstructure:"server"`    // be the iperf3 server instead
+	Duration time.Duration `mapstructure:"duration"`  // traffic duration (default 10s)
+	Parallel int           `mapstructure:"parallel"`  // iperf3 -P (default 4 in active-active modes)
+	MinShare float64       `mapstructure:"min_share"` // share a carrying slave must reach (default 0.05)
+	MaxGap   time.Duration `mapstructure:"max_gap"`   // longest tolerated failover pause (0: report only)
+	RDMAPeer string        `mapstructure:"rdma_peer"` // ib_send_bw server over the bond
+	RDMATool string        `mapstructure:"rdma_tool"` // ib_send_bw (default) or rping
+	RoCE     bool          `mapstructure:"roce"`      // RDMA devices are required (fail rather than skip)
+	RoCEMode string        `mapstructure:"roce_mode"` // expected default RoCE mode: v1 or v2
+}
+
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
+
+// Check validates the section at path p.
+func (v *ValidateConfig) Check(p string, add func(string, any, string, ...any)) {
+	if v.Peer != "" && net.ParseIP(v.Peer) == nil && !hostnameRE.MatchString(v.Peer) {
+		add(p+".peer", v.Peer, "is not an address or host name")
+	}
+	if v.RDMAPeer != "" && net.ParseIP(v.RDMAPeer) == nil && !hostnameRE.MatchString(v.RDMAPeer) {
+		add(p+".rdma_peer", v.RDMAPeer, "is not an address or host name")
+	}
+	if v.Duration < 0 {
+		add(p+".duration", v.Duration, "must be positive")
+	}
+	if v.Parallel < 0 || v.Parallel > 128 {
+		add(p+".parallel", v.Parallel, "must be 1-128")
+	}
+	if v.MinShare < 0 || v.MinShare >= 0.5 {
+		add(p+".min_share", v.MinShare, "must be in [0, 0.5)")
+	}
+	if v.MaxGap < 0 {
+		add(p+".max_gap", v.MaxGap, "must be positive")
+	}
+	switch v.RDMATool {
+	case "", "ib_send_bw", "rping":
+	default:
+		add(p+".rdma_tool", v.RDMATool, "must be ib_send_bw or rping")
+	}
+	if v.RoCEMode != "" {
+		if _, err := validate.ParseRoCEMode(v.RoCEMode); err != nil {
+			add(p+".roce_mode", v.RoCEMode, "must be v1 or v2")
+		}
+	}
+}
+
+// Parse decodes a config file's YAML as cmd/vflag's loader does (unknown
+// keys are errors; durations as "30s"), applies the defaults and validates.
+// cmd/vflag reads files through viper (flags and VFLAG_* overrides); tests
+// and tools use Parse.
+func Parse(data []byte) (*Config, error) {
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	var c Config
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		DecodeHook:  mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(",")),
+		ErrorUnused: true,
+		Result:      &c,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := dec.Decode(raw); err != nil {
+		return nil, err
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/vflag/vflag/internal/config"
+)
+
+// simulatedExample turns an example config into one for the test bed: the
+// bed's OVSDB and libvirt, the userspace datapath, and (when it has none) a
+// sim section with one simulated NIC per group carrying its PFs.
+func simulatedExample(t *testing.T, d daemons, text string) (string, *config.Config) {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["ovsdb"], m["libvirt"] = d.ovs.Endpoint(), d.virt.URI()
+	cfg, err := config.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := m["groups"].([]any)
+	for _, g := range groups {
+		if o, ok := g.(map[string]any)["ovs"].(map[string]any); ok {
+			o["datapath_type"] = "netdev"
+		}
+	}
+	if _, ok := m["sim"]; !ok {
+		var nics []any
+		for gi, g := range cfg.Groups {
+			var pfs []any
+			for pi, ref := range g.PFs {
+				pci, netdev := fmt.Sprintf("0000:%02x:00.%d", 0x61+gi, pi), ref
+				if strings.Contains(ref, ":") {
+					pci, netdev = ref, fmt.Sprintf("enp%ds0f%d", 0x61+gi, pi)
+				}
+				pfs = append(pfs, map[string]any{"pci": pci, "netdev": netdev})
+			}
+			nics = append(nics, map[string]any{"name": fmt.Sprintf("nic%d", gi), "total_vfs": max(g.NumVFs, 8), "pfs": pfs})
+		}
+		m["sim"] = map[string]any{"nics": nics}
+	}
+	if sim, ok := m["sim"].(map[string]any); ok && d.ovs.Netns() != "" {
+		sim["mirror_netns"] = d.ovs.Netns()
+	}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), cfg
+}
+
+// changedIDs are the ids of the steps a report says changed, sorted.
+func changedIDs(t *testing.T, out string) []string {
+	t.Helper()
+	var rep report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, out)
+	}
+	var ids []string
+	for _, s := range rep.Steps {
+		if s.Changed {
+			ids = append(ids, s.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// TestPlanMatchesUp: for every example config, on a fresh simulated host
+// with a real OVS and libvirtd, the steps plan says would change are
+// exactly the steps up then changes, by id; after up, plan says nothing.
+func TestPlanMatchesUp(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	d := startDaemons(t)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, cfg := simulatedExample(t, d, string(raw))
+			for _, g := range cfg.Groups {
+				for _, a := range g.Attachments {
+					if a.Domain != "vm1" {
+						d.virt.DefineDomain(t, a.Domain)
+					}
+				}
+			}
+			b := newBed(t, d, "")
+			if err := os.WriteFile(b.config, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b.initSim()
+			plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+			up := changedIDs(t, b.mustVflag(2, "up", "-o", "json", "--detailed-exit-codes"))
+			if strings.Join(plan, "\n") != strings.Join(up, "\n") {
+				t.Fatalf("plan and up differ:\n%s", diffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
+			}
+			if len(up) < 5 {
+				t.Fatalf("up changed only %v", up)
+			}
+			t.Logf("%d steps, plan == up: %s", len(up), strings.Join(up, " "))
+			if again := changedIDs(t, b.mustVflag(0, "plan", "-o", "json", "--detailed-exit-codes")); len(again) != 0 {
+				t.Fatalf("plan after up: %v", again)
+			}
+			b.mustVflag(0, "down")
+		})
+	}
+}

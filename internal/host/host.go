@@ -1,0 +1,165 @@
+// Package host opens the host vflag works on: the real kernel (netlink,
+// devlink, sysfs at /) or the simulated mlx5 host kept in a directory
+// (--sim), and the OVSDB and libvirt connections, opened lazily: a group
+// without a bridge or attachments never needs them. It is the only package
+// that names internal/sim; the others see the eswitch.Kernel and sysfs.FS
+// interfaces and ask Host for what only a simulated host has.
+package host
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/sriov"
+)
+
+// Host is one run's handles on the host.
+type Host struct {
+	Kernel eswitch.Kernel
+	FS     sysfs.FS
+	PCI    sriov.Host
+
+	// OVSDB and Libvirt are the endpoints the lazy connections use; they
+	// may be changed before the first use (down takes them from the journal).
+	OVSDB   string
+	Libvirt string
+
+	sim       *sim.Host
+	closeKern func()
+
+	mu   sync.Mutex
+	ovsc *ovs.Client
+	virt *libvirtx.Conn
+}
+
+// Options say which host to open.
+type Options struct {
+	// SimDir: the simulated host kept in this directory ("" = the real host).
+	SimDir string
+	// SimSpec is the config's sim: section, used when SimDir holds no host yet.
+	SimSpec map[string]any
+	OVSDB   string
+	Libvirt string
+}
+
+// Open opens the real host, or the simulated one with SimDir.
+func Open(o Options) (*Host, error) {
+	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt}
+	if o.SimDir == "" {
+		h.Kernel, h.FS = eswitch.Netlink{}, sysfs.Dir("/") // TODO(leaves): one handle per run
+	} else {
+		spec, err := sim.DecodeSpec(o.SimSpec)
+		if err != nil {
+			return nil, fmt.Errorf("config sim section: %w", err)
+		}
+		s, err := sim.Open(o.SimDir, spec)
+		if err != nil {
+			return nil, fmt.Errorf("simulated host %s: %w", o.SimDir, err)
+		}
+		h.sim, h.Kernel, h.FS, h.closeKern = s, s, s.FS(), func() { s.Close() }
+	}
+	h.PCI = sriov.Host{FS: h.FS}
+	return h, nil
+}
+
+// New is a host on a given kernel and filesystem (tests, tools); it is
+// never the simulated host's TrafficLoad.
+func New(k eswitch.Kernel, f sysfs.FS, ovsdb, libvirt string) *Host {
+	return &Host{Kernel: k, FS: f, PCI: sriov.Host{FS: f}, OVSDB: ovsdb, Libvirt: libvirt}
+}
+
+// Simulated tells whether this is the simulated host.
+func (h *Host) Simulated() bool { return h.sim != nil }
+
+// OVS is the OVSDB client, connected on first use.
+func (h *Host) OVS(ctx context.Context) (*ovs.Client, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ovsc == nil {
+		c, err := ovs.Connect(ctx, h.OVSDB)
+		if err != nil {
+			return nil, err
+		}
+		h.ovsc = c
+	}
+	return h.ovsc, nil
+}
+
+// Virt is the libvirt connection, opened on first use.
+func (h *Host) Virt() (*libvirtx.Conn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.virt == nil {
+		c, err := libvirtx.Open(h.Libvirt)
+		if err != nil {
+			return nil, err
+		}
+		h.virt = c
+	}
+	return h.virt, nil
+}
+
+// Close closes the connections and the host.
+func (h *Host) Close() {
+	h.mu.Lock()
+	if h.ovsc != nil {
+		h.ovsc.Close()
+		h.ovsc = nil
+	}
+	if h.virt != nil {
+		h.virt.Close()
+		h.virt = nil
+	}
+	h.mu.Unlock()
+	if h.closeKern != nil {
+		h.closeKern()
+		h.closeKern = nil
+	}
+}
+
+// TrafficLoad is the load of validate's traffic checks on the simulated
+// host: packets pushed through the simulated bond every 20 ms. ok is false
+// on a real host (iperf3 is the load there).
+func (h *Host) TrafficLoad(bond string, dur time.Duration) (l validate.Load, ok bool) {
+	if h.sim == nil {
+		return nil, false
+	}
+	return simLoad{h: h.sim, bond: bond, dur: dur}, true
+}
+
+// simLoad pushes packets through a simulated bond every 20 ms.
+type simLoad struct {
+	h    *sim.Host
+	bond string
+	dur  time.Duration
+}
+
+func (l simLoad) Run(ctx context.Context) (validate.LoadResult, error) {
+	const tick, pkts, size = 20 * time.Millisecond, 500, 1500
+	end := time.Now().Add(l.dur)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var sent, carried uint64
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return validate.LoadResult{Summary: fmt.Sprintf("simulated: %d of %d packets carried", carried, sent)}, nil
+		case <-t.C:
+		}
+		c, err := l.h.Traffic(l.bond, pkts, size)
+		if err != nil {
+			return validate.LoadResult{}, fmt.Errorf("simulated traffic: %w", err)
+		}
+		sent += pkts
+		carried += c
+	}
+	return validate.LoadResult{Summary: fmt.Sprintf("simulated: %d of %d packets carried", carried, sent)}, nil
+}

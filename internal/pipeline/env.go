@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/sriov"
+)
+
+// Stage selects which phases `up` runs (--stage).
+type Stage string
+
+const (
+	// StageAll runs every phase.
+	StageAll Stage = "all"
+	// StagePre runs the phases that need neither the network, OVS nor
+	// libvirt (vflag-pre.service at boot): legacy settings, VFs, VF MACs,
+	// unbind, switchdev (and the PFs up for a legacy group).
+	StagePre Stage = "pre"
+)
+
+// ParseStage checks a --stage value.
+func ParseStage(s string) (Stage, error) {
+	switch Stage(s) {
+	case "", StageAll:
+		return StageAll, nil
+	case StagePre:
+		return StagePre, nil
+	}
+	return "", &config.FieldError{Path: "--stage", Value: s, Msg: "is not pre or all"}
+}
+
+// Env is one run of the pipeline: the config and the host.
+type Env struct {
+	cfg *config.Config
+	h   *host.Host
+	k   eswitch.Kernel
+	fs  sysfs.FS
+	pci sriov.Host
+	log *slog.Logger
+
+	// Stage is StageAll (default) or StagePre.
+	Stage Stage
+	// Poll is the interval of the bounded polls (LAG, representors); 0 = their default.
+	Poll time.Duration
+}
+
+// New is a run on host h for cfg (nil: down from the journal alone).
+func New(cfg *config.Config, h *host.Host, log *slog.Logger) *Env {
+	if cfg == nil {
+		cfg = &config.Config{}
+		cfg.ApplyDefaults()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Env{cfg: cfg, h: h, k: h.Kernel, fs: h.FS, pci: h.PCI, log: log, Stage: StageAll}
+}
+
+// Config is the run's config.
+func (e *Env) Config() *config.Config { return e.cfg }
+
+// Host is the run's host.
+func (e *Env) Host() *host.Host { return e.h }

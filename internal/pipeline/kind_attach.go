@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/teardown"
+)
+
+// attachKind attaches a VF to a domain as <interface type='hostdev'
+// managed='yes'> with the configured MAC, persistent and, if asked and the
+// domain runs, live; marked in vflag's domain metadata (DESIGN.md step 11).
+//
+//	virsh attach-device $domain vf.xml --config [--live]
+type attachKind struct{}
+
+type attachRecord struct {
+	URI        string          `json:"uri"`
+	Attachment libvirtx.Record `json:"attachment"`
+}
+
+func (attachKind) Name() string { return KindAttach }
+func (attachKind) DependsOn() []string {
+	return []string{numVFsKind{}.Name(), vfMACKind{}.Name()}
+}
+
+// id names the attachment by logical coordinates: a plan (before the VF
+// exists) and up give it the same id.
+func (k attachKind) id(domain string, pf eswitch.PF, vf int) string {
+	return fmt.Sprintf("%s/%s/%s/vf%d", k.Name(), domain, pf.Netdev, vf)
+}
+
+func (k attachKind) step(e *Env, id string, a libvirtx.Attachment) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: id,
+		Check: func(ctx context.Context) (teardown.Change, error) {
+			c, err := e.h.Virt()
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			needed, why, err := c.Plan(a)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: needed, Summary: why,
+				Record: attachRecord{URI: e.h.Libvirt, Attachment: libvirtx.Record{Domain: a.Domain, PCI: a.PCI, MAC: a.MAC, Live: a.Live, Owner: a.Owner}}}, nil
+		},
+		Apply: func(ctx context.Context) error {
+			c, err := e.h.Virt()
+			if err != nil {
+				return err
+			}
+			_, _, err = c.Attach(a)
+			return err
+		},
+	}
+}
+
+func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) error {
+	c, err := libvirtx.Open(r.URI)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Detach(r.Attachment); err != nil {
+		return err
+	}
+	teardown.SayUndone(ctx, "domain %s: detach VF %s", r.Attachment.Domain, r.Attachment.PCI)
+	return nil
+}

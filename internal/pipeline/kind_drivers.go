@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+// unbindKind unbinds every VF of a PF from its host driver (DESIGN.md step
+// 4): firmware fails the mode change and LAG activation while a VF is bound.
+//
+//	echo $vf > /sys/bus/pci/devices/$vf/driver/unbind
+type unbindKind struct{}
+
+// bindKind binds a VF to the host driver the config names, strictly after
+// the LAG is active (DESIGN.md step 8: QPs made before LAG activation cannot
+// use the other port).
+//
+//	echo $drv > /sys/bus/pci/devices/$vf/driver_override; echo $vf > /sys/bus/pci/drivers/$drv/bind
+type bindKind struct{}
+
+// driversRecord is the record of both kinds: each VF's driver before.
+type driversRecord struct {
+	Drivers map[sriov.Addr]string `json:"drivers"` // VF -> driver before
+	// Overrides are the VFs' driver_override values before ("" unset, the
+	// only value in journals written before it was recorded): undo puts
+	// them back, as binding overwrites driver_override.
+	Overrides map[sriov.Addr]string `json:"overrides,omitempty"`
+}
+
+func (unbindKind) Name() string        { return "sriov.unbind" }
+func (unbindKind) DependsOn() []string { return []string{numVFsKind{}.Name()} }
+func (bindKind) Name() string          { return "sriov.bind" }
+func (bindKind) DependsOn() []string {
+	return []string{numVFsKind{}.Name(), unbindKind{}.Name(), bondKind{}.Name()}
+}
+
+func (unbindKind) Undo(ctx context.Context, e *Env, r driversRecord) error {
+	return e.undoDrivers(ctx, r)
+}
+func (bindKind) Undo(ctx context.Context, e *Env, r driversRecord) error {
+	return e.undoDrivers(ctx, r)
+}
+
+// priorOverrides reads the driver_override of each VF of drivers.
+func (e *Env) priorOverrides(drivers map[sriov.Addr]string) (map[sriov.Addr]string, error) {
+	var out map[sriov.Addr]string
+	for a := range drivers {
+		ov, err := e.pci.DriverOverride(a)
+		if err != nil {
+			return nil, err
+		}
+		if ov != "" {
+			if out == nil {
+				out = map[sriov.Addr]string{}
+			}
+			out[a] = ov
+		}
+	}
+	return out, nil
+}
+
+// step unbinds every VF of a PF, except those keep allows to stay (a VF
+// already on its configured driver once the eswitch and the LAG are in place).
+func (k unbindKind) step(e *Env, pf eswitch.PF, keep func(vf sriov.Addr, driver string) bool) teardown.Step {
+	bound := func() (map[sriov.Addr]string, error) {
+		vfs, err := e.pci.VFs(pf.Dev)
+		if err != nil {
+			return nil, err
+		}
+		out := map[sriov.Addr]string{}
+		for _, vf := range vfs {
+			d, err := e.pci.Driver(vf.Addr)
+			if err != nil {
+				return nil, err
+			}
+			if d != "" && !keep(vf.Addr, d) {
+				out[vf.Addr] = d
+			}
+		}
+		return out, nil
+	}
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name() + "/" + string(pf.Dev),
+		Check: func(context.Context) (teardown.Change, error) {
+			b, err := bound()
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			ov, err := e.priorOverrides(b)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: len(b) > 0, Summary: fmt.Sprintf("%s: unbind %d VFs from host drivers", pf.Dev, len(b)),
+				Record: driversRecord{Drivers: b, Overrides: ov}}, nil
+		},
+		Apply: func(context.Context) error {
+			b, err := bound()
+			if err != nil {
+				return err
+			}
+			for _, a := range sortedAddrs(b) {
+				if err := e.pci.Unbind(a); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// bindID names the bind step by logical coordinates, so a plan (before the
+// VF exists) and up give it the same id.
+func (k bindKind) id(pf eswitch.PF, vf int) string {
+	return fmt.Sprintf("%s/%s/vf%d", k.Name(), pf.Netdev, vf)
+}
+
+func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver string) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(pf, vf),
+		Check: func(context.Context) (teardown.Change, error) {
+			cur, err := e.pci.Driver(addr)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			prior := map[sriov.Addr]string{addr: cur}
+			ov, err := e.priorOverrides(prior)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", addr, driver, OrDash(cur)),
+				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
+		},
+		Apply: func(context.Context) error { return e.pci.Bind(addr, driver) },
+	}
+}
+
+// undoDrivers rebinds VFs to the drivers they had (an empty prior driver
+// means unbound) and puts their driver_override back.
+func (e *Env) undoDrivers(ctx context.Context, r driversRecord) error {
+	var errs []error
+	n := 0
+	for _, a := range sortedAddrs(r.Drivers) {
+		if !e.pci.Exists(a) {
+			continue // the VF is gone
+		}
+		n++
+		if prior := r.Drivers[a]; prior == "" {
+			if err := e.pci.Unbind(a); err != nil {
+				errs = append(errs, err)
+			}
+		} else if err := e.pci.Bind(a, prior); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.pci.SetDriverOverride(a, r.Overrides[a]); err != nil && !gone(err) {
+			errs = append(errs, err)
+		}
+	}
+	if n == 0 {
+		teardown.SayUndone(ctx, "%d VF(s) gone: nothing to rebind", len(r.Drivers))
+	} else if len(r.Drivers) == 1 {
+		for a, d := range r.Drivers {
+			teardown.SayUndone(ctx, "%s: driver -> %s", a, OrDash(d))
+		}
+	} else {
+		teardown.SayUndone(ctx, "%d VF(s) back to their prior drivers", n)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/teardown"
+)
+
+// modeKind sets the eswitch mode (DESIGN.md step 5). It refuses while a VF
+// is bound to a host driver: the kernel does not check, the firmware fails
+// with "bad resource state".
+//
+//	devlink dev eswitch set $dev mode switchdev
+type modeKind struct{}
+
+type modeRecord struct {
+	Devlink eswitch.Devlink `json:"devlink"`
+	Prior   string          `json:"prior"`
+}
+
+func (modeKind) Name() string { return "eswitch.mode" }
+func (modeKind) DependsOn() []string {
+	return []string{numVFsKind{}.Name(), unbindKind{}.Name()}
+}
+
+func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name() + "/" + d.String(),
+		Check: func(context.Context) (teardown.Change, error) {
+			cur, err := e.k.EswitchMode(d)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode),
+				Record: modeRecord{Devlink: d, Prior: cur}}, nil
+		},
+		Apply: func(context.Context) error {
+			for _, pf := range pfs {
+				vfs, err := e.pci.VFs(pf.Dev)
+				if err != nil {
+					return err
+				}
+				for _, vf := range vfs {
+					if drv, _ := e.pci.Driver(vf.Addr); drv != "" {
+						return fmt.Errorf("set eswitch mode on %s: VF %s is bound to %s; unbind every VF first", d, vf.Addr, drv)
+					}
+				}
+			}
+			if err := e.k.SetEswitchMode(d, mode); err != nil {
+				return fmt.Errorf("set eswitch mode on %s: %w", d, err)
+			}
+			return nil
+		},
+	}
+}
+
+func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) error {
+	cur, err := e.k.EswitchMode(r.Devlink)
+	if err != nil {
+		if gone(err) {
+			return nil
+		}
+		return err
+	}
+	if cur == r.Prior {
+		return nil
+	}
+	if err := e.k.SetEswitchMode(r.Devlink, r.Prior); err != nil {
+		return fmt.Errorf("set eswitch mode on %s: %w", r.Devlink, err)
+	}
+	teardown.SayUndone(ctx, "%s: eswitch %s -> %s", r.Devlink, cur, r.Prior)
+	return nil
+}
+
+func (e *Env) modeOf(pf eswitch.PF) string {
+	m, _ := e.k.EswitchMode(pf.Devlink)
+	return m
+}
+
+// tcOffloadKind enables hw-tc-offload on a PF (the uplink representor)
+// after switchdev (DESIGN.md step 5).
+//
+//	ethtool -K $pf hw-tc-offload on
+type tcOffloadKind struct{}
+
+type featureRecord struct {
+	Netdev  string `json:"netdev"`
+	Feature string `json:"feature"`
+	Prior   bool   `json:"prior"`
+}
+
+const hwTCOffload = "hw-tc-offload"
+
+func (tcOffloadKind) Name() string        { return "eswitch.tc-offload" }
+func (tcOffloadKind) DependsOn() []string { return []string{modeKind{}.Name()} }
+
+func (k tcOffloadKind) step(e *Env, pf eswitch.PF) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name() + "/" + pf.Netdev,
+		Check: func(context.Context) (teardown.Change, error) {
+			if e.modeOf(pf) != eswitch.ModeSwitchdev {
+				// Only a plan gets here (up runs this after switchdev): the
+				// switch to switchdev decides, as mlx5 turns hw-tc-offload
+				// on for the uplink representor; up checks again then.
+				return teardown.Change{Summary: pf.Netdev + ": hw-tc-offload decided after switchdev (mlx5 turns it on)"}, nil
+			}
+			on, err := e.k.Feature(pf.Netdev, hwTCOffload)
+			if errors.Is(err, eswitch.ErrNotSupported) {
+				return teardown.Change{Summary: pf.Netdev + ": no hw-tc-offload feature, left alone"}, nil
+			}
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: !on, Summary: pf.Netdev + ": hw-tc-offload off -> on",
+				Record: featureRecord{Netdev: pf.Netdev, Feature: hwTCOffload, Prior: on}}, nil
+		},
+		Apply: func(context.Context) error { return e.k.SetFeature(pf.Netdev, hwTCOffload, true) },
+	}
+}
+
+func (tcOffloadKind) Undo(ctx context.Context, e *Env, r featureRecord) error {
+	if err := e.k.SetFeature(r.Netdev, r.Feature, r.Prior); err != nil && !gone(err) {
+		return err
+	}
+	teardown.SayUndone(ctx, "%s: %s -> %s", r.Netdev, r.Feature, map[bool]string{true: "on", false: "off"}[r.Prior])
+	return nil
+}

@@ -1,0 +1,78 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+// numVFsKind creates the VFs and waits until they exist (DESIGN.md step
+// 2): every virtfn link for a device with PCI VFs. A device without PCI
+// VFs (netdevsim) creates them inside the sriov_numvfs write, and its
+// netdev reports no VF info (the kernel lists VFs over netlink for PCI
+// parents only). Changing a non-zero count writes 0 first (EBUSY otherwise).
+//
+//	echo $n > /sys/bus/pci/devices/$pf/sriov_numvfs
+type numVFsKind struct{}
+
+type numVFsRecord struct {
+	PF    sriov.Device `json:"pf"`
+	Prior int          `json:"prior"`
+}
+
+func (numVFsKind) Name() string        { return KindNumVFs }
+func (numVFsKind) DependsOn() []string { return []string{autoprobeKind{}.Name()} }
+
+func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name() + "/" + string(pf.Dev),
+		Check: func(context.Context) (teardown.Change, error) {
+			cur, err := e.pci.NumVFs(pf.Dev)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			present := cur
+			if e.pci.HasPCIVFs(pf.Dev) {
+				if present, err = e.pci.CountVFs(pf.Dev); err != nil {
+					return teardown.Change{}, err
+				}
+			}
+			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, cur, n)
+			if cur == n && present != n {
+				summary = fmt.Sprintf("%s: wait for %d VFs (%d present)", pf.Dev, n, present)
+			}
+			return teardown.Change{Needed: cur != n || present != n, Summary: summary,
+				Record: numVFsRecord{PF: pf.Dev, Prior: cur}}, nil
+		},
+		Apply: func(ctx context.Context) error {
+			if err := e.pci.SetNumVFs(pf.Dev, n); err != nil {
+				return err
+			}
+			if !e.pci.HasPCIVFs(pf.Dev) {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(ctx, e.cfg.VFTimeout)
+			defer cancel()
+			_, err := e.pci.WaitVFs(ctx, pf.Dev, n)
+			return err
+		},
+	}
+}
+
+func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) error {
+	if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if !e.pci.Exists(r.PF) {
+		return nil
+	}
+	cur, _ := e.pci.NumVFs(r.PF)
+	if err := e.pci.SetNumVFs(r.PF, r.Prior); err != nil {
+		return err
+	}
+	teardown.SayUndone(ctx, "%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior)
+	return nil
+}

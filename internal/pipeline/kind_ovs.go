@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/teardown"
+)
+
+// ovsBridgeKind builds the group's bridge with the bond and the
+// representors and turns hw-offload on, in one OVSDB transaction
+// (DESIGN.md step 10). Rows vflag creates carry external_ids vflag-owner.
+//
+//	ovs-vsctl add-br $br -- add-port $br $bond -- add-port $br $rep ... -- set Open_vSwitch . other_config:hw-offload=true
+type ovsBridgeKind struct{}
+
+type ovsRecord struct {
+	Endpoint string     `json:"endpoint"`
+	Bridge   ovs.Record `json:"bridge"`
+}
+
+func (ovsBridgeKind) Name() string { return KindOVSBridge }
+func (ovsBridgeKind) DependsOn() []string {
+	return []string{bondKind{}.Name(), repsUpKind{}.Name()}
+}
+
+func (k ovsBridgeKind) id(bridge string) string { return k.Name() + "/" + bridge }
+
+func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(spec.Bridge),
+		Check: func(ctx context.Context) (teardown.Change, error) {
+			c, err := e.h.OVS(ctx)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			ch, err := c.Plan(ctx, spec)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			if len(ch.Foreign) > 0 {
+				e.log.Warn("ports exist that vflag did not create; left alone", "bridge", spec.Bridge, "ports", ch.Foreign)
+			}
+			if ch.RestartRequired {
+				e.log.Warn("hw-offload is on but the config wants it off: disabling needs an ovs-vswitchd restart; vflag never restarts OVS", "bridge", spec.Bridge)
+			}
+			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec.Bridge, ch),
+				Record: ovsRecord{Endpoint: e.h.OVSDB, Bridge: ovs.Record{Owner: spec.Owner, Bridge: spec.Bridge,
+					BridgeCreated: ch.CreateBridge, Ports: ch.AddPorts, HWOffloadSet: ch.SetHWOffload, PriorHWOffload: ch.PriorHWOffload}}}, nil
+		},
+		Apply: func(ctx context.Context) error {
+			c, err := e.h.OVS(ctx)
+			if err != nil {
+				return err
+			}
+			_, _, err = c.Ensure(ctx, spec)
+			return err
+		},
+	}
+}
+
+// Undo removes every row the owner holds on the bridge, also those a later
+// run added, and restores hw-offload.
+func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
+	c, err := ovs.Connect(ctx, r.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.UndoOwned(ctx, r.Bridge); err != nil {
+		return err
+	}
+	what := "remove vflag's ports"
+	if r.Bridge.BridgeCreated {
+		what = "delete bridge"
+	}
+	if r.Bridge.HWOffloadSet {
+		what += "; hw-offload -> " + OrDash(deref(r.Bridge.PriorHWOffload))
+	}
+	teardown.SayUndone(ctx, "%s %s (owner %s)", what, r.Bridge.Bridge, r.Bridge.Owner)
+	return nil
+}
+
+func ovsSummary(bridge string, ch ovs.Change) string {
+	var parts []string
+	if ch.CreateBridge {
+		parts = append(parts, "create bridge "+bridge)
+	}
+	if len(ch.AddPorts) > 0 {
+		parts = append(parts, fmt.Sprintf("add %d ports (%s)", len(ch.AddPorts), abbreviate(ch.AddPorts, 4)))
+	}
+	if len(ch.Retag) > 0 {
+		parts = append(parts, "retag "+strings.Join(ch.Retag, " "))
+	}
+	if ch.SetHWOffload {
+		parts = append(parts, "hw-offload "+OrDash(deref(ch.PriorHWOffload))+" -> true")
+	}
+	if len(parts) == 0 {
+		return "bridge " + bridge + " converged"
+	}
+	return strings.Join(parts, "; ") + " (one transaction)"
+}
+
+// ovsPortKind adds one representor port to a bridge of vflag's: the qemu
+// hook's repair of a VF a domain is about to use. Unlike ovs.bridge its
+// undo removes only the ports it recorded (the group's other ports stay).
+//
+//	ovs-vsctl add-port $br $rep tag=$vlan -- set Port $rep external_ids:vflag-owner=$group
+type ovsPortKind struct{}
+
+type ovsPortRecord struct {
+	Endpoint string     `json:"endpoint"`
+	Port     ovs.Record `json:"port"`
+}
+
+func (ovsPortKind) Name() string        { return "ovs.port" }
+func (ovsPortKind) DependsOn() []string { return []string{ovsBridgeKind{}.Name()} }
+
+// PortStep adds (or retags) one port of vflag's on an existing bridge.
+func (e *Env) PortStep(endpoint string, spec ovs.BridgeSpec) teardown.Step {
+	k := ovsPortKind{}
+	connect := func(ctx context.Context) (*ovs.Client, error) {
+		if endpoint == e.h.OVSDB {
+			return e.h.OVS(ctx)
+		}
+		return nil, fmt.Errorf("ovs.port: endpoint %s is not this run's (%s)", endpoint, e.h.OVSDB)
+	}
+	var names []string
+	for _, p := range spec.Ports {
+		names = append(names, p.Name)
+	}
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name() + "/" + spec.Bridge + "/" + strings.Join(names, "+"),
+		Check: func(ctx context.Context) (teardown.Change, error) {
+			c, err := connect(ctx)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			ch, err := c.Plan(ctx, spec)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			if len(ch.Foreign) > 0 {
+				return teardown.Change{}, fmt.Errorf("port %s exists on %s but is not vflag's: left alone", strings.Join(ch.Foreign, " "), spec.Bridge)
+			}
+			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec.Bridge, ch),
+				Record: ovsPortRecord{Endpoint: endpoint, Port: ovs.Record{Owner: spec.Owner, Bridge: spec.Bridge, Ports: ch.AddPorts}}}, nil
+		},
+		Apply: func(ctx context.Context) error {
+			c, err := connect(ctx)
+			if err != nil {
+				return err
+			}
+			_, _, err = c.Ensure(ctx, spec)
+			return err
+		},
+	}
+}
+
+func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) error {
+	if len(r.Port.Ports) == 0 {
+		return nil
+	}
+	c, err := ovs.Connect(ctx, r.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Undo(ctx, r.Port); err != nil {
+		return err
+	}
+	teardown.SayUndone(ctx, "remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge)
+	return nil
+}

@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/teardown"
+)
+
+// vfMACKind sets a VF's MAC through its PF (DESIGN.md step 3; rtnetlink
+// IFLA_VF_MAC; works in both eswitch modes).
+//
+//	ip link set $pf vf $n mac $mac
+type vfMACKind struct{}
+
+type vfMACRecord struct {
+	PF    string `json:"pf"` // PF netdev
+	VF    int    `json:"vf"`
+	Prior string `json:"prior"`
+}
+
+func (vfMACKind) Name() string        { return "sriov.vfmac" }
+func (vfMACKind) DependsOn() []string { return []string{numVFsKind{}.Name()} }
+
+func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step {
+	want, _ := net.ParseMAC(mac)
+	return teardown.Step{
+		Kind: k.Name(), ID: fmt.Sprintf("%s/%s/%d", k.Name(), pf.Netdev, vf),
+		Check: func(context.Context) (teardown.Change, error) {
+			cur, err := e.VFMAC(pf, vf)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			if cur == "" && !e.pci.HasPCIVFs(pf.Dev) {
+				// vflag could set it but never read it back: no idempotence, no undo.
+				return teardown.Change{}, fmt.Errorf("VF %d MAC on %s: the driver reports no VF info over netlink (no PCI VFs), so vflag cannot manage VF MACs here; remove the mac from the config", vf, pf.Netdev)
+			}
+			return teardown.Change{Needed: cur != want.String(), Summary: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, OrDash(cur), want),
+				Record: vfMACRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
+		},
+		Apply: func(context.Context) error { return e.k.SetVFMAC(pf.Netdev, vf, want) },
+	}
+}
+
+func (vfMACKind) Undo(ctx context.Context, e *Env, r vfMACRecord) error {
+	if err := RestoreVFMAC(e.k, r.PF, r.VF, r.Prior); err != nil {
+		return err
+	}
+	teardown.SayUndone(ctx, "%s vf %d: mac -> %s", r.PF, r.VF, OrDash(r.Prior))
+	return nil
+}
+
+// VFMAC reads a VF's MAC from its PF, "" when the VF does not exist yet.
+func (e *Env) VFMAC(pf eswitch.PF, vf int) (string, error) {
+	l, err := e.k.Link(pf.Netdev)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range l.VFs {
+		if v.ID == vf {
+			return v.MAC, nil
+		}
+	}
+	return "", nil
+}
+
+// RestoreVFMAC puts back the MAC a VF had ("" = none: the zero MAC, as
+// after VF creation); a PF or VF that is gone needs nothing.
+func RestoreVFMAC(k eswitch.Kernel, pf string, vf int, prior string) error {
+	l, err := k.Link(pf)
+	if gone(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	exists := false
+	for _, v := range l.VFs {
+		exists = exists || v.ID == vf
+	}
+	if !exists {
+		return nil
+	}
+	if prior == "" {
+		prior = "00:00:00:00:00:00"
+	}
+	mac, err := net.ParseMAC(prior)
+	if err != nil {
+		return fmt.Errorf("bad prior MAC %q of VF %d of %s: %w", prior, vf, pf, err)
+	}
+	return k.SetVFMAC(pf, vf, mac)
+}

@@ -1,0 +1,312 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/libvirtx/virttest"
+	"github.com/vflag/vflag/ovs/ovstest"
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+func TestMain(m *testing.M) { ovstest.Main(m) }
+
+// daemons are a real ovsdb-server/ovs-vswitchd and libvirtd (domain vm1).
+type daemons struct {
+	ovs  *ovstest.Server
+	virt *virttest.Daemon
+}
+
+func startDaemons(t testing.TB) daemons {
+	d := daemons{ovs: ovstest.Start(t), virt: virttest.Start(t)}
+	d.virt.DefineDomain(t, "vm1")
+	return d
+}
+
+// exampleConfig is the embedded example (vflag example-config).
+func exampleConfig(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/vflag-sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// stepEnv is an Env on a fresh simulated host with the example config's
+// first group, resolved.
+type stepEnv struct {
+	*Env
+	host *sim.Host
+	g    *config.Group
+	pfs  []eswitch.PF
+}
+
+func newStepEnv(t *testing.T, d *daemons) *stepEnv {
+	t.Helper()
+	text := exampleConfig(t)
+	if d != nil {
+		text = testbed.PointConfig(text, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())
+	}
+	c, err := config.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sim.DecodeSpec(c.Sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := sim.Open(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := host.New(sh, sh.FS(), c.OVSDB, c.Libvirt)
+	t.Cleanup(func() { h.Close(); sh.Close() })
+	e := New(c, h, slog.New(slog.DiscardHandler))
+	se := &stepEnv{Env: e, host: sh, g: &c.Groups[0]}
+	g, errs := ResolveGroup(h.Kernel, h.FS, se.g)
+	if len(errs) > 0 {
+		t.Fatal(errs[0])
+	}
+	se.pfs = g.PFs
+	return se
+}
+
+func (se *stepEnv) group() Group {
+	return Group{Group: se.g, PFs: se.pfs, Owners: Owners(se.pfs)}
+}
+
+// dump is the simulated kernel's state. A VF netdev whose VF has no MAC set
+// gets a random one from the driver at each probe (as mlx5 does): masked.
+
+func (se *stepEnv) dump() string {
+	kernel, _, _ := strings.Cut(se.host.Dump(), "dmesg:\n")
+	lines := strings.Split(kernel, "\n")
+	for i, l := range lines {
+		if vfNetdevRE.MatchString(l) {
+			lines[i] = macRE.ReplaceAllString(l, "mac=<random>")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var (
+	vfNetdevRE = regexp.MustCompile(`^\s+eth\d+ vf `)
+	macRE      = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
+)
+
+// apply runs steps' Apply directly: the prerequisites of the step under test.
+func (se *stepEnv) apply(t *testing.T, steps ...teardown.Step) {
+	t.Helper()
+	for _, s := range steps {
+		if err := s.Apply(context.Background()); err != nil {
+			t.Fatalf("prerequisite %s: %v", s.ID, err)
+		}
+	}
+}
+
+// vfAddr waits for the n VFs of PF pf and returns VF vf's address.
+func (se *stepEnv) vfAddr(t *testing.T, pf, n, vf int) sriov.Addr {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vfs, err := se.pci.WaitVFs(ctx, se.pfs[pf].Addr, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vfs[vf].Addr
+}
+
+// TestEachStepAppliesIdempotentlyAndUndoes visits every step kind on the
+// simulated host: Check says a change is needed, Apply makes it, Check then
+// says none is needed (idempotence), the undoer returns the host to the
+// state before Apply, and a second undo is a harmless no-op.
+func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
+	d := startDaemons(t)
+	type tc struct {
+		name  string
+		setup func(t *testing.T, se *stepEnv) teardown.Step
+		real  bool // needs the real OVS / libvirt daemons
+	}
+	switchdev := func(t *testing.T, se *stepEnv) {
+		se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), autoprobeKind{}.step(se.Env, se.pfs[1]),
+			numVFsKind{}.step(se.Env, se.pfs[0], se.g.NumVFs), numVFsKind{}.step(se.Env, se.pfs[1], se.g.NumVFs),
+			modeKind{}.step(se.Env, se.pfs[0].Devlink, se.pfs, eswitch.ModeSwitchdev), modeKind{}.step(se.Env, se.pfs[1].Devlink, se.pfs, eswitch.ModeSwitchdev))
+	}
+	reps := func(t *testing.T, se *stepEnv) (*groupRun, map[VFKey]string) {
+		run := &groupRun{e: se.Env, g: se.group()}
+		if _, err := run.repsUp(context.Background()); err != nil || !run.repsAll {
+			t.Fatalf("representors: %v %v", run.repsAll, err)
+		}
+		return run, run.reps
+	}
+	tests := []tc{
+		{name: autoprobeKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return autoprobeKind{}.step(se.Env, se.pfs[0]) }},
+		{name: paramKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			return paramKind{}.step(se.Env, se.pfs[0].Devlink, "flow_steering_mode", "smfs")
+		}},
+		{name: numVFsKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return numVFsKind{}.step(se.Env, se.pfs[1], 3) }},
+		{name: vfMACKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return vfMACKind{}.step(se.Env, se.pfs[0], 1, "52:54:00:aa:bb:cc")
+		}},
+		{name: unbindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2)) // autoprobe on: VFs get mlx5_core
+			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })
+		}},
+		{name: modeKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return modeKind{}.step(se.Env, se.pfs[0].Devlink, se.pfs[:1], eswitch.ModeSwitchdev)
+		}},
+		{name: tcOffloadKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se) // the step runs after switchdev, which turns the feature on: an operator turned it off
+			if err := se.host.SetFeature(se.pfs[1].Netdev, "hw-tc-offload", false); err != nil {
+				t.Fatal(err)
+			}
+			return tcOffloadKind{}.step(se.Env, se.pfs[1])
+		}},
+		{name: bondKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return bondKind{}.step(se.Env, se.g) }},
+		{name: enslaveKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			se.apply(t, bondKind{}.step(se.Env, se.g), enslaveKind{}.step(se.Env, se.pfs[0], se.g.Bond.Name))
+			return enslaveKind{}.step(se.Env, se.pfs[1], se.g.Bond.Name) // completes the bond: LAG activates
+		}},
+		{name: linkUpKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, bondKind{}.step(se.Env, se.g))
+			return linkUpKind{}.step(se.Env, se.g.Bond.Name, se.g.Bond.Name, se.pfs[0].Netdev)
+		}},
+		{name: bindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[1]), numVFsKind{}.step(se.Env, se.pfs[1], 2))
+			return bindKind{}.step(se.Env, se.pfs[1], 1, se.vfAddr(t, 1, 2, 1), "vfio-pci")
+		}},
+		{name: bindKind{}.Name() + " over an admin's driver_override", setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[1]), numVFsKind{}.step(se.Env, se.pfs[1], 2))
+			vf := se.vfAddr(t, 1, 2, 1)
+			if err := se.pci.SetDriverOverride(vf, "mlx5_core"); err != nil {
+				t.Fatal(err)
+			}
+			return bindKind{}.step(se.Env, se.pfs[1], 1, vf, "vfio-pci") // undo must put mlx5_core back, not clear it
+		}},
+		{name: unbindKind{}.Name() + " with an admin's driver_override", setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			if err := se.pci.SetDriverOverride(se.vfAddr(t, 0, 2, 0), "mlx5_core"); err != nil {
+				t.Fatal(err)
+			}
+			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })
+		}},
+		{name: repsUpKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			_, r := reps(t, se)
+			return repsUpKind{}.step(se.Env, se.pfs[0], []string{r[VFKey{0, 0}], r[VFKey{0, 3}]})
+		}},
+		{name: ovsBridgeKind{}.Name(), real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			se.apply(t, bondKind{}.step(se.Env, se.g))
+			run, _ := reps(t, se)
+			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
+		}},
+		{name: attachKind{}.Name(), real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return attachKind{}.step(se.Env, "attach-test", libvirtx.Attachment{Domain: "vm1", PCI: string(se.vfAddr(t, 0, 2, 1)), MAC: "52:54:00:aa:bb:01", Owner: se.g.Name})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var se *stepEnv
+			if tt.real {
+				se = newStepEnv(t, &d)
+			} else {
+				se = newStepEnv(t, nil)
+			}
+			ctx := context.Background()
+			step := tt.setup(t, se)
+			world := func() string {
+				s := se.dump()
+				if tt.real {
+					s += d.ovs.Dump() + normalizeXML(d.virt.DomainXML(t, "vm1"))
+				}
+				return s
+			}
+			before := world()
+			ch, err := step.Check(ctx)
+			if err != nil || !ch.Needed {
+				t.Fatalf("check before apply: needed=%v err=%v", ch.Needed, err)
+			}
+			record, err := json.Marshal(ch.Record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := step.Apply(ctx); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			applied := world()
+			if applied == before {
+				t.Fatal("apply changed nothing")
+			}
+			if ch2, err := step.Check(ctx); err != nil || ch2.Needed {
+				t.Fatalf("check after apply: needed=%v (%s) err=%v", ch2.Needed, ch2.Summary, err)
+			}
+			if err := step.Apply(ctx); err != nil {
+				t.Fatalf("second apply: %v", err)
+			}
+			if got := world(); got != applied {
+				t.Fatalf("second apply changed the host:\n%s", diffText(applied, got))
+			}
+			undo := se.Undoers()[step.Kind]
+			if err := undo(ctx, record); err != nil {
+				t.Fatalf("undo: %v", err)
+			}
+			if got := world(); got != before {
+				t.Fatalf("undo did not restore the prior state:\n%s", diffText(before, got))
+			}
+			if err := undo(ctx, record); err != nil {
+				t.Fatalf("second undo: %v", err)
+			}
+			if got := world(); got != before {
+				t.Fatalf("second undo changed the host:\n%s", diffText(before, got))
+			}
+		})
+	}
+}
+
+func normalizeXML(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) == "<metadata/>" {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
+}
+
+func diffText(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, "- "+x, "+ "+y)
+		}
+	}
+	return strings.Join(out, "\n")
+}

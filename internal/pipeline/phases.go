@@ -1,0 +1,420 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+// groups selects the groups a phase runs for.
+type groups int
+
+const (
+	allGroups groups = iota
+	switchdevGroups
+	legacyGroups
+)
+
+func (w groups) has(g Group) bool {
+	switch w {
+	case switchdevGroups:
+		return g.Switchdev()
+	case legacyGroups:
+		return !g.Switchdev()
+	}
+	return true
+}
+
+// batch is one Runner.Do call: independent steps, checked and applied
+// concurrently and journaled in one write; or one barrier (Step.Wait).
+type batch []teardown.Step
+
+// phase is one row of the pipeline: DESIGN.md section 2's number, the stage
+// that runs it, the groups it is for, the kinds it changes, and its step
+// constructor. The batches a phase returns run in order.
+type phase struct {
+	num    string
+	name   string
+	stage  Stage
+	groups groups
+	kinds  []string // what it changes; none for a barrier
+	build  func(run *groupRun, ctx context.Context) ([]batch, error)
+}
+
+// Phases is the order of `vflag up`, as one table (see doc.go for why).
+var phases = []phase{
+	{"1", "sriov_drivers_autoprobe=0", StagePre, allGroups, []string{autoprobeKind{}.Name()}, (*groupRun).autoprobe},
+	{"1", "devlink flow_steering_mode (legacy mode only)", StagePre, allGroups, []string{paramKind{}.Name()}, (*groupRun).params},
+	{"2", "VFs on both PFs, in parallel", StagePre, allGroups, []string{numVFsKind{}.Name()}, (*groupRun).numVFs},
+	{"3", "VF MACs through the PF", StagePre, allGroups, []string{vfMACKind{}.Name()}, (*groupRun).vfMACs},
+	{"4", "unbind every VF", StagePre, allGroups, []string{unbindKind{}.Name()}, (*groupRun).unbind},
+	{"5", "PFs up (legacy: no bond does it)", StagePre, legacyGroups, []string{linkUpKind{}.Name()}, (*groupRun).legacyPFsUp},
+	{"5", "eswitch switchdev on both PFs", StagePre, switchdevGroups, []string{modeKind{}.Name()}, (*groupRun).switchdev},
+	{"5", "hw-tc-offload on the PFs", StagePre, switchdevGroups, []string{tcOffloadKind{}.Name()}, (*groupRun).tcOffload},
+	{"6", "bond, after switchdev", StageAll, switchdevGroups, []string{bondKind{}.Name()}, (*groupRun).bond},
+	{"6", "enslave the PFs while down", StageAll, switchdevGroups, []string{enslaveKind{}.Name()}, (*groupRun).enslave},
+	{"6", "bond and PFs up", StageAll, switchdevGroups, []string{linkUpKind{}.Name()}, (*groupRun).bondUp},
+	{"7", "wait for hardware LAG", StageAll, switchdevGroups, nil, (*groupRun).waitLAG},
+	{"8", "host drivers, strictly after LAG", StageAll, allGroups, []string{bindKind{}.Name()}, (*groupRun).bind},
+	{"9", "representors up", StageAll, switchdevGroups, []string{repsUpKind{}.Name()}, (*groupRun).repsUp},
+	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
+	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},
+	{"12", "verify", StageAll, allGroups, nil, (*groupRun).verify},
+}
+
+// groupRun is one group's pass through the phases.
+type groupRun struct {
+	e   *Env
+	g   Group
+	dry bool
+
+	vfs     map[VFKey]sriov.Addr // the VFs the config names, where they exist
+	reps    map[VFKey]string
+	repsAll bool // every representor of every owning PF found
+}
+
+// Up runs the phases of DESIGN.md section 2 for every group, in order.
+func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
+	for _, g := range gs {
+		run := &groupRun{e: e, g: g, dry: r.DryRun}
+		for _, p := range phases {
+			if e.Stage == StagePre && p.stage != StagePre || !p.groups.has(g) {
+				continue
+			}
+			batches, err := p.build(run, ctx)
+			if err != nil {
+				return fmt.Errorf("group %s: step %s (%s): %w", g.Name, p.num, p.name, err)
+			}
+			for _, b := range batches {
+				if err := r.Do(ctx, b...); err != nil {
+					return fmt.Errorf("group %s: %w", g.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// one is a single batch.
+func one(steps ...teardown.Step) []batch {
+	if len(steps) == 0 {
+		return nil
+	}
+	return []batch{steps}
+}
+
+// owners are the PFs that own VFs (one per SR-IOV device).
+func (run *groupRun) owners() []eswitch.PF {
+	var out []eswitch.PF
+	for _, i := range run.g.Owners {
+		out = append(out, run.g.PFs[i])
+	}
+	return out
+}
+
+func (run *groupRun) autoprobe(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, pf := range run.owners() {
+		s = append(s, autoprobeKind{}.step(run.e, pf))
+	}
+	return one(s...), nil
+}
+
+func (run *groupRun) params(context.Context) ([]batch, error) {
+	if run.g.FlowSteeringMode == "" {
+		return nil, nil
+	}
+	var s []teardown.Step
+	for _, d := range devlinks(run.g.PFs) {
+		s = append(s, paramKind{}.step(run.e, d, "flow_steering_mode", run.g.FlowSteeringMode))
+	}
+	return one(s...), nil
+}
+
+func (run *groupRun) numVFs(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, pf := range run.owners() {
+		s = append(s, numVFsKind{}.step(run.e, pf, run.g.NumVFs))
+	}
+	return one(s...), nil
+}
+
+// namedVFs finds, once the VFs exist, the PCI address of every VF the
+// config names (host drivers, attachments): one virtfn link each rather
+// than every VF of every PF. In a plan they may not exist yet.
+func (run *groupRun) namedVFs() (map[VFKey]sriov.Addr, error) {
+	if run.vfs != nil {
+		return run.vfs, nil
+	}
+	owner := map[int]bool{}
+	for _, i := range run.g.Owners {
+		owner[i] = true
+	}
+	var named []VFKey
+	for _, v := range run.g.VFs {
+		named = append(named, VFKey{v.PF, v.VF})
+	}
+	for _, a := range run.g.Attachments {
+		named = append(named, VFKey{a.PF, a.VF})
+	}
+	out := map[VFKey]sriov.Addr{}
+	for _, k := range named {
+		if _, done := out[k]; done || !owner[k.PF] {
+			continue
+		}
+		a, ok, err := run.e.VFAddr(run.g, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[k] = a
+		}
+	}
+	run.vfs = out
+	return out, nil
+}
+
+func (run *groupRun) vfMACs(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, v := range run.g.VFs {
+		if v.MAC != "" {
+			s = append(s, vfMACKind{}.step(run.e, run.g.PFs[v.PF], v.VF, v.MAC))
+		}
+	}
+	return one(s...), nil
+}
+
+// unbind: every VF, except that a VF already on its configured host driver
+// may stay bound where unbinding serves nothing: a legacy group, or a
+// switchdev group whose eswitch and LAG are already in place.
+func (run *groupRun) unbind(context.Context) ([]batch, error) {
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	want := map[sriov.Addr]string{}
+	for _, v := range run.g.VFs {
+		if a, ok := vfs[VFKey{v.PF, v.VF}]; ok && v.Driver != "" {
+			want[a] = v.Driver
+		}
+	}
+	settled := !run.g.Switchdev() || run.e.lagSettled(run.g)
+	keep := func(vf sriov.Addr, driver string) bool { return settled && want[vf] == driver }
+	var s []teardown.Step
+	for _, pf := range run.owners() {
+		s = append(s, unbindKind{}.step(run.e, pf, keep))
+	}
+	return one(s...), nil
+}
+
+// lagSettled tells whether a switchdev group's eswitches, bond and LAG are
+// already in place, so that VFs bound after LAG need not be unbound again.
+func (e *Env) lagSettled(g Group) bool {
+	for _, pf := range g.PFs {
+		if e.modeOf(pf) != eswitch.ModeSwitchdev {
+			return false
+		}
+		l, err := e.k.Link(pf.Netdev)
+		if err != nil || l.Master != g.Bond.Name {
+			return false
+		}
+	}
+	st, err := eswitch.ReadLAG(e.fs, g.PFs[0].Addr)
+	return err == nil && st.State != eswitch.LAGInactive
+}
+
+// legacyPFsUp: no bond brings a legacy group's PFs up, and libvirt refuses
+// to start a domain with a VF whose PF is down.
+func (run *groupRun) legacyPFsUp(context.Context) ([]batch, error) {
+	pfs := netdevs(run.g.PFs)
+	return one(linkUpKind{}.step(run.e, strings.Join(pfs, "+"), pfs...)), nil
+}
+
+func (run *groupRun) switchdev(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, d := range devlinks(run.g.PFs) {
+		s = append(s, modeKind{}.step(run.e, d, run.g.PFs, eswitch.ModeSwitchdev))
+	}
+	return one(s...), nil
+}
+
+func (run *groupRun) tcOffload(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, pf := range run.g.PFs {
+		s = append(s, tcOffloadKind{}.step(run.e, pf))
+	}
+	return one(s...), nil
+}
+
+func (run *groupRun) bond(context.Context) ([]batch, error) {
+	return one(bondKind{}.step(run.e, run.g.Group)), nil
+}
+
+// enslave one PF at a time: the bonding driver serialises them anyway.
+func (run *groupRun) enslave(context.Context) ([]batch, error) {
+	var out []batch
+	for _, pf := range run.g.PFs {
+		out = append(out, batch{enslaveKind{}.step(run.e, pf, run.g.Bond.Name)})
+	}
+	return out, nil
+}
+
+func (run *groupRun) bondUp(context.Context) ([]batch, error) {
+	names := append([]string{run.g.Bond.Name}, netdevs(run.g.PFs)...)
+	return one(linkUpKind{}.step(run.e, run.g.Bond.Name, names...)), nil
+}
+
+// waitLAG is a barrier: the LAG takes up to ~10 s to activate; VFs bound
+// before it is active cannot use the other port.
+func (run *groupRun) waitLAG(context.Context) ([]batch, error) {
+	e, pf0 := run.e, run.g.PFs[0]
+	return one(teardown.Step{Kind: "lag.wait", ID: "lag.wait/" + run.g.Name,
+		Wait: func(ctx context.Context) (string, error) {
+			lctx, cancel := context.WithTimeout(ctx, e.cfg.LAGTimeout)
+			st, err := eswitch.WaitLAG(lctx, e.fs, pf0.Addr, e.Poll)
+			cancel()
+			if err != nil {
+				return "", fmt.Errorf("hardware LAG on %s did not activate within %s (check dmesg for \"Can't activate LAG offload\"): %w", pf0.Addr, e.cfg.LAGTimeout, err)
+			}
+			if st.State == eswitch.LAGUnverified {
+				e.log.Warn("hardware LAG state is not visible (no mlx5 debugfs): unverified", "group", run.g.Name, "pf", pf0.Addr)
+				return "hardware LAG unverified (no mlx5 debugfs)", nil
+			}
+			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, OrDash(st.Type), OrDash(st.PortSelMode)), nil
+		}}), nil
+}
+
+func (run *groupRun) bind(context.Context) ([]batch, error) {
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	var s []teardown.Step
+	for _, v := range run.g.VFs {
+		if v.Driver == "" {
+			continue
+		}
+		pf := run.g.PFs[v.PF]
+		a, ok := vfs[VFKey{v.PF, v.VF}]
+		switch {
+		case ok:
+			s = append(s, bindKind{}.step(run.e, pf, v.VF, a, v.Driver))
+		case run.dry:
+			s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
+				fmt.Sprintf("VF %d of %s: bind to %s (after VF creation and LAG)", v.VF, pf.Netdev, v.Driver)))
+		default:
+			return nil, fmt.Errorf("VF %d of %s does not exist", v.VF, pf.Netdev)
+		}
+	}
+	return one(s...), nil
+}
+
+// repsUp maps every VF of every owning PF to its representor (by devlink
+// port, then phys_port_name + switch id; waiting for them in a real run)
+// and sets them up.
+func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
+	e, g := run.e, run.g
+	n := g.NumVFs
+	run.reps = map[VFKey]string{}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, i := range g.Owners {
+		pf := g.PFs[i]
+		var reps map[int]string
+		var err error
+		if run.dry {
+			reps, err = eswitch.Representors(e.k, e.fs, pf)
+		} else {
+			reps, err = eswitch.WaitRepresentors(wctx, e.k, e.fs, pf, n, e.Poll)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for vf, name := range reps {
+			if vf < n {
+				run.reps[VFKey{i, vf}] = name
+			}
+		}
+	}
+	run.repsAll = len(run.reps) == n*len(g.Owners)
+	var s []teardown.Step
+	for _, i := range g.Owners {
+		pf := g.PFs[i]
+		if !run.repsAll { // a plan on a host that is not in switchdev yet
+			s = append(s, predicted(repsUpKind{}.Name(), repsUpKind{}.id(pf),
+				fmt.Sprintf("map %d representors of %s and set them up (after switchdev)", n, pf.Netdev)))
+			continue
+		}
+		var names []string
+		for vf := 0; vf < n; vf++ {
+			names = append(names, run.reps[VFKey{i, vf}])
+		}
+		s = append(s, repsUpKind{}.step(e, pf, names))
+	}
+	return one(s...), nil
+}
+
+func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
+	g := run.g
+	if !run.repsAll {
+		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
+			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
+	}
+	return one(ovsBridgeKind{}.step(run.e, run.bridgeSpec())), nil
+}
+
+// bridgeSpec is the group's bridge: the bond plus every representor, with
+// the VLAN tag of its VF.
+func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
+	g := run.g
+	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
+	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name})
+	tags := map[VFKey]int{}
+	for _, v := range g.VFs {
+		tags[VFKey{v.PF, v.VF}] = v.VLAN
+	}
+	for _, pf := range g.Owners {
+		for vf := 0; vf < g.NumVFs; vf++ {
+			k := VFKey{pf, vf}
+			spec.Ports = append(spec.Ports, ovs.PortSpec{Name: run.reps[k], Tag: tags[k]})
+		}
+	}
+	return spec
+}
+
+// attach: one domain at a time (libvirt serialises them anyway).
+func (run *groupRun) attach(context.Context) ([]batch, error) {
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	g := run.g
+	var out []batch
+	for _, a := range g.Attachments {
+		pf := g.PFs[a.PF]
+		id := attachKind{}.id(a.Domain, pf, a.VF)
+		mac := a.MAC
+		if mac == "" {
+			mac = g.VFMAC(a.PF, a.VF)
+		}
+		pci, ok := vfs[VFKey{a.PF, a.VF}]
+		switch {
+		case ok:
+			att := libvirtx.Attachment{Domain: a.Domain, PCI: string(pci), MAC: mac, Live: a.Live, Owner: g.Name}
+			out = append(out, batch{attachKind{}.step(run.e, id, att)})
+		case run.dry:
+			out = append(out, batch{predicted(attachKind{}.Name(), id,
+				fmt.Sprintf("domain %s: attach VF %d of %s mac %s (after VF creation)", a.Domain, a.VF, pf.Netdev, mac))})
+		default:
+			return nil, fmt.Errorf("attachment of pf %d vf %d: the VF does not exist", a.PF, a.VF)
+		}
+	}
+	return out, nil
+}

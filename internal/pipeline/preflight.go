@@ -1,0 +1,249 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/teardown"
+)
+
+// HostErrors is every reason the host is not ready for the config, found
+// by preflight before any write; each names the config field it concerns.
+// They are about the host, not the config file's syntax.
+type HostErrors []config.FieldError
+
+// DoctorHint ends a preflight failure on the host.
+const DoctorHint = "run `vflag doctor` to see what the host lacks and how to fix it"
+
+func (es HostErrors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return "preflight failed (the host, not the config file):\n  " + strings.Join(lines, "\n  ") + "\n" + DoctorHint
+}
+
+// Preflight checks, before any write, everything the host must satisfy
+// (DESIGN.md step 0), and resolves the groups. Every problem is reported,
+// each naming its field.
+func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
+	var errs HostErrors
+	add := func(path string, v any, format string, args ...any) {
+		errs = append(errs, config.FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
+	}
+	var out []Group
+	needOVS, needVirt := false, false
+	for gi := range e.cfg.Groups {
+		cg := &e.cfg.Groups[gi]
+		p := fmt.Sprintf("groups[%d]", gi)
+		g, pfErrs := ResolveGroup(e.k, e.fs, cg)
+		for _, pe := range pfErrs {
+			add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v", pe.Err)
+		}
+		var usable = g.PFs[:0:0]
+		for i, pf := range g.PFs {
+			idx := indexOfRef(cg.PFs, pf, i)
+			path := fmt.Sprintf("%s.pfs[%d]", p, idx)
+			if what := e.notAPort(pf); what != "" {
+				add(path, cg.PFs[idx], "is %s, not a physical port (PF) of an SR-IOV NIC", what)
+				continue
+			}
+			if !e.pci.HasSRIOV(pf.Dev) {
+				add(path, cg.PFs[idx], "is not an SR-IOV physical function (%s has no sriov_numvfs)", pf.Dev)
+				continue
+			}
+			if e.pci.HasPCIVFs(pf.Dev) { // netdevsim has no sriov_totalvfs: the kernel checks the count
+				total, err := e.pci.TotalVFs(pf.Dev)
+				if err != nil {
+					add(path, cg.PFs[idx], "%v", err)
+					continue
+				}
+				if cg.NumVFs > total {
+					add(p+".numvfs", cg.NumVFs, "exceeds sriov_totalvfs %d of %s (%s)", total, pf.Netdev, pf.Dev)
+				}
+			}
+			usable = append(usable, pf)
+		}
+		g.PFs = usable
+		g.Owners = Owners(g.PFs)
+		if len(g.PFs) == 2 && g.Switchdev() {
+			a, b := g.PFs[0], g.PFs[1]
+			// One NIC: the same devlink instance (netdevsim) or the same PCI
+			// slot (mlx5: one instance per function), and one switch id.
+			sameNIC := a.Devlink == b.Devlink || a.Addr != "" && b.Addr != "" && a.Addr.Slot() == b.Addr.Slot()
+			if !sameNIC || a.SwitchID != "" && b.SwitchID != "" && a.SwitchID != b.SwitchID {
+				add(p+".pfs", strings.Join(cg.PFs, ","), "are not the two ports of one NIC (%s and %s differ in PCI slot, devlink instance or switch id)", a.Dev, b.Dev)
+			}
+			if a.Netdev == b.Netdev {
+				add(p+".pfs", strings.Join(cg.PFs, ","), "name the same PF twice")
+			}
+		}
+		if g.Switchdev() {
+			needOVS = true
+			if l, err := e.k.Link(g.Bond.Name); err == nil && l.Alias != BondAlias(g.Name) {
+				add(p+".bond.name", g.Bond.Name, "exists and was not created by vflag (alias %q): choose another name", l.Alias)
+			} else if err != nil && !errors.Is(err, eswitch.ErrLinkNotFound) {
+				add(p+".bond.name", g.Bond.Name, "%v", err)
+			}
+			for i, pf := range g.PFs {
+				if l, err := e.k.Link(pf.Netdev); err == nil && l.Master != "" && l.Master != g.Bond.Name {
+					add(fmt.Sprintf("%s.pfs[%d]", p, i), cg.PFs[i], "is already a slave of %s", l.Master)
+				}
+			}
+		}
+		if len(g.Attachments) > 0 {
+			needVirt = true
+		}
+		out = append(out, g)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if e.Stage == StagePre {
+		// Boot, before OVS and libvirtd: neither is asked, and no domain runs yet.
+		return out, nil
+	}
+	if needOVS {
+		if _, err := e.h.OVS(ctx); err != nil {
+			add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
+		}
+	}
+	if needVirt {
+		if _, err := e.h.Virt(); err != nil {
+			add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if err := e.checkNotHeld(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// indexOfRef is the index in refs of the reference that resolved to pf
+// (ResolveGroup drops the ones that did not resolve); fallback if none.
+func indexOfRef(refs []string, pf eswitch.PF, fallback int) int {
+	for i, r := range refs {
+		if r == pf.Netdev || r == string(pf.Addr) {
+			return i
+		}
+	}
+	return fallback
+}
+
+// notAPort says what a netdev that resolved to a PF really is when it is not
+// the PF's own port: a bond, a VF representor, a VF; "" when it is a port.
+func (e *Env) notAPort(pf eswitch.PF) string {
+	if _, err := e.fs.ReadFile("/sys/class/net/" + pf.Netdev + "/bonding/mode"); err == nil {
+		return "a bond"
+	}
+	if ppn, err := eswitch.PhysPortName(e.fs, pf.Netdev); err == nil && repRE.MatchString(ppn) {
+		return "a VF representor (phys_port_name " + ppn + ")"
+	}
+	if _, err := e.fs.Readlink("/sys/class/net/" + pf.Netdev + "/device/physfn"); err == nil {
+		return "a VF"
+	}
+	return ""
+}
+
+var repRE = regexp.MustCompile(`^(?:c\d+)?pf\d+vf\d+$`)
+
+// checkNotHeld refuses when a running domain holds a VF of a PF whose VFs
+// vflag would recreate or whose eswitch it would change.
+func (e *Env) checkNotHeld(gs []Group) error {
+	var vfs []string
+	for _, g := range gs {
+		for _, i := range g.Owners {
+			pf := g.PFs[i]
+			cur, err := e.pci.NumVFs(pf.Dev)
+			if err != nil {
+				return err
+			}
+			if cur == g.NumVFs && !(g.Switchdev() && e.modeOf(pf) != eswitch.ModeSwitchdev) {
+				continue // neither numvfs nor the eswitch mode changes: VMs keep their VFs
+			}
+			list, err := e.pci.VFs(pf.Dev)
+			if err != nil {
+				return err
+			}
+			for _, v := range list {
+				vfs = append(vfs, string(v.Addr))
+			}
+		}
+	}
+	return e.refuseHeld(vfs, "change")
+}
+
+func (e *Env) refuseHeld(vfs []string, verb string) error {
+	if len(vfs) == 0 {
+		return nil
+	}
+	c, err := e.h.Virt()
+	if err != nil {
+		e.log.Warn("cannot ask libvirt whether a domain holds a VF", "uri", e.h.Libvirt, "err", err)
+		return nil
+	}
+	held, err := c.HoldingDomains(vfs)
+	if err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	var msgs []string
+	for vf, dom := range held {
+		msgs = append(msgs, fmt.Sprintf("VF %s is held by running domain %s", vf, dom))
+	}
+	sort.Strings(msgs)
+	return fmt.Errorf("refusing to %s VFs in use: %s; shut the domains down first", verb, strings.Join(msgs, "; "))
+}
+
+// DownPreflight refuses while a running domain holds a VF that down would
+// remove. haveConfig tells whether the config (and its libvirt URI) is known.
+func (e *Env) DownPreflight(j *teardown.Journal, haveConfig bool) error {
+	var vfs []string
+	uris := map[string]bool{}
+	for _, en := range j.Entries() {
+		switch en.Kind {
+		case numVFsKind{}.Name():
+			r, err := decode[numVFsRecord](en.Record)
+			if err != nil {
+				return err
+			}
+			if err := validDevice(r.PF); err != nil {
+				return err
+			}
+			list, err := e.pci.VFs(r.PF)
+			if err != nil {
+				continue // the PF is gone: nothing to hold
+			}
+			for _, v := range list {
+				vfs = append(vfs, string(v.Addr))
+			}
+		case attachKind{}.Name():
+			r, err := decode[attachRecord](en.Record)
+			if err != nil {
+				return err
+			}
+			uris[r.URI] = true
+		}
+	}
+	if len(vfs) == 0 {
+		return nil
+	}
+	if len(uris) == 0 && !haveConfig {
+		return nil // nothing tells which libvirt to ask
+	}
+	for uri := range uris {
+		e.h.Libvirt = uri
+	}
+	return e.refuseHeld(vfs, "remove")
+}

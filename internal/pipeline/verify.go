@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/teardown"
+)
+
+// verify is step 12, a barrier: LAG active, every representor in the bridge
+// with an ofport, hw-offload on, every attachment in its domain.
+func (run *groupRun) verify(context.Context) ([]batch, error) {
+	return one(teardown.Step{Kind: "verify", ID: "verify/" + run.g.Name,
+		Wait: func(ctx context.Context) (string, error) {
+			if err := run.e.Verify(ctx, run.g); err != nil {
+				return "", err
+			}
+			return "group " + run.g.Name + " verified", nil
+		}}), nil
+}
+
+// Verify checks a group as up left it.
+func (e *Env) Verify(ctx context.Context, g Group) error {
+	var problems []string
+	if g.Switchdev() {
+		st, err := eswitch.ReadLAG(e.fs, g.PFs[0].Addr)
+		if err != nil {
+			return err
+		}
+		if st.State == eswitch.LAGInactive {
+			problems = append(problems, "hardware LAG is inactive")
+		}
+		c, err := e.h.OVS(ctx)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = c.WaitApplied(wctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("verify: ovs-vswitchd did not apply the configuration: %w", err)
+		}
+		bs, err := c.Status(ctx, g.OVS.Bridge)
+		if err != nil {
+			return err
+		}
+		for _, p := range bs.Ports {
+			if p.Owner == g.Name && p.OFPort <= 0 {
+				problems = append(problems, fmt.Sprintf("port %s has no ofport (%s)", p.Name, OrDash(p.Error)))
+			}
+		}
+		if *g.OVS.HWOffload && bs.HWOffload != "true" {
+			problems = append(problems, "hw-offload is "+OrDash(bs.HWOffload))
+		}
+	}
+	domains := map[string]libvirtx.DomainState{} // each domain's XML is read once
+	for _, a := range g.Attachments {
+		d, ok := domains[a.Domain]
+		if !ok {
+			c, err := e.h.Virt()
+			if err != nil {
+				return err
+			}
+			if d, err = c.Domain(a.Domain); err != nil {
+				return err
+			}
+			domains[a.Domain] = d
+		}
+		found := false
+		for _, i := range d.Interfaces {
+			found = found || i.Owned && e.VFIs(g, a.PF, a.VF, i.PCI)
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("domain %s lacks VF %d of %s", a.Domain, a.VF, g.PFs[a.PF].Netdev))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("verify: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// VFIs tells whether pci is VF vf of the group's PF pf.
+func (e *Env) VFIs(g Group, pf, vf int, pci string) bool {
+	a, ok, err := e.VFAddr(g, VFKey{pf, vf})
+	return err == nil && ok && string(a) == pci
+}
