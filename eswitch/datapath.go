@@ -88,7 +88,8 @@ var _ DatapathReader = Netlink{}
 // Datapath implements DatapathReader ("ovs-dpctl show -s $name") with
 // OVS_DP_CMD_GET on the ovs_datapath generic netlink family. The family is
 // looked up through the Netlink's handle; the request itself, which the
-// library has no handle method for, goes through a socket of its own.
+// library has no handle method for, goes through a socket of its own, in the
+// calling thread's network namespace.
 func (n Netlink) Datapath(name string) (DatapathStats, error) {
 	h, done, err := n.handle()
 	if err != nil {
