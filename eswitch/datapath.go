@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
@@ -87,9 +86,17 @@ func (h ovsHeader) Serialize() []byte {
 var _ DatapathReader = Netlink{}
 
 // Datapath implements DatapathReader ("ovs-dpctl show -s $name") with
-// OVS_DP_CMD_GET on the ovs_datapath generic netlink family.
-func (Netlink) Datapath(name string) (DatapathStats, error) {
-	fam, err := netlink.GenlFamilyGet(ovsDatapathFamily)
+// OVS_DP_CMD_GET on the ovs_datapath generic netlink family. The family is
+// looked up through the Netlink's handle; the request itself, which the
+// library has no handle method for, goes through a socket of its own, in the
+// calling thread's network namespace.
+func (n Netlink) Datapath(name string) (DatapathStats, error) {
+	h, done, err := n.handle()
+	if err != nil {
+		return DatapathStats{}, fmt.Errorf("datapath %s: %w", name, err)
+	}
+	fam, err := h.GenlFamilyGet(ovsDatapathFamily)
+	done()
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) {
 			return DatapathStats{}, fmt.Errorf("datapath %s: generic netlink family %s absent (openvswitch module not loaded): %w", name, ovsDatapathFamily, ErrNoDatapath)

@@ -6,6 +6,13 @@
 // counters (genetlink ovs_datapath, what `ovs-dpctl show -s` prints), where
 // a Kernel can (DatapathReader: the real one, not the simulated host).
 //
+// Netlink dumps (ip link show, devlink port show) are asked again, up to 5
+// times, when the kernel marks them interrupted (NLM_F_DUMP_INTR: the table
+// changed while being read, as representors do during an eswitch mode
+// change); a partial dump is never used. NewNetlink keeps one netlink
+// handle and one ethtool socket for a whole run (Close releases them); the
+// zero value Netlink{} opens sockets per call.
+//
 // Ordering constraints, for mlx5 (DESIGN.md section 2):
 //
 //	a. flow_steering_mode=smfs only while the eswitch is legacy (EOPNOTSUPP in switchdev).

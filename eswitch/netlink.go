@@ -4,22 +4,240 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Netlink is the real Kernel: rtnetlink and devlink through vishvananda/netlink,
-// features through the ethtool ioctl. The zero value uses the current network namespace.
-type Netlink struct{}
+// features through the ethtool ioctl.
+//
+// A Netlink from NewNetlink keeps its sockets for all its calls (one run):
+// a netlink handle (rtnetlink and generic netlink sockets) and an ethtool
+// socket, made on the first call in the network namespace of the thread
+// making it, and reused until Close. Calls may run concurrently: each takes a
+// handle to itself for the duration of its request, so a call that blocks in
+// the kernel (an eswitch mode change takes seconds) does not hold up the
+// others; a second handle is made, in the same namespace, only when two
+// calls overlap. Copies of a Netlink share its sockets.
+//
+// The zero value Netlink{} keeps nothing: each call opens its own sockets in
+// the calling thread's network namespace and closes them before returning.
+type Netlink struct {
+	c *conn
+}
 
 var _ Kernel = Netlink{}
 
-func (Netlink) device(d Devlink) (*netlink.DevlinkDevice, error) {
-	dev, err := netlink.DevLinkGetDeviceByName(d.Bus, d.Device)
+// NewNetlink returns a Netlink that keeps its sockets from one call to the
+// next. Close releases them.
+func NewNetlink() *Netlink { return &Netlink{c: &conn{}} }
+
+// Close releases the sockets the Netlink keeps (nothing for the zero value).
+// It must not run while other calls on n are in progress. A call after Close
+// opens new sockets, in the namespace of the thread making it.
+func (n Netlink) Close() error {
+	if n.c == nil {
+		return nil
+	}
+	return n.c.close()
+}
+
+// netlinkFamilies are the netlink protocols a handle opens sockets for:
+// rtnetlink (links) and generic netlink (devlink, ovs_datapath). Requests
+// of any other protocol would open a socket per request.
+var netlinkFamilies = []int{unix.NETLINK_ROUTE, unix.NETLINK_GENERIC}
+
+// conn is what a Netlink from NewNetlink keeps. The first use pins the
+// network namespace: every socket of the conn lives in that one.
+type conn struct {
+	mu     sync.Mutex
+	pinned bool
+	ns     netns.NsHandle    // the pinned namespace, while pinned
+	free   []*netlink.Handle // idle handles, ready for the next call
+	et     *ethtool.Ethtool  // while pinned
+}
+
+// pin records the calling thread's namespace and opens the first handle and
+// the ethtool socket in it. c.mu is held.
+func (c *conn) pin() error {
+	if c.pinned {
+		return nil
+	}
+	// The namespace read, the handle and the ethtool socket must all come
+	// from the same thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ns, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("netlink: read the network namespace: %w", err)
+	}
+	h, err := newHandle(netns.None())
+	if err != nil {
+		ns.Close()
+		return err
+	}
+	et, err := ethtool.NewEthtool()
+	if err != nil {
+		h.Close()
+		ns.Close()
+		return fmt.Errorf("ethtool socket: %w", err)
+	}
+	c.pinned, c.ns, c.free, c.et = true, ns, append(c.free, h), et
+	return nil
+}
+
+// get takes an idle handle, or makes one in the pinned namespace.
+func (c *conn) get() (*netlink.Handle, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.pin(); err != nil {
+		return nil, err
+	}
+	if n := len(c.free); n > 0 {
+		h := c.free[n-1]
+		c.free = c.free[:n-1]
+		return h, nil
+	}
+	return newHandle(c.ns)
+}
+
+// put gives a handle back for the next call.
+func (c *conn) put(h *netlink.Handle) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.free = append(c.free, h)
+}
+
+// ethtool returns the conn's ethtool socket.
+func (c *conn) ethtool() (*ethtool.Ethtool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.pin(); err != nil {
+		return nil, err
+	}
+	return c.et, nil
+}
+
+func (c *conn) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first error
+	for _, h := range c.free {
+		if err := h.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close netlink handle: %w", err)
+		}
+	}
+	c.free = nil
+	if c.pinned {
+		c.et.Close()
+		if err := c.ns.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close network namespace handle: %w", err)
+		}
+	}
+	c.pinned, c.ns, c.et = false, netns.None(), nil
+	return first
+}
+
+// newHandle opens a netlink handle in ns (netns.None(): the calling
+// thread's). Unlike the package-level functions of vishvananda/netlink, a
+// handle asks for VF info (RTEXT_FILTER_VF): a PF's VF MACs come only with
+// it. Its sockets get the library's default timeout, as the package-level
+// functions' sockets do.
+func newHandle(ns netns.NsHandle) (*netlink.Handle, error) {
+	h, err := netlink.NewHandleAt(ns, netlinkFamilies...)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle: %w", err)
+	}
+	if err := h.SetSocketTimeout(netlink.GetSocketTimeout()); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("netlink handle: socket timeout: %w", err)
+	}
+	return h, nil
+}
+
+// handle returns a netlink handle for one call and the function that
+// releases it when the call is done.
+func (n Netlink) handle() (*netlink.Handle, func(), error) {
+	if n.c == nil {
+		h, err := newHandle(netns.None())
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, func() { h.Close() }, nil
+	}
+	h, err := n.c.get()
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, func() { n.c.put(h) }, nil
+}
+
+// ethtool returns an ethtool socket for one call and its release.
+func (n Netlink) ethtool() (*ethtool.Ethtool, func(), error) {
+	if n.c == nil {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return nil, nil, fmt.Errorf("ethtool: %w", err)
+		}
+		return e, e.Close, nil
+	}
+	e, err := n.c.ethtool()
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, func() {}, nil
+}
+
+// Dump retries. The kernel marks a multi-part dump NLM_F_DUMP_INTR when
+// the table changed while it was being read (representors come and go
+// during an eswitch mode change); the library then returns what it read
+// with ErrDumpInterrupted. Such a result may miss or repeat entries, so it
+// is dropped and the dump asked again.
+const dumpAttempts = 5
+
+// dumpRetryPause is the pause before the second attempt; it doubles for
+// each further one (10+20+40+80 ms at most in all), giving a burst of
+// changes time to end.
+const dumpRetryPause = 10 * time.Millisecond
+
+// retryDump runs the dump fn until the kernel reports it complete, at most
+// dumpAttempts times. An error is wrapped with op (what was being done, as
+// a command line: "ip link show"); when every attempt was interrupted, the
+// error says so and wraps the last one (errors.Is ErrDumpInterrupted).
+func retryDump[T any](op string, fn func() (T, error)) (T, error) {
+	var zero T
+	pause := dumpRetryPause
+	var err error
+	for attempt := 1; ; attempt++ {
+		var v T
+		v, err = fn()
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return zero, fmt.Errorf("%s: %w", op, err)
+		}
+		if attempt == dumpAttempts {
+			break
+		}
+		time.Sleep(pause)
+		pause *= 2
+	}
+	return zero, fmt.Errorf("%s: the kernel interrupted the dump %d times in a row (its table kept changing): %w", op, dumpAttempts, err)
+}
+
+// devlinkDevice reads a devlink instance with its eswitch attributes.
+func devlinkDevice(h *netlink.Handle, d Devlink) (*netlink.DevlinkDevice, error) {
+	dev, err := h.DevLinkGetDeviceByName(d.Bus, d.Device)
 	if err != nil {
 		return nil, fmt.Errorf("devlink dev %s: %w", d, err)
 	}
@@ -28,7 +246,12 @@ func (Netlink) device(d Devlink) (*netlink.DevlinkDevice, error) {
 
 // EswitchMode implements Kernel ("devlink dev eswitch show $dev").
 func (n Netlink) EswitchMode(d Devlink) (string, error) {
-	dev, err := n.device(d)
+	h, done, err := n.handle()
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	dev, err := devlinkDevice(h, d)
 	if err != nil {
 		return "", err
 	}
@@ -40,24 +263,34 @@ func (n Netlink) EswitchMode(d Devlink) (string, error) {
 
 // SetEswitchMode implements Kernel ("devlink dev eswitch set $dev mode $mode").
 func (n Netlink) SetEswitchMode(d Devlink, mode string) error {
-	dev, err := n.device(d)
+	h, done, err := n.handle()
 	if err != nil {
 		return err
 	}
-	if err := netlink.DevLinkSetEswitchMode(dev, mode); err != nil {
+	defer done()
+	dev, err := devlinkDevice(h, d)
+	if err != nil {
+		return err
+	}
+	if err := h.DevLinkSetEswitchMode(dev, mode); err != nil {
 		return fmt.Errorf("devlink dev eswitch set %s mode %s: %w", d, mode, err)
 	}
 	return nil
 }
 
 // Ports implements Kernel ("devlink port show").
-func (Netlink) Ports() ([]Port, error) {
-	list, err := netlink.DevLinkGetAllPortList()
+func (n Netlink) Ports() ([]Port, error) {
+	h, done, err := n.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	list, err := retryDump("devlink port show", h.DevLinkGetAllPortList)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EOPNOTSUPP) {
 			return nil, nil // no devlink family: no ports
 		}
-		return nil, fmt.Errorf("devlink port show: %w", err)
+		return nil, err
 	}
 	ports := make([]Port, 0, len(list))
 	for _, p := range list {
@@ -96,8 +329,13 @@ func flavourName(f uint16) string {
 }
 
 // Param implements Kernel ("devlink dev param show $dev name $name").
-func (Netlink) Param(d Devlink, name string) (string, error) {
-	p, err := netlink.DevlinkGetDeviceParamByName(d.Bus, d.Device, name)
+func (n Netlink) Param(d Devlink, name string) (string, error) {
+	h, done, err := n.handle()
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	p, err := h.DevlinkGetDeviceParamByName(d.Bus, d.Device, name)
 	if err != nil {
 		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOENT) {
 			return "", fmt.Errorf("devlink param %s on %s: %w", name, d, ErrNotSupported)
@@ -113,8 +351,13 @@ func (Netlink) Param(d Devlink, name string) (string, error) {
 }
 
 // SetParam implements Kernel ("devlink dev param set $dev name $name value $v cmode runtime").
-func (Netlink) SetParam(d Devlink, name, value string) error {
-	if err := netlink.DevlinkSetDeviceParam(d.Bus, d.Device, name, nl.DEVLINK_PARAM_CMODE_RUNTIME, value); err != nil {
+func (n Netlink) SetParam(d Devlink, name, value string) error {
+	h, done, err := n.handle()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := h.DevlinkSetDeviceParam(d.Bus, d.Device, name, nl.DEVLINK_PARAM_CMODE_RUNTIME, value); err != nil {
 		return fmt.Errorf("devlink dev param set %s name %s value %s: %w", d, name, value, err)
 	}
 	return nil
@@ -146,31 +389,31 @@ func toLink(l netlink.Link, byIndex map[int]string) Link {
 	return out
 }
 
-// vfHandle opens a netlink handle in the calling thread's network namespace
-// that asks for VF info (RTEXT_FILTER_VF): the package-level functions of
-// vishvananda/netlink leave it out, and a PF's VF MACs come only with it.
-func vfHandle() (*netlink.Handle, error) {
-	h, err := netlink.NewHandle()
+// linkByName looks a link up ("ip link show $name"). The kernel answers
+// by name; only kernels without IFLA_IFNAME lookups make the library dump
+// every link, hence the retry.
+func linkByName(h *netlink.Handle, name string) (netlink.Link, error) {
+	l, err := retryDump("ip link show "+name, func() (netlink.Link, error) { return h.LinkByName(name) })
 	if err != nil {
-		return nil, fmt.Errorf("netlink handle: %w", err)
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) || errors.Is(err, syscall.ENODEV) {
+			return nil, fmt.Errorf("link %s: %w", name, ErrLinkNotFound)
+		}
+		return nil, err
 	}
-	return h, nil
+	return l, nil
 }
 
 // Link implements Kernel ("ip -d link show $name", with the "vf N" lines).
 func (n Netlink) Link(name string) (Link, error) {
-	h, err := vfHandle()
+	h, done, err := n.handle()
 	if err != nil {
 		return Link{}, err
 	}
-	defer h.Close()
-	l, err := h.LinkByName(name)
+	defer done()
+	l, err := linkByName(h, name)
 	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) || errors.Is(err, syscall.ENODEV) {
-			return Link{}, fmt.Errorf("link %s: %w", name, ErrLinkNotFound)
-		}
-		return Link{}, fmt.Errorf("ip link show %s: %w", name, err)
+		return Link{}, err
 	}
 	byIndex := map[int]string{}
 	if mi := l.Attrs().MasterIndex; mi != 0 {
@@ -182,15 +425,15 @@ func (n Netlink) Link(name string) (Link, error) {
 }
 
 // Links implements Kernel ("ip -d link show").
-func (Netlink) Links() ([]Link, error) {
-	h, err := vfHandle()
+func (n Netlink) Links() ([]Link, error) {
+	h, done, err := n.handle()
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
-	list, err := h.LinkList()
+	defer done()
+	list, err := retryDump("ip link show", h.LinkList)
 	if err != nil {
-		return nil, fmt.Errorf("ip link show: %w", err)
+		return nil, err
 	}
 	byIndex := make(map[int]string, len(list))
 	for _, l := range list {
@@ -203,28 +446,21 @@ func (Netlink) Links() ([]Link, error) {
 	return out, nil
 }
 
-func linkByName(name string) (netlink.Link, error) {
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("link %s: %w", name, ErrLinkNotFound)
-		}
-		return nil, fmt.Errorf("link %s: %w", name, err)
-	}
-	return l, nil
-}
-
 // SetLinkUp implements Kernel ("ip link set $name up|down").
-func (Netlink) SetLinkUp(name string, up bool) error {
-	l, err := linkByName(name)
+func (n Netlink) SetLinkUp(name string, up bool) error {
+	h, done, err := n.handle()
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := linkByName(h, name)
 	if err != nil {
 		return err
 	}
 	if up {
-		err = netlink.LinkSetUp(l)
+		err = h.LinkSetUp(l)
 	} else {
-		err = netlink.LinkSetDown(l)
+		err = h.LinkSetDown(l)
 	}
 	if err != nil {
 		return fmt.Errorf("ip link set %s %s: %w", name, map[bool]string{true: "up", false: "down"}[up], err)
@@ -233,24 +469,34 @@ func (Netlink) SetLinkUp(name string, up bool) error {
 }
 
 // SetVFMAC implements Kernel ("ip link set $pf vf $vf mac $mac").
-func (Netlink) SetVFMAC(pf string, vf int, mac net.HardwareAddr) error {
-	l, err := linkByName(pf)
+func (n Netlink) SetVFMAC(pf string, vf int, mac net.HardwareAddr) error {
+	h, done, err := n.handle()
 	if err != nil {
 		return err
 	}
-	if err := netlink.LinkSetVfHardwareAddr(l, vf, mac); err != nil {
+	defer done()
+	l, err := linkByName(h, pf)
+	if err != nil {
+		return err
+	}
+	if err := h.LinkSetVfHardwareAddr(l, vf, mac); err != nil {
 		return fmt.Errorf("ip link set %s vf %d mac %s: %w", pf, vf, mac, err)
 	}
 	return nil
 }
 
 // SetVFVlan implements Kernel ("ip link set $pf vf $vf vlan $vlan").
-func (Netlink) SetVFVlan(pf string, vf int, vlan int) error {
-	l, err := linkByName(pf)
+func (n Netlink) SetVFVlan(pf string, vf int, vlan int) error {
+	h, done, err := n.handle()
 	if err != nil {
 		return err
 	}
-	if err := netlink.LinkSetVfVlan(l, vf, vlan); err != nil {
+	defer done()
+	l, err := linkByName(h, pf)
+	if err != nil {
+		return err
+	}
+	if err := h.LinkSetVfVlan(l, vf, vlan); err != nil {
 		return fmt.Errorf("ip link set %s vf %d vlan %d: %w", pf, vf, vlan, err)
 	}
 	return nil
@@ -258,7 +504,7 @@ func (Netlink) SetVFVlan(pf string, vf int, vlan int) error {
 
 // AddBond implements Kernel
 // ("ip link add $name type bond mode $mode miimon $ms [lacp_rate $r] [xmit_hash_policy $p]; ip link set $name alias $alias").
-func (Netlink) AddBond(b BondSpec) error {
+func (n Netlink) AddBond(b BondSpec) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = b.Name
 	bond := netlink.NewLinkBond(attrs)
@@ -273,11 +519,16 @@ func (Netlink) AddBond(b BondSpec) error {
 	if b.XmitHashPolicy != "" && b.Mode != "active-backup" {
 		bond.XmitHashPolicy = netlink.StringToBondXmitHashPolicy(b.XmitHashPolicy)
 	}
-	if err := netlink.LinkAdd(bond); err != nil {
+	h, done, err := n.handle()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := h.LinkAdd(bond); err != nil {
 		return fmt.Errorf("ip link add %s type bond mode %s: %w", b.Name, b.Mode, err)
 	}
 	if b.Alias != "" {
-		if err := netlink.LinkSetAlias(bond, b.Alias); err != nil {
+		if err := h.LinkSetAlias(bond, b.Alias); err != nil {
 			return fmt.Errorf("ip link set %s alias %s: %w", b.Name, b.Alias, err)
 		}
 	}
@@ -285,46 +536,56 @@ func (Netlink) AddBond(b BondSpec) error {
 }
 
 // DeleteLink implements Kernel ("ip link del $name").
-func (Netlink) DeleteLink(name string) error {
-	l, err := linkByName(name)
+func (n Netlink) DeleteLink(name string) error {
+	h, done, err := n.handle()
 	if err != nil {
 		return err
 	}
-	if err := netlink.LinkDel(l); err != nil {
+	defer done()
+	l, err := linkByName(h, name)
+	if err != nil {
+		return err
+	}
+	if err := h.LinkDel(l); err != nil {
 		return fmt.Errorf("ip link del %s: %w", name, err)
 	}
 	return nil
 }
 
 // SetMaster implements Kernel ("ip link set $slave master $master" / "ip link set $slave nomaster").
-func (Netlink) SetMaster(slave, master string) error {
-	s, err := linkByName(slave)
+func (n Netlink) SetMaster(slave, master string) error {
+	h, done, err := n.handle()
+	if err != nil {
+		return err
+	}
+	defer done()
+	s, err := linkByName(h, slave)
 	if err != nil {
 		return err
 	}
 	if master == "" {
-		if err := netlink.LinkSetNoMaster(s); err != nil {
+		if err := h.LinkSetNoMaster(s); err != nil {
 			return fmt.Errorf("ip link set %s nomaster: %w", slave, err)
 		}
 		return nil
 	}
-	m, err := linkByName(master)
+	m, err := linkByName(h, master)
 	if err != nil {
 		return err
 	}
-	if err := netlink.LinkSetMaster(s, m); err != nil {
+	if err := h.LinkSetMaster(s, m); err != nil {
 		return fmt.Errorf("ip link set %s master %s: %w", slave, master, err)
 	}
 	return nil
 }
 
 // Feature implements Kernel ("ethtool -k $name").
-func (Netlink) Feature(name, feature string) (bool, error) {
-	e, err := ethtool.NewEthtool()
+func (n Netlink) Feature(name, feature string) (bool, error) {
+	e, done, err := n.ethtool()
 	if err != nil {
-		return false, fmt.Errorf("ethtool: %w", err)
+		return false, err
 	}
-	defer e.Close()
+	defer done()
 	feats, err := e.Features(name)
 	if err != nil {
 		return false, fmt.Errorf("ethtool -k %s: %w", name, err)
@@ -337,12 +598,12 @@ func (Netlink) Feature(name, feature string) (bool, error) {
 }
 
 // SetFeature implements Kernel ("ethtool -K $name $feature on|off").
-func (Netlink) SetFeature(name, feature string, on bool) error {
-	e, err := ethtool.NewEthtool()
+func (n Netlink) SetFeature(name, feature string, on bool) error {
+	e, done, err := n.ethtool()
 	if err != nil {
-		return fmt.Errorf("ethtool: %w", err)
+		return err
 	}
-	defer e.Close()
+	defer done()
 	// ETHTOOL_SFEATURES answers a fixed feature (not in hw_features) with a
 	// positive ETHTOOL_F_UNSUPPORTED, not an errno, and the library drops
 	// it: check changeability first.

@@ -9,9 +9,12 @@ import (
 	"encoding/xml"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vflag/vflag/internal/pciaddr"
 )
 
 // HookAction is what the qemu hook does for one lifecycle event.
@@ -138,7 +141,7 @@ func ParseHookDomain(doc []byte) (HookDomain, error) {
 			if n < len(act.Devices.Interfaces) {
 				if a := act.Devices.Interfaces[n].Actual; a != nil && a.Type == "hostdev" && a.Source != nil && a.Source.Address != nil {
 					ad := a.Source.Address
-					if pci, err := parsePCI(fmt.Sprintf("%s:%s:%s.%s", hexPart(ad.Domain, 4), hexPart(ad.Bus, 2), hexPart(ad.Slot, 2), hexPart(ad.Function, 1))); err == nil {
+					if pci, ok := actualPCI(ad.Domain, ad.Bus, ad.Slot, ad.Function); ok {
 						hd.Devices = append(hd.Devices, PassthroughDevice{PCI: pci, MAC: mac, From: FromNetwork, Network: net})
 						continue
 					}
@@ -158,13 +161,27 @@ func ParseHookDomain(doc []byte) (HookDomain, error) {
 	return hd, nil
 }
 
-// hexPart turns "0x61" into "61" padded to width.
-func hexPart(s string, width int) string {
-	s = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x")
-	for len(s) < width {
-		s = "0" + s
+// actualPCI reads the address of an <actual type='hostdev'>: hex
+// attributes ("0x61"; the 0x is optional, an absent one is 0). ok is false
+// when one is not a number or is out of range.
+func actualPCI(domain, bus, slot, function string) (string, bool) {
+	var n [4]uint
+	for i, s := range [4]string{domain, bus, slot, function} {
+		s = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x")
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseUint(s, 16, 32)
+		if err != nil {
+			return "", false
+		}
+		n[i] = uint(v)
 	}
-	return s
+	a, err := pciaddr.FromParts(n[0], n[1], n[2], n[3])
+	if err != nil {
+		return "", false
+	}
+	return string(a), true
 }
 
 // HookTask is one managed VF the hook must act on.

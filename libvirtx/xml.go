@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vflag/vflag/internal/pciaddr"
 )
 
 // MetadataNamespace and MetadataKey name vflag's element in a domain's
@@ -18,20 +20,11 @@ const (
 	MetadataKey       = "vflag"
 )
 
-// pciRE: domain:bus:slot.function, lower case; slot 0x00-0x1f.
-var pciRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
-
-// parsePCI validates and normalizes a PCI address: lower case, and a missing
-// domain means 0000 ("61:00.2" -> "0000:61:00.2").
+// parsePCI validates and normalizes a PCI address (pciaddr.Parse): lower
+// case, and a missing domain means 0000 ("61:00.2" -> "0000:61:00.2").
 func parsePCI(s string) (string, error) {
-	a := strings.ToLower(strings.TrimSpace(s))
-	if strings.Count(a, ":") == 1 {
-		a = "0000:" + a
-	}
-	if !pciRE.MatchString(a) {
-		return "", fmt.Errorf("invalid PCI address %q: want dddd:bb:ss.f, e.g. 0000:61:00.2", s)
-	}
-	return a, nil
+	a, err := pciaddr.Parse(s)
+	return string(a), err
 }
 
 var macRE = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
@@ -53,25 +46,22 @@ func parseMAC(s string) (string, error) {
 	return m, nil
 }
 
-// pciParts splits a validated address into its numbers.
-func pciParts(a string) (dom, bus, slot, fn uint) {
-	parse := func(s string) uint {
-		n, _ := strconv.ParseUint(s, 16, 32)
-		return uint(n)
-	}
-	return parse(a[0:4]), parse(a[5:7]), parse(a[8:10]), parse(a[11:12])
-}
-
+// formatPCI is the address libvirt spells out in <address domain= bus=
+// slot= function=>; "" when one is missing or out of range.
 func formatPCI(p *libvirtxml.DomainAddressPCI) string {
 	if p == nil || p.Domain == nil || p.Bus == nil || p.Slot == nil || p.Function == nil {
 		return ""
 	}
-	return fmt.Sprintf("%04x:%02x:%02x.%x", *p.Domain, *p.Bus, *p.Slot, *p.Function)
+	a, err := pciaddr.FromParts(*p.Domain, *p.Bus, *p.Slot, *p.Function)
+	if err != nil {
+		return ""
+	}
+	return string(a)
 }
 
 // interfaceXML builds the device XML for one VF.
 func interfaceXML(pci, mac string) (string, error) {
-	dom, bus, slot, fn := pciParts(pci)
+	dom, bus, slot, fn := pciaddr.Addr(pci).Parts()
 	iface := libvirtxml.DomainInterface{
 		Managed: "yes",
 		MAC:     &libvirtxml.DomainInterfaceMAC{Address: mac},

@@ -143,3 +143,28 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestActualPCI(t *testing.T) {
+	tests := []struct {
+		dom, bus, slot, fn string
+		want               string
+		ok                 bool
+	}{
+		{"0x0000", "0x61", "0x00", "0x2", "0000:61:00.2", true},
+		{"0x0000", "0x3B", "0x1F", "0x7", "0000:3b:1f.7", true},
+		{"0000", "61", "00", "2", "0000:61:00.2", true},          // no 0x
+		{"", "0x61", "0x00", "0x2", "0000:61:00.2", true},        // no domain
+		{"0x0000", "0x0061", "0x0", "0x2", "0000:61:00.2", true}, // wider spelling
+		{"0x0000", "0x61", "0x20", "0x2", "", false},             // slot > 0x1f
+		{"0x0000", "0x61", "0x00", "0x8", "", false},             // function > 7
+		{"0x10000", "0x61", "0x00", "0x2", "", false},            // domain > 0xffff
+		{"0x0000", "0x6g", "0x00", "0x2", "", false},
+		{"0x0000", "0x61/..", "0x00", "0x2", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := actualPCI(tt.dom, tt.bus, tt.slot, tt.fn)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("actualPCI(%q, %q, %q, %q) = %q, %v; want %q, %v", tt.dom, tt.bus, tt.slot, tt.fn, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -13,33 +13,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vflag/vflag/internal/pciaddr"
 	"github.com/vflag/vflag/internal/sysfs"
 )
 
-// Addr is a validated PCI address in domain:bus:device.function form, lower case: "0000:61:00.0".
-type Addr string
+// Addr is a validated PCI address in domain:bus:device.function form, lower
+// case: "0000:61:00.0". It is the project's one PCI address type.
+type Addr = pciaddr.Addr
 
-var addrRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
-
-// ParseAddr validates a PCI address ("0000:61:00.0"; a missing domain means 0000).
-func ParseAddr(s string) (Addr, error) {
-	a := strings.ToLower(strings.TrimSpace(s))
-	if strings.Count(a, ":") == 1 {
-		a = "0000:" + a
-	}
-	if !addrRE.MatchString(a) {
-		return "", fmt.Errorf("invalid PCI address %q: want dddd:bb:dd.f, e.g. 0000:61:00.0", s)
-	}
-	return Addr(a), nil
-}
-
-// Slot is the address without its function: both ports of one NIC share it.
-func (a Addr) Slot() string { return string(a[:len(a)-2]) }
-
-// Function is the PCI function number.
-func (a Addr) Function() int { return int(a[len(a)-1] - '0') }
-
-func (a Addr) String() string { return string(a) }
+// ParseAddr validates a PCI address ("0000:61:00.0"; a missing domain means
+// 0000; upper case is made lower): pciaddr.Parse.
+func ParseAddr(s string) (Addr, error) { return pciaddr.Parse(s) }
 
 // VF is one virtual function of a PF.
 type VF struct {
@@ -61,8 +45,8 @@ type Function interface {
 	String() string
 }
 
-// Dir implements Function.
-func (a Addr) Dir() string { return path.Join("/sys/bus/pci/devices", string(a)) }
+// An Addr is a Function: its Dir is /sys/bus/pci/devices/<addr>.
+var _ Function = Addr("")
 
 // Device is a device named by bus and name: "pci/0000:61:00.0",
 // "netdevsim/netdevsim10". It is what a PF netdev's "device" link points to.

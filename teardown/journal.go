@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/vflag/vflag/internal/atomicfile"
 )
 
 // Entry states.
@@ -191,8 +193,9 @@ func indexOf(es []Entry, id string) int {
 	return slices.IndexFunc(es, func(e Entry) bool { return e.ID == id })
 }
 
-// persist writes entries durably: temp file in the same directory, fsync,
-// rename over journal.json, fsync the directory. No entries removes the file.
+// persist writes entries durably (atomicfile.WriteFile: temp file in the
+// same directory, fsync, rename over journal.json, fsync the directory). No
+// entries removes the file, durably too.
 func (j *Journal) persist(entries []Entry) error {
 	if len(entries) == 0 {
 		if err := os.Remove(j.path); err != nil {
@@ -201,7 +204,10 @@ func (j *Journal) persist(entries []Entry) error {
 			}
 			return fmt.Errorf("remove empty journal: %w", err)
 		}
-		return syncDir(j.dir)
+		if err := atomicfile.SyncDir(j.dir); err != nil {
+			return fmt.Errorf("remove empty journal: %w", err)
+		}
+		return nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -210,51 +216,13 @@ func (j *Journal) persist(entries []Entry) error {
 	if err := enc.Encode(journalFile{Version: journalVersion, Entries: entries}); err != nil {
 		return fmt.Errorf("encode journal %s: %w", j.path, err)
 	}
-	data := buf.Bytes()
+	// The state directory is private: create it here, before WriteFile
+	// would with its 0o755.
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(j.dir, "."+journalName+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(j.path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("write journal: %w", err)
-	}
-	tmpName := tmp.Name()
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tmp.Close()
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write journal: fsync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	if err := os.Rename(tmpName, j.path); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	committed = true
-	return syncDir(j.dir)
-}
-
-// syncDir makes a rename or unlink in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync state directory: %w", err)
-	}
-	serr := d.Sync()
-	cerr := d.Close()
-	if serr != nil {
-		return fmt.Errorf("fsync state directory %s: %w", dir, serr)
-	}
-	if cerr != nil {
-		return fmt.Errorf("fsync state directory %s: %w", dir, cerr)
 	}
 	return nil
 }
