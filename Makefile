@@ -63,7 +63,7 @@ VERSION ?= 0.1.0
 ARCH ?= $(shell $(GO) env GOARCH)
 package: deps
 	rm -rf build/pkg && mkdir -p build/pkg
-	$(GO) build -trimpath -o build/pkg/vflag ./cmd/vflag
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o build/pkg/vflag ./cmd/vflag
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) build/pkg/vflag gen-docs build/pkg
 	gzip -9n build/pkg/man/man1/*.1
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t build/

@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-func init() { commands = append(commands, (*app).genDocsCommand) }
-
 func (a *app) genDocsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    "gen-docs DIR",

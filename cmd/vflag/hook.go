@@ -31,6 +31,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/atomicfile"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/libvirtx"
@@ -38,8 +39,6 @@ import (
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
-
-func init() { commands = append(commands, (*app).hookCommand) }
 
 // hookTimeout bounds everything the hook does: libvirt waits for it.
 const hookTimeout = 20 * time.Second
@@ -166,7 +165,7 @@ func (s *hookState) save(stateDir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'), 0o600)
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o600)
 }
 
 // runHook is the qemu hook for one event.
@@ -543,32 +542,4 @@ func (a *app) hookRelease(ctx context.Context, d libvirtx.HookDomain, stateDir s
 // gone needs nothing.
 func resetVFMAC(k eswitch.Kernel, r hookVFRec) error {
 	return pipeline.RestoreVFMAC(k, r.PF, r.VF, r.PriorMAC)
-}
-
-// writeFileAtomic writes a file by temp file, fsync and rename.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -20,13 +20,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/atomicfile"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/packaging"
 )
-
-func init() {
-	commands = append(commands, (*app).installHookCommand, (*app).installCommand, (*app).uninstallCommand, (*app).udevRulesCommand)
-}
 
 // Installed paths, relative to --root.
 const (
@@ -273,7 +270,7 @@ func (a *app) installFiles(root string, files []installFile) error {
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return err
 		}
-		if err := writeFileAtomic(full, f.Data, f.Mode); err != nil {
+		if err := atomicfile.WriteFile(full, f.Data, f.Mode); err != nil {
 			return fmt.Errorf("install %s: %w", show, err)
 		}
 		fmt.Fprintf(a.stdout, "installed %s\n", show)

@@ -114,16 +114,19 @@ func (a *app) rootCommand() *cobra.Command {
 	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	a.v.AutomaticEnv()
 
-	root.AddCommand(a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.exampleCommand())
-	for _, c := range commands {
-		root.AddCommand(c(a))
-	}
+	// Every command, in one list.
+	root.AddCommand(
+		a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.validateCommand(),
+		a.roceCommand(), a.hookCommand(), a.installHookCommand(), a.installCommand(), a.uninstallCommand(),
+		a.udevRulesCommand(), a.udevNameCommand(), a.exampleCommand(), a.genDocsCommand(),
+	)
+	root.Version = version
+	root.SetVersionTemplate("vflag {{.Version}}\n")
 	return root
 }
 
-// commands are the subcommands beyond the pipeline's, each registered by
-// its own file's init (validate, roce, hook, install, ...).
-var commands []func(*app) *cobra.Command
+// version is set by the build: go build -ldflags "-X main.version=0.1.0".
+var version = "dev"
 
 func (a *app) upCommand() *cobra.Command {
 	cmd := &cobra.Command{

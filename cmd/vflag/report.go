@@ -25,6 +25,7 @@ type stepResult struct {
 // for automation (Ansible's changed_when).
 type report struct {
 	Command string       `json:"command"`
+	Version string       `json:"version"`
 	Changed bool         `json:"changed"`
 	Changes int          `json:"changes"`
 	Steps   []stepResult `json:"steps"`
@@ -32,7 +33,7 @@ type report struct {
 }
 
 func (a *app) report(command string, events []teardown.Event, runErr error) error {
-	rep := report{Command: command, Steps: []stepResult{}}
+	rep := report{Command: command, Version: version, Steps: []stepResult{}}
 	for _, ev := range events {
 		sr := stepResult{Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
 			DurationMS: float64(ev.Duration.Microseconds()) / 1000}
@@ -91,10 +92,7 @@ func writeReportText(w io.Writer, rep report) {
 		case rep.Command == "plan":
 			mark = "~"
 		}
-		summary := s.Summary
-		if s.Phase == teardown.PhaseUndo {
-			summary = "revert: " + summary
-		}
+		summary := s.Summary // an undo says what it did ("sriov_numvfs 4 -> 0")
 		line := fmt.Sprintf("  %s %-44s %s", mark, s.ID, summary)
 		if s.DurationMS > 0 && rep.Command != "plan" {
 			line += fmt.Sprintf("  (%s)", time.Duration(s.DurationMS*float64(time.Millisecond)).Round(time.Millisecond/10))

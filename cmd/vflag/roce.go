@@ -14,8 +14,6 @@ import (
 	"github.com/vflag/vflag/internal/validate"
 )
 
-func init() { commands = append(commands, (*app).roceCommand) }
-
 func (a *app) roceCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "roce",

@@ -64,6 +64,7 @@ type GroupStatus struct {
 
 // HostStatus is `vflag status`.
 type HostStatus struct {
+	Version string        `json:"version,omitempty"`
 	Groups []GroupStatus `json:"groups"`
 }
 
@@ -78,6 +79,7 @@ func (a *app) runStatus(ctx context.Context) error {
 	}
 	defer closeEnv()
 	st := e.status(ctx)
+	st.Version = version
 	switch a.v.GetString("output") {
 	case "json":
 		enc := json.NewEncoder(a.stdout)

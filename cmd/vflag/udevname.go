@@ -12,8 +12,6 @@ import (
 	"github.com/vflag/vflag/sriov"
 )
 
-func init() { commands = append(commands, (*app).udevNameCommand) }
-
 // udevNameCommand is the PROGRAM of the packaged udev rule
 // (packaging/udev/71-vflag-representors.rules).
 func (a *app) udevNameCommand() *cobra.Command {

@@ -15,14 +15,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/atomicfile"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
 )
-
-func init() { commands = append(commands, (*app).validateCommand) }
 
 func (a *app) validateCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -179,7 +178,7 @@ func writeJUnit(path string, rep *validate.Report) error {
 	if err := rep.WriteJUnit(&b); err != nil {
 		return fmt.Errorf("--junit %s: %w", path, err)
 	}
-	if err := writeFileAtomic(path, b.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("--junit %s: %w", path, err)
 	}
 	return nil

@@ -54,7 +54,8 @@ type Options struct {
 func Open(o Options) (*Host, error) {
 	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt}
 	if o.SimDir == "" {
-		h.Kernel, h.FS = eswitch.Netlink{}, sysfs.Dir("/") // TODO(leaves): one handle per run
+		nl := eswitch.NewNetlink() // one netlink handle serves the run
+		h.Kernel, h.FS, h.closeKern = nl, sysfs.Dir("/"), func() { nl.Close() }
 	} else {
 		spec, err := sim.DecodeSpec(o.SimSpec)
 		if err != nil {
