@@ -65,7 +65,7 @@ type GroupStatus struct {
 // HostStatus is `vflag status`.
 type HostStatus struct {
 	Version string        `json:"version,omitempty"`
-	Groups []GroupStatus `json:"groups"`
+	Groups  []GroupStatus `json:"groups"`
 }
 
 func (a *app) runStatus(ctx context.Context) error {
