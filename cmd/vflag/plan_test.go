@@ -120,3 +120,54 @@ func TestPlanMatchesUp(t *testing.T) {
 		})
 	}
 }
+
+// TestPFMustBeAPort: a bond or a VF representor given as a PF is refused
+// for what it is, before any write.
+func TestPFMustBeAPort(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, "")
+	b.upJSON(2)
+	var st struct {
+		Groups []struct {
+			VFs []struct {
+				Representor string `json:"representor"`
+			} `json:"vfs"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(b.mustVflag(0, "status", "-o", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	rep := st.Groups[0].VFs[0].Representor
+	if rep == "" {
+		t.Fatal("no representor in status")
+	}
+	text := strings.Replace(mustReadFile(t, b.config), "pfs: [ens1f0np0, ens1f1np1]", "pfs: [bond0, "+rep+"]", 1)
+	text = strings.Replace(text, "name: lag0", "name: lag1", 1)
+	text = strings.Replace(text, "name: bond0", "name: bond1", 1)
+	text = strings.Replace(text, "bridge: br-lag", "bridge: br-x", 1)
+	if err := os.WriteFile(b.config, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := b.dump()
+	_, errs, code := b.vflag("plan")
+	if code != 1 {
+		t.Fatalf("plan: exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{`groups[0].pfs[0]: "bond0" is a bond, not a physical port`, `groups[0].pfs[1]: "` + rep + `" is a VF representor (phys_port_name pf0vf0)`, "preflight failed", "vflag doctor"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("error lacks %q:\n%s", want, errs)
+		}
+	}
+	if got := b.dump(); got != base {
+		t.Fatalf("plan changed the host:\n%s", diffText(base, got))
+	}
+}
+
+func mustReadFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -44,13 +44,17 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 		p := fmt.Sprintf("groups[%d]", gi)
 		g, pfErrs := ResolveGroup(e.k, e.fs, cg)
 		for _, pe := range pfErrs {
+			if what := e.notAPort(pe.Ref); what != "" {
+				add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "is %s, not a physical port (PF) of an SR-IOV NIC", what)
+				continue
+			}
 			add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v", pe.Err)
 		}
 		var usable = g.PFs[:0:0]
 		for i, pf := range g.PFs {
 			idx := indexOfRef(cg.PFs, pf, i)
 			path := fmt.Sprintf("%s.pfs[%d]", p, idx)
-			if what := e.notAPort(pf); what != "" {
+			if what := e.notAPort(pf.Netdev); what != "" {
 				add(path, cg.PFs[idx], "is %s, not a physical port (PF) of an SR-IOV NIC", what)
 				continue
 			}
@@ -141,14 +145,17 @@ func indexOfRef(refs []string, pf eswitch.PF, fallback int) int {
 
 // notAPort says what a netdev that resolved to a PF really is when it is not
 // the PF's own port: a bond, a VF representor, a VF; "" when it is a port.
-func (e *Env) notAPort(pf eswitch.PF) string {
-	if _, err := e.fs.ReadFile("/sys/class/net/" + pf.Netdev + "/bonding/mode"); err == nil {
+func (e *Env) notAPort(netdev string) string {
+	if eswitch.ValidIfName(netdev) != nil {
+		return "" // a PCI address
+	}
+	if _, err := e.fs.ReadFile("/sys/class/net/" + netdev + "/bonding/mode"); err == nil {
 		return "a bond"
 	}
-	if ppn, err := eswitch.PhysPortName(e.fs, pf.Netdev); err == nil && repRE.MatchString(ppn) {
+	if ppn, err := eswitch.PhysPortName(e.fs, netdev); err == nil && repRE.MatchString(ppn) {
 		return "a VF representor (phys_port_name " + ppn + ")"
 	}
-	if _, err := e.fs.Readlink("/sys/class/net/" + pf.Netdev + "/device/physfn"); err == nil {
+	if _, err := e.fs.Readlink("/sys/class/net/" + netdev + "/device/physfn"); err == nil {
 		return "a VF"
 	}
 	return ""

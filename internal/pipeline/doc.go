@@ -1,0 +1,57 @@
+// Package pipeline is the order of `vflag up` (DESIGN.md section 2): the
+// phases as one table (phases.go), the kinds of change (one file each,
+// kind_*.go), preflight, the barriers (LAG wait, verification) and the undo
+// registry that `vflag down` uses.
+//
+// # The order, and why
+//
+//	 0 preflight        before any write: PFs exist, are ports of one NIC, numvfs fits,
+//	                    bond name free, no VF held by a running domain, OVSDB/libvirt reachable
+//	 1 sriov.autoprobe  autoprobe off first, so the VFs made next get no host driver
+//	 1 devlink.param    flow_steering_mode: changeable in legacy mode only
+//	 2 sriov.numvfs     both PFs in parallel (the slow part on real cards), wait for virtfnN
+//	 3 sriov.vfmac      through the PF; mlx5 refuses a VF VLAN in switchdev (tags go on OVS ports)
+//	 4 sriov.unbind     firmware fails the mode change and LAG activation while a VF is bound
+//	 5 eswitch.mode     switchdev on both PFs (refused while a VF is bound)
+//	 5 eswitch.tc-offload  on the uplink, after switchdev
+//	   link.up          (legacy groups: the PFs up; no bond does it)
+//	 6 bond.create      only after both PFs are in switchdev (uplink LAG needs it);
+//	   bond.enslave     PFs enslaved while down,
+//	   link.up          then bond and PFs up
+//	 7 lag.wait         barrier: hardware LAG active (debugfs), up to lag_timeout
+//	 8 sriov.bind       host drivers strictly after LAG: QPs made before cannot use the other port
+//	 9 reps.up          representors by devlink port, then phys_port_name + switch id; set up
+//	10 ovs.bridge       one OVSDB transaction: bridge, bond, representors, hw-offload
+//	11 libvirt.attach   hostdev interfaces, one domain at a time
+//	12 verify           barrier: LAG, ofports, hw-offload, attachments
+//
+// Stage pre (vflag-pre.service at boot, before the network, OVS and
+// libvirtd) runs phases 1-5; stage all runs everything. Each phase returns
+// batches: the steps of one batch are independent (both PFs) and run
+// concurrently, journaled in one write; batches run in order. Undo
+// (teardown.Runner.Down) runs the journal in exact reverse: attachments go
+// before OVS rows, the bond before the eswitch returns to legacy, numvfs
+// to 0 after that, legacy settings last.
+//
+// # Kinds of change
+//
+// A kind is declared once, in its own file: its journal name, what it
+// depends on, its record (the target and the prior state: all its undo
+// needs, never the config), its step constructor and its Undo. Kinds lists
+// them; the undo registry is built from that list, and a kind type without
+// an Undo method does not satisfy the kind interface, so it cannot be
+// listed: it does not compile. Adding a kind: write kind_<name>.go, list
+// it in Kinds, and put its constructor in the phase table.
+//
+// # Step ids
+//
+// Ids come from logical coordinates known before anything is created: the
+// device or PF netdev, the VF index, the bridge, the domain
+// ("sriov.bind/ens1f1np1/vf1", "libvirt.attach/vm1/ens1f0np0/vf0"). A plan
+// therefore lists the same ids up then changes; where a step's target does
+// not exist before earlier steps run (VFs, representors), the plan uses a
+// predicted step with the same id.
+//
+// Journals written by released versions are kept in testdata/journals and
+// must keep undoing (cmd/vflag TestJournalCompat).
+package pipeline
