@@ -8,7 +8,7 @@
 #
 # MACHINE: default
 # TIMEOUT: 420
-# EXPECT: a_plan a_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
+# EXPECT: a_plan a_up a_plan_eq_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
 # EXPECT: a_ovs_ports a_ovs_hw_offload a_ovs_tag a_ovs_ofports a_status_json a_lag_unverified
 # EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_lacp_no_partner a_status_datapath a_status_prometheus a_down a_down_again
 # EXPECT: a_baseline_link a_baseline_devlink a_baseline_ovs a_foreign_kept
@@ -72,7 +72,28 @@ step "A: vflag up, 802.3ad"
 write_config 802.3ad "      lacp_rate: fast
       xmit_hash_policy: layer3+4"
 expect_match a_plan 'would change .* step' V plan
-check a_up V up
+V plan -o json >"$OUT/plan.json"
+up_json() { # up, its JSON report kept
+	local rc
+	V up -o json >"$OUT/up.json"
+	rc=$?
+	jq -r '"changed \(.changes) step(s)"' "$OUT/up.json"
+	return $rc
+}
+check a_up up_json
+changed_ids() { jq -r '[.steps[] | select(.changed) | .id] | sort | .[]' "$1"; }
+plan_eq_up() { # the ids plan said would change are the ids up changed
+	local p u
+	p=$(changed_ids "$OUT/plan.json")
+	u=$(changed_ids "$OUT/up.json")
+	if [ -n "$u" ] && [ "$p" = "$u" ]; then
+		echo "plan == up: $(printf '%s\n' "$u" | wc -l) step ids"
+	else
+		diff <(printf '%s\n' "$p") <(printf '%s\n' "$u")
+		return 1
+	fi
+}
+check a_plan_eq_up plan_eq_up
 V status -o json >"$OUT/status.json"
 expect_match a_eswitch 'mode switchdev' devlink dev eswitch show $DL
 

@@ -101,11 +101,11 @@ func (k tcOffloadKind) step(e *Env, pf eswitch.PF) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + pf.Netdev,
 		Check: func(context.Context) (teardown.Change, error) {
-			if e.modeOf(pf) != eswitch.ModeSwitchdev {
-				// Only a plan gets here (up runs this after switchdev): the
-				// switch to switchdev decides, as mlx5 turns hw-tc-offload
-				// on for the uplink representor; up checks again then.
-				return teardown.Change{Summary: pf.Netdev + ": hw-tc-offload decided after switchdev (mlx5 turns it on)"}, nil
+			if e.modeOf(pf) != eswitch.ModeSwitchdev && e.switchdevEnablesTCOffload(pf) {
+				// Only a plan gets here (up runs this after switchdev): mlx5
+				// turns hw-tc-offload on for the uplink representor when it
+				// enters switchdev; up checks again then.
+				return teardown.Change{Summary: pf.Netdev + ": hw-tc-offload on after switchdev (mlx5's default)"}, nil
 			}
 			on, err := e.k.Feature(pf.Netdev, hwTCOffload)
 			if errors.Is(err, eswitch.ErrNotSupported) {
@@ -119,6 +119,17 @@ func (k tcOffloadKind) step(e *Env, pf eswitch.PF) teardown.Step {
 		},
 		Apply: func(context.Context) error { return e.k.SetFeature(pf.Netdev, hwTCOffload, true) },
 	}
+}
+
+// switchdevEnablesTCOffload is the driver's rule for a plan: mlx5 turns the
+// uplink's hw-tc-offload on when it enters switchdev; other drivers
+// (netdevsim, measured on 6.1) keep the feature as it is.
+func (e *Env) switchdevEnablesTCOffload(pf eswitch.PF) bool {
+	if pf.Addr == "" {
+		return false
+	}
+	drv, err := e.pci.Driver(pf.Addr)
+	return err == nil && drv == "mlx5_core"
 }
 
 func (tcOffloadKind) Undo(ctx context.Context, e *Env, r featureRecord) error {
