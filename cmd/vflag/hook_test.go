@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/internal/hook"
 	"github.com/vflag/vflag/internal/sim"
 )
 
@@ -74,8 +75,11 @@ func (b *bed) openSim(t *testing.T) *sim.Host {
 	return h
 }
 
+// hookStateExists tells whether the hook journaled changes for the domain
+// (its journal, STATE_DIR/hook/<domain>/journal.json, exists: an empty
+// journal is removed).
 func (b *bed) hookStateExists(domain string) bool {
-	_, err := os.Stat(hookStatePath(b.state, domain))
+	_, err := os.Stat(filepath.Join(hook.Dir(b.state, domain), "journal.json"))
 	return err == nil
 }
 

@@ -106,10 +106,10 @@ domain vm3 "$VF1" $MAC3
 step "vm1 starts with VF 0"
 check h_start virsh start vm1
 hook_ran() {
-	local f=$STATE/hook/vm1.json
+	local f=$STATE/hook/vm1/journal.json
 	test -f "$f" || { echo "no $f"; return 1; }
 	cat "$f"
-	jq -e --arg pci "$VF0" --arg z $ZERO '.vfs[] | select(.pci == $pci and .vf == 0 and .mac_set == true and .prior_mac == $z)' "$f" >/dev/null ||
+	jq -e --arg pf "$PF" --arg z $ZERO '.entries[] | select(.kind == "sriov.vfmac" and .record.pf == $pf and .record.vf == 0 and .record.prior == $z)' "$f" >/dev/null ||
 		{ echo "$f does not record the MAC of $VF0 as set by the hook"; return 1; }
 	echo "$f records VF 0 ($VF0) MAC set, prior $ZERO"
 }
@@ -133,7 +133,7 @@ released() {
 	echo "VF 0 MAC back to $got"
 }
 check h_release_mac_reset released
-gone() { ! test -e "$STATE/hook/vm1.json" || { cat "$STATE/hook/vm1.json"; echo "$STATE/hook/vm1.json still there"; return 1; }; echo "no $STATE/hook/vm1.json"; }
+gone() { ! test -e "$STATE/hook/vm1" || { cat "$STATE/hook/vm1/journal.json"; echo "$STATE/hook/vm1 still there"; return 1; }; echo "no $STATE/hook/vm1"; }
 check h_release_state_removed gone
 
 step "vm2 (no passthrough) starts untouched"
@@ -144,7 +144,7 @@ untouched() {
 	after=$(ip link show "$PF")
 	grep '^vm2 ' $PROBE_LOG | head -n 2
 	grep -q '^vm2 prepare begin ' $PROBE_LOG || { echo "the hooks did not run for vm2"; return 1; }
-	! test -e "$STATE/hook/vm2.json" || { echo "hook state for vm2 written"; return 1; }
+	! test -e "$STATE/hook/vm2/journal.json" || { echo "hook state for vm2 written"; return 1; }
 	[ "$before" = "$after" ] || { printf 'before:\n%s\nafter:\n%s\n' "$before" "$after"; echo "PF $PF changed"; return 1; }
 	echo "hooks ran for vm2; $PF and its VFs unchanged; no hook state for vm2"
 }
@@ -177,7 +177,7 @@ check h_refused_untouched refused_untouched
 after_refusal() {
 	grep '^vm3 ' $PROBE_LOG
 	grep -q '^vm3 release end ' $PROBE_LOG || { echo "no release end for vm3"; return 1; }
-	! test -e "$STATE/hook/vm3.json" || { cat "$STATE/hook/vm3.json"; echo "hook state for vm3 left"; return 1; }
+	! test -e "$STATE/hook/vm3/journal.json" || { cat "$STATE/hook/vm3/journal.json"; echo "hook journal for vm3 left"; return 1; }
 	echo "release end ran for vm3; no hook state"
 }
 check h_release_after_refusal after_refusal

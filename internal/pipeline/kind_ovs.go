@@ -132,7 +132,7 @@ func (e *Env) PortStep(endpoint string, spec ovs.BridgeSpec) teardown.Step {
 		names = append(names, p.Name)
 	}
 	return teardown.Step{
-		Kind: k.Name(), ID: k.Name() + "/" + spec.Bridge + "/" + strings.Join(names, "+"),
+		Kind: k.Name(), ID: k.id(spec.Bridge, names),
 		Check: func(ctx context.Context) (teardown.Change, error) {
 			c, err := connect(ctx)
 			if err != nil {
@@ -156,6 +156,26 @@ func (e *Env) PortStep(endpoint string, spec ovs.BridgeSpec) teardown.Step {
 			_, _, err = c.Ensure(ctx, spec)
 			return err
 		},
+	}
+}
+
+func (k ovsPortKind) id(bridge string, ports []string) string {
+	return k.Name() + "/" + bridge + "/" + strings.Join(ports, "+")
+}
+
+// AdoptPort is a step that journals ports of vflag's already added to a
+// bridge (by a vflag that kept them elsewhere: the qemu hook's old state
+// file): its Check reports the change, its Apply does nothing. Its id is
+// that of PortStep for the same ports.
+func AdoptPort(endpoint string, rec ovs.Record) teardown.Step {
+	k := ovsPortKind{}
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(rec.Bridge, rec.Ports),
+		Check: func(context.Context) (teardown.Change, error) {
+			return teardown.Change{Needed: true, Summary: fmt.Sprintf("port %s on %s (adopted)", strings.Join(rec.Ports, " "), rec.Bridge),
+				Record: ovsPortRecord{Endpoint: endpoint, Port: rec}}, nil
+		},
+		Apply: func(context.Context) error { return nil },
 	}
 }
 

@@ -24,10 +24,12 @@ type vfMACRecord struct {
 func (vfMACKind) Name() string        { return "sriov.vfmac" }
 func (vfMACKind) DependsOn() []string { return []string{numVFsKind{}.Name()} }
 
+func (k vfMACKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.Name(), pf, vf) }
+
 func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step {
 	want, _ := net.ParseMAC(mac)
 	return teardown.Step{
-		Kind: k.Name(), ID: fmt.Sprintf("%s/%s/%d", k.Name(), pf.Netdev, vf),
+		Kind: k.Name(), ID: k.id(pf.Netdev, vf),
 		Check: func(context.Context) (teardown.Change, error) {
 			cur, err := e.VFMAC(pf, vf)
 			if err != nil {
@@ -91,4 +93,27 @@ func RestoreVFMAC(k eswitch.Kernel, pf string, vf int, prior string) error {
 		return fmt.Errorf("bad prior MAC %q of VF %d of %s: %w", prior, vf, pf, err)
 	}
 	return k.SetVFMAC(pf, vf, mac)
+}
+
+// VFMACStep sets VF vf's MAC through pf to mac: the qemu hook's change for
+// a domain's hostdev interface (kind sriov.vfmac, the same undo as up's).
+func (e *Env) VFMACStep(pf eswitch.PF, vf int, mac string) teardown.Step {
+	return vfMACKind{}.step(e, pf, vf, mac)
+}
+
+// AdoptVFMAC is a step that journals a VF MAC change already made (by a
+// vflag that kept it elsewhere: the qemu hook's old state file): its Check
+// reports the change with the given prior MAC, its Apply does nothing. Its
+// id is that of VFMACStep for the same VF, so a journaled entry keeps its
+// first capture.
+func AdoptVFMAC(pf string, vf int, prior string) teardown.Step {
+	k := vfMACKind{}
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(pf, vf),
+		Check: func(context.Context) (teardown.Change, error) {
+			return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s vf %d: mac set (adopted; prior %s)", pf, vf, OrDash(prior)),
+				Record: vfMACRecord{PF: pf, VF: vf, Prior: prior}}, nil
+		},
+		Apply: func(context.Context) error { return nil },
+	}
 }

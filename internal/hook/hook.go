@@ -1,0 +1,515 @@
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+// Timeout bounds everything the hook does: libvirt waits for it.
+const Timeout = 20 * time.Second
+
+// Options are one hook event and what it may use.
+type Options struct {
+	// StateDir is vflag's state directory (the main journal; the hook's
+	// journals are under StateDir/hook).
+	StateDir string
+	// Domain, Op, SubOp are libvirt's arguments.
+	Domain, Op, SubOp string
+	// XML is the domain XML (libvirt's stdin); it is read in every case.
+	XML io.Reader
+	// Config loads the config: (nil, nil) when there is none. Called only
+	// when the domain has PCI devices or changes to release.
+	Config func() (*config.Config, error)
+	// Host opens the host for cfg (nil: no config; endpoints are defaults).
+	Host func(cfg *config.Config) (*host.Host, error)
+	Log  *slog.Logger
+	// Stderr receives the warnings that must not fail a domain.
+	Stderr io.Writer
+	// StopAfter and FailAt are the runner's test hooks (teardown.Runner).
+	StopAfter int
+	FailAt    string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Config == nil {
+		o.Config = func() (*config.Config, error) { return nil, nil }
+	}
+	return o
+}
+
+// Dir is the directory of a domain's journal and lock.
+func Dir(stateDir, domain string) string {
+	return filepath.Join(stateDir, "hook", url.PathEscape(domain))
+}
+
+// oldStatePath is the state file of vflag releases before the per-domain
+// journal.
+func oldStatePath(stateDir, domain string) string {
+	return filepath.Join(stateDir, "hook", url.PathEscape(domain)+".json")
+}
+
+// Run is the qemu hook for one event.
+func Run(ctx context.Context, o Options) error {
+	o = o.withDefaults()
+	action := libvirtx.HookActionFor(o.Op, o.SubOp)
+	// Read stdin in every case: libvirt writes the XML to a pipe, and a hook
+	// that exits without reading it can make the write fail.
+	var doc []byte
+	var err error
+	if o.XML != nil {
+		doc, err = io.ReadAll(io.LimitReader(o.XML, 64<<20))
+	}
+	if err != nil || action == libvirtx.HookIgnore {
+		return nil
+	}
+	d, err := libvirtx.ParseHookDomain(doc)
+	if err != nil {
+		// Not knowing the devices, the hook cannot tell whether the domain is
+		// vflag's; it must not fail a domain that is not.
+		fmt.Fprintf(o.Stderr, "vflag hook: domain %s: %v; not checked\n", o.Domain, err)
+		return nil
+	}
+	if d.Name == "" {
+		d.Name = o.Domain
+	}
+	if action == libvirtx.HookRelease {
+		return release(ctx, o, d.Name)
+	}
+	if len(d.Devices) == 0 {
+		return nil // the fast path: no PCI passthrough at all
+	}
+	return prepare(ctx, o, d)
+}
+
+// domainJournal is a domain's journal, under its lock.
+type domainJournal struct {
+	dir  string
+	lock *teardown.Lock
+	j    *teardown.Journal
+}
+
+// openDomain locks and opens a domain's journal, adopting an old-format
+// state file first.
+func openDomain(ctx context.Context, o Options, domain string) (*domainJournal, error) {
+	o = o.withDefaults()
+	dir := Dir(o.StateDir, domain)
+	lock, err := teardown.AcquireLock(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hook journal of domain %s: %w", domain, err)
+	}
+	dj := &domainJournal{dir: dir, lock: lock}
+	dj.j, err = teardown.OpenJournal(dir)
+	if err == nil {
+		err = adoptOldState(ctx, o, domain, dj.j)
+	}
+	if err != nil {
+		dj.close()
+		return nil, err
+	}
+	return dj, nil
+}
+
+// close removes the directory when its journal is empty, then unlocks.
+func (dj *domainJournal) close() {
+	if dj.j != nil && len(dj.j.Entries()) == 0 {
+		if err := os.Remove(filepath.Join(dj.dir, "journal.json")); err == nil || errors.Is(err, fs.ErrNotExist) {
+			_ = os.Remove(dj.lock.Path())
+			_ = os.Remove(dj.dir)
+		}
+	}
+	_ = dj.lock.Release()
+}
+
+func (o Options) runner(j *teardown.Journal, e *pipeline.Env) *teardown.Runner {
+	return &teardown.Runner{Journal: j, Undo: e.Undoers(), Log: o.Log, NoRollback: true, StopAfter: o.StopAfter, FailAt: o.FailAt}
+}
+
+// release is down of the domain's journal. Nothing journaled: nothing to do
+// (and no host opened).
+func release(ctx context.Context, o Options, domain string) error {
+	dir := Dir(o.StateDir, domain)
+	_, jErr := os.Stat(filepath.Join(dir, "journal.json"))
+	_, sErr := os.Stat(oldStatePath(o.StateDir, domain))
+	if errors.Is(jErr, fs.ErrNotExist) && errors.Is(sErr, fs.ErrNotExist) {
+		return nil
+	}
+	dj, err := openDomain(ctx, o, domain)
+	if err != nil {
+		return fmt.Errorf("release of domain %s: %w", domain, err)
+	}
+	defer dj.close()
+	if len(dj.j.Entries()) == 0 {
+		return nil
+	}
+	cfg, _ := o.Config()
+	h, err := o.Host(cfg)
+	if err != nil {
+		return fmt.Errorf("release of domain %s: %w", domain, err)
+	}
+	defer h.Close()
+	e := pipeline.New(cfg, h, o.Log)
+	if err := o.runner(dj.j, e).Down(ctx); err != nil {
+		return fmt.Errorf("release of domain %s: %w", domain, err)
+	}
+	return nil
+}
+
+// oldState is the hook's state file of vflag releases before the
+// per-domain journal: what the hook changed for one domain.
+type oldState struct {
+	Domain string     `json:"domain"`
+	VFs    []oldVFRec `json:"vfs"`
+}
+
+type oldVFRec struct {
+	PCI string `json:"pci"`
+	PF  string `json:"pf"` // PF netdev
+	VF  int    `json:"vf"`
+	// MACSet: the hook changed the VF's MAC; PriorMAC is the one before.
+	MACSet   bool   `json:"mac_set,omitempty"`
+	PriorMAC string `json:"prior_mac,omitempty"`
+	// Port: a representor port the hook added to a bridge.
+	Port *ovs.Record `json:"port,omitempty"`
+	// Endpoint is the OVSDB endpoint of Port.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// adoptOldState journals the records of an old-format state file as the
+// equivalent entries (write-ahead, through the runner: the changes are
+// already on the host, so nothing is applied), then removes the file. A
+// crash in between adopts again: the journal keeps its first capture.
+func adoptOldState(ctx context.Context, o Options, domain string, j *teardown.Journal) error {
+	path := oldStatePath(o.StateDir, domain)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var st oldState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("hook state %s: %w", path, err)
+	}
+	sort.SliceStable(st.VFs, func(a, b int) bool { return st.VFs[a].PCI < st.VFs[b].PCI })
+	// Per VF the MAC before the port, as prepare journals them: down undoes
+	// the port first.
+	var steps []teardown.Step
+	for _, v := range st.VFs {
+		if v.MACSet {
+			steps = append(steps, pipeline.AdoptVFMAC(v.PF, v.VF, v.PriorMAC))
+		}
+		if v.Port != nil && len(v.Port.Ports) > 0 {
+			steps = append(steps, pipeline.AdoptPort(v.Endpoint, *v.Port))
+		}
+	}
+	r := &teardown.Runner{Journal: j, Undo: pipeline.New(nil, host.New(nil, nil, "", ""), o.Log).Undoers(), Log: o.Log, NoRollback: true}
+	for _, s := range steps {
+		if err := r.Do(ctx, s); err != nil {
+			return fmt.Errorf("adopt hook state %s: %w", path, err)
+		}
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	o.Log.Info("hook: adopted old-format state file into the domain's journal", "file", path, "journal", j.Path(), "entries", len(steps))
+	return nil
+}
+
+// managedVF is one VF of vflag's, with what the config says about it.
+type managedVF struct {
+	Addr  sriov.Addr
+	PF    eswitch.PF
+	VF    int
+	Group *config.Group // nil: known from the journal only
+	// From the journal when Group is nil: bridges holding vflag's ports.
+	Bridges []pipeline.BridgeRef
+}
+
+func (m managedVF) String() string {
+	s := fmt.Sprintf("VF %d of %s (%s)", m.VF, m.PF.Netdev, m.Addr)
+	if m.Group != nil {
+		s += ", group " + m.Group.Name
+	}
+	return s
+}
+
+// vfConfig is the config's entry for the VF (zero when none).
+func (m managedVF) vfConfig() config.VFConfig {
+	if m.Group == nil {
+		return config.VFConfig{}
+	}
+	for pi, ref := range m.Group.PFs {
+		if ref != m.PF.Netdev && ref != string(m.PF.Addr) {
+			continue
+		}
+		for _, v := range m.Group.VFs {
+			if v.PF == pi && v.VF == m.VF {
+				return v
+			}
+		}
+	}
+	return config.VFConfig{}
+}
+
+// preparer is the hook's view of the host for one prepare/start event.
+type preparer struct {
+	o   Options
+	e   *pipeline.Env
+	h   *host.Host
+	vfs map[sriov.Addr]managedVF
+	r   *teardown.Runner
+}
+
+func prepare(ctx context.Context, o Options, d libvirtx.HookDomain) error {
+	cfg, cfgErr := o.Config()
+	j, jErr := teardown.OpenJournal(o.StateDir)
+	if cfg == nil && (jErr != nil || len(j.Entries()) == 0) {
+		if cfgErr != nil {
+			// Possibly not vflag's domain at all: warn, never fail it.
+			fmt.Fprintf(o.Stderr, "vflag hook: %v; VFs not checked\n", cfgErr)
+		}
+		return nil
+	}
+	h, err := o.Host(cfg)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	p := &preparer{o: o, e: pipeline.New(cfg, h, o.Log), h: h, vfs: map[sriov.Addr]managedVF{}}
+	p.index(cfg, j, jErr)
+	if len(p.vfs) == 0 {
+		return nil
+	}
+	tasks, err := libvirtx.PlanHook(d, func(pci string) bool { _, ok := p.vfs[sriov.Addr(pci)]; return ok })
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	dj, err := openDomain(ctx, o, d.Name)
+	if err != nil {
+		return fmt.Errorf("refusing to start domain %s: %w", d.Name, err)
+	}
+	defer dj.close()
+	p.r = o.runner(dj.j, p.e)
+	var problems []string
+	for _, t := range tasks {
+		m := p.vfs[sriov.Addr(t.Device.PCI)]
+		if err := p.prepareVF(ctx, m, t); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", m, err))
+		}
+	}
+	// No rollback: libvirt runs "release end" after an aborted start, which
+	// undoes what the domain's journal holds.
+	if len(problems) > 0 {
+		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// index finds the VFs the config and the main journal make vflag's.
+func (p *preparer) index(cfg *config.Config, j *teardown.Journal, jErr error) {
+	k, f := p.h.Kernel, p.h.FS
+	if cfg != nil {
+		for gi := range cfg.Groups {
+			g, errs := pipeline.ResolveGroup(k, f, &cfg.Groups[gi])
+			for _, err := range errs {
+				p.o.Log.Debug("hook: PF not usable", "group", g.Name, "err", err)
+			}
+			for _, i := range g.Owners {
+				p.addVFs(g.PFs[i], g.Group, nil)
+			}
+		}
+	}
+	if jErr != nil {
+		fmt.Fprintf(p.o.Stderr, "vflag hook: %v; only the config's VFs are checked\n", jErr)
+		return
+	}
+	bridges := pipeline.JournalBridges(j)
+	for _, dev := range pipeline.JournalDevices(j) {
+		addr, ok := dev.PCI()
+		if !ok {
+			continue // no PCI VFs: nothing a domain can take
+		}
+		pf, err := eswitch.ResolvePF(k, f, string(addr))
+		if err != nil {
+			continue
+		}
+		p.addVFs(pf, nil, bridges)
+	}
+}
+
+// addVFs indexes the VFs of a PF; a config group wins over the journal.
+func (p *preparer) addVFs(pf eswitch.PF, g *config.Group, bridges []pipeline.BridgeRef) {
+	vfs, err := p.h.PCI.VFs(pf.Dev)
+	if err != nil {
+		return
+	}
+	for _, v := range vfs {
+		if v.Addr == "" {
+			continue
+		}
+		if _, ok := p.vfs[v.Addr]; ok && g == nil {
+			continue
+		}
+		p.vfs[v.Addr] = managedVF{Addr: v.Addr, PF: pf, VF: v.Index, Group: g, Bridges: bridges}
+	}
+}
+
+// do runs one change through the domain's journal. The runner's
+// "no rollback" note is dropped: release undoes the domain's journal.
+func (p *preparer) do(ctx context.Context, s teardown.Step) error {
+	err := p.r.Do(ctx, s)
+	if err != nil && !errors.Is(err, teardown.ErrStopped) {
+		if u := errors.Unwrap(err); u != nil {
+			return u
+		}
+	}
+	return err
+}
+
+func (p *preparer) modeOf(pf eswitch.PF) string {
+	m, _ := p.h.Kernel.EswitchMode(pf.Devlink)
+	return m
+}
+
+// prepareVF makes one VF's host side ready.
+func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTask) error {
+	k := p.h.Kernel
+	vc := m.vfConfig()
+	if vc.Driver != "" {
+		return fmt.Errorf("the config gives it to the host (driver %s): a domain must not take it; give the domain another VF or drop the driver from the config and run `vflag up`", vc.Driver)
+	}
+	// PF up (direct, not journaled: release leaves it up, the PF serves
+	// other VFs): libvirt refuses a VF whose PF is down, and no traffic flows.
+	l, err := k.Link(m.PF.Netdev)
+	if err != nil {
+		return fmt.Errorf("PF %s: %w", m.PF.Netdev, err)
+	}
+	if !l.AdminUp {
+		if err := k.SetLinkUp(m.PF.Netdev, true); err != nil {
+			return fmt.Errorf("set PF %s up: %w", m.PF.Netdev, err)
+		}
+	}
+	// VF MAC through the PF.
+	if t.MAC != "" {
+		if err := p.do(ctx, p.e.VFMACStep(m.PF, m.VF, t.MAC)); err != nil {
+			return err
+		}
+	}
+	switchdev := m.Group != nil && m.Group.Switchdev()
+	if m.Group == nil {
+		switchdev = p.modeOf(m.PF) == eswitch.ModeSwitchdev
+	}
+	if !switchdev {
+		return nil
+	}
+	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
+		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, pipeline.OrDash(mode))
+	}
+	reps, err := eswitch.Representors(k, p.h.FS, m.PF)
+	if err != nil {
+		return err
+	}
+	rep, ok := reps[m.VF]
+	if !ok {
+		return errors.New("no representor")
+	}
+	rl, err := k.Link(rep)
+	if err != nil {
+		return fmt.Errorf("representor %s: %w", rep, err)
+	}
+	if !rl.AdminUp { // direct, like the PF's
+		if err := k.SetLinkUp(rep, true); err != nil {
+			return fmt.Errorf("set representor %s up: %w", rep, err)
+		}
+	}
+	return p.ensurePort(ctx, m, rep, vc.VLAN)
+}
+
+// ensurePort checks that the representor is a port of the group's bridge
+// with the VF's tag, adding it (an ovs.port step) when it is missing.
+func (p *preparer) ensurePort(ctx context.Context, m managedVF, rep string, vlan int) error {
+	type target struct{ endpoint, owner, bridge string }
+	var targets []target
+	if m.Group != nil {
+		targets = append(targets, target{p.h.OVSDB, m.Group.Name, m.Group.OVS.Bridge})
+	} else {
+		for _, b := range m.Bridges {
+			targets = append(targets, target{b.Endpoint, b.Owner, b.Bridge})
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("representor %s: no bridge known (neither config nor journal names one)", rep)
+	}
+	for _, tg := range targets {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := ovs.Connect(cctx, tg.endpoint)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("representor %s: %w", rep, err)
+		}
+		bs, err := c.Status(ctx, tg.bridge)
+		c.Close()
+		if err != nil {
+			return err
+		}
+		if !bs.Exists {
+			if m.Group != nil {
+				return fmt.Errorf("bridge %s does not exist", tg.bridge)
+			}
+			continue
+		}
+		var port *ovs.PortStatus
+		for i := range bs.Ports {
+			if bs.Ports[i].Name == rep {
+				port = &bs.Ports[i]
+			}
+		}
+		if port != nil && port.OFPort < 0 {
+			return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, pipeline.OrDash(port.Error))
+		}
+		if m.Group == nil { // journal only: the tag is unknown; the port must be there
+			if port == nil {
+				continue
+			}
+			return nil
+		}
+		if port != nil && port.Tag == vlan {
+			return nil
+		}
+		// Missing, or vflag's with another tag: one transaction adds or
+		// retags it (a port that is not vflag's fails the step's check).
+		spec := ovs.BridgeSpec{Owner: tg.owner, Bridge: tg.bridge, Ports: []ovs.PortSpec{{Name: rep, Tag: vlan}}}
+		return p.do(ctx, p.e.PortStep(tg.endpoint, spec))
+	}
+	return fmt.Errorf("representor %s is in no bridge of vflag's", rep)
+}
