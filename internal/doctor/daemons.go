@@ -1,0 +1,216 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+)
+
+// ProbeTimeout bounds each OVSDB or libvirt probe.
+const ProbeTimeout = 5 * time.Second
+
+// proc is one running process.
+type proc struct {
+	pid        int
+	start      float64 // seconds after boot
+	startKnown bool
+}
+
+// procs finds the processes whose comm is comm ("/proc/<pid>/comm"), with
+// their start time after boot ("/proc/<pid>/stat" field 22, in clock ticks).
+func (d *doctor) procs(comm string) []proc {
+	names, err := d.env.Host.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []proc
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		c, err := d.readHost(path.Join("/proc", n, "comm"))
+		if err != nil || c != comm {
+			continue
+		}
+		p := proc{pid: pid}
+		if stat, err := d.readHost(path.Join("/proc", n, "stat")); err == nil {
+			if i := strings.LastIndexByte(stat, ')'); i >= 0 {
+				f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+				if len(f) > 19 {
+					if t, err := strconv.ParseUint(f[19], 10, 64); err == nil {
+						p.start, p.startKnown = float64(t)/float64(d.env.ClockTicks), true
+					}
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
+	return out
+}
+
+func (d *doctor) daemons(gs []*groupState) {
+	needOVS := switchdevGroups(gs)
+	if needOVS {
+		ps := d.checkOVSRunning()
+		d.checkOVSVersion(ps)
+		d.checkUpcalls()
+	} else {
+		d.add(AreaDaemons, "daemons/ovs-vswitchd", "", Skip, "no switchdev group: Open vSwitch is not used", "")
+	}
+	seenDB, seenVirt := map[string]bool{}, map[string]bool{}
+	for _, g := range gs {
+		if g.Switchdev && !seenDB[g.OVSDB] {
+			seenDB[g.OVSDB] = true
+			d.checkOVSDB(g.OVSDB)
+		}
+	}
+	for _, g := range gs {
+		if !seenVirt[g.Libvirt] {
+			seenVirt[g.Libvirt] = true
+			d.checkLibvirt(g.Libvirt)
+		}
+	}
+	if len(gs) == 0 {
+		// No NIC to check: still say whether the daemons are there.
+		d.checkOVSDB(DefaultOVSDB)
+		d.checkLibvirt(DefaultLibvirt)
+	}
+}
+
+func (d *doctor) checkOVSRunning() []proc {
+	const name = "daemons/ovs-vswitchd"
+	installed := d.tool("ovs-vswitchd")
+	ps := d.procs("ovs-vswitchd")
+	switch {
+	case len(ps) > 0:
+		var list []string
+		for _, p := range ps {
+			s := fmt.Sprintf("pid %d", p.pid)
+			if p.startKnown {
+				s += fmt.Sprintf(", started %.1f s after boot", p.start)
+			}
+			list = append(list, s)
+		}
+		d.add(AreaDaemons, name, "", Pass, "ovs-vswitchd is running ("+strings.Join(list, "; ")+")", "")
+	case !installed:
+		d.add(AreaDaemons, name, "", Fail, "ovs-vswitchd is not installed and not running (no ovs-vswitchd in /proc)",
+			"apt-get install openvswitch-switch (RHEL: dnf install openvswitch), then systemctl enable --now openvswitch-switch")
+	default:
+		d.add(AreaDaemons, name, "", Fail, "ovs-vswitchd is installed but not running (no ovs-vswitchd in /proc)",
+			"systemctl enable --now openvswitch-switch (RHEL: openvswitch)")
+	}
+	return ps
+}
+
+var ovsVersionRE = regexp.MustCompile(`\(Open vSwitch\)\s+(\d+\.\d+\.\d+)`)
+
+// ovsEarlyBoot is how long after boot Open vSwitch 3.1.0 counts 0 CPUs.
+const ovsEarlyBoot = 10.0
+
+const ovsDropIn = "keep it from starting in the first 10 s after boot: `systemctl edit ovs-vswitchd.service` with\n" +
+	"[Service]\nExecStartPre=/bin/sh -c 'while [ $(cut -d. -f1 /proc/uptime) -lt 11 ]; do sleep 1; done'\n" +
+	"or run an Open vSwitch release other than 3.1.0"
+
+func (d *doctor) checkOVSVersion(ps []proc) {
+	const name = "daemons/ovs-version"
+	if !d.tool("ovs-vswitchd") {
+		d.add(AreaDaemons, name, "", Skip, "ovs-vswitchd is not installed (see daemons/ovs-vswitchd)", "")
+		return
+	}
+	out, err := d.output("ovs-vswitchd", "--version")
+	if err != nil {
+		d.add(AreaDaemons, name, "", Warn, fmt.Sprintf("ovs-vswitchd --version: %v", firstLine(err.Error())), "reinstall Open vSwitch: apt-get install --reinstall openvswitch-switch")
+		return
+	}
+	m := ovsVersionRE.FindStringSubmatch(out)
+	if m == nil {
+		d.add(AreaDaemons, name, "", Warn, fmt.Sprintf("ovs-vswitchd --version printed %q: no version", firstLine(out)), "reinstall Open vSwitch: apt-get install --reinstall openvswitch-switch")
+		return
+	}
+	v := m[1]
+	if v != "3.1.0" {
+		d.add(AreaDaemons, name, "", Pass, fmt.Sprintf("ovs-vswitchd --version: Open vSwitch %s (no known VF-LAG problem)", v), "")
+		return
+	}
+	const bug = "Open vSwitch 3.1.0 counts 0 CPUs during the first 10 s after boot: an ovs-vswitchd started then runs no upcall handler in per-cpu dispatch " +
+		"(its log says \"Overriding n-handler-threads to 0\") and the kernel datapath loses every upcall, so bridges look right in OVSDB and forward nothing new; only a restart repairs it"
+	for _, p := range ps {
+		if p.startKnown && p.start < ovsEarlyBoot {
+			d.add(AreaDaemons, name, "", Fail, fmt.Sprintf("ovs-vswitchd --version: Open vSwitch 3.1.0, and pid %d started %.1f s after boot: %s", p.pid, p.start, bug),
+				"systemctl restart openvswitch-switch now (before vflag up: restarting under a working VF-LAG breaks it); "+ovsDropIn)
+			return
+		}
+	}
+	now := "not running now"
+	if len(ps) > 0 && ps[0].startKnown {
+		now = fmt.Sprintf("this one started %.1f s after boot, so it is not affected", ps[0].start)
+	}
+	d.add(AreaDaemons, name, "", Warn, fmt.Sprintf("ovs-vswitchd --version: Open vSwitch 3.1.0 (%s). %s", now, bug), ovsDropIn)
+}
+
+func (d *doctor) checkUpcalls() {
+	const name = "daemons/ovs-upcalls"
+	st, err := eswitch.ReadDatapath(d.env.Kernel, eswitch.SystemDatapath)
+	switch {
+	case errors.Is(err, eswitch.ErrNotSupported):
+		d.add(AreaDaemons, name, "", Skip, fmt.Sprintf("the kernel datapath %s cannot be read here (simulated host)", eswitch.SystemDatapath), "")
+		return
+	case errors.Is(err, eswitch.ErrNoDatapath):
+		d.add(AreaDaemons, name, "", Skip, fmt.Sprintf("no kernel datapath %s yet (ovs-vswitchd creates it with the first bridge of datapath_type system): %v", eswitch.SystemDatapath, err), "")
+		return
+	case err != nil:
+		d.add(AreaDaemons, name, "", Skip, fmt.Sprintf("kernel datapath %s: %v", eswitch.SystemDatapath, err), "")
+		return
+	}
+	counts := fmt.Sprintf("%s: hit %d, missed %d, lost %d, %d flows, %s upcall dispatch", st.Name, st.Hit, st.Missed, st.Lost, st.Flows, st.Dispatch())
+	if st.Missed > 0 && st.Lost >= st.Missed {
+		d.add(AreaDaemons, name, "", Fail, counts+": every upcall was lost, no ovs-vswitchd handler reads them (the condition `vflag validate` reports as ovs/datapath)",
+			"systemctl restart openvswitch-switch (before vflag up: restarting under a working VF-LAG breaks it); with Open vSwitch 3.1.0, "+ovsDropIn)
+		return
+	}
+	d.add(AreaDaemons, name, "", Pass, counts, "")
+}
+
+func (d *doctor) probe(f func(context.Context, string) error, target string) error {
+	ctx, cancel := context.WithTimeout(d.ctx, ProbeTimeout)
+	defer cancel()
+	return f(ctx, target)
+}
+
+func (d *doctor) checkOVSDB(endpoint string) {
+	const name = "daemons/ovsdb"
+	if err := d.probe(d.env.Probe.OVSDB, endpoint); err != nil {
+		d.add(AreaDaemons, name, endpoint, Fail, fmt.Sprintf("OVSDB at %s does not answer: %v", endpoint, firstLine(err.Error())),
+			"start Open vSwitch: systemctl enable --now openvswitch-switch (RHEL: openvswitch); if it listens elsewhere, set ovsdb: in the config "+
+				"(`ovs-appctl -t ovsdb-server ovsdb-server/list-remotes` shows where)")
+		return
+	}
+	d.add(AreaDaemons, name, endpoint, Pass, fmt.Sprintf("OVSDB at %s answers", endpoint), "")
+}
+
+func (d *doctor) checkLibvirt(uri string) {
+	const name = "daemons/libvirt"
+	if err := d.probe(d.env.Probe.Libvirt, uri); err != nil {
+		running := "no libvirtd or virtqemud process"
+		for _, c := range []string{"libvirtd", "virtqemud"} {
+			if len(d.procs(c)) > 0 {
+				running = c + " is running"
+			}
+		}
+		d.add(AreaDaemons, name, uri, Fail, fmt.Sprintf("libvirt at %s does not answer (%s): %v", uri, running, firstLine(err.Error())),
+			"apt-get install libvirt-daemon-system (RHEL: dnf install libvirt); systemctl enable --now libvirtd (modular daemons: virtqemud.socket); "+
+				"if it runs elsewhere, set libvirt: in the config")
+		return
+	}
+	d.add(AreaDaemons, name, uri, Pass, fmt.Sprintf("libvirt at %s answers", uri), "")
+}

@@ -1,0 +1,243 @@
+package doctor
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ANSI colours of the text output.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiRed    = "\x1b[1;31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiGrey   = "\x1b[90m"
+)
+
+func statusColour(s Status) string {
+	switch s {
+	case Pass:
+		return ansiGreen
+	case Fail:
+		return ansiRed
+	case Warn:
+		return ansiYellow
+	default:
+		return ansiGrey
+	}
+}
+
+// WriteText prints the checks grouped by area, one line per check with its
+// status word, the fix indented below every fail and warn, then the
+// verdict. colour adds ANSI colours (for a terminal).
+func (r *Report) WriteText(w io.Writer, colour bool) error {
+	paint := func(code, s string) string {
+		if !colour {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	groups := map[string]bool{}
+	for _, c := range r.Checks {
+		if c.Group != "" {
+			groups[c.Group] = true
+		}
+	}
+	width := 0
+	for _, c := range r.Checks {
+		if n := len(shortName(c)); n > width && n <= 28 {
+			width = n
+		}
+	}
+	var b strings.Builder
+	for _, area := range Areas {
+		first := true
+		for _, c := range r.Checks {
+			if c.Area != area {
+				continue
+			}
+			if first {
+				b.WriteString(paint(ansiBold, area) + "\n")
+				first = false
+			}
+			name := shortName(c)
+			if len(groups) > 1 && c.Group != "" {
+				name += " [" + c.Group + "]"
+			}
+			word := fmt.Sprintf("%-4s", strings.ToUpper(string(c.Status)))
+			first, rest, _ := strings.Cut(c.Detail, "\n")
+			fmt.Fprintf(&b, "  %s  %-*s  %s\n", paint(statusColour(c.Status), word), width, name, first)
+			for _, l := range strings.Split(rest, "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					fmt.Fprintf(&b, "        %s\n", l)
+				}
+			}
+			if c.Fix != "" && c.Status != Pass {
+				for i, l := range strings.Split(strings.TrimRight(c.Fix, "\n"), "\n") {
+					lead := "fix: "
+					if i > 0 {
+						lead = "     "
+					}
+					fmt.Fprintf(&b, "        %s%s\n", lead, l)
+				}
+			}
+		}
+	}
+	verdict := paint(ansiGreen, "READY")
+	if !r.Ready {
+		verdict = paint(ansiRed, "NOT READY")
+	}
+	fmt.Fprintf(&b, "%s: %d failed, %s, %d passed, %d skipped\n", verdict, r.Count(Fail), plural(r.Count(Warn), "warning", "warnings"), r.Count(Pass), r.Count(Skip))
+	if !r.Ready {
+		b.WriteString("fix the failed checks above (each says how), then run vflag doctor again\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// shortName drops the area prefix: "nic/eswitch p0" -> "eswitch p0".
+func shortName(c Check) string {
+	if s, ok := strings.CutPrefix(c.Name, c.Area+"/"); ok {
+		return s
+	}
+	return c.Name
+}
+
+// WriteJSON prints {"checks":[{"name","status","detail","fix","area","group"}],"ready":bool}.
+func (r *Report) WriteJSON(w io.Writer) error {
+	out := *r
+	if out.Checks == nil {
+		out.Checks = []Check{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the checks as JUnit XML: one testsuite per area, one
+// testcase per check; a fail is a failure (detail and fix), a skip is
+// skipped, a warn passes with "WARN" and its fix in system-out.
+func (r *Report) WriteJUnit(w io.Writer) error {
+	out := junitSuites{Name: "vflag doctor"}
+	for _, area := range Areas {
+		s := junitSuite{Name: "vflag.doctor." + area, Time: "0.000"}
+		for _, c := range r.Checks {
+			if c.Area != area {
+				continue
+			}
+			tc := junitCase{Name: c.Name, Classname: s.Name, Time: "0.000"}
+			switch c.Status {
+			case Fail:
+				tc.Failure = &junitMessage{Message: firstLine(c.Detail), Text: c.Detail + "\nfix: " + c.Fix}
+				s.Failures++
+			case Skip:
+				tc.Skipped = &junitMessage{Message: firstLine(c.Detail)}
+				s.Skipped++
+			case Warn:
+				tc.SystemOut = "WARN: " + c.Detail + "\nfix: " + c.Fix
+			default:
+				tc.SystemOut = c.Detail
+			}
+			s.Tests++
+			s.Cases = append(s.Cases, tc)
+		}
+		if s.Tests == 0 {
+			continue
+		}
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Skipped += s.Skipped
+		out.Suites = append(out.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// WriteJUnitFile writes the JUnit XML to path atomically: a temp file in
+// the same directory, fsync, rename, fsync of the directory.
+func (r *Report) WriteJUnitFile(path string) error {
+	var b bytes.Buffer
+	if err := r.WriteJUnit(&b); err != nil {
+		return err
+	}
+	return writeAtomic(path, b.Bytes(), 0o644)
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
