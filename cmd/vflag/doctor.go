@@ -7,11 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/doctor"
 	"github.com/vflag/vflag/internal/sysfs"
 )
-
-func init() { commands = append(commands, (*app).doctorCommand) }
 
 func (a *app) doctorCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -74,7 +73,7 @@ func (a *app) runDoctor(cmd *cobra.Command) error {
 
 // doctorTarget maps the config's groups to doctor's input; nil (no
 // config): doctor discovers the NICs.
-func doctorTarget(cfg *Config) doctor.Target {
+func doctorTarget(cfg *config.Config) doctor.Target {
 	var t doctor.Target
 	if cfg == nil {
 		return t

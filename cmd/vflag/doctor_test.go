@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/doctor"
 )
 
@@ -140,7 +141,7 @@ func TestDoctorRealMachine(t *testing.T) {
 
 // TestDoctorTarget maps the example config's group into doctor's input.
 func TestDoctorTarget(t *testing.T) {
-	tg := doctorTarget(parseConfigText(t, exampleConfig))
+	tg := doctorTarget(mustParseConfig(t, exampleConfig))
 	want := doctor.Group{Name: "lag0", PFs: []string{"ens1f0np0", "ens1f1np1"}, NumVFs: 4, Switchdev: true, BondName: "bond0", BondMode: "802.3ad",
 		OVSDB: "unix:/var/run/openvswitch/db.sock", Libvirt: "qemu:///system"}
 	if len(tg.Groups) != 1 {
@@ -154,4 +155,13 @@ func TestDoctorTarget(t *testing.T) {
 	if len(doctorTarget(nil).Groups) != 0 {
 		t.Error("no config must mean discovery")
 	}
+}
+
+func mustParseConfig(t *testing.T, text string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

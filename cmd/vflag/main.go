@@ -118,7 +118,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(
 		a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.validateCommand(),
 		a.roceCommand(), a.hookCommand(), a.installHookCommand(), a.installCommand(), a.uninstallCommand(),
-		a.udevRulesCommand(), a.udevNameCommand(), a.exampleCommand(), a.genDocsCommand(),
+		a.udevRulesCommand(), a.udevNameCommand(), a.doctorCommand(), a.exampleCommand(), a.genDocsCommand(),
 	)
 	root.Version = version
 	root.SetVersionTemplate("vflag {{.Version}}\n")
