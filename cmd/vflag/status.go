@@ -17,12 +17,12 @@ func (a *app) runStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e, closeEnv, err := a.openEnv(cfg, cfg)
+	h, err := a.openHost(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeEnv()
-	st := status.Gather(ctx, e.cfg, e.h)
+	defer h.Close()
+	st := status.Gather(ctx, cfg, h)
 	st.Version = version
 	switch a.v.GetString("output") {
 	case "json":
