@@ -358,3 +358,37 @@ func (r *run) rdmaCheck(ctx context.Context, tt trafficTarget) validate.Check {
 	}
 	return validate.RDMACheck(ctx, p)
 }
+
+// RoCEDevices are the RDMA devices `vflag roce` looks at: those behind the
+// PFs of cfg's groups (nil cfg: none), else every RDMA device of the host.
+func RoCEDevices(cfg *config.Config, h *host.Host) ([]string, error) {
+	var devs []string
+	if cfg != nil {
+		var pcis []string
+		for gi := range cfg.Groups {
+			gh, _ := pipeline.ResolveGroup(h.Kernel, h.FS, &cfg.Groups[gi])
+			for _, pf := range gh.PFs {
+				if pf.Addr != "" {
+					pcis = append(pcis, string(pf.Addr))
+				}
+			}
+		}
+		ds, err := validate.RDMADevicesOf(h.FS, pcis)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			devs = append(devs, d.Name)
+		}
+	}
+	if len(devs) == 0 {
+		ds, err := validate.AllRDMADevices(h.FS)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			devs = append(devs, d.Name)
+		}
+	}
+	return devs, nil
+}
