@@ -36,7 +36,7 @@ test: deps vet
 
 # demo: up, status, plan, up again, down on the simulated host with real OVS and libvirt.
 demo: build
-	$(GO) run ./internal/demo -vflag $(BIN)
+	$(GO) run ./internal/tools/demo -vflag $(BIN)
 
 # bench: Go benchmarks (journal step, OVS transaction, pipeline at zero
 # latency), then the whole-command benchmark: the built binary against the
@@ -44,7 +44,7 @@ demo: build
 # libvirtd; prints one table (about 6 minutes; README "Performance").
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./teardown/ ./ovs/ ./cmd/vflag/
-	$(GO) run ./internal/bench -vflag $(BIN)
+	$(GO) run ./internal/tools/bench -vflag $(BIN)
 
 # e2e-image: the QEMU test bed (Debian 6.1 kernel, netdevsim, rootfs, image,
 # trixie QEMU for igb SR-IOV), cached in /var/cache/vflag-e2e.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/status"
 	"github.com/vflag/vflag/internal/testbed"
 )
 
@@ -101,7 +102,7 @@ func TestForeignObjectsSurvive(t *testing.T) {
 
 	b.upJSON(2)
 	st := b.mustVflag(0, "status", "-o", "json")
-	var hs HostStatus
+	var hs status.HostStatus
 	if err := json.Unmarshal([]byte(st), &hs); err != nil {
 		t.Fatal(err)
 	}

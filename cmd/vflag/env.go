@@ -38,12 +38,3 @@ func (e *env) modeOf(pf eswitch.PF) string {
 	m, _ := e.k.EswitchMode(pf.Devlink)
 	return m
 }
-
-// host opens the host for commands that need only the kernel side.
-func (a *app) host(cfg *config.Config) (eswitch.Kernel, sysfs.FS, func(), error) {
-	h, err := a.openHost(cfg, cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return h.Kernel, h.FS, h.Close, nil
-}

@@ -11,8 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/internal/install"
 )
 
 // simCLI runs vflag against a fresh simulated host (the example config)
@@ -150,7 +149,7 @@ func TestInstallIdempotentAndUninstall(t *testing.T) {
 func TestInstallHookNeverReplacesForeignFiles(t *testing.T) {
 	c := newSimCLI(t)
 	root := t.TempDir()
-	p := filepath.Join(root, hookPath)
+	p := filepath.Join(root, install.HookPath)
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte("#!/bin/sh\n# someone else's vflag hook\n"), 0o755)
 	before := tree(t, root)
@@ -174,7 +173,7 @@ func TestHookScript(t *testing.T) {
 	got := filepath.Join(t.TempDir(), "got")
 	os.WriteFile(bin, []byte("#!/bin/sh\necho \"$@\" > "+got+"\ncat >> "+got+"\n"), 0o755)
 	c.run(0, "install-hook", "--root", root, "--binary", bin)
-	script := filepath.Join(root, hookPath)
+	script := filepath.Join(root, install.HookPath)
 	cmd := exec.Command(script, "vm1", "prepare", "begin", "-")
 	cmd.Stdin = strings.NewReader("<domain/>")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -188,47 +187,5 @@ func TestHookScript(t *testing.T) {
 	os.Remove(bin)
 	if out, err := exec.Command(script, "vm1", "prepare", "begin", "-").CombinedOutput(); err != nil || len(out) != 0 {
 		t.Fatalf("hook script without vflag: %v %q, want exit 0 and no output", err, out)
-	}
-}
-
-func TestWriteUdevGroup(t *testing.T) {
-	mlx := func(addr, netdev string, pfnum uint16) eswitch.PF {
-		return eswitch.PF{Dev: sriov.PCIDevice(sriov.Addr(addr)), Netdev: netdev, Addr: sriov.Addr(addr), PfNumber: pfnum,
-			Devlink: eswitch.Devlink{Bus: "pci", Device: addr}}
-	}
-	nsim := eswitch.PF{Dev: "netdevsim/netdevsim10", Netdev: "eni10np1", Devlink: eswitch.Devlink{Bus: "netdevsim", Device: "netdevsim10"}}
-	nsim2 := nsim
-	nsim2.Netdev = "eni10np2"
-	tests := []struct {
-		name      string
-		pfs       []eswitch.PF
-		numvfs    int
-		switchdev bool
-		want      string
-	}{
-		{"legacy pins PF names only", []eswitch.PF{mlx("0000:61:00.0", "ens1f0", 0)}, 2, false,
-			`SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:61:00.0", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f0"` + "\n"},
-		{"switchdev names representors per PF", []eswitch.PF{mlx("0000:61:00.0", "ens1f0np0", 0), mlx("0000:61:00.1", "ens1f1np1", 1)}, 1, true,
-			`SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:61:00.0", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f0np0"` + "\n" +
-				`SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:61:00.1", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f1np1"` + "\n" +
-				`SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:61:00.0", ATTR{phys_port_name}=="pf0vf0", NAME="ens1f0np0_0"` + "\n" +
-				`SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:61:00.1", ATTR{phys_port_name}=="pf1vf0", NAME="ens1f1np1_0"` + "\n"},
-		{"too long for IFNAMSIZ", []eswitch.PF{mlx("0000:d8:00.0", "enp216s0f1np10", 0)}, 1, true,
-			`SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:d8:00.0", ATTR{phys_port_name}!="pf*vf*", NAME="enp216s0f1np10"` + "\n" +
-				"# enp216s0f1np10_0 is longer than 15 characters: the kernel's name stays\n" +
-				`# SUBSYSTEM=="net", ACTION=="add", KERNELS=="0000:d8:00.0", ATTR{phys_port_name}=="pf0vf0", NAME="enp216s0f1np10_0"` + "\n"},
-		{"netdevsim: one device, reps under it", []eswitch.PF{nsim, nsim2}, 1, true,
-			"# eni10np1: not a PCI function (netdevsim/netdevsim10), name not pinned\n" +
-				"# eni10np2: not a PCI function (netdevsim/netdevsim10), name not pinned\n" +
-				`SUBSYSTEM=="net", ACTION=="add", KERNELS=="netdevsim10", ATTR{phys_port_name}=="pf0vf0", NAME="eni10np1_0"` + "\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			writeUdevGroup(&b, tt.pfs, tt.numvfs, tt.switchdev)
-			if b.String() != tt.want {
-				t.Fatalf("got:\n%s\nwant:\n%s", b.String(), tt.want)
-			}
-		})
 	}
 }

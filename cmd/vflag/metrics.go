@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/status"
 )
 
 // metricFamily is one metric name with its samples.
@@ -44,7 +45,7 @@ func boolGauge(b bool) float64 {
 }
 
 // statusMetrics turns a status into metric families, in output order.
-func statusMetrics(hs HostStatus) []*metricFamily {
+func statusMetrics(hs status.HostStatus) []*metricFamily {
 	fam := func(name, help string) *metricFamily { return &metricFamily{name: name, help: help} }
 	var (
 		groupInfo  = fam("vflag_group_info", "A group of the config, with its configured eswitch mode (value always 1).")
@@ -118,7 +119,7 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 
 // writeStatusPrometheus writes the status in the text exposition format.
 // Families without samples are left out.
-func writeStatusPrometheus(w io.Writer, hs HostStatus) error {
+func writeStatusPrometheus(w io.Writer, hs status.HostStatus) error {
 	bw := bufio.NewWriter(w)
 	for _, f := range statusMetrics(hs) {
 		if len(f.samples) == 0 {

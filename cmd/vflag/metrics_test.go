@@ -10,6 +10,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/status"
 )
 
 // legacyConfig is a legacy-mode group on the example's simulated NIC: VFs
@@ -185,9 +186,9 @@ func TestStatusPrometheus(t *testing.T) {
 }
 
 // statusJSON runs `status -o json` and decodes it.
-func (b *bed) statusJSON() HostStatus {
+func (b *bed) statusJSON() status.HostStatus {
 	b.t.Helper()
-	var hs HostStatus
+	var hs status.HostStatus
 	if err := json.Unmarshal([]byte(b.mustVflag(0, "status", "-o", "json")), &hs); err != nil {
 		b.t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestStatusPrometheusOnlyForStatus(t *testing.T) {
 // TestWriteStatusPrometheusEscapes: label values are escaped as the format
 // wants, and families without samples are left out.
 func TestWriteStatusPrometheusEscapes(t *testing.T) {
-	hs := HostStatus{Groups: []GroupStatus{{Name: "g", Eswitch: "legacy", VFs: []VFStatus{{PF: "p", Index: 2, PCI: "0000:01:00.2", Domain: "a\"b\\c\nd"}}}}}
+	hs := status.HostStatus{Groups: []status.GroupStatus{{Name: "g", Eswitch: "legacy", VFs: []status.VFStatus{{PF: "p", Index: 2, PCI: "0000:01:00.2", Domain: "a\"b\\c\nd"}}}}}
 	var b strings.Builder
 	if err := writeStatusPrometheus(&b, hs); err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func TestWriteStatusPrometheusEscapes(t *testing.T) {
 // told apart (lost == upcalls > 0), and the exposition stays valid.
 func TestStatusPrometheusDatapath(t *testing.T) {
 	dead := eswitch.DatapathStats{Name: "ovs-system", Missed: 13, Lost: 13, PerCPUDispatch: true}
-	hs := HostStatus{Groups: []GroupStatus{
+	hs := status.HostStatus{Groups: []status.GroupStatus{
 		{Name: "lag0", Eswitch: "switchdev", Bridge: "br-vf", HWOffload: "true", Datapath: &dead},
 		{Name: "lag1", Eswitch: "switchdev", Bridge: "br-user", HWOffload: "true"}, // netdev datapath: no series
 	}}

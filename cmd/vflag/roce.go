@@ -3,15 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/internal/validaterun"
 )
 
 func (a *app) roceCommand() *cobra.Command {
@@ -59,54 +57,19 @@ func (a *app) roceFS(named []string) (sysfs.FS, []string, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	k, f, closeHost, err := a.host(cfg)
+	h, err := a.openHost(cfg, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if len(named) > 0 {
-		return f, named, closeHost, nil
+		return h.FS, named, h.Close, nil
 	}
-	var devs []string
-	if cfg != nil {
-		var pcis []string
-		for _, g := range cfg.Groups {
-			for _, ref := range g.PFs {
-				if pf, err := eswitch.ResolvePF(k, f, ref); err == nil && pf.Addr != "" {
-					pcis = append(pcis, string(pf.Addr))
-				}
-			}
-		}
-		ds, err := validate.RDMADevicesOf(f, pcis)
-		if err != nil {
-			closeHost()
-			return nil, nil, nil, err
-		}
-		for _, d := range ds {
-			devs = append(devs, d.Name)
-		}
+	devs, err := validaterun.RoCEDevices(cfg, h)
+	if err != nil {
+		h.Close()
+		return nil, nil, nil, err
 	}
-	if len(devs) == 0 {
-		ds, err := validate.AllRDMADevices(f)
-		if err != nil {
-			closeHost()
-			return nil, nil, nil, err
-		}
-		for _, d := range ds {
-			devs = append(devs, d.Name)
-		}
-	}
-	return f, devs, closeHost, nil
-}
-
-// RoCEPort is one port as `vflag roce show` prints it.
-type RoCEPort struct {
-	Dev          string `json:"dev"`
-	Port         int    `json:"port"`
-	State        string `json:"state"`
-	RoCEMode     string `json:"default_roce_mode"`
-	TrafficClass *int   `json:"traffic_class"`
-	TTL          *int   `json:"ttl"`
-	TCSupported  bool   `json:"tc_supported"`
+	return h.FS, devs, h.Close, nil
 }
 
 func (a *app) roceShow(args []string) error {
@@ -115,30 +78,9 @@ func (a *app) roceShow(args []string) error {
 		return err
 	}
 	defer closeHost()
-	var out []RoCEPort
-	for _, dev := range devs {
-		ports, err := validate.Ports(f, dev)
-		if err != nil {
-			return err
-		}
-		// The default RoCE mode is only readable through the device's
-		// configfs group, which mkdir creates.
-		if err := validate.EnsureCMGroup(f, dev); err != nil {
-			return err
-		}
-		for _, p := range ports {
-			rp := RoCEPort{Dev: dev, Port: p}
-			rp.State, _ = validate.PortState(f, dev, p)
-			if rp.RoCEMode, err = validate.ReadRoCEMode(f, dev, p); err != nil {
-				return err
-			}
-			tc, err := validate.ReadTC(f, dev, p)
-			if err != nil {
-				return err
-			}
-			rp.TrafficClass, rp.TTL, rp.TCSupported = tc.TrafficClass, tc.TTL, tc.Supported
-			out = append(out, rp)
-		}
+	out, err := validate.RoCEPorts(f, devs)
+	if err != nil {
+		return err
 	}
 	if a.v.GetString("output") == "json" {
 		enc := json.NewEncoder(a.stdout)
@@ -173,19 +115,9 @@ func (a *app) roceGIDs(args []string) error {
 		return err
 	}
 	defer closeHost()
-	all := []validate.GID{}
-	for _, dev := range devs {
-		ports, err := validate.Ports(f, dev)
-		if err != nil {
-			return err
-		}
-		for _, p := range ports {
-			gs, err := validate.GIDs(f, dev, p)
-			if err != nil {
-				return err
-			}
-			all = append(all, gs...)
-		}
+	all, err := validate.GIDTable(f, devs)
+	if err != nil {
+		return err
 	}
 	if a.v.GetString("output") == "json" {
 		enc := json.NewEncoder(a.stdout)
@@ -199,77 +131,31 @@ func (a *app) roceGIDs(args []string) error {
 
 func (a *app) roceSet(cmd *cobra.Command, dev string) error {
 	fl := cmd.Flags()
-	port, _ := fl.GetInt("port")
-	var change validate.TCChange
+	s := validate.RoCESettings{Dev: dev}
+	s.Port, _ = fl.GetInt("port")
+	if fl.Changed("mode") {
+		m, _ := fl.GetString("mode")
+		s.Mode = &m
+	}
 	if fl.Changed("tclass") {
 		v, _ := fl.GetInt("tclass")
-		change.TrafficClass = &v
+		s.TC.TrafficClass = &v
 	}
 	if fl.Changed("dscp") {
 		v, _ := fl.GetInt("dscp")
-		change.DSCP = &v
+		s.TC.DSCP = &v
 	}
 	if fl.Changed("ttl") {
 		v, _ := fl.GetInt("ttl")
-		change.TTL = &v
+		s.TC.TTL = &v
 	}
-	mode, _ := fl.GetString("mode")
-	// Every value is checked before anything is written.
-	var errs []string
-	if fl.Changed("mode") {
-		m, err := validate.ParseRoCEMode(mode)
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-		mode = m
-	}
-	if err := change.Validate(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	if port < 1 {
-		errs = append(errs, fmt.Sprintf("port: %d is not a port number (1..)", port))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("roce set %s: %s", dev, strings.Join(errs, "; "))
-	}
-	if !fl.Changed("mode") && change.TClass() == nil && change.TTL == nil {
-		return fmt.Errorf("roce set %s: nothing to set (--mode, --tclass, --dscp or --ttl)", dev)
+	if err := s.Check(); err != nil {
+		return err
 	}
 	f, _, closeHost, err := a.roceFS([]string{dev})
 	if err != nil {
 		return err
 	}
 	defer closeHost()
-	ports, err := validate.Ports(f, dev)
-	if err != nil {
-		return fmt.Errorf("roce set: %w", err)
-	}
-	if !slices.Contains(ports, port) {
-		return fmt.Errorf("roce set %s: port: %d is not a port of %s (ports %v)", dev, port, dev, ports)
-	}
-	if change.TClass() != nil || change.TTL != nil {
-		if tc, err := validate.ReadTC(f, dev, port); err != nil {
-			return err
-		} else if !tc.Supported {
-			return fmt.Errorf("roce set %s: %s/tc/%d does not exist: traffic_class and ttl are MLNX_OFED-only files (upstream: rdma_cm default_roce_tos)", dev, dev, port)
-		}
-	}
-	if fl.Changed("mode") {
-		if err := validate.SetRoCEMode(f, dev, port, mode); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stdout, "%s port %d: default RoCE mode %q\n", dev, port, mode)
-	}
-	if change.TClass() != nil || change.TTL != nil {
-		if err := validate.ApplyTC(f, dev, port, change); err != nil {
-			return err
-		}
-		if tc := change.TClass(); tc != nil {
-			fmt.Fprintf(a.stdout, "%s port %d: traffic_class %d\n", dev, port, *tc)
-		}
-		if change.TTL != nil {
-			fmt.Fprintf(a.stdout, "%s port %d: ttl %d\n", dev, port, *change.TTL)
-		}
-	}
-	return nil
+	return s.Apply(f, func(line string) { fmt.Fprintln(a.stdout, line) })
 }

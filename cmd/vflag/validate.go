@@ -16,11 +16,8 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/atomicfile"
-	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/internal/pipeline"
-	"github.com/vflag/vflag/internal/sim"
-	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/internal/validaterun"
 )
 
 func (a *app) validateCommand() *cobra.Command {
@@ -132,29 +129,27 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	if a.v.GetDuration("validate-interval") <= 0 {
 		return fmt.Errorf("--interval: %s must be positive", a.v.GetDuration("validate-interval"))
 	}
-	e, closeEnv, err := a.openEnv(cfg, cfg)
+	h, err := a.openHost(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeEnv()
-
-	rep := &validate.Report{AllowSkip: a.v.GetBool("validate-allow-skip")}
-	var groups []config.Group
-	if bond != "" {
-		rep.Groups = append(rep.Groups, validate.GroupReport{Group: bond, Kind: "bond", Checks: a.validateBond(ctx, e, bond)})
-	} else {
-		groups = cfg.Groups
+	defer h.Close()
+	o := validaterun.Options{
+		Group: a.vget("group"), Bond: bond, BondMode: a.vget("bond-mode"), AllowSkip: a.v.GetBool("validate-allow-skip"),
+		RoCEMode: a.vget("roce-mode"), Traffic: a.v.GetBool("validate-traffic"), Failover: a.v.GetBool("validate-failover"),
+		Manual: a.v.GetBool("validate-manual"), FailSlave: a.vget("fail-slave"), Peer: a.vget("peer"),
+		Server: a.v.GetBool("validate-server"), Duration: a.v.GetDuration("validate-duration"),
+		Parallel: a.v.GetInt("validate-parallel"), Interval: a.v.GetDuration("validate-interval"),
+		MinShare: a.v.GetFloat64("validate-min-share"), MaxGap: a.v.GetDuration("validate-max-gap"),
+		RDMA: a.v.GetBool("validate-rdma"), RDMAPeer: a.vget("rdma-peer"), RDMAServer: a.v.GetBool("validate-rdma-server"),
+		RDMATool: a.vget("rdma-tool"), RDMADev: a.vget("rdma-dev"), RDMAIters: a.v.GetInt("validate-rdma-iters"),
+		Prompt: a.stderr, Log: a.log,
 	}
-	for gi := range groups {
-		g := &groups[gi]
-		if sel := a.vget("group"); sel != "" && sel != g.Name {
-			continue
-		}
-		gr := validate.GroupReport{Group: g.Name}
-		gr.Checks = a.validateGroup(ctx, e, g)
-		rep.Groups = append(rep.Groups, gr)
+	if isTerminal(a.stderr) {
+		o.OnTick, o.OnFailoverTick = liveView(a.stderr), throttle(liveView(a.stderr), time.Second)
+		o.TicksDone = func() { fmt.Fprintln(a.stderr) }
 	}
-	rep.Tally()
+	rep := validaterun.Run(ctx, cfg, h, o)
 	if path := a.vget("junit"); path != "" {
 		if err := writeJUnit(path, rep); err != nil {
 			return err
@@ -182,280 +177,6 @@ func writeJUnit(path string, rep *validate.Report) error {
 		return fmt.Errorf("--junit %s: %w", path, err)
 	}
 	return nil
-}
-
-// validateGroup runs every check of one group.
-func (a *app) validateGroup(ctx context.Context, e *env, g *config.Group) []validate.Check {
-	var out []validate.Check
-	var pfs []eswitch.PF
-	for i, ref := range g.PFs {
-		pf, err := eswitch.ResolvePF(e.k, e.fs, ref)
-		if err != nil {
-			out = append(out, validate.Check{Name: fmt.Sprintf("pf/%d", i), Verdict: validate.Fail, Detail: err.Error()})
-			continue
-		}
-		pfs = append(pfs, pf)
-	}
-	if len(pfs) != len(g.PFs) {
-		return out
-	}
-	gh := pipeline.Group{Group: g, PFs: pfs, Owners: pipeline.Owners(pfs)}
-	t := validate.Target{
-		Group: g.Name, Switchdev: g.Switchdev(), PFs: pfs, Owners: gh.Owners, NumVFs: g.NumVFs,
-		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
-		DatapathType: g.OVS.DatapathType,
-		RoCE:         validate.RoCEExpect{Required: g.Validate.RoCE},
-	}
-	mode := a.vget("roce-mode")
-	if mode == "" {
-		mode = g.Validate.RoCEMode
-	}
-	if mode != "" {
-		t.RoCE.Mode, _ = validate.ParseRoCEMode(mode)
-	}
-	var facts validate.Facts
-	if g.Switchdev() {
-		facts.Bridge, facts.BridgeErr = e.bridgeFacts(ctx, g.OVS.Bridge)
-	}
-	facts.Attachments = e.attachmentFacts(gh)
-	out = append(out, validate.Static(e.k, e.fs, t, facts)...)
-
-	var pcis []string
-	for _, pf := range gh.PFs {
-		pcis = append(pcis, string(pf.Addr))
-	}
-	tt := trafficTarget{bond: g.Bond.Name, v: g.Validate, pcis: pcis}
-	failover := a.v.GetBool("validate-failover")
-	if (a.v.GetBool("validate-traffic") || failover) && g.Switchdev() {
-		out = append(out, a.trafficChecks(ctx, e, tt, failover)...)
-	}
-	if a.v.GetBool("validate-rdma") {
-		out = append(out, a.rdmaCheck(ctx, e, tt))
-	}
-	return out
-}
-
-// trafficTarget is what the traffic, failover and RDMA checks run against:
-// a group's bond with its validate: section, or a bare bond (--bond) with
-// the flags only.
-type trafficTarget struct {
-	bond    string
-	v       config.ValidateConfig
-	pcis    []string // PCI functions whose RDMA devices are candidates for -d
-	netdevs []string // netdevs whose RDMA devices are candidates for -d (--bond)
-}
-
-// validateBond runs every check of a bare bond (--bond).
-func (a *app) validateBond(ctx context.Context, e *env, bond string) []validate.Check {
-	roce := validate.RoCEExpect{Required: a.v.GetBool("validate-rdma") || a.vget("roce-mode") != ""}
-	if m := a.vget("roce-mode"); m != "" {
-		roce.Mode, _ = validate.ParseRoCEMode(m)
-	}
-	out := validate.BondStatic(e.k, e.fs, bond, a.vget("bond-mode"), roce)
-	b, err := eswitch.ReadBond(e.fs, bond)
-	if err != nil {
-		return out // the bond check says why
-	}
-	tt := trafficTarget{bond: bond, netdevs: append([]string{bond}, b.Slaves...)}
-	for _, s := range b.Slaves {
-		tt.pcis = append(tt.pcis, validate.NetdevPCI(e.fs, s))
-	}
-	failover := a.v.GetBool("validate-failover")
-	if a.v.GetBool("validate-traffic") || failover {
-		out = append(out, a.trafficChecks(ctx, e, tt, failover)...)
-	}
-	if a.v.GetBool("validate-rdma") {
-		out = append(out, a.rdmaCheck(ctx, e, tt))
-	}
-	return out
-}
-
-func (e *env) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge, error) {
-	c, err := e.ovsClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	bs, err := c.Status(ctx, bridge)
-	if err != nil {
-		return nil, err
-	}
-	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
-	for _, p := range bs.Ports {
-		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error}
-	}
-	return b, nil
-}
-
-func (e *env) attachmentFacts(gh pipeline.Group) []validate.Attachment {
-	var out []validate.Attachment
-	for _, at := range gh.Attachments {
-		va := validate.Attachment{Domain: at.Domain, PF: at.PF, VF: at.VF}
-		c, err := e.virtConn()
-		if err != nil {
-			va.Err = err.Error()
-			out = append(out, va)
-			continue
-		}
-		d, err := c.Domain(at.Domain)
-		if err != nil {
-			va.Err = err.Error()
-			out = append(out, va)
-			continue
-		}
-		for _, i := range d.Interfaces {
-			va.Present = va.Present || i.Owned && e.VFIs(gh, at.PF, at.VF, i.PCI)
-		}
-		out = append(out, va)
-	}
-	return out
-}
-
-func (a *app) duration(v config.ValidateConfig) time.Duration {
-	if d := a.v.GetDuration("validate-duration"); d > 0 {
-		return d
-	}
-	if v.Duration > 0 {
-		return v.Duration
-	}
-	return 10 * time.Second
-}
-
-// trafficChecks runs the traffic check and, when asked, the failover check.
-func (a *app) trafficChecks(ctx context.Context, e *env, tt trafficTarget, failover bool) []validate.Check {
-	b, err := eswitch.ReadBond(e.fs, tt.bond)
-	if err != nil {
-		return []validate.Check{{Name: "traffic", Verdict: validate.Fail, Detail: fmt.Sprintf("bond %s: %v", tt.bond, err)}}
-	}
-	counters, closeCounters := a.counters(e.fs)
-	defer closeCounters()
-	dur := a.duration(tt.v)
-	minShare := a.v.GetFloat64("validate-min-share")
-	if minShare == 0 {
-		minShare = tt.v.MinShare
-	}
-	tc := validate.TrafficConfig{
-		Bond: tt.bond, Mode: b.Mode, Slaves: b.Slaves, Counters: counters,
-		Load:     a.load(e, tt, b.Mode, dur),
-		Interval: a.v.GetDuration("validate-interval"), MinShare: minShare,
-		Active: func() string {
-			nb, err := eswitch.ReadBond(e.fs, tt.bond)
-			if err != nil {
-				return ""
-			}
-			return nb.ActiveSlave
-		},
-	}
-	if isTerminal(a.stderr) {
-		tc.OnTick = liveView(a.stderr)
-	}
-	var out []validate.Check
-	c := validate.TrafficCheck(ctx, tc)
-	if tc.OnTick != nil {
-		fmt.Fprintln(a.stderr)
-	}
-	out = append(out, c)
-	if !failover || ctx.Err() != nil {
-		return out
-	}
-	victim := a.vget("fail-slave")
-	if victim == "" {
-		victim = tc.Active()
-	}
-	if victim == "" && len(b.Slaves) > 0 {
-		victim = b.Slaves[0]
-	}
-	maxGap := a.v.GetDuration("validate-max-gap")
-	if maxGap == 0 {
-		maxGap = tt.v.MaxGap
-	}
-	fc := validate.FailoverConfig{
-		TrafficConfig: tc, Fail: victim, Manual: a.v.GetBool("validate-manual"), Prompt: a.stderr, MaxGap: maxGap,
-		SetLink: e.k.SetLinkUp,
-		LinkUp: func(name string) (bool, error) {
-			l, err := e.k.Link(name)
-			if err != nil {
-				return false, err
-			}
-			return l.AdminUp && l.OperState == "up" && l.Master == tt.bond, nil
-		},
-	}
-	if fc.Interval > 100*time.Millisecond {
-		fc.Interval = 100 * time.Millisecond // the gap is measured at sampling resolution
-	}
-	if isTerminal(a.stderr) {
-		fc.OnTick = throttle(liveView(a.stderr), time.Second)
-	}
-	out = append(out, validate.FailoverCheck(ctx, fc, dur))
-	if fc.OnTick != nil {
-		fmt.Fprintln(a.stderr)
-	}
-	return out
-}
-
-// counters are the ethtool physical counters where the driver has them
-// (real host), the generic sysfs counters otherwise.
-func (a *app) counters(f sysfs.FS) (validate.Counters, func()) {
-	base := validate.SysfsCounters{FS: f}
-	if a.v.GetString("sim") != "" {
-		return base, func() {}
-	}
-	ec, err := validate.NewEthtoolCounters(base)
-	if err != nil {
-		a.log.Debug("ethtool counters unavailable; using /sys/class/net statistics", "err", err)
-		return base, func() {}
-	}
-	return ec, ec.Close
-}
-
-// load is iperf3 on a real host, simulated packets through the bond with --sim.
-func (a *app) load(e *env, tt trafficTarget, mode string, dur time.Duration) validate.Load {
-	if h, ok := e.k.(*sim.Host); ok {
-		return simLoad{h: h, bond: tt.bond, dur: dur}
-	}
-	peer := a.vget("peer")
-	if peer == "" {
-		peer = tt.v.Peer
-	}
-	par := a.v.GetInt("validate-parallel")
-	if par == 0 {
-		par = tt.v.Parallel
-	}
-	if par == 0 {
-		par = 4
-		if mode == "active-backup" {
-			par = 1
-		}
-	}
-	return validate.Iperf3{Peer: peer, Server: a.v.GetBool("validate-server") || tt.v.Server, Duration: dur, Parallel: par}
-}
-
-// simLoad pushes packets through a simulated bond every 20 ms.
-type simLoad struct {
-	h    *sim.Host
-	bond string
-	dur  time.Duration
-}
-
-func (l simLoad) Run(ctx context.Context) (validate.LoadResult, error) {
-	const tick, pkts, size = 20 * time.Millisecond, 500, 1500
-	end := time.Now().Add(l.dur)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	var sent, carried uint64
-	for time.Now().Before(end) {
-		select {
-		case <-ctx.Done():
-			return validate.LoadResult{Summary: fmt.Sprintf("simulated: %d of %d packets carried", carried, sent)}, nil
-		case <-t.C:
-		}
-		c, err := l.h.Traffic(l.bond, pkts, size)
-		if err != nil {
-			return validate.LoadResult{}, fmt.Errorf("simulated traffic: %w", err)
-		}
-		sent += pkts
-		carried += c
-	}
-	return validate.LoadResult{Summary: fmt.Sprintf("simulated: %d of %d packets carried", carried, sent)}, nil
 }
 
 // liveView prints one line per tick: each slave's packet and bit rate.
@@ -495,30 +216,4 @@ func throttle(fn func(validate.Tick), period time.Duration) func(validate.Tick) 
 			fn(t)
 		}
 	}
-}
-
-func (a *app) rdmaCheck(ctx context.Context, e *env, tt trafficTarget) validate.Check {
-	r := validate.RDMAPerf{
-		Tool: a.vget("rdma-tool"), Peer: a.vget("rdma-peer"), Server: a.v.GetBool("validate-rdma-server"),
-		Dev: a.vget("rdma-dev"), Duration: a.duration(tt.v), Iters: a.v.GetInt("validate-rdma-iters"),
-	}
-	if r.Tool == "" {
-		r.Tool = tt.v.RDMATool
-	}
-	if r.Peer == "" {
-		r.Peer = tt.v.RDMAPeer
-	}
-	if r.Dev == "" {
-		if devs, err := validate.RDMADevicesFor(e.fs, tt.pcis, tt.netdevs); err == nil && len(devs) > 0 {
-			r.Dev = devs[0].Name
-		}
-	}
-	if _, ok := e.k.(*sim.Host); ok {
-		name := "rdma/" + r.Tool
-		if r.Tool == "" {
-			name = "rdma/ib_send_bw"
-		}
-		return validate.Check{Name: name, Verdict: validate.Skip, Detail: "the simulated host carries no RDMA traffic"}
-	}
-	return validate.RDMACheck(ctx, r)
 }

@@ -363,7 +363,7 @@ func TestValidateTrafficAndRoCE(t *testing.T) {
 			t.Fatalf("a refused set changed the mode:\n%s", show2)
 		}
 		b.mustVflag(0, "roce", "set", "mlx5_bond_0", "--mode", "v1", "--dscp", "26", "--ttl", "64")
-		var ports []RoCEPort
+		var ports []validate.RoCEPort
 		if err := json.Unmarshal([]byte(b.mustVflag(0, "roce", "show", "-o", "json")), &ports); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@
 // figures), a private ovsdb-server/ovs-vswitchd (ovs/ovstest) and a private
 // libvirtd (libvirtx/virttest), and prints one table.
 //
-//	go run ./internal/bench -vflag bin/vflag
+//	go run ./internal/tools/bench -vflag bin/vflag
 //
 // The hardware lower bound of a run is the longest chain of kernel
 // operations when both PFs work in parallel, computed from the latency model:

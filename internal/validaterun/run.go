@@ -1,0 +1,394 @@
+// Package validaterun runs `vflag validate` on a host: it resolves each
+// group (or a bare bond), gathers the facts (OVS bridge, libvirt
+// attachments), and runs internal/validate's static, traffic, failover and
+// RDMA checks with the settings of Options, falling back to each group's
+// validate: section. It is separate from internal/validate, which
+// internal/host and internal/config import, because it joins them with
+// internal/pipeline. Rendering the report is cmd/vflag's.
+package validaterun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/validate"
+)
+
+// Options are the settings of one validate run (the command's flags). A
+// zero value takes the group's validate: section, then the default.
+type Options struct {
+	Group     string // only this group ("": every group)
+	Bond      string // validate this bond alone instead of the config's groups
+	BondMode  string // with Bond: the mode it must have ("": any)
+	AllowSkip bool   // OK when no check failed, even if some were skipped
+	RoCEMode  string // expected default RoCE mode: v1 or v2
+
+	Traffic   bool // run the traffic check
+	Failover  bool // run the failover check (implies Traffic)
+	Manual    bool // failover: the operator pulls the cable
+	FailSlave string
+	Peer      string // iperf3 server address
+	Server    bool   // be the iperf3 server
+	Duration  time.Duration
+	Parallel  int
+	Interval  time.Duration
+	MinShare  float64
+	MaxGap    time.Duration
+
+	RDMA       bool
+	RDMAPeer   string
+	RDMAServer bool
+	RDMATool   string
+	RDMADev    string
+	RDMAIters  int
+
+	// Prompt is where the manual failover check asks the operator.
+	Prompt io.Writer
+	// OnTick and OnFailoverTick, when set, see the samples of the traffic
+	// and the failover check (a live view); TicksDone is called after each
+	// check whose samples were seen.
+	OnTick, OnFailoverTick func(validate.Tick)
+	TicksDone              func()
+	Log                    *slog.Logger
+}
+
+// run is one validate run on a host.
+type run struct {
+	o  Options
+	h  *host.Host
+	pe *pipeline.Env
+}
+
+// Run validates the groups of cfg (or o.Bond alone) on h; the report is tallied.
+func Run(ctx context.Context, cfg *config.Config, h *host.Host, o Options) *validate.Report {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Prompt == nil {
+		o.Prompt = io.Discard
+	}
+	r := &run{o: o, h: h, pe: pipeline.New(cfg, h, o.Log)}
+	rep := &validate.Report{AllowSkip: o.AllowSkip}
+	var groups []config.Group
+	if o.Bond != "" {
+		rep.Groups = append(rep.Groups, validate.GroupReport{Group: o.Bond, Kind: "bond", Checks: r.bond(ctx, o.Bond)})
+	} else {
+		groups = cfg.Groups
+	}
+	for gi := range groups {
+		g := &groups[gi]
+		if o.Group != "" && o.Group != g.Name {
+			continue
+		}
+		rep.Groups = append(rep.Groups, validate.GroupReport{Group: g.Name, Checks: r.group(ctx, g)})
+	}
+	rep.Tally()
+	return rep
+}
+
+// group runs every check of one group.
+func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
+	var out []validate.Check
+	gh, errs := pipeline.ResolveGroup(r.h.Kernel, r.h.FS, g)
+	for _, err := range errs {
+		out = append(out, validate.Check{Name: fmt.Sprintf("pf/%d", err.Index), Verdict: validate.Fail, Detail: err.Err.Error()})
+	}
+	if len(errs) > 0 {
+		return out
+	}
+	t := validate.Target{
+		Group: g.Name, Switchdev: g.Switchdev(), PFs: gh.PFs, Owners: gh.Owners, NumVFs: g.NumVFs,
+		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
+		DatapathType: g.OVS.DatapathType,
+		RoCE:         validate.RoCEExpect{Required: g.Validate.RoCE},
+	}
+	mode := r.o.RoCEMode
+	if mode == "" {
+		mode = g.Validate.RoCEMode
+	}
+	if mode != "" {
+		t.RoCE.Mode, _ = validate.ParseRoCEMode(mode)
+	}
+	var facts validate.Facts
+	if g.Switchdev() {
+		facts.Bridge, facts.BridgeErr = r.bridgeFacts(ctx, g.OVS.Bridge)
+	}
+	facts.Attachments = r.attachmentFacts(gh)
+	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
+
+	var pcis []string
+	for _, pf := range gh.PFs {
+		pcis = append(pcis, string(pf.Addr))
+	}
+	tt := trafficTarget{bond: g.Bond.Name, v: g.Validate, pcis: pcis}
+	if (r.o.Traffic || r.o.Failover) && g.Switchdev() {
+		out = append(out, r.trafficChecks(ctx, tt)...)
+	}
+	if r.o.RDMA {
+		out = append(out, r.rdmaCheck(ctx, tt))
+	}
+	return out
+}
+
+// trafficTarget is what the traffic, failover and RDMA checks run against:
+// a group's bond with its validate: section, or a bare bond (--bond) with
+// the options only.
+type trafficTarget struct {
+	bond    string
+	v       config.ValidateConfig
+	pcis    []string // PCI functions whose RDMA devices are candidates for -d
+	netdevs []string // netdevs whose RDMA devices are candidates for -d (--bond)
+}
+
+// bond runs every check of a bare bond.
+func (r *run) bond(ctx context.Context, bond string) []validate.Check {
+	roce := validate.RoCEExpect{Required: r.o.RDMA || r.o.RoCEMode != ""}
+	if m := r.o.RoCEMode; m != "" {
+		roce.Mode, _ = validate.ParseRoCEMode(m)
+	}
+	out := validate.BondStatic(r.h.Kernel, r.h.FS, bond, r.o.BondMode, roce)
+	b, err := eswitch.ReadBond(r.h.FS, bond)
+	if err != nil {
+		return out // the bond check says why
+	}
+	tt := trafficTarget{bond: bond, netdevs: append([]string{bond}, b.Slaves...)}
+	for _, s := range b.Slaves {
+		tt.pcis = append(tt.pcis, validate.NetdevPCI(r.h.FS, s))
+	}
+	if r.o.Traffic || r.o.Failover {
+		out = append(out, r.trafficChecks(ctx, tt)...)
+	}
+	if r.o.RDMA {
+		out = append(out, r.rdmaCheck(ctx, tt))
+	}
+	return out
+}
+
+func (r *run) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge, error) {
+	c, err := r.h.OVS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := c.Status(ctx, bridge)
+	if err != nil {
+		return nil, err
+	}
+	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
+	for _, p := range bs.Ports {
+		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error}
+	}
+	return b, nil
+}
+
+func (r *run) attachmentFacts(gh pipeline.Group) []validate.Attachment {
+	var out []validate.Attachment
+	for _, at := range gh.Attachments {
+		va := validate.Attachment{Domain: at.Domain, PF: at.PF, VF: at.VF}
+		c, err := r.h.Virt()
+		if err != nil {
+			va.Err = err.Error()
+			out = append(out, va)
+			continue
+		}
+		d, err := c.Domain(at.Domain)
+		if err != nil {
+			va.Err = err.Error()
+			out = append(out, va)
+			continue
+		}
+		for _, i := range d.Interfaces {
+			va.Present = va.Present || i.Owned && r.pe.VFIs(gh, at.PF, at.VF, i.PCI)
+		}
+		out = append(out, va)
+	}
+	return out
+}
+
+func (r *run) duration(v config.ValidateConfig) time.Duration {
+	if r.o.Duration > 0 {
+		return r.o.Duration
+	}
+	if v.Duration > 0 {
+		return v.Duration
+	}
+	return 10 * time.Second
+}
+
+// trafficChecks runs the traffic check and, when asked, the failover check.
+func (r *run) trafficChecks(ctx context.Context, tt trafficTarget) []validate.Check {
+	k, f := r.h.Kernel, r.h.FS
+	b, err := eswitch.ReadBond(f, tt.bond)
+	if err != nil {
+		return []validate.Check{{Name: "traffic", Verdict: validate.Fail, Detail: fmt.Sprintf("bond %s: %v", tt.bond, err)}}
+	}
+	counters, closeCounters := r.counters()
+	defer closeCounters()
+	dur := r.duration(tt.v)
+	minShare := r.o.MinShare
+	if minShare == 0 {
+		minShare = tt.v.MinShare
+	}
+	interval := r.o.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	tc := validate.TrafficConfig{
+		Bond: tt.bond, Mode: b.Mode, Slaves: b.Slaves, Counters: counters,
+		Load:     r.load(tt, b.Mode, dur),
+		Interval: interval, MinShare: minShare,
+		Active: func() string {
+			nb, err := eswitch.ReadBond(f, tt.bond)
+			if err != nil {
+				return ""
+			}
+			return nb.ActiveSlave
+		},
+		OnTick: r.o.OnTick,
+	}
+	var out []validate.Check
+	c := validate.TrafficCheck(ctx, tc)
+	r.ticksDone(tc.OnTick)
+	out = append(out, c)
+	if !r.o.Failover || ctx.Err() != nil {
+		return out
+	}
+	victim := r.o.FailSlave
+	if victim == "" {
+		victim = tc.Active()
+	}
+	if victim == "" && len(b.Slaves) > 0 {
+		victim = b.Slaves[0]
+	}
+	maxGap := r.o.MaxGap
+	if maxGap == 0 {
+		maxGap = tt.v.MaxGap
+	}
+	fc := validate.FailoverConfig{
+		TrafficConfig: tc, Fail: victim, Manual: r.o.Manual, Prompt: r.o.Prompt, MaxGap: maxGap,
+		SetLink: k.SetLinkUp,
+		LinkUp: func(name string) (bool, error) {
+			l, err := k.Link(name)
+			if err != nil {
+				return false, err
+			}
+			return l.AdminUp && l.OperState == "up" && l.Master == tt.bond, nil
+		},
+	}
+	if fc.Interval > 100*time.Millisecond {
+		fc.Interval = 100 * time.Millisecond // the gap is measured at sampling resolution
+	}
+	fc.OnTick = r.o.OnFailoverTick
+	out = append(out, validate.FailoverCheck(ctx, fc, dur))
+	r.ticksDone(fc.OnTick)
+	return out
+}
+
+func (r *run) ticksDone(onTick func(validate.Tick)) {
+	if onTick != nil && r.o.TicksDone != nil {
+		r.o.TicksDone()
+	}
+}
+
+// counters are the ethtool physical counters where the driver has them
+// (real host), the generic sysfs counters otherwise.
+func (r *run) counters() (validate.Counters, func()) {
+	base := validate.SysfsCounters{FS: r.h.FS}
+	if r.h.Simulated() {
+		return base, func() {}
+	}
+	ec, err := validate.NewEthtoolCounters(base)
+	if err != nil {
+		r.o.Log.Debug("ethtool counters unavailable; using /sys/class/net statistics", "err", err)
+		return base, func() {}
+	}
+	return ec, ec.Close
+}
+
+// load is iperf3 on a real host, simulated packets through the bond on the simulated one.
+func (r *run) load(tt trafficTarget, mode string, dur time.Duration) validate.Load {
+	if l, ok := r.h.TrafficLoad(tt.bond, dur); ok {
+		return l
+	}
+	peer := r.o.Peer
+	if peer == "" {
+		peer = tt.v.Peer
+	}
+	par := r.o.Parallel
+	if par == 0 {
+		par = tt.v.Parallel
+	}
+	if par == 0 {
+		par = 4
+		if mode == "active-backup" {
+			par = 1
+		}
+	}
+	return validate.Iperf3{Peer: peer, Server: r.o.Server || tt.v.Server, Duration: dur, Parallel: par}
+}
+
+func (r *run) rdmaCheck(ctx context.Context, tt trafficTarget) validate.Check {
+	p := validate.RDMAPerf{
+		Tool: r.o.RDMATool, Peer: r.o.RDMAPeer, Server: r.o.RDMAServer,
+		Dev: r.o.RDMADev, Duration: r.duration(tt.v), Iters: r.o.RDMAIters,
+	}
+	if p.Tool == "" {
+		p.Tool = tt.v.RDMATool
+	}
+	if p.Peer == "" {
+		p.Peer = tt.v.RDMAPeer
+	}
+	if p.Dev == "" {
+		if devs, err := validate.RDMADevicesFor(r.h.FS, tt.pcis, tt.netdevs); err == nil && len(devs) > 0 {
+			p.Dev = devs[0].Name
+		}
+	}
+	if r.h.Simulated() {
+		name := "rdma/" + p.Tool
+		if p.Tool == "" {
+			name = "rdma/ib_send_bw"
+		}
+		return validate.Check{Name: name, Verdict: validate.Skip, Detail: "the simulated host carries no RDMA traffic"}
+	}
+	return validate.RDMACheck(ctx, p)
+}
+
+// RoCEDevices are the RDMA devices `vflag roce` looks at: those behind the
+// PFs of cfg's groups (nil cfg: none), else every RDMA device of the host.
+func RoCEDevices(cfg *config.Config, h *host.Host) ([]string, error) {
+	var devs []string
+	if cfg != nil {
+		var pcis []string
+		for gi := range cfg.Groups {
+			gh, _ := pipeline.ResolveGroup(h.Kernel, h.FS, &cfg.Groups[gi])
+			for _, pf := range gh.PFs {
+				if pf.Addr != "" {
+					pcis = append(pcis, string(pf.Addr))
+				}
+			}
+		}
+		ds, err := validate.RDMADevicesOf(h.FS, pcis)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			devs = append(devs, d.Name)
+		}
+	}
+	if len(devs) == 0 {
+		ds, err := validate.AllRDMADevices(h.FS)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			devs = append(devs, d.Name)
+		}
+	}
+	return devs, nil
+}
