@@ -41,11 +41,12 @@ func (a *app) runDoctor(cmd *cobra.Command) error {
 	t := doctorTarget(cfg)
 	t.ConfigError = cfgErr
 	t.StateDir = a.stateDir()
-	k, f, closeHost, err := a.host(cfg)
+	h, err := a.openHost(cfg, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
+	defer h.Close()
+	k, f := h.Kernel, h.FS
 	simulated := a.v.GetString("sim") != ""
 	host := f
 	if simulated {
