@@ -85,6 +85,9 @@ type Attachment struct {
 	Live   bool   `mapstructure:"live"` // also attach to the running domain
 }
 
+// VFRef names a VF by the index of its PF in the group's pfs and its index.
+type VFRef struct{ PF, VF int }
+
 // FieldError is a config error naming the field path and the bad value.
 type FieldError struct {
 	Path  string
@@ -276,7 +279,7 @@ func (c *Config) Validate() error {
 				add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
 			}
 		}
-		vfSeen := map[[2]int]bool{}
+		vfSeen := map[VFRef]bool{}
 		macSeen := map[string]string{}
 		for vi, v := range g.VFs {
 			vp := fmt.Sprintf("%s.vfs[%d]", p, vi)
@@ -286,10 +289,10 @@ func (c *Config) Validate() error {
 			if v.VF < 0 || v.VF >= g.NumVFs {
 				add(vp+".vf", v.VF, "is not a VF index (0..%d, numvfs %d)", g.NumVFs-1, g.NumVFs)
 			}
-			if vfSeen[[2]int{v.PF, v.VF}] {
+			if vfSeen[VFRef{v.PF, v.VF}] {
 				add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is configured twice")
 			}
-			vfSeen[[2]int{v.PF, v.VF}] = true
+			vfSeen[VFRef{v.PF, v.VF}] = true
 			if v.MAC != "" {
 				if err := validMAC(v.MAC); err != nil {
 					add(vp+".mac", v.MAC, "%v", err)
@@ -310,7 +313,7 @@ func (c *Config) Validate() error {
 			}
 		}
 		g.Validate.Check(p+".validate", add)
-		attSeen := map[[2]int]string{}
+		attSeen := map[VFRef]string{}
 		for ai, a := range g.Attachments {
 			ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
 			if !domainNameRE.MatchString(a.Domain) {
@@ -322,10 +325,10 @@ func (c *Config) Validate() error {
 			if a.VF < 0 || a.VF >= g.NumVFs {
 				add(ap+".vf", a.VF, "is an unknown VF (numvfs %d)", g.NumVFs)
 			}
-			if prev, ok := attSeen[[2]int{a.PF, a.VF}]; ok {
+			if prev, ok := attSeen[VFRef{a.PF, a.VF}]; ok {
 				add(ap+".vf", a.VF, "is already attached at %s", prev)
 			}
-			attSeen[[2]int{a.PF, a.VF}] = ap
+			attSeen[VFRef{a.PF, a.VF}] = ap
 			mac := a.MAC
 			if mac == "" {
 				mac = g.VFMAC(a.PF, a.VF)
