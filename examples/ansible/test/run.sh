@@ -3,7 +3,7 @@
 # Debian's ansible-core over three simulated hypervisors (local connections),
 # each with its own simulated host (vflag_sim_dir), state directory
 # (vflag_state_dir) and config (vflag_config), sharing one real private
-# ovsdb-server/ovs-vswitchd and one real private libvirtd (internal/fleetbed,
+# ovsdb-server/ovs-vswitchd and one real private libvirtd (internal/tools/fleetbed,
 # the harness of make demo):
 #
 #   hv1  switchdev group: VFs, switchdev, bond, VF-LAG, OVS bridge br-hv1 in
@@ -74,7 +74,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ "$(id -u)" = 0 ] || die "needs root (private network and mount namespaces for the daemons)"
 "$GO" build -o bin/vflag ./cmd/vflag
-"$GO" build -o bin/fleetbed ./internal/fleetbed
+"$GO" build -o bin/fleetbed ./internal/tools/fleetbed
 VFLAG=$ROOT/bin/vflag
 
 # --- work directory, daemons, cleanup
@@ -97,7 +97,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "starting one private ovsdb-server/ovs-vswitchd and libvirtd (internal/fleetbed) for three simulated hosts"
+say "starting one private ovsdb-server/ovs-vswitchd and libvirtd (internal/tools/fleetbed) for three simulated hosts"
 "$ROOT/bin/fleetbed" -env "$W/bed.env" -domain vm-hv1 -domain vm-hv2 -domain vm-hv3 >"$W/bed.log" 2>&1 &
 BED=$!
 for _ in $(seq 1800); do # up to 180 s: a first qemu capability probe is slow
