@@ -96,7 +96,7 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.String("config", defaultConfig, "config file (YAML)")
-	pf.String("state-dir", defaultStateDir, "journal and lock directory (default "+defaultStateDir+", or DIR/state with --sim)")
+	pf.String("state-dir", defaultStateDir, "journal and lock directory (DIR/state with --sim)")
 	pf.StringP("output", "o", "text", "output format: text or json; status also prometheus (node_exporter textfile metrics)")
 	pf.String("sim", "", "run against the simulated host kept in this directory (created from the config's sim section)")
 	pf.Bool("detailed-exit-codes", false, "exit 0 when nothing changed, 2 when something changed, 1 on error")
@@ -278,17 +278,19 @@ func (a *app) runner(j *teardown.Journal, e *env, dry bool) *teardown.Runner {
 }
 
 func (a *app) runUp(ctx context.Context, dry bool) error {
+	command := map[bool]string{true: "plan", false: "up"}[dry]
+	fail := func(err error) error { return a.failed(command, err) }
 	cfg, err := a.loadConfig(false)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	stage, err := pipeline.ParseStage(a.v.GetString("stage"))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	defer closeEnv()
 	e.Stage = stage
@@ -297,20 +299,19 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	if !dry {
 		lock, err := teardown.AcquireLock(a.stateDir())
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		defer lock.Release()
 	}
 	if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
-		return err
+		return fail(err)
 	}
 	groups, err := e.Preflight(ctx)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	r := a.runner(j, e, dry)
 	runErr := e.Up(ctx, r, groups)
-	command := map[bool]string{true: "plan", false: "up"}[dry]
 	if runErr != nil && errors.Is(runErr, teardown.ErrStopped) {
 		a.report(command, r.Results(), nil)
 		return exitError{code: 3}
@@ -326,20 +327,20 @@ func (a *app) runDown(ctx context.Context) error {
 	}
 	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
-		return err
+		return a.failed("down", err)
 	}
 	defer closeEnv()
 	lock, err := teardown.AcquireLock(a.stateDir())
 	if err != nil {
-		return err
+		return a.failed("down", err)
 	}
 	defer lock.Release()
 	j, err := teardown.OpenJournal(a.stateDir())
 	if err != nil {
-		return err
+		return a.failed("down", err)
 	}
 	if err := e.DownPreflight(j, cfg != nil); err != nil {
-		return err
+		return a.failed("down", err)
 	}
 	r := a.runner(j, e, false)
 	downErr := r.Down(ctx)

@@ -70,6 +70,15 @@ func (a *app) report(command string, events []teardown.Event, runErr error) erro
 	return nil
 }
 
+// failed reports an error before any step ran: with -o json a report
+// whose error is set (automation reads stdout), else the error alone.
+func (a *app) failed(command string, err error) error {
+	if a.v.GetString("output") == "json" {
+		return a.report(command, nil, err)
+	}
+	return err
+}
+
 func writeReportText(w io.Writer, rep report) {
 	verb := map[string]string{"up": "changed", "plan": "would change", "down": "undid"}[rep.Command]
 	if rep.Changes == 0 && rep.Error == "" {
