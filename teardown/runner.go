@@ -214,7 +214,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 				phase = PhaseApply
 			}
 			log.Info("plan", "step", s.Kind, "id", s.ID, "needed", o.change.Needed, "summary", o.change.Summary)
-			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: o.change.Needed, DryRun: true, Phase: phase, Duration: o.dur})
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: o.change.Needed, DryRun: true, Phase: phase, Duration: o.dur, Disruptive: o.change.Needed && o.change.Disruptive})
 		}
 	}
 	if r.DryRun {
@@ -295,7 +295,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 		} else {
 			log.Info("applied", "step", s.Kind, "id", s.ID, "duration", dur)
 		}
-		r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err})
+		r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err, Disruptive: o.change.Disruptive})
 	})
 	if err := errors.Join(applyErrs...); err != nil {
 		return r.fail(ctx, err)

@@ -15,6 +15,11 @@ type Change struct {
 	// Record is JSON-marshalable: the target and the prior state, all that
 	// the kind's Undoer needs without the config.
 	Record any
+	// Disruptive: the change breaks what runs on the host (it re-forms the
+	// bond, changes numvfs or the eswitch mode: the hardware LAG goes down
+	// and VFs in running domains are lost). The pipeline refuses it while
+	// domains hold the group's VFs.
+	Disruptive bool
 }
 
 // Step is one idempotent change to the host. See the package documentation
@@ -69,4 +74,6 @@ type Event struct {
 	Duration time.Duration
 	// Err is the step's error, nil on success.
 	Err error
+	// Disruptive repeats Change.Disruptive for a change (or planned change).
+	Disruptive bool
 }
