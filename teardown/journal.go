@@ -175,6 +175,23 @@ func (j *Journal) remove(id string) error {
 	})
 }
 
+// Replace puts e in place of the entry with this id, keeping its position
+// (a prune that must keep part of what an entry records, e.g. the prior
+// hw-offload of a bridge the config renamed). It is an error when absent.
+func (j *Journal) Replace(id string, e Entry) error {
+	return j.update(func(es []Entry) ([]Entry, bool, error) {
+		i := indexOf(es, id)
+		if i < 0 {
+			return nil, false, fmt.Errorf("journal: no entry %s to replace", id)
+		}
+		if k := indexOf(es, e.ID); k >= 0 && k != i {
+			return nil, false, fmt.Errorf("journal: entry %s exists already", e.ID)
+		}
+		es[i] = e
+		return es, true, nil
+	})
+}
+
 // markApplied sets the entry with this id to applied (no-op when absent or
 // already applied).
 func (j *Journal) markApplied(id string) error {

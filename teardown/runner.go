@@ -23,6 +23,9 @@ var (
 	// ErrRolledBack marks an error after which Do already rolled back this
 	// run (successfully or not): the caller must not roll back again.
 	ErrRolledBack = errors.New("rolled back")
+	// ErrDegraded marks the failure of a Degrade barrier: every change
+	// stayed (no rollback), the host is degraded.
+	ErrDegraded = errors.New("degraded")
 )
 
 // Runner applies steps through the journal, rolls back on failure and
@@ -327,10 +330,27 @@ func (r *Runner) barrier(ctx context.Context, s Step) error {
 		log.Info("barrier passed", "step", s.Kind, "id", s.ID, "duration", dur, "summary", summary)
 	}
 	r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: summary, Phase: PhaseWait, Duration: dur, Err: err})
+	if err != nil && s.Degrade {
+		return fmt.Errorf("%w%w", err, silent{ErrDegraded})
+	}
 	if err != nil {
 		return r.fail(ctx, err)
 	}
 	return nil
+}
+
+// Prune undoes the given journal entries (what the caller made earlier
+// and no longer wants), in reverse journal order, removing each undone
+// entry, best-effort as Down. With DryRun it reports the undo events only.
+func (r *Runner) Prune(ctx context.Context, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if r.Journal == nil {
+		return errors.New("prune: runner has no journal")
+	}
+	_, err := r.undoAll(ctx, entries)
+	return err
 }
 
 // fail rolls back this run (unless NoRollback) and returns cause with what

@@ -40,6 +40,10 @@ type Step struct {
 	// run is rolled back). A plan (DryRun) does not run it. It returns a
 	// summary of what it saw.
 	Wait func(ctx context.Context) (string, error)
+	// Degrade (a barrier only): its failure does not roll the run back; the
+	// changes stay and the error wraps ErrDegraded (the final verification:
+	// a host whose every step succeeded keeps its working VF-LAG).
+	Degrade bool
 }
 
 // Undoer restores the prior state kept in a journal record. "Already gone"
@@ -76,4 +80,7 @@ type Event struct {
 	Err error
 	// Disruptive repeats Change.Disruptive for a change (or planned change).
 	Disruptive bool
+	// Domains are the running domains a disruptive change would break
+	// (set by the caller that knows them, for reports).
+	Domains []string
 }

@@ -50,6 +50,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	// journalIDs are the journal's entries before this run (a report's
+	// add versus change).
+	journalIDs map[string]bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -310,8 +313,15 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	if err != nil {
 		return fail(err)
 	}
+	a.journalIDs = map[string]bool{}
+	for _, en := range j.Entries() {
+		a.journalIDs[en.ID] = true
+	}
 	r := a.runner(j, e, dry)
 	runErr := e.Up(ctx, r, groups)
+	if errors.Is(runErr, teardown.ErrDegraded) {
+		runErr = fmt.Errorf("host degraded: every step succeeded and stays (no rollback), but %w", runErr)
+	}
 	if runErr != nil && errors.Is(runErr, teardown.ErrStopped) {
 		a.report(command, r.Results(), nil)
 		return exitError{code: 3}

@@ -17,6 +17,14 @@ type stepResult struct {
 	Phase      string  `json:"phase"`
 	Summary    string  `json:"summary"`
 	Changed    bool    `json:"changed"`
+	// Action of a change: add (vflag never made it), change (vflag made it
+	// and it differs now: config change or drift), remove (vflag made it and
+	// the config no longer wants it; and every undo of down).
+	Action string `json:"action,omitempty"`
+	// Disruptive: it breaks the hardware LAG and the VFs of running
+	// domains; Domains are the running domains it would break.
+	Disruptive bool     `json:"disruptive,omitempty"`
+	Domains    []string `json:"domains,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
 }
@@ -36,7 +44,16 @@ func (a *app) report(command string, events []teardown.Event, runErr error) erro
 	rep := report{Command: command, Version: version, Steps: []stepResult{}}
 	for _, ev := range events {
 		sr := stepResult{Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
-			DurationMS: float64(ev.Duration.Microseconds()) / 1000}
+			DurationMS: float64(ev.Duration.Microseconds()) / 1000, Disruptive: ev.Disruptive, Domains: ev.Domains}
+		switch {
+		case !ev.Changed:
+		case ev.Phase == teardown.PhaseUndo:
+			sr.Action = "remove"
+		case a.journalIDs[ev.ID]:
+			sr.Action = "change"
+		default:
+			sr.Action = "add"
+		}
 		if ev.Err != nil {
 			sr.Error = ev.Err.Error()
 		}
@@ -92,16 +109,20 @@ func writeReportText(w io.Writer, rep report) {
 		if !s.Changed && s.Error == "" {
 			continue
 		}
-		mark := "+"
-		switch {
-		case s.Error != "":
+		mark := map[string]string{"add": "+", "change": "~", "remove": "-"}[s.Action]
+		if s.Error != "" {
 			mark = "!"
-		case s.Phase == "undo":
-			mark = "-"
-		case rep.Command == "plan":
-			mark = "~"
+		} else if mark == "" {
+			mark = "+"
 		}
 		summary := s.Summary // an undo says what it did ("sriov_numvfs 4 -> 0")
+		if s.Disruptive {
+			summary += "  [disruptive"
+			if len(s.Domains) > 0 {
+				summary += ": breaks running " + strings.Join(s.Domains, ", ")
+			}
+			summary += "]"
+		}
 		line := fmt.Sprintf("  %s %-44s %s", mark, s.ID, summary)
 		if s.DurationMS > 0 && rep.Command != "plan" {
 			line += fmt.Sprintf("  (%s)", time.Duration(s.DurationMS*float64(time.Millisecond)).Round(time.Millisecond/10))

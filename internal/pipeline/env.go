@@ -47,6 +47,9 @@ type Env struct {
 	Stage Stage
 	// Poll is the interval of the bounded polls (LAG, representors); 0 = their default.
 	Poll time.Duration
+	// OFPortWait bounds verification's wait for ofports that ovs-vswitchd
+	// assigns asynchronously (after a reboot: when the netdev appears).
+	OFPortWait time.Duration
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).
@@ -58,7 +61,7 @@ func New(cfg *config.Config, h *host.Host, log *slog.Logger) *Env {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Env{cfg: cfg, h: h, k: h.Kernel, fs: h.FS, pci: h.PCI, log: log, Stage: StageAll}
+	return &Env{cfg: cfg, h: h, k: h.Kernel, fs: h.FS, pci: h.PCI, log: log, Stage: StageAll, OFPortWait: 30 * time.Second}
 }
 
 // Config is the run's config.

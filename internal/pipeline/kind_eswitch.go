@@ -34,7 +34,14 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode),
+			// With VFs in place a mode change re-creates their host side
+			// (representors, LAG): disruptive.
+			vfs := 0
+			for _, pf := range pfs {
+				n, _ := e.pci.NumVFs(pf.Dev)
+				vfs += n
+			}
+			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode), Disruptive: cur != mode && vfs > 0,
 				Record: modeRecord{Devlink: d, Prior: cur}}, nil
 		},
 		Apply: func(context.Context) error {

@@ -44,7 +44,9 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
 			if cur == n && present != n {
 				summary = fmt.Sprintf("%s: wait for %d VFs (%d present)", pf.Dev, n, present)
 			}
-			return teardown.Change{Needed: cur != n || present != n, Summary: summary,
+			// Changing a non-zero count destroys every VF (and breaks the LAG):
+			// disruptive. Creating them from none is not.
+			return teardown.Change{Needed: cur != n || present != n, Summary: summary, Disruptive: cur != n && cur != 0,
 				Record: numVFsRecord{PF: pf.Dev, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {

@@ -64,6 +64,7 @@ var Kinds = []Kind{
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),
+	declare[hwOffloadRecord](hwOffloadKind),
 }
 
 // Undoers is the undo registry for a teardown.Runner: one Undoer per kind.

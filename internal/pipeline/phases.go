@@ -80,22 +80,34 @@ type groupRun struct {
 	repsAll bool // every representor of every owning PF found
 }
 
-// Up runs the phases of DESIGN.md section 2 for every group, in order.
-func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
+// forward runs the phases of DESIGN.md section 2 for every group, in
+// order; spans[i] is the range of r's results that group i produced.
+func (e *Env) forward(ctx context.Context, r *teardown.Runner, gs []Group) ([][2]int, error) {
+	var spans [][2]int
 	for _, g := range gs {
-		run := &groupRun{e: e, g: g, dry: r.DryRun}
-		for _, p := range phases {
-			if e.Stage == StagePre && p.stage != StagePre || !p.groups.has(g) {
-				continue
-			}
-			batches, err := p.build(run, ctx)
-			if err != nil {
-				return fmt.Errorf("group %s: step %s (%s): %w", g.Name, p.num, p.name, err)
-			}
-			for _, b := range batches {
-				if err := r.Do(ctx, b...); err != nil {
-					return fmt.Errorf("group %s: %w", g.Name, err)
-				}
+		start := len(r.Results())
+		err := e.forwardGroup(ctx, r, g)
+		spans = append(spans, [2]int{start, len(r.Results())})
+		if err != nil {
+			return spans, fmt.Errorf("group %s: %w", g.Name, err)
+		}
+	}
+	return spans, nil
+}
+
+func (e *Env) forwardGroup(ctx context.Context, r *teardown.Runner, g Group) error {
+	run := &groupRun{e: e, g: g, dry: r.DryRun}
+	for _, p := range phases {
+		if e.Stage == StagePre && p.stage != StagePre || !p.groups.has(g) {
+			continue
+		}
+		batches, err := p.build(run, ctx)
+		if err != nil {
+			return fmt.Errorf("step %s (%s): %w", p.num, p.name, err)
+		}
+		for _, b := range batches {
+			if err := r.Do(ctx, b...); err != nil {
+				return err
 			}
 		}
 	}

@@ -126,9 +126,6 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if err := e.checkNotHeld(out); err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 
@@ -162,32 +159,6 @@ func (e *Env) notAPort(netdev string) string {
 }
 
 var repRE = regexp.MustCompile(`^(?:c\d+)?pf\d+vf\d+$`)
-
-// checkNotHeld refuses when a running domain holds a VF of a PF whose VFs
-// vflag would recreate or whose eswitch it would change.
-func (e *Env) checkNotHeld(gs []Group) error {
-	var vfs []string
-	for _, g := range gs {
-		for _, i := range g.Owners {
-			pf := g.PFs[i]
-			cur, err := e.pci.NumVFs(pf.Dev)
-			if err != nil {
-				return err
-			}
-			if cur == g.NumVFs && !(g.Switchdev() && e.modeOf(pf) != eswitch.ModeSwitchdev) {
-				continue // neither numvfs nor the eswitch mode changes: VMs keep their VFs
-			}
-			list, err := e.pci.VFs(pf.Dev)
-			if err != nil {
-				return err
-			}
-			for _, v := range list {
-				vfs = append(vfs, string(v.Addr))
-			}
-		}
-	}
-	return e.refuseHeld(vfs, "change")
-}
 
 func (e *Env) refuseHeld(vfs []string, verb string) error {
 	if len(vfs) == 0 {

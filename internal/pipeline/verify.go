@@ -8,13 +8,14 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
 
 // verify is step 12, a barrier: LAG active, every representor in the bridge
 // with an ofport, hw-offload on, every attachment in its domain.
 func (run *groupRun) verify(context.Context) ([]batch, error) {
-	return one(teardown.Step{Kind: "verify", ID: "verify/" + run.g.Name,
+	return one(teardown.Step{Kind: "verify", ID: "verify/" + run.g.Name, Degrade: true,
 		Wait: func(ctx context.Context) (string, error) {
 			if err := run.e.Verify(ctx, run.g); err != nil {
 				return "", err
@@ -44,7 +45,7 @@ func (e *Env) Verify(ctx context.Context, g Group) error {
 		if err != nil {
 			return fmt.Errorf("verify: ovs-vswitchd did not apply the configuration: %w", err)
 		}
-		bs, err := c.Status(ctx, g.OVS.Bridge)
+		bs, err := e.waitOFPorts(ctx, c, g)
 		if err != nil {
 			return err
 		}
@@ -82,6 +83,31 @@ func (e *Env) Verify(ctx context.Context, g Group) error {
 		return fmt.Errorf("verify: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// waitOFPorts waits, with a bound, until every port of the group's on its
+// bridge has an ofport: ovs-vswitchd assigns them asynchronously, and
+// after a reboot only once the netdev appears.
+func (e *Env) waitOFPorts(ctx context.Context, c *ovs.Client, g Group) (ovs.BridgeStatus, error) {
+	deadline := time.Now().Add(e.OFPortWait)
+	for {
+		bs, err := c.Status(ctx, g.OVS.Bridge)
+		if err != nil {
+			return bs, err
+		}
+		missing := false
+		for _, p := range bs.Ports {
+			missing = missing || p.Owner == g.Name && p.OFPort <= 0
+		}
+		if !missing || time.Now().After(deadline) {
+			return bs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return bs, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // VFIs tells whether pci is VF vf of the group's PF pf.

@@ -1,0 +1,248 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+// Up converges the host to the config from whatever state it is in
+// (DESIGN.md section 2a):
+//
+//  1. a plan pass (no write) builds every step the config implies and
+//     checks it against the host;
+//  2. what vflag made earlier (the journal) and the config no longer
+//     implies is pruned, in reverse journal order: a dropped group,
+//     attachment or host driver, a renamed bridge;
+//  3. a disruptive change (numvfs, eswitch mode, a bond re-form, or the
+//     prune of one) is refused, before any write, while running domains hold
+//     VFs it would break;
+//  4. the forward pass applies what differs.
+//
+// With r.DryRun (plan) it reports 2 and 4 and annotates 3. Stage pre (boot)
+// runs the forward pass of its phases only: no prune, no domain runs yet.
+func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
+	if e.Stage == StagePre {
+		_, err := e.forward(ctx, r, gs)
+		return err
+	}
+	pr := &teardown.Runner{Journal: r.Journal, DryRun: true, Log: r.Log}
+	spans, err := e.forward(ctx, pr, gs)
+	if err != nil {
+		if r.DryRun {
+			for _, ev := range pr.Results() {
+				r.Note(ev)
+			}
+		}
+		return err
+	}
+	planned := pr.Results()
+	desired := map[string]bool{}
+	for _, ev := range planned {
+		desired[ev.ID] = true
+	}
+	prune, keep := e.pruneList(r.Journal, desired, gs)
+
+	// 3. Disruption: which running domains each disruptive change breaks.
+	var refusals []string
+	for gi, g := range gs {
+		var ids []string
+		for i := spans[gi][0]; i < spans[gi][1]; i++ {
+			if planned[i].Changed && planned[i].Disruptive {
+				ids = append(ids, planned[i].ID)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		doms, err := e.domainsHolding(e.groupVFs(g))
+		if err != nil {
+			return err
+		}
+		for i := spans[gi][0]; i < spans[gi][1]; i++ {
+			if planned[i].Changed && planned[i].Disruptive {
+				planned[i].Domains = doms
+			}
+		}
+		if len(doms) > 0 {
+			refusals = append(refusals, fmt.Sprintf("group %s: %s would break running domain(s) %s", g.Name, strings.Join(ids, ", "), strings.Join(doms, ", ")))
+		}
+	}
+	pruneDoms, err := e.domainsHolding(e.prunedVFs(prune))
+	if err != nil {
+		return err
+	}
+	if len(pruneDoms) > 0 {
+		var ids []string
+		for _, en := range prune {
+			if disruptivePrune[en.Kind] {
+				ids = append(ids, en.ID)
+			}
+		}
+		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(ids, ", "), strings.Join(pruneDoms, ", ")))
+	}
+
+	if r.DryRun {
+		if err := r.Prune(ctx, prune); err != nil {
+			return err
+		}
+		for _, ev := range planned {
+			r.Note(ev)
+		}
+		return nil
+	}
+	if len(refusals) > 0 {
+		return fmt.Errorf("refusing a disruptive change while domains hold the VFs it touches (it breaks the hardware LAG, and mlx5 fails LAG activation while a VF is bound): %s; shut those domains down (or move them) and run up again; changes that are not disruptive can go alone: revert the disruptive part of the config", strings.Join(refusals, "; "))
+	}
+	if err := e.pruneAll(ctx, r, prune, keep); err != nil {
+		return fmt.Errorf("remove what the config no longer wants: %w", err)
+	}
+	_, err = e.forward(ctx, r, gs)
+	return err
+}
+
+// disruptivePrune are the kinds whose removal breaks the VFs of running domains.
+var disruptivePrune = map[string]bool{KindNumVFs: true, modeKind{}.Name(): true, bondKind{}.Name(): true, enslaveKind{}.Name(): true}
+
+// pruneList is every journal entry of a known kind whose id the config no
+// longer implies, in journal order. keep maps a renamed bridge's entry to
+// the entry that replaces it (its prior hw-offload, kept for down while a
+// bridge of vflag's still wants hw-offload).
+func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group) ([]teardown.Entry, map[string]teardown.Entry) {
+	known := map[string]bool{}
+	for _, k := range Kinds {
+		known[k.Name] = true
+	}
+	wantsOffload := map[string]bool{} // OVSDB endpoint -> a group wants hw-offload
+	for _, g := range gs {
+		if g.Switchdev() && *g.OVS.HWOffload {
+			wantsOffload[e.h.OVSDB] = true
+		}
+	}
+	var out []teardown.Entry
+	keep := map[string]teardown.Entry{}
+	for _, en := range j.Entries() {
+		if desired[en.ID] || !known[en.Kind] {
+			continue
+		}
+		if en.Kind == hwOffloadKind.Name() {
+			r, err := decode[hwOffloadRecord](en.Record)
+			if err == nil && wantsOffload[r.Endpoint] {
+				continue // still wanted: down restores it
+			}
+		}
+		if en.Kind == KindOVSBridge {
+			r, err := decode[ovsRecord](en.Record)
+			if err == nil && r.Bridge.HWOffloadSet && wantsOffload[r.Endpoint] {
+				rec := hwOffloadRecord{Endpoint: r.Endpoint, Prior: r.Bridge.PriorHWOffload}
+				keep[en.ID] = teardown.Entry{Kind: hwOffloadKind.Name(), ID: hwOffloadKind.id(r.Endpoint), Summary: "hw-offload prior kept for down",
+					Record: mustJSON(rec), State: teardown.StateApplied, Run: en.Run, Batch: en.Batch, Time: en.Time}
+			}
+		}
+		out = append(out, en)
+	}
+	return out, keep
+}
+
+// pruneAll removes the entries: those with a replacement first become it
+// (their rows go without touching hw-offload), the others are undone.
+func (e *Env) pruneAll(ctx context.Context, r *teardown.Runner, prune []teardown.Entry, keep map[string]teardown.Entry) error {
+	var undo []teardown.Entry
+	for _, en := range prune {
+		rep, ok := keep[en.ID]
+		if !ok {
+			undo = append(undo, en)
+			continue
+		}
+		if err := r.Journal.Replace(en.ID, rep); err != nil {
+			return err
+		}
+		rec, _ := decode[ovsRecord](en.Record)
+		rec.Bridge.HWOffloadSet = false
+		start := time.Now()
+		err := ovsBridgeKind{}.Undo(ctx, e, rec)
+		r.Note(teardown.Event{Kind: en.Kind, ID: en.ID, Phase: teardown.PhaseUndo, Changed: err == nil, Duration: time.Since(start), Err: err,
+			Summary: fmt.Sprintf("remove bridge %s's rows of %s (the config renamed it); hw-offload stays", rec.Bridge.Bridge, rec.Bridge.Owner)})
+		if err != nil {
+			return err
+		}
+	}
+	return r.Prune(ctx, undo)
+}
+
+// groupVFs are the VFs of a group's owning PFs, as the host shows them.
+func (e *Env) groupVFs(g Group) []string {
+	var out []string
+	for _, i := range g.Owners {
+		list, err := e.pci.VFs(g.PFs[i].Dev)
+		if err != nil {
+			continue
+		}
+		for _, v := range list {
+			out = append(out, string(v.Addr))
+		}
+	}
+	return out
+}
+
+// prunedVFs are the VFs that removing the disruptive entries would break.
+func (e *Env) prunedVFs(prune []teardown.Entry) []string {
+	devs := map[sriov.Device]bool{}
+	for _, en := range prune {
+		switch en.Kind {
+		case KindNumVFs:
+			if r, err := decode[numVFsRecord](en.Record); err == nil && validDevice(r.PF) == nil {
+				devs[r.PF] = true
+			}
+		case modeKind{}.Name():
+			if r, err := decode[modeRecord](en.Record); err == nil && r.Devlink.Bus == "pci" {
+				if a, err := sriov.ParseAddr(r.Devlink.Device); err == nil {
+					devs[sriov.PCIDevice(a)] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for d := range devs {
+		list, err := e.pci.VFs(d)
+		if err != nil {
+			continue
+		}
+		for _, v := range list {
+			out = append(out, string(v.Addr))
+		}
+	}
+	return out
+}
+
+// domainsHolding names the running domains that hold any of the VFs.
+func (e *Env) domainsHolding(vfs []string) ([]string, error) {
+	if len(vfs) == 0 {
+		return nil, nil
+	}
+	c, err := e.h.Virt()
+	if err != nil {
+		e.log.Warn("cannot ask libvirt whether a domain holds a VF", "uri", e.h.Libvirt, "err", err)
+		return nil, nil
+	}
+	held, err := c.HoldingDomains(vfs)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range held {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+

@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/teardown"
+)
+
+// hwOffloadKindT keeps the hw-offload value from before vflag when the
+// bridge whose ovs.bridge entry recorded it is pruned (the config renamed
+// the bridge) while a bridge of vflag's still wants hw-offload: no step
+// makes it; the prune replaces the bridge's entry with it, and down (or
+// the prune of the last group wanting hw-offload) restores the value.
+//
+//	ovs-vsctl set Open_vSwitch . other_config:hw-offload=$prior
+type hwOffloadKindT struct{}
+
+var hwOffloadKind hwOffloadKindT
+
+type hwOffloadRecord struct {
+	Endpoint string  `json:"endpoint"`
+	Prior    *string `json:"prior"` // nil: the key was absent
+}
+
+func (hwOffloadKindT) Name() string        { return "ovs.hw-offload" }
+func (hwOffloadKindT) DependsOn() []string { return []string{ovsBridgeKind{}.Name()} }
+
+func (k hwOffloadKindT) id(endpoint string) string { return k.Name() + "/" + endpoint }
+
+func (hwOffloadKindT) Undo(ctx context.Context, e *Env, r hwOffloadRecord) error {
+	c, err := ovs.Connect(ctx, r.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Undo(ctx, ovs.Record{Owner: "vflag", HWOffloadSet: true, PriorHWOffload: r.Prior}); err != nil {
+		return err
+	}
+	teardown.SayUndone(ctx, "hw-offload -> %s", OrDash(deref(r.Prior)))
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
