@@ -12,11 +12,11 @@ import (
 
 // stepResult is one step in a command's report.
 type stepResult struct {
-	Kind       string  `json:"kind"`
-	ID         string  `json:"id"`
-	Phase      string  `json:"phase"`
-	Summary    string  `json:"summary"`
-	Changed    bool    `json:"changed"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Phase   string `json:"phase"`
+	Summary string `json:"summary"`
+	Changed bool   `json:"changed"`
 	// Action of a change: add (vflag never made it), change (vflag made it
 	// and it differs now: config change or drift), remove (vflag made it and
 	// the config no longer wants it; and every undo of down).
@@ -25,8 +25,8 @@ type stepResult struct {
 	// domains; Domains are the running domains it would break.
 	Disruptive bool     `json:"disruptive,omitempty"`
 	Domains    []string `json:"domains,omitempty"`
-	DurationMS float64 `json:"duration_ms"`
-	Error      string  `json:"error,omitempty"`
+	DurationMS float64  `json:"duration_ms"`
+	Error      string   `json:"error,omitempty"`
 }
 
 // report is what up, plan and down print: text or JSON, with a changed field

@@ -245,4 +245,3 @@ func (e *Env) domainsHolding(vfs []string) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
-
