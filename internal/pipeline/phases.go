@@ -379,7 +379,9 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
 			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
 	}
-	return one(ovsBridgeKind{}.step(run.e, run.bridgeSpec())), nil
+	spec := run.bridgeSpec()
+	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
+	return one(ovsBridgeKind{}.step(run.e, spec)), nil
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
