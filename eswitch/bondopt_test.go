@@ -126,3 +126,26 @@ func TestSetBondOptionChecks(t *testing.T) {
 		t.Errorf("a refused call wrote: %q", got)
 	}
 }
+
+func TestReadBondOption(t *testing.T) {
+	h := openSim(t)
+	if err := h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup", Miimon: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eswitch.SetBondOption(h.FS(), "bond0", "xmit_hash_policy", "layer3+4"); err != nil {
+		t.Fatal(err)
+	}
+	// Kept in active-backup, where ReadBond does not show it.
+	if got, err := eswitch.ReadBondOption(h.FS(), "bond0", "xmit_hash_policy"); err != nil || got != "layer3+4" {
+		t.Errorf("xmit_hash_policy = %q, %v", got, err)
+	}
+	if got, err := eswitch.ReadBondOption(h.FS(), "bond0", "miimon"); err != nil || got != "100" {
+		t.Errorf("miimon = %q, %v", got, err)
+	}
+	if _, err := eswitch.ReadBondOption(h.FS(), "bond0", "../address"); err == nil {
+		t.Error("an option outside the list was read")
+	}
+	if _, err := eswitch.ReadBondOption(h.FS(), "nosuch0", "mode"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing bond: %v", err)
+	}
+}

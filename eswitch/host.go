@@ -363,6 +363,26 @@ func SetBondOption(f sysfs.FS, bond, option, value string) error {
 	return nil
 }
 
+// ReadBondOption reads one bonding option as the kernel keeps it, whatever
+// the bond's mode ("cat /sys/class/net/$bond/bonding/$option", first word:
+// "layer3+4 1" -> "layer3+4"). ReadBond leaves out the options that do not
+// apply to the bond's mode; the kernel keeps them, and they apply again
+// after a mode change.
+func ReadBondOption(f sysfs.FS, bond, option string) (string, error) {
+	if err := ValidIfName(bond); err != nil {
+		return "", fmt.Errorf("read bond option %s: %w", option, err)
+	}
+	if !slices.Contains(BondOptions, option) {
+		return "", fmt.Errorf("read option %q of bond %s: not one of %s", option, bond, strings.Join(BondOptions, ", "))
+	}
+	s, err := sysfs.ReadString(f, netFile(bond, path.Join("bonding", option)))
+	if err != nil {
+		return "", fmt.Errorf("read option %s of bond %s: %w", option, bond, err)
+	}
+	w, _, _ := strings.Cut(s, " ")
+	return w, nil
+}
+
 // ReadLACP reads an 802.3ad bond's negotiation ("cat
 // /sys/class/net/$bond/bonding/{ad_aggregator,ad_num_ports,ad_partner_mac}
 // /sys/class/net/$slave/bonding_slave/ad_aggregator_id"); nil for other
