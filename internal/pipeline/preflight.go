@@ -164,18 +164,28 @@ func (e *Env) notAPort(netdev string) string {
 var repRE = regexp.MustCompile(`^(?:c\d+)?pf\d+vf\d+$`)
 
 // checkNotHeld refuses when a running domain holds a VF of a PF whose VFs
-// vflag would recreate or whose eswitch it would change.
+// vflag would recreate or whose eswitch it would change, or of a group
+// whose bond it would re-form (mode or lacp_rate: the hardware LAG goes
+// down, and firmware refuses LAG changes while a VF is bound).
 func (e *Env) checkNotHeld(gs []Group) error {
 	var vfs []string
 	for _, g := range gs {
+		reform := false
+		if g.Switchdev() {
+			c, err := e.bondReform(g.Group)
+			if err != nil {
+				return err
+			}
+			reform = c >= costDown
+		}
 		for _, i := range g.Owners {
 			pf := g.PFs[i]
 			cur, err := e.pci.NumVFs(pf.Dev)
 			if err != nil {
 				return err
 			}
-			if cur == g.NumVFs && !(g.Switchdev() && e.modeOf(pf) != eswitch.ModeSwitchdev) {
-				continue // neither numvfs nor the eswitch mode changes: VMs keep their VFs
+			if !reform && cur == g.NumVFs && !(g.Switchdev() && e.modeOf(pf) != eswitch.ModeSwitchdev) {
+				continue // neither numvfs, the eswitch mode nor the bond changes: VMs keep their VFs
 			}
 			list, err := e.pci.VFs(pf.Dev)
 			if err != nil {
