@@ -208,12 +208,7 @@ func (b *bed) useConfig(text string) {
 func TestConvergeTransitions(t *testing.T) {
 	d := startDaemons(t)
 	d.virt.DefineDomain(t, "vm2")
-	var vs []variant
-	for _, x := range variants() {
-		if x.name != "miimon" && x.name != "hash" && x.name != "active-backup" {
-			vs = append(vs, x)
-		}
-	}
+	vs := variants()
 	fresh := map[string]string{}
 	var baseline string
 	for _, x := range vs {
