@@ -168,7 +168,10 @@ func TestBondOptionsConverge(t *testing.T) {
 			extra: []string{"link.up/bond0"}},
 		{name: "mode 802.3ad to active-backup (re-form)", from: example, to: activeBackup(example),
 			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
-			summary: "bond0: mode 802.3ad -> active-backup (re-forms the bond: slaves released, hardware LAG down)", cost: costReform,
+			// Leaving 802.3ad puts lacp_rate (first, while it can be written)
+			// and xmit_hash_policy back to the defaults a fresh
+			// active-backup bond has.
+			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down); bond0: mode 802.3ad -> active-backup (re-forms the bond: slaves released, hardware LAG down); bond0: xmit_hash_policy layer3+4 -> layer2 (live)", cost: costReform,
 			// The host-side VF (pf 1 vf 1, mlx5_core) is unbound before the
 			// LAG re-forms and bound again after it.
 			extra: []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},

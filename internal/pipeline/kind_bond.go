@@ -92,10 +92,11 @@ func bondSpec(g *config.Group) eswitch.BondSpec {
 }
 
 // optionChanges compares an existing bond's options with spec, in the order
-// they are written: mode first (lacp_rate is refused outside 802.3ad). An
-// option the config leaves empty means the kernel's default. lacp_rate is
-// compared only for 802.3ad and xmit_hash_policy not for active-backup: the
-// kernel keeps a value there, but vflag does not manage it.
+// they are written: mode first (lacp_rate is refused outside 802.3ad),
+// except that leaving 802.3ad resets lacp_rate before the mode. An option
+// the config leaves empty means the kernel's default, so a bond whose mode
+// changed equals one made fresh in that mode. lacp_rate is compared only
+// for 802.3ad (it cannot be written in other modes).
 func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 	b, err := eswitch.ReadBond(e.fs, spec.Name)
 	if err != nil {
@@ -103,6 +104,12 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 	}
 	var out []bondOptChange
 	if b.Mode != spec.Mode {
+		// Leaving 802.3ad: lacp_rate goes back to the default first, while
+		// the mode still allows writing it (EACCES outside 802.3ad), so that
+		// the bond equals one made fresh in the new mode.
+		if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
+			out = append(out, bondOptChange{"lacp_rate", b.LacpRate, "slow"})
+		}
 		out = append(out, bondOptChange{"mode", b.Mode, spec.Mode})
 	}
 	// kept reads an option as the kernel keeps it: ReadBond leaves out those
@@ -123,7 +130,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			out = append(out, bondOptChange{"lacp_rate", cur, want})
 		}
 	}
-	if spec.Mode != "active-backup" {
+	{ // in every mode: active-backup ignores it, but keeps it (the default there)
 		want := cmp.Or(spec.XmitHashPolicy, "layer2")
 		cur, err := kept("xmit_hash_policy", b.XmitHashPolicy, b.Mode != "active-backup")
 		if err != nil {
