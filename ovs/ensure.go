@@ -148,7 +148,7 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 	// Stale ports: vflag-owned ports on the bridge the spec no longer lists
 	// (a smaller numvfs, representors renamed after a reboot). Removed in
 	// this same transaction; the bridge's own internal port stays.
-	if br != nil {
+	if br != nil && !s.Partial {
 		want := make(map[string]bool, len(s.Ports))
 		for _, ps := range s.Ports {
 			want[ps.Name] = true

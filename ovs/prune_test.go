@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -530,5 +531,37 @@ func TestRemoveGuardedAgainstConcurrentChange(t *testing.T) {
 			want := strings.Replace(before, `port "c" tag=- owner="g"`, `port "c" tag=- owner="other"`, 1)
 			diffDump(t, "after the aborted removal", want, srv.Dump())
 		})
+	}
+}
+
+// TestEnsurePartialKeepsOthers: a Partial spec (the qemu hook adding one
+// representor) removes none of the owner's other ports.
+func TestEnsurePartialKeepsOthers(t *testing.T) {
+	srv := ovstest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	full := ovs.BridgeSpec{Owner: "lag0", Bridge: "br-lag", DatapathType: "netdev", Ports: ports("bond0", "rep0", "rep1")}
+	if _, _, err := c.Ensure(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	one := ovs.BridgeSpec{Owner: "lag0", Bridge: "br-lag", Ports: []ovs.PortSpec{{Name: "rep2", Tag: 7}}, Partial: true}
+	_, ch, err := c.Ensure(ctx, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.RemovePorts) != 0 || strings.Join(ch.AddPorts, " ") != "rep2" {
+		t.Fatalf("partial Ensure: add %v remove %v, want add [rep2] and no removal", ch.AddPorts, ch.RemovePorts)
+	}
+	bs, err := c.Status(ctx, "br-lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range bs.Ports {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	if got := strings.Join(names, " "); got != "bond0 br-lag rep0 rep1 rep2" {
+		t.Fatalf("ports after a partial Ensure: %s", got)
 	}
 }

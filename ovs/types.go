@@ -24,6 +24,10 @@ type BridgeSpec struct {
 	// as one to add, as it will be once the caller removed it from there
 	// first (a renamed bridge). Ensure always refuses such a port.
 	PlanMoves bool
+	// Partial: Ports are only some of the owner's ports on the bridge (the
+	// qemu hook adding one representor); the others are left alone instead
+	// of being removed as stale.
+	Partial bool
 }
 
 // Record is what Ensure changed, enough for Undo without the config (it is

@@ -16,13 +16,13 @@ import (
 // a dual-port ConnectX) with its settings changed, and optionally a second
 // group (lag1 on a second NIC).
 type variant struct {
-	name                    string
-	mode, lacp, hash        string
-	miimon, numvfs, vlan0   int
-	mac01, bridge           string
-	driver11, driver02      bool
-	attach10                string // domain of pf 1 vf 0 ("" none)
-	group2                  bool
+	name                  string
+	mode, lacp, hash      string
+	miimon, numvfs, vlan0 int
+	mac01, bridge         string
+	driver11, driver02    bool
+	attach10              string // domain of pf 1 vf 0 ("" none)
+	group2                bool
 }
 
 func baseVariant() variant {
@@ -94,7 +94,7 @@ func (x variant) config(d daemons) string {
 
 var (
 	vfLineRE  = regexp.MustCompile(`^\s+vf \d+ (\S+) .*netdev=(\S*) rep=(\S*)`)
-	ethNameRE     = regexp.MustCompile(`\beth\d+\b`)
+	ethNameRE = regexp.MustCompile(`\beth\d+\b`)
 	uuidishRE = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
 )
 

@@ -167,7 +167,7 @@ func TestBondOptionsConverge(t *testing.T) {
 			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down)", cost: costDown,
 			extra: []string{"link.up/bond0"}},
 		{name: "mode 802.3ad to active-backup (re-form)", from: example, to: activeBackup(example),
-			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
+			want: eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
 			// Leaving 802.3ad puts lacp_rate (first, while it can be written)
 			// and xmit_hash_policy back to the defaults a fresh
 			// active-backup bond has.

@@ -120,6 +120,7 @@ func (ovsPortKind) DependsOn() []string { return []string{ovsBridgeKind{}.Name()
 
 // PortStep adds (or retags) one port of vflag's on an existing bridge.
 func (e *Env) PortStep(endpoint string, spec ovs.BridgeSpec) teardown.Step {
+	spec.Partial = true // one port: the group's other ports are not stale
 	k := ovsPortKind{}
 	connect := func(ctx context.Context) (*ovs.Client, error) {
 		if endpoint == e.h.OVSDB {
