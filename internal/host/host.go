@@ -54,8 +54,10 @@ type Options struct {
 func Open(o Options) (*Host, error) {
 	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt}
 	if o.SimDir == "" {
-		nl := eswitch.NewNetlink() // one netlink handle serves the run
-		h.Kernel, h.FS, h.closeKern = nl, sysfs.Dir("/"), func() { nl.Close() }
+		// A socket per call: the kept handles of eswitch.NewNetlink made e2e
+		// validate's failover-interrupted check fail on the real kernel
+		// (2 of 2 boots; it passes with these), cause not yet found.
+		h.Kernel, h.FS = eswitch.Netlink{}, sysfs.Dir("/")
 	} else {
 		spec, err := sim.DecodeSpec(o.SimSpec)
 		if err != nil {
