@@ -11,6 +11,16 @@
 // operations when both PFs work in parallel, computed from the latency model:
 // up in switchdev = numvfs*vf_create + mode_change + lag_activation; up in
 // legacy = numvfs*vf_create; down in switchdev = mode_change.
+//
+// The transitions section (transitions.go; alone: -only transitions) times
+// `vflag up` from a converged host to a changed config (VLAN, miimon, one
+// group of two, numvfs) and compares the steps it changed with the minimal
+// set. Two of its targets are asserted: the VLAN change at 2 x 64 VFs under
+// 100 ms wall, and exactly the minimal steps for the VLAN and miimon
+// changes; missing one makes the command exit 1. VFLAG_BENCH_WRAP runs the
+// timed runs under a command, "%s" replaced by the run's name:
+//
+//	VFLAG_BENCH_WRAP='perf record -g -q -o /tmp/%s.perf.data --' go run ./internal/tools/bench -only transitions
 package main
 
 import (
@@ -43,6 +53,10 @@ func main() {
 	lagAct := flag.Duration("lag-activation", 5*time.Second, "latency: hardware LAG activation (mlx5: up to ~10 s)")
 	skipHW := flag.Bool("skip-hw", false, "skip the runs with hardware latencies (about 4 minutes)")
 	skipOVS := flag.Bool("skip-ovs", false, "skip the OVS stage comparison")
+	only := flag.String("only", "", "run only these sections, comma-separated: critical, scaling, ovs, transitions (default: all)")
+	reps := flag.Int("reps", 5, "transitions: timed runs of each fast transition (the median is reported)")
+	filter := flag.String("transition", "", "transitions: run only those whose name contains this")
+	slowReps := flag.Int("slow-reps", 1, "transitions: timed runs of the numvfs transition (~16 s each at hardware latencies)")
 	verbose := flag.Bool("v", false, "show the daemons' logs and each vflag report")
 	flag.Parse()
 
@@ -57,7 +71,24 @@ func main() {
 	b.srv = ovstest.Start(r)
 	b.virt = virttest.Start(r)
 	b.virt.DefineDomain(r, "vm1")
-	code := b.run(*skipHW, *skipOVS)
+	sections := map[string]bool{"critical": !*skipHW, "scaling": true, "ovs": !*skipOVS, "transitions": true}
+	if *only != "" {
+		want := map[string]bool{}
+		for _, name := range strings.Split(*only, ",") {
+			if _, ok := sections[name]; !ok {
+				r.Fatalf("-only: unknown section %q (critical, scaling, ovs, transitions)", name)
+			}
+			want[name] = true
+		}
+		for name := range sections {
+			sections[name] = sections[name] && want[name]
+		}
+	}
+	if *reps < 1 || *slowReps < 1 {
+		r.Fatalf("-reps and -slow-reps must be at least 1")
+	}
+	b.reps, b.slowReps, b.filter = *reps, *slowReps, *filter
+	code := b.run(sections)
 	r.Close()
 	os.Exit(code)
 }
@@ -71,6 +102,10 @@ type bencher struct {
 	virt    *virttest.Daemon
 	rows    []row
 	missed  []string
+	failed  []string // asserted targets missed: exit 1
+
+	reps, slowReps int // transitions
+	filter         string
 }
 
 // row is one line of the table.
@@ -80,25 +115,37 @@ type row struct {
 
 func (b *bencher) add(r row) {
 	b.rows = append(b.rows, r)
-	if r.status == "MISS" {
+	switch r.status {
+	case "MISS":
 		b.missed = append(b.missed, r.section+" / "+r.what+": "+r.measured)
+	case "FAIL":
+		b.failed = append(b.failed, r.section+" / "+r.what+": "+r.measured+", target "+r.target)
 	}
 	progress(fmt.Sprintf("%s / %s: %s", r.section, r.what, r.measured))
 }
 
 func progress(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
 
-func (b *bencher) run(skipHW, skipOVS bool) int {
-	if !skipHW {
+func (b *bencher) run(sections map[string]bool) int {
+	if sections["critical"] {
 		b.criticalPath()
 	}
-	b.scaling()
-	if !skipOVS {
+	if sections["scaling"] {
+		b.scaling()
+	}
+	if sections["ovs"] {
 		b.ovsStage()
+	}
+	if sections["transitions"] {
+		b.transitions(b.reps, b.slowReps)
 	}
 	b.print(os.Stdout)
 	if len(b.missed) > 0 {
 		fmt.Printf("\ntargets missed: %s\n", strings.Join(b.missed, "; "))
+	}
+	if len(b.failed) > 0 {
+		fmt.Printf("\nFAILED (asserted): %s\n", strings.Join(b.failed, "; "))
+		return 1
 	}
 	return 0
 }
@@ -115,6 +162,7 @@ type scenario struct {
 	cfg       string
 	simDir    string
 	state     string
+	wrap      []string // run vflag under this command (perf record ... --)
 }
 
 func (b *bencher) scenario(switchdev bool, numvfs int, lat sim.Latency) *scenario {
@@ -196,7 +244,8 @@ func (s *scenario) downBound() time.Duration {
 // result is one vflag invocation.
 type result struct {
 	wall    time.Duration
-	maxRSS  int64 // KiB
+	maxRSS  int64         // KiB
+	cpu     time.Duration // user + system time of the process
 	code    int
 	rep     report
 	writes  writes
@@ -209,6 +258,11 @@ type report struct {
 	Command string `json:"command"`
 	Changes int    `json:"changes"`
 	Error   string `json:"error"`
+	Steps   []struct {
+		ID      string `json:"id"`
+		Changed bool   `json:"changed"`
+		Action  string `json:"action"`
+	} `json:"steps"`
 }
 
 // writes counts what an invocation changed: simulated-kernel mutations (the
@@ -277,6 +331,9 @@ func (s *scenario) vflag(args ...string) result {
 	gen0, j0, ovs0, xml0 := s.simGen(), s.journalStamp(), s.b.srv.Dump(), s.domainXML()
 	all := append([]string{"--config", s.cfg, "--sim", s.simDir, "--state-dir", s.state, "-o", "json"}, args...)
 	cmd := exec.Command(s.b.bin, all...)
+	if len(s.wrap) > 0 { // profiling (transitions, VFLAG_BENCH_WRAP): the wall includes the wrapper's
+		cmd = exec.Command(s.wrap[0], append(append(s.wrap[1:], s.b.bin), all...)...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	t0 := time.Now()
@@ -290,6 +347,7 @@ func (s *scenario) vflag(args ...string) result {
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.maxRSS = ru.Maxrss
+		res.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	if err := json.Unmarshal(out.Bytes(), &res.rep); err != nil {
 		s.b.r.Fatalf("vflag %s: exit %d, no report: %v\n%s\n%s", res.command, res.code, err, out.String(), errb.String())
