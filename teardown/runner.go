@@ -51,11 +51,16 @@ type Runner struct {
 	Log    *slog.Logger
 	// OnEvent reports progress; may be nil. Calls are serialized.
 	OnEvent func(Event)
+	// Converged are steps (id -> summary) a plan pass just found converged
+	// on this host: until this run writes anything, Do skips them without
+	// checking again (the host cannot have changed under one lock).
+	Converged map[string]string
 
 	mu      sync.Mutex // guards run, applies, results
 	run     string     // this run's id, stored in the entries it journals
 	applies int        // Apply calls started in this run (StopAfter)
 	batches int        // Do calls that journaled something (Entry.Batch)
+	wrote   bool       // this run applied or undid something
 	results []Event
 	evMu    sync.Mutex // serializes OnEvent
 }
@@ -122,6 +127,19 @@ func (r *Runner) currentRun() string {
 	return r.run
 }
 
+// Wrote tells whether this run applied or undid anything yet.
+func (r *Runner) Wrote() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wrote
+}
+
+func (r *Runner) markWrote() {
+	r.mu.Lock()
+	r.wrote = true
+	r.mu.Unlock()
+}
+
 // takeApplySlot reserves one Apply under StopAfter; false means the run is
 // stopped.
 func (r *Runner) takeApplySlot() bool {
@@ -177,8 +195,13 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 
 	// Check, concurrently.
 	outs := make([]checked, len(steps))
+	fresh := !r.DryRun && len(r.Converged) > 0 && !r.Wrote()
 	parallel(len(steps), func(i int) {
 		s := steps[i]
+		if sum, ok := r.Converged[s.ID]; ok && fresh {
+			outs[i] = checked{change: Change{Summary: sum}}
+			return
+		}
 		start := time.Now()
 		ch, err := safeCall(log, s, "check", func() (Change, error) { return s.Check(ctx) })
 		outs[i] = checked{change: ch, dur: time.Since(start)}
@@ -280,6 +303,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 		if !o.change.Needed || !r.takeApplySlot() {
 			return
 		}
+		r.markWrote()
 		log.Info("apply", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
 		start := time.Now()
 		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(ctx) })
@@ -440,6 +464,7 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 				r.emit(ev)
 				return
 			}
+			r.markWrote()
 			undo, found := r.Undo[e.Kind]
 			if !found {
 				err := fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())

@@ -29,11 +29,11 @@ import (
 // runs the forward pass of its phases only: no prune, no domain runs yet.
 func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if e.Stage == StagePre {
-		_, err := e.forward(ctx, r, gs)
+		_, _, err := e.forward(ctx, r, gs)
 		return err
 	}
 	pr := &teardown.Runner{Journal: r.Journal, DryRun: true, Log: r.Log}
-	spans, err := e.forward(ctx, pr, gs)
+	spans, runs, err := e.forward(ctx, pr, gs)
 	if err != nil {
 		if r.DryRun {
 			for _, ev := range pr.Results() {
@@ -103,7 +103,20 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if err := e.pruneAll(ctx, r, prune, keep); err != nil {
 		return fmt.Errorf("remove what the config no longer wants: %w", err)
 	}
-	_, err = e.forward(ctx, r, gs)
+	// What the plan pass found converged is not checked again until the
+	// forward pass writes something (a VLAN change: one OVS transaction,
+	// every other step read once).
+	r.Converged = map[string]string{}
+	for _, ev := range planned {
+		if len(prune) > 0 {
+			break // the prune wrote: check everything again
+		}
+		if !ev.Changed && ev.Err == nil && ev.Phase == teardown.PhaseSkip {
+			r.Converged[ev.ID] = ev.Summary
+		}
+	}
+	e.planned = runs
+	_, _, err = e.forward(ctx, r, gs)
 	return err
 }
 

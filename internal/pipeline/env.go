@@ -54,6 +54,8 @@ type Env struct {
 	// of libvirt (tests: no domain here can hold a VF without VFIO; the
 	// libvirt path is covered on the real kernel, e2e scenario B).
 	Holding func(vfs []string) (map[string]string, error)
+
+	planned map[string]*groupRun // the plan pass's runs, by group (Up)
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).

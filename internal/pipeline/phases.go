@@ -74,6 +74,10 @@ type groupRun struct {
 	e   *Env
 	g   Group
 	dry bool
+	r   *teardown.Runner
+	// plan is the plan pass's run of the group: until r writes anything,
+	// what it found (VF addresses, representors) still holds.
+	plan *groupRun
 
 	vfs     map[VFKey]sriov.Addr // the VFs the config names, where they exist
 	reps    map[VFKey]string
@@ -89,21 +93,27 @@ type groupRun struct {
 
 // forward runs the phases of DESIGN.md section 2 for every group, in
 // order; spans[i] is the range of r's results that group i produced.
-func (e *Env) forward(ctx context.Context, r *teardown.Runner, gs []Group) ([][2]int, error) {
+func (e *Env) forward(ctx context.Context, r *teardown.Runner, gs []Group) ([][2]int, map[string]*groupRun, error) {
 	var spans [][2]int
+	runs := map[string]*groupRun{}
 	for _, g := range gs {
 		start := len(r.Results())
-		err := e.forwardGroup(ctx, r, g)
+		run := &groupRun{e: e, g: g, dry: r.DryRun, r: r}
+		if !r.DryRun {
+			run.plan = e.planned[g.Name]
+		}
+		runs[g.Name] = run
+		err := e.forwardGroup(ctx, r, run)
 		spans = append(spans, [2]int{start, len(r.Results())})
 		if err != nil {
-			return spans, fmt.Errorf("group %s: %w", g.Name, err)
+			return spans, runs, fmt.Errorf("group %s: %w", g.Name, err)
 		}
 	}
-	return spans, nil
+	return spans, runs, nil
 }
 
-func (e *Env) forwardGroup(ctx context.Context, r *teardown.Runner, g Group) error {
-	run := &groupRun{e: e, g: g, dry: r.DryRun}
+func (e *Env) forwardGroup(ctx context.Context, r *teardown.Runner, run *groupRun) error {
+	g := run.g
 	for _, p := range phases {
 		if e.Stage == StagePre && p.stage != StagePre || !p.groups.has(g) {
 			continue
@@ -170,6 +180,10 @@ func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 // than every VF of every PF. In a plan they may not exist yet.
 func (run *groupRun) namedVFs() (map[VFKey]sriov.Addr, error) {
 	if run.vfs != nil {
+		return run.vfs, nil
+	}
+	if p := run.plan; p != nil && p.vfs != nil && !run.r.Wrote() {
+		run.vfs = p.vfs
 		return run.vfs, nil
 	}
 	owner := map[int]bool{}
@@ -368,6 +382,10 @@ func (run *groupRun) bind(context.Context) ([]batch, error) {
 func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
 	e, g := run.e, run.g
 	n := g.NumVFs
+	if p := run.plan; p != nil && p.repsAll && !run.r.Wrote() {
+		run.reps, run.repsAll = p.reps, true // the plan pass mapped them; nothing changed since
+		return run.repsUpSteps(), nil
+	}
 	run.reps = map[VFKey]string{}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -390,6 +408,11 @@ func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
 		}
 	}
 	run.repsAll = len(run.reps) == n*len(g.Owners)
+	return run.repsUpSteps(), nil
+}
+
+func (run *groupRun) repsUpSteps() []batch {
+	e, g, n := run.e, run.g, run.g.NumVFs
 	var s []teardown.Step
 	for _, i := range g.Owners {
 		pf := g.PFs[i]
@@ -404,7 +427,7 @@ func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
 		}
 		s = append(s, repsUpKind{}.step(e, pf, names))
 	}
-	return one(s...), nil
+	return one(s...)
 }
 
 func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
