@@ -169,6 +169,12 @@ func Representors(k Kernel, f sysfs.FS, pf PF) (map[int]string, error) {
 	return representors(k, f, pf, 0)
 }
 
+// RepresentorsOf is Representors for VFs 0..n-1: the phys_port_name scan
+// of every netdev runs only when devlink does not name all of them.
+func RepresentorsOf(k Kernel, f sysfs.FS, pf PF, n int) (map[int]string, error) {
+	return representors(k, f, pf, n)
+}
+
 // representors is Representors; with need > 0 it skips the sysfs scan (one
 // read per netdev on the host) when devlink already mapped VFs 0..need-1.
 func representors(k Kernel, f sysfs.FS, pf PF, need int) (map[int]string, error) {

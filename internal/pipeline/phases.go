@@ -394,7 +394,7 @@ func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
 		var reps map[int]string
 		var err error
 		if run.dry {
-			reps, err = eswitch.Representors(e.k, e.fs, pf)
+			reps, err = eswitch.RepresentorsOf(e.k, e.fs, pf, n)
 		} else {
 			reps, err = eswitch.WaitRepresentors(wctx, e.k, e.fs, pf, n, e.Poll)
 		}
