@@ -32,6 +32,8 @@ type Client struct {
 	cfgCh   chan struct{} // poked on every Open_vSwitch update of the cache
 
 	txns atomic.Int64 // transactions sent (for tests)
+
+	beforeCommit func() // tests: runs between the read and the write
 }
 
 // databaseModel registers only the tables vflag touches.
@@ -247,6 +249,9 @@ func (c *Client) commit(ctx context.Context, t *txn, root string) error {
 	t.add(ovsdb.Operation{Op: ovsdb.OperationSelect, Table: model.OpenvSwitchTable, Where: where,
 		Columns: []string{"next_cfg"}}, -1)
 
+	if c.beforeCommit != nil {
+		c.beforeCommit()
+	}
 	c.txns.Add(1)
 	res, err := c.db.Transact(ctx, t.ops...)
 	if err != nil {
@@ -283,6 +288,20 @@ func (c *Client) commit(ctx context.Context, t *txn, root string) error {
 	c.wantCfg = max(c.wantCfg, next)
 	c.cfgMu.Unlock()
 	return nil
+}
+
+// guardOwned adds a wait that aborts the transaction if port p still exists
+// but no longer carries vflag-owner=owner when the transaction runs (another
+// client took it over or dropped the mark since the read). A port already
+// gone passes: removing it is done.
+func (t *txn) guardOwned(p *model.Port, owner string) {
+	t.add(ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.PortTable, Timeout: new(int),
+		Where: []ovsdb.Condition{
+			uuidIs(p.UUID),
+			ovsdb.NewCondition("external_ids", ovsdb.ConditionExcludes, strMap(map[string]string{OwnerKey: owner})),
+		},
+		Until:   string(ovsdb.WaitConditionNotEqual),
+		Columns: []string{"_uuid"}, Rows: []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: p.UUID}}}}, -1)
 }
 
 func toInt(v any) (int, bool) {
@@ -357,10 +376,15 @@ func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error
 	if err != nil {
 		return BridgeStatus{}, fmt.Errorf("ovs: status of bridge %s: %w", bridge, err)
 	}
+	return st.status(bridge), nil
+}
+
+// status is Status from a state read with statusView.
+func (st *state) status(bridge string) BridgeStatus {
 	bs := BridgeStatus{Bridge: bridge, HWOffload: st.hwOffload()}
 	b := st.bridges[bridge]
 	if b == nil {
-		return bs, nil
+		return bs
 	}
 	bs.Exists = true
 	bs.Owner = b.ExternalIDs[OwnerKey]
@@ -384,7 +408,7 @@ func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error
 		bs.Ports = append(bs.Ports, ps)
 	}
 	sort.Slice(bs.Ports, func(i, j int) bool { return bs.Ports[i].Name < bs.Ports[j].Name })
-	return bs, nil
+	return bs
 }
 
 // portInterface is the interface named like the port, else the first one.

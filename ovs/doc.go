@@ -21,9 +21,20 @@
 //   - Enabling hw-offload takes effect without a restart. Disabling it (or
 //     changing tc-policy) needs an ovs-vswitchd restart: Ensure never does that
 //     and never turns offload off; it reports Change.RestartRequired instead.
+//   - Ensure converges from any state: in the same one transaction it also
+//     removes the owner's ports on the bridge that the spec no longer lists
+//     (Change.RemovePorts: a smaller numvfs, representors renamed after a
+//     reboot). A bridge the config renamed is pruned before, with
+//     RemoveOwned on the old name (OwnedBridges finds it): a netdev can be a
+//     port of one bridge only, so the old bridge must release the bond and
+//     the representors before Ensure builds the new one.
 //   - Undo runs in reverse of Ensure, in one transaction: remove vflag's ports,
 //     then the bridge if vflag created it and nothing else is left on it, then
 //     restore hw-offload if vflag set it and it is still "true".
+//   - A port whose netdev did not exist when ovs-vswitchd opened it has
+//     ofport -1 and gets its ofport later, when the netdev appears (the switch
+//     reconfigures on the kernel's link notifications). WaitOFPorts waits for
+//     that with a bound, after WaitApplied or instead of it.
 //
 // # Ownership and concurrency
 //
@@ -39,7 +50,8 @@
 // changing the database between that read and the write: new rows collide
 // with the name indexes, a wait operation makes the transaction fail if the
 // bridge Ensure adds ports to is gone or the bridge Undo deletes gained a
-// port, hw-offload is restored only where it is still "true", and retags
+// port or a port Ensure, Undo or RemoveOwned deletes lost the owner's mark,
+// hw-offload is restored only where it is still "true", and retags
 // match only ports still carrying the owner mark (a miss is reported as an
 // error after the commit).
 //

@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
@@ -26,8 +27,11 @@ func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
 }
 
 // Ensure converges the database to s in one transaction and returns what it
-// created (for Undo) and the change it made. When the database already
-// matches, it sends no transaction. It does not wait for ovs-vswitchd: call
+// created (for Undo) and the change it made: it creates the bridge, adds the
+// missing ports, retags the owner's ports and removes the owner's ports on
+// the bridge that s does not list (Change.RemovePorts; the record keeps
+// listing only what Ensure created). Ports without the owner's mark are never
+// touched. When the database already matches, it sends no transaction. It does not wait for ovs-vswitchd: call
 // WaitApplied for that.
 func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, error) {
 	rec := Record{Owner: s.Owner, Bridge: s.Bridge}
@@ -133,6 +137,38 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 					// still ours when the transaction runs
 					ovsdb.NewCondition("external_ids", ovsdb.ConditionIncludes, strMap(owner)),
 				}}, 1)
+		}
+	}
+
+	// Stale ports: vflag-owned ports on the bridge the spec no longer lists
+	// (a smaller numvfs, representors renamed after a reboot). Removed in
+	// this same transaction; the bridge's own internal port stays.
+	if br != nil {
+		want := make(map[string]bool, len(s.Ports))
+		for _, ps := range s.Ports {
+			want[ps.Name] = true
+		}
+		var stale []*model.Port
+		for _, pu := range br.Ports {
+			p := st.portByUUID[pu]
+			if p == nil || p.Name == s.Bridge || want[p.Name] || !ownedBy(p.ExternalIDs, s.Owner) {
+				continue
+			}
+			stale = append(stale, p)
+		}
+		sort.Slice(stale, func(i, j int) bool { return stale[i].Name < stale[j].Name })
+		uuids := make([]string, len(stale))
+		for i, p := range stale {
+			ch.RemovePorts = append(ch.RemovePorts, p.Name)
+			t.guardOwned(p, s.Owner)
+			uuids[i] = p.UUID
+		}
+		if len(stale) > 0 {
+			// Unreferenced, the ports and their interfaces are garbage
+			// collected. A bridge gone meanwhile holds nothing: any count.
+			t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
+				Where:     []ovsdb.Condition{uuidIs(br.UUID)},
+				Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationDelete, uuidSet(uuids...))}}, -1)
 		}
 	}
 

@@ -39,6 +39,7 @@ type Record struct {
 type Change struct {
 	CreateBridge    bool
 	AddPorts        []string
+	RemovePorts     []string // vflag-owned ports on the bridge that the spec no longer lists (sorted)
 	Retag           []string // vflag-owned ports whose tag differs from the spec
 	SetHWOffload    bool
 	PriorHWOffload  *string  // current value when SetHWOffload (nil = key absent)
@@ -50,7 +51,7 @@ type Change struct {
 // RestartRequired are reports, not writes: a change holding only them is
 // empty.
 func (c Change) Empty() bool {
-	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.Retag) == 0 && !c.SetHWOffload
+	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && !c.SetHWOffload
 }
 
 // PortStatus is one port of a bridge as OVS sees it.
@@ -69,4 +70,17 @@ type BridgeStatus struct {
 	Owner     string
 	Ports     []PortStatus // sorted by name, including the bridge's internal port
 	HWOffload string       // "true", "false", "" unset
+}
+
+// WithoutOFPort returns the names of owner's ports that have no OpenFlow
+// port number yet (OFPort 0: not assigned; -1: the interface could not be
+// opened), in the order of Ports.
+func (s BridgeStatus) WithoutOFPort(owner string) []string {
+	var out []string
+	for _, p := range s.Ports {
+		if p.Owner == owner && owner != "" && p.OFPort <= 0 {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
@@ -30,15 +31,73 @@ func (c *Client) UndoOwned(ctx context.Context, r Record) error {
 	return c.undo(ctx, r, true)
 }
 
+// RemoveOwned removes owner's ports from bridge (all of them, whatever
+// record listed them, but the bridge's own internal port), and the bridge
+// itself if its row carries vflag-owner=owner and no other port is left on
+// it but that internal port. With a port of anyone else left (no mark or
+// another owner's), the bridge stays and only owner's ports go. It never
+// touches hw-offload. One transaction, whose results are checked; a bridge
+// already gone is success, and a port that lost owner's mark since the read
+// aborts the transaction instead of being removed.
+//
+// It prunes a bridge the config renamed: run it before Ensure creates the
+// new bridge, so that the netdevs (bond, representors) are released from the
+// old one first; a netdev can be a port of only one bridge.
+func (c *Client) RemoveOwned(ctx context.Context, owner, bridge string) error {
+	if owner == "" {
+		return fmt.Errorf("ovs: remove %s from bridge %s: empty owner", owner, bridge)
+	}
+	if bridge == "" {
+		return fmt.Errorf("ovs: remove %s from bridge: empty bridge name", owner)
+	}
+	return c.undoAs(ctx, fmt.Sprintf("remove %s from bridge %s", owner, bridge),
+		Record{Owner: owner, Bridge: bridge, BridgeCreated: true}, true)
+}
+
+// OwnedBridges returns, sorted, the bridges whose row carries
+// vflag-owner=owner or that hold a port carrying it.
+func (c *Client) OwnedBridges(ctx context.Context, owner string) ([]string, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("ovs: bridges of owner: empty owner")
+	}
+	st, err := c.read(ctx, planView)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: bridges of owner %s: %w", owner, err)
+	}
+	var out []string
+	for name, b := range st.bridges {
+		owned := ownedBy(b.ExternalIDs, owner)
+		for _, pu := range b.Ports {
+			if owned {
+				break
+			}
+			if p := st.portByUUID[pu]; p != nil && ownedBy(p.ExternalIDs, owner) {
+				owned = true
+			}
+		}
+		if owned {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (c *Client) undo(ctx context.Context, r Record, owned bool) error {
+	return c.undoAs(ctx, "undo bridge "+r.Bridge, r, owned)
+}
+
+// undoAs runs Undo (owned: UndoOwned) of r; what names the operation in
+// errors.
+func (c *Client) undoAs(ctx context.Context, what string, r Record, owned bool) error {
 	if r.Owner == "" {
-		return fmt.Errorf("ovs: undo bridge %s: record without owner", r.Bridge)
+		return fmt.Errorf("ovs: %s: record without owner", what)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st, err := c.read(ctx, planView)
 	if err != nil {
-		return fmt.Errorf("ovs: undo bridge %s: %w", r.Bridge, err)
+		return fmt.Errorf("ovs: %s: %w", what, err)
 	}
 	if owned {
 		r.Ports = nil
@@ -55,7 +114,7 @@ func (c *Client) undo(ctx context.Context, r Record, owned bool) error {
 		return nil
 	}
 	if err := c.commit(ctx, t, st.root.UUID); err != nil {
-		return fmt.Errorf("ovs: undo bridge %s: %w", r.Bridge, err)
+		return fmt.Errorf("ovs: %s: %w", what, err)
 	}
 	return nil
 }
@@ -86,6 +145,7 @@ func undoTxn(st *state, r Record) *txn {
 		}
 		del[b.UUID] = append(del[b.UUID], p.UUID)
 		deleted[p.UUID] = true
+		t.guardOwned(p, r.Owner)
 	}
 
 	if br := st.bridges[r.Bridge]; r.BridgeCreated && br != nil && ownedBy(br.ExternalIDs, r.Owner) {

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// variant is one config of the convergence table: the demo group (lag0 on
+// a dual-port ConnectX) with its settings changed, and optionally a second
+// group (lag1 on a second NIC).
+type variant struct {
+	name                    string
+	mode, lacp, hash        string
+	miimon, numvfs, vlan0   int
+	mac01, bridge           string
+	driver11, driver02      bool
+	attach10                string // domain of pf 1 vf 0 ("" none)
+	group2                  bool
+}
+
+func baseVariant() variant {
+	return variant{name: "base", mode: "802.3ad", lacp: "fast", hash: "layer3+4", miimon: 100, numvfs: 4, vlan0: 100,
+		mac01: "52:54:00:10:00:01", bridge: "br-lag", driver11: true, attach10: "vm1"}
+}
+
+// variants are the table: each differs from base in one respect.
+func variants() []variant {
+	v := func(name string, f func(*variant)) variant { x := baseVariant(); x.name = name; f(&x); return x }
+	return []variant{
+		baseVariant(),
+		v("vlan", func(x *variant) { x.vlan0 = 300 }),
+		v("miimon", func(x *variant) { x.miimon = 200 }),
+		v("hash", func(x *variant) { x.hash = "layer2" }),
+		v("active-backup", func(x *variant) { x.mode, x.lacp, x.hash = "active-backup", "", "" }),
+		v("numvfs2", func(x *variant) { x.numvfs = 2 }),
+		v("numvfs6", func(x *variant) { x.numvfs = 6 }),
+		v("mac", func(x *variant) { x.mac01 = "52:54:00:10:00:99" }),
+		v("bridge", func(x *variant) { x.bridge = "br-new" }),
+		v("no-driver", func(x *variant) { x.driver11 = false }),
+		v("driver-added", func(x *variant) { x.driver02 = true }),
+		v("attach-moved", func(x *variant) { x.attach10 = "vm2" }),
+		v("attach-removed", func(x *variant) { x.attach10 = "" }),
+		v("group2", func(x *variant) { x.group2 = true }),
+	}
+}
+
+// config renders the variant for the bed's daemons.
+func (x variant) config(d daemons) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ovsdb: %s\nlibvirt: %s\nlag_timeout: 30s\ngroups:\n", d.ovs.Endpoint(), d.virt.URI())
+	fmt.Fprintf(&b, "  - name: lag0\n    pfs: [ens1f0np0, ens1f1np1]\n    numvfs: %d\n    flow_steering_mode: smfs\n", x.numvfs)
+	fmt.Fprintf(&b, "    bond:\n      name: bond0\n      mode: %s\n      miimon: %d\n", x.mode, x.miimon)
+	if x.lacp != "" {
+		fmt.Fprintf(&b, "      lacp_rate: %s\n", x.lacp)
+	}
+	if x.hash != "" {
+		fmt.Fprintf(&b, "      xmit_hash_policy: %s\n", x.hash)
+	}
+	b.WriteString("    vfs:\n")
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d}\n", x.vlan0)
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q, vlan: 100}\n", x.mac01)
+	b.WriteString("      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\", vlan: 200}\n")
+	if x.driver11 {
+		b.WriteString("      - {pf: 1, vf: 1, mac: \"52:54:00:10:01:01\", driver: mlx5_core}\n")
+	} else {
+		b.WriteString("      - {pf: 1, vf: 1, mac: \"52:54:00:10:01:01\"}\n")
+	}
+	if x.driver02 {
+		b.WriteString("      - {pf: 0, vf: 2, driver: mlx5_core}\n")
+	}
+	fmt.Fprintf(&b, "    ovs:\n      bridge: %s\n      hw_offload: true\n      datapath_type: netdev\n", x.bridge)
+	b.WriteString("    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true}\n")
+	if x.attach10 != "" {
+		fmt.Fprintf(&b, "      - {domain: %s, pf: 1, vf: 0, live: true}\n", x.attach10)
+	}
+	if x.group2 {
+		b.WriteString("  - name: lag1\n    pfs: [ens2f0np0, ens2f1np1]\n    numvfs: 2\n")
+		b.WriteString("    bond:\n      name: bond1\n      mode: active-backup\n      miimon: 100\n")
+		b.WriteString("    ovs:\n      bridge: br-lag1\n      hw_offload: true\n      datapath_type: netdev\n")
+	}
+	fmt.Fprintf(&b, "sim:\n  mirror_netns: %s\n  nics:\n", d.ovs.Netns())
+	b.WriteString("    - name: cx6lx\n      total_vfs: 8\n      pfs:\n        - {pci: \"0000:61:00.0\", netdev: ens1f0np0}\n        - {pci: \"0000:61:00.1\", netdev: ens1f1np1}\n")
+	b.WriteString("    - name: cx6dx\n      total_vfs: 8\n      pfs:\n        - {pci: \"0000:62:00.0\", netdev: ens2f0np0}\n        - {pci: \"0000:62:00.1\", netdev: ens2f1np1}\n")
+	b.WriteString("  latency:\n    vf_create: 1ms\n    mode_change: 5ms\n    lag_activation: 20ms\n")
+	return b.String()
+}
+
+var (
+	vfLineRE  = regexp.MustCompile(`^\s+vf \d+ (\S+) .*netdev=(\S*) rep=(\S*)`)
+	ethNameRE     = regexp.MustCompile(`\beth\d+\b`)
+	uuidishRE = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
+)
+
+// canonical is a dump with kernel-assigned names replaced by names derived
+// from the VF's PCI address (they depend on the order netdevs appeared, not
+// on the state), random VF netdev MACs masked, and name-sorted sections
+// sorted again after the renaming.
+func canonical(dump string) string {
+	names := map[string]string{}
+	for _, l := range strings.Split(dump, "\n") {
+		if m := vfLineRE.FindStringSubmatch(l); m != nil {
+			if m[2] != "" && m[2] != "-" {
+				names[m[2]] = "vfnd[" + m[1] + "]"
+			}
+			if m[3] != "" && m[3] != "-" {
+				names[m[3]] = "rep[" + m[1] + "]"
+			}
+		}
+	}
+	dump = ethNameRE.ReplaceAllStringFunc(dump, func(s string) string {
+		if n, ok := names[s]; ok {
+			return n
+		}
+		return s
+	})
+	var out []string
+	var block []string // lines sorted within a section
+	flush := func() {
+		sort.Strings(block)
+		out = append(out, block...)
+		block = nil
+	}
+	section := ""
+	for _, l := range strings.Split(dump, "\n") {
+		switch {
+		case strings.HasPrefix(l, "links:") || strings.HasPrefix(l, "bonds:") || strings.HasPrefix(l, "== ") || strings.HasPrefix(l, "bridge ") || strings.HasPrefix(l, "other_config") || strings.HasPrefix(l, "nic "):
+			flush()
+			section = strings.Fields(l)[0]
+			out = append(out, l)
+		case section == "links:" && strings.HasPrefix(l, "  "):
+			if strings.HasPrefix(l, "  vfnd[") {
+				l = uuidishRE.ReplaceAllString(l, "mac=<random>")
+			}
+			block = append(block, l)
+		case section == "bridge" && strings.HasPrefix(l, "    interface"):
+			block[len(block)-1] += " |" + strings.TrimSpace(l)
+		case section == "bridge" && strings.HasPrefix(l, "  port"):
+			block = append(block, l)
+		default:
+			flush()
+			out = append(out, l)
+		}
+	}
+	flush()
+	return strings.Join(out, "\n")
+}
+
+// fullDump is the bed's whole state: kernel, OVSDB, vm1's and vm2's XML.
+func (b *bed) fullDump() string {
+	return canonical(b.dump() + "\n== vm2\n" + normalizeXML(b.virt.DomainXML(b.t, "vm2")))
+}
+
+func upReport(t *testing.T, b *bed) report {
+	t.Helper()
+	var rep report
+	out := b.mustVflagAny(0, 1, 2)("up", "-o", "json", "--detailed-exit-codes")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("decode up report: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// mustVflagAny runs a command that must exit with one of the codes.
+func (b *bed) mustVflagAny(codes ...int) func(args ...string) string {
+	return func(args ...string) string {
+		b.t.Helper()
+		out, errs, code := b.vflag(args...)
+		for _, c := range codes {
+			if code == c {
+				return out
+			}
+		}
+		b.t.Fatalf("vflag %s: exit %d, want %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, codes, out, errs)
+		return ""
+	}
+}
+
+func changed(rep report) []string {
+	var ids []string
+	for _, s := range rep.Steps {
+		if s.Changed {
+			ids = append(ids, s.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (b *bed) useConfig(text string) {
+	b.t.Helper()
+	if err := os.WriteFile(b.config, []byte(text), 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// TestConvergeTransitions is the table test of DESIGN.md section 2a: every
+// config's fresh state (up on a clean host) is recorded; then the configs
+// are visited in random order on one host (logged seed): after each up the
+// host equals that config's fresh state, a second up changes nothing, and
+// down at the end gives the baseline.
+func TestConvergeTransitions(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	vs := variants()
+	fresh := map[string]string{}
+	var baseline string
+	for _, x := range vs {
+		b := newBed(t, d, "")
+		b.useConfig(x.config(d))
+		b.initSim()
+		base := b.fullDump()
+		if baseline == "" {
+			baseline = base
+		}
+		b.mustVflag(2, "up", "--detailed-exit-codes")
+		fresh[x.name] = b.fullDump()
+		b.mustVflag(0, "down")
+		if got := b.fullDump(); got != base {
+			t.Fatalf("%s: down after a fresh up does not give the baseline:\n%s", x.name, diffText(base, got))
+		}
+	}
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("VFLAG_CONVERGE_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("seed %d (VFLAG_CONVERGE_SEED=%d reproduces the order)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	order := rng.Perm(len(vs))
+	// Every config twice, so that each is also reached from another.
+	order = append(order, rng.Perm(len(vs))...)
+	b := newBed(t, d, "")
+	b.useConfig(vs[0].config(d))
+	b.initSim()
+	prev := "(clean)"
+	for _, i := range order {
+		x := vs[i]
+		b.useConfig(x.config(d))
+		rep := upReport(t, b)
+		if rep.Error != "" {
+			t.Fatalf("%s -> %s: up failed: %s", prev, x.name, rep.Error)
+		}
+		if got := b.fullDump(); got != fresh[x.name] {
+			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), diffText(fresh[x.name], got))
+		}
+		if again := changed(upReport(t, b)); len(again) != 0 {
+			t.Fatalf("%s -> %s: a second up changed %v", prev, x.name, again)
+		}
+		t.Logf("%s -> %s: %d change(s)", prev, x.name, len(changed(rep)))
+		prev = x.name
+	}
+	b.mustVflag(0, "down")
+	if got := b.fullDump(); got != baseline {
+		t.Fatalf("down after the walk does not give the baseline:\n%s", diffText(baseline, got))
+	}
+}

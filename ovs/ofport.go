@@ -1,0 +1,127 @@
+package ovs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vflag/vflag/ovs/model"
+)
+
+// waitRound bounds one server-side wait of WaitOFPorts. A wait in flight
+// holds the connection's read lock in libovsdb, which Close needs, and a
+// port deleted meanwhile can never satisfy its wait: after each round the
+// state is read again.
+const waitRound = time.Second
+
+// WaitOFPorts waits until every port on bridge that carries
+// vflag-owner=owner (the bridge's internal port too, when vflag created the
+// bridge) has an OpenFlow port number (ofport > 0), or until ctx ends, and
+// returns the last status it read. A port whose network device did not exist
+// when ovs-vswitchd tried to open it has ofport -1 and an error; when the
+// device appears, ovs-vswitchd reconfigures (it listens to the kernel's link
+// notifications) and sets the ofport then. Ports not owned by owner are not
+// waited for.
+//
+// The end of ctx is not an error: the status returned is the last one read
+// and the caller decides what ports still without an ofport mean
+// (BridgeStatus.WithoutOFPort lists them). The error is for a failed read,
+// or for a ctx that ended before anything was read.
+//
+// The wait is event-driven without a client-side monitor of the Interface
+// table: it is an OVSDB wait operation with a timeout, which ovsdb-server
+// re-evaluates on every commit to the database (ovs-vswitchd writing an
+// ofport is one) and answers as soon as it holds; a round ends after at most
+// a second or at the ctx deadline, and the status is then read again.
+func (c *Client) WaitOFPorts(ctx context.Context, bridge, owner string) (BridgeStatus, error) {
+	if owner == "" {
+		return BridgeStatus{}, fmt.Errorf("ovs: wait for ofports on bridge %s: empty owner", bridge)
+	}
+	var last BridgeStatus
+	for read := false; ; read = true {
+		st, err := c.read(ctx, statusView)
+		if err != nil {
+			if read && ctx.Err() != nil {
+				return last, nil
+			}
+			return last, fmt.Errorf("ovs: wait for ofports on bridge %s: %w", bridge, err)
+		}
+		last = st.status(bridge)
+		pending := st.withoutOFPort(bridge, owner)
+		if len(pending) == 0 {
+			return last, nil
+		}
+		round := waitRound
+		if dl, ok := ctx.Deadline(); ok {
+			// End the server's wait a little before ctx, to read the
+			// status once more.
+			round = min(round, time.Until(dl)-10*time.Millisecond)
+		}
+		if round < time.Millisecond || ctx.Err() != nil {
+			return last, nil
+		}
+		if err := c.waitOFPorts(ctx, pending, round); err != nil {
+			if ctx.Err() != nil {
+				return last, nil
+			}
+			return last, fmt.Errorf("ovs: wait for ofports on bridge %s: %w", bridge, err)
+		}
+	}
+}
+
+// withoutOFPort returns the interfaces of owner's ports on bridge whose
+// ofport is not > 0.
+func (st *state) withoutOFPort(bridge, owner string) []*model.Interface {
+	b := st.bridges[bridge]
+	if b == nil {
+		return nil
+	}
+	var out []*model.Interface
+	for _, pu := range b.Ports {
+		p := st.portByUUID[pu]
+		if p == nil || !ownedBy(p.ExternalIDs, owner) {
+			continue
+		}
+		if f := st.portInterface(p); f != nil && (f.Ofport == nil || *f.Ofport <= 0) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// waitOFPorts sends one transaction of wait operations, one per interface,
+// each satisfied once that interface row has ofport > 0. ovsdb-server holds
+// the transaction until all are satisfied (nil) or the timeout passes (nil
+// too: the caller reads the state again).
+func (c *Client) waitOFPorts(ctx context.Context, ifaces []*model.Interface, timeout time.Duration) error {
+	ms := int(timeout / time.Millisecond)
+	ops := make([]ovsdb.Operation, len(ifaces))
+	for i, f := range ifaces {
+		ops[i] = ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.InterfaceTable, Timeout: &ms,
+			Where: []ovsdb.Condition{
+				uuidIs(f.UUID),
+				ovsdb.NewCondition("ofport", ovsdb.ConditionGreaterThan, 0),
+			},
+			Until:   string(ovsdb.WaitConditionEqual),
+			Columns: []string{"_uuid"}, Rows: []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: f.UUID}}}}
+	}
+	res, err := c.db.Transact(ctx, ops...)
+	if err != nil {
+		return err
+	}
+	if len(res) < len(ops) {
+		return fmt.Errorf("wait: %d results for %d operations", len(res), len(ops))
+	}
+	for i, r := range res {
+		switch {
+		case r.Error == "":
+		case r.Error == "timed out":
+			return nil
+		default:
+			return fmt.Errorf("wait for interface %s: %s: %s", ifaces[i].Name, r.Error, r.Details)
+		}
+	}
+	return nil
+}
