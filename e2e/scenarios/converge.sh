@@ -11,7 +11,7 @@
 # guest to its baseline.
 #
 # MACHINE: default
-# TIMEOUT: 600
+# TIMEOUT: 900
 # EXPECT: cv_up cv_g1_ports cv_g2_ports cv_up_again
 # EXPECT: cv_opts_up cv_opts_miimon cv_opts_hash cv_opts_iplink cv_opts_no_release cv_opts_again
 # EXPECT: cv_mode_up cv_mode_sysfs cv_mode_iplink cv_mode_slaves cv_mode_ovs cv_mode_again
@@ -302,6 +302,8 @@ drop_steps() {
 	g1=$(steps_touching "$OUT/drop.json" $G1TOKENS)
 	notrm=$(jq -r '.steps[] | select(.changed and .action != "remove") | "\(.action) \(.id)"' "$OUT/drop.json")
 	[ -z "$g1$notrm" ] || { echo "steps of lag0: [$g1]; not removals: [$notrm]"; return 1; }
+	[ "$(jq -r .error "$OUT/drop.json")" = null ] && [ "$(changed_ids "$OUT/drop.json" | wc -l)" -gt 0 ] ||
+		{ echo "up failed or removed nothing: $(jq -r .error "$OUT/drop.json")"; return 1; }
 	echo "$(changed_ids "$OUT/drop.json" | wc -l) removals, none of lag0"
 }
 check cv_drop_g1_steps drop_steps
