@@ -2,7 +2,8 @@
 // representors, the bond and the hardware LAG state. Kernel is the narrow
 // interface to the kernel (Netlink is the real one); the readers here add
 // what sysfs and debugfs show (phys_port_name, phys_switch_id, bonding, mlx5
-// lag state). ReadDatapath reads the Open vSwitch kernel datapath's lookup
+// lag state); SetBondOption writes a bonding option through sysfs, the same
+// way on the real kernel and the simulated host. ReadDatapath reads the Open vSwitch kernel datapath's lookup
 // counters (genetlink ovs_datapath, what `ovs-dpctl show -s` prints), where
 // a Kernel can (DatapathReader: the real one, not the simulated host).
 //
@@ -22,6 +23,10 @@
 //	   bond and ports come up afterwards.
 //	e. LAG activates asynchronously after the bond is complete (up to ~10 s); read
 //	   /sys/kernel/debug/mlx5/<pf0>/lag/state, and report "unverified" without debugfs.
+//	e2. A bond option changes live (miimon, xmit_hash_policy, min_links, updelay,
+//	   downdelay), with the bond down (lacp_rate, ad_select: EBUSY while up), or with
+//	   the bond down and without slaves (mode: ENOTEMPTY); releasing a slave
+//	   deactivates the hardware LAG (bond_options.c, BOND_OPTFLAG_IFDOWN/NOSLAVES).
 //	f. Representors are mapped by devlink port (pcivf, pfnum, vfnum), then by
 //	   phys_port_name pf<p>vf<n> plus phys_switch_id; never by name pattern.
 package eswitch

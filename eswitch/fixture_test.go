@@ -241,10 +241,11 @@ func TestReadBondFixture(t *testing.T) {
 	x.file(d+"mii_status", "down\n")
 	x.file(d+"lacp_rate", "slow 0\n")
 	x.file(d+"xmit_hash_policy", "encap3+4 4\n")
+	x.file(d+"ad_select", "bandwidth 1\n")
 	x.link("/sys/class/net/bond0", "../../devices/virtual/net/bond0")
 	got, err := eswitch.ReadBond(x.fs(), "bond0")
 	want := eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{}, MIIStatus: "down", Miimon: 100,
-		LacpRate: "slow", XmitHashPolicy: "encap3+4"}
+		LacpRate: "slow", XmitHashPolicy: "encap3+4", AdSelect: "bandwidth"}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("ReadBond = %+v, %v; want %+v", got, err, want)
 	}

@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/sriov"
@@ -257,6 +259,7 @@ type BondInfo struct {
 	Miimon         int      `json:"miimon"`
 	LacpRate       string   `json:"lacp_rate,omitempty"`
 	XmitHashPolicy string   `json:"xmit_hash_policy,omitempty"`
+	AdSelect       string   `json:"ad_select,omitempty"` // stable | bandwidth | count (802.3ad only)
 	// LACP is the 802.3ad negotiation: ReadBond leaves it nil (the
 	// pipeline's converged checks need none of it), ReadLACP fills it.
 	LACP *LACPInfo `json:"lacp,omitempty"`
@@ -309,11 +312,75 @@ func ReadBond(f sysfs.FS, name string) (BondInfo, error) {
 	}
 	if b.Mode == "802.3ad" {
 		b.LacpRate, _ = word("lacp_rate")
+		b.AdSelect, _ = word("ad_select")
 	}
 	if b.Mode != "active-backup" {
 		b.XmitHashPolicy, _ = word("xmit_hash_policy")
 	}
 	return b, nil
+}
+
+// BondOptions are the bonding options SetBondOption writes, with the
+// kernel's rule for each (bond_options.c, Linux 6.1): mode needs the bond
+// without slaves (ENOTEMPTY) and down (EBUSY); lacp_rate (802.3ad only,
+// EACCES elsewhere) and ad_select need the bond down (EBUSY); miimon,
+// xmit_hash_policy, min_links, updelay and downdelay change live.
+var BondOptions = []string{"mode", "miimon", "lacp_rate", "xmit_hash_policy", "ad_select", "min_links", "updelay", "downdelay"}
+
+// SetBondOption sets one option of a bond through sysfs.
+//
+//	echo $value > /sys/class/net/$bond/bonding/$option
+//
+// The bond name and the option are checked (ValidIfName, BondOptions)
+// before the path is built; the value must be one word, as the kernel reads
+// it (a name such as "active-backup" or its number "1"). Errors wrap the
+// kernel's errno (errors.Is(err, syscall.EBUSY)).
+func SetBondOption(f sysfs.FS, bond, option, value string) error {
+	if err := ValidIfName(bond); err != nil {
+		return fmt.Errorf("set bond option %s: %w", option, err)
+	}
+	if !slices.Contains(BondOptions, option) {
+		return fmt.Errorf("set option %q of bond %s: not one of %s", option, bond, strings.Join(BondOptions, ", "))
+	}
+	if value == "" || strings.ContainsFunc(value, unicode.IsSpace) {
+		return fmt.Errorf("set option %s of bond %s: invalid value %q: one word expected", option, bond, value)
+	}
+	p := netFile(bond, path.Join("bonding", option))
+	if err := f.WriteFile(p, []byte(value+"\n")); err != nil {
+		hint := ""
+		switch {
+		case errors.Is(err, syscall.ENOTEMPTY):
+			hint = " (the bond has slaves: release them first)"
+		case errors.Is(err, syscall.EBUSY):
+			hint = " (the bond is up: take it down first)"
+		case errors.Is(err, syscall.EACCES):
+			hint = " (not supported in the bond's mode, or not root)"
+		case errors.Is(err, fs.ErrNotExist):
+			hint = " (no such bond)"
+		}
+		return fmt.Errorf("echo %s > %s%s: %w", value, p, hint, err)
+	}
+	return nil
+}
+
+// ReadBondOption reads one bonding option as the kernel keeps it, whatever
+// the bond's mode ("cat /sys/class/net/$bond/bonding/$option", first word:
+// "layer3+4 1" -> "layer3+4"). ReadBond leaves out the options that do not
+// apply to the bond's mode; the kernel keeps them, and they apply again
+// after a mode change.
+func ReadBondOption(f sysfs.FS, bond, option string) (string, error) {
+	if err := ValidIfName(bond); err != nil {
+		return "", fmt.Errorf("read bond option %s: %w", option, err)
+	}
+	if !slices.Contains(BondOptions, option) {
+		return "", fmt.Errorf("read option %q of bond %s: not one of %s", option, bond, strings.Join(BondOptions, ", "))
+	}
+	s, err := sysfs.ReadString(f, netFile(bond, path.Join("bonding", option)))
+	if err != nil {
+		return "", fmt.Errorf("read option %s of bond %s: %w", option, bond, err)
+	}
+	w, _, _ := strings.Cut(s, " ")
+	return w, nil
 }
 
 // ReadLACP reads an 802.3ad bond's negotiation ("cat

@@ -382,8 +382,8 @@ func TestReadBond(t *testing.T) {
 	}{
 		{
 			spec: eswitch.BondSpec{Name: "bond0", Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
-			down: eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{"p0", "p1"}, MIIStatus: "down", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
-			up:   eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{"p0", "p1"}, MIIStatus: "up", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
+			down: eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{"p0", "p1"}, MIIStatus: "down", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "stable"},
+			up:   eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{"p0", "p1"}, MIIStatus: "up", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "stable"},
 		},
 		{
 			spec: eswitch.BondSpec{Name: "bond1", Mode: "active-backup", Miimon: 50},

@@ -44,6 +44,7 @@ func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, erro
 	if err != nil {
 		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
 	}
+	s.PlanMoves = false
 	ch, t, err := plan(st, s)
 	if err != nil {
 		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
@@ -126,6 +127,10 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 			continue
 		}
 		if on := st.portBridge[p.UUID]; br == nil || on == nil || on.UUID != br.UUID {
+			if s.PlanMoves {
+				add = append(add, ps)
+				continue
+			}
 			return ch, nil, fmt.Errorf("port %s belongs to %s but is on bridge %s", ps.Name, s.Owner, st.bridgeName(p))
 		}
 		if tagOf(p) != ps.Tag {

@@ -20,6 +20,10 @@ type BridgeSpec struct {
 	DatapathType string // "" (system) or "netdev"; only used when creating the bridge
 	Ports        []PortSpec
 	HWOffload    bool // want Open_vSwitch other_config:hw-offload=true
+	// PlanMoves (Plan only): a port of the owner's on another bridge counts
+	// as one to add, as it will be once the caller removed it from there
+	// first (a renamed bridge). Ensure always refuses such a port.
+	PlanMoves bool
 }
 
 // Record is what Ensure changed, enough for Undo without the config (it is

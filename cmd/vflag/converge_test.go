@@ -135,7 +135,7 @@ func canonical(dump string) string {
 			section = strings.Fields(l)[0]
 			out = append(out, l)
 		case section == "links:" && strings.HasPrefix(l, "  "):
-			if strings.HasPrefix(l, "  vfnd[") {
+			if strings.HasPrefix(l, "  vfnd[") || strings.HasPrefix(l, "  rep[") {
 				l = uuidishRE.ReplaceAllString(l, "mac=<random>")
 			}
 			block = append(block, l)
@@ -258,5 +258,154 @@ func TestConvergeTransitions(t *testing.T) {
 	b.mustVflag(0, "down")
 	if got := b.fullDump(); got != baseline {
 		t.Fatalf("down after the walk does not give the baseline:\n%s", diffText(baseline, got))
+	}
+}
+
+// TestConvergeMinimalWrites: from the converged base config, a change
+// re-does only the kind that changed and what depends on it.
+func TestConvergeMinimalWrites(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	byName := map[string]variant{}
+	for _, x := range variants() {
+		byName[x.name] = x
+	}
+	group2 := func(id string) bool {
+		for _, s := range []string{"ens2f", "0000:62:", "bond1", "br-lag1"} {
+			if strings.Contains(id, s) {
+				return true
+			}
+		}
+		return false
+	}
+	tests := []struct {
+		to   string
+		want func(ids []string) error
+	}{
+		{"vlan", func(ids []string) error { // no kernel write: one OVS transaction
+			if strings.Join(ids, " ") != "ovs.bridge/br-lag" {
+				return fmt.Errorf("want only ovs.bridge/br-lag")
+			}
+			return nil
+		}},
+		{"mac", func(ids []string) error {
+			if strings.Join(ids, " ") != "sriov.vfmac/ens1f0np0/1" {
+				return fmt.Errorf("want only sriov.vfmac/ens1f0np0/1")
+			}
+			return nil
+		}},
+		{"miimon", func(ids []string) error { // live: no slave released
+			if strings.Join(ids, " ") != "bond.create/bond0" {
+				return fmt.Errorf("want only bond.create/bond0")
+			}
+			return nil
+		}},
+		{"hash", func(ids []string) error {
+			if strings.Join(ids, " ") != "bond.create/bond0" {
+				return fmt.Errorf("want only bond.create/bond0")
+			}
+			return nil
+		}},
+		{"attach-moved", func(ids []string) error {
+			if strings.Join(ids, " ") != "libvirt.attach/vm1/ens1f1np1/vf0 libvirt.attach/vm2/ens1f1np1/vf0" {
+				return fmt.Errorf("want the detach from vm1 and the attach to vm2 only")
+			}
+			return nil
+		}},
+		{"group2", func(ids []string) error { // a new group: no write to group 1
+			for _, id := range ids {
+				if !group2(id) {
+					return fmt.Errorf("%s is not group 2's", id)
+				}
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.to, func(t *testing.T) {
+			b := newBed(t, d, "")
+			b.useConfig(byName["base"].config(d))
+			b.mustVflag(2, "up", "--detailed-exit-codes")
+			b.useConfig(byName[tt.to].config(d))
+			rep := upReport(t, b)
+			if rep.Error != "" {
+				t.Fatalf("up: %s", rep.Error)
+			}
+			ids := changed(rep)
+			if err := tt.want(ids); err != nil {
+				t.Errorf("base -> %s changed %v: %v", tt.to, ids, err)
+			}
+			if tt.to == "group2" { // and back: group 2 goes, group 1 untouched
+				b.useConfig(byName["base"].config(d))
+				rep := upReport(t, b)
+				back := changed(rep)
+				for _, id := range back {
+					if !group2(id) {
+						t.Errorf("group2 -> base changed %s, which is not group 2's", id)
+					}
+				}
+				if len(back) == 0 {
+					t.Errorf("group2 -> base removed nothing")
+				}
+				for _, s := range rep.Steps {
+					if s.Changed && s.Action != "remove" {
+						t.Errorf("group2 -> base: %s has action %q, want remove", s.ID, s.Action)
+					}
+				}
+			}
+			b.mustVflag(0, "down")
+		})
+	}
+}
+
+// TestRebootReconverges: a reboot keeps the journal and Open vSwitch's
+// database but not the kernel's state (a fresh simulated host with the same
+// NICs). up --stage pre then up, in boot order, converge to the fresh state
+// of the config without rolling anything back; a second up changes nothing;
+// down still restores the state from before the first up.
+func TestRebootReconverges(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	x := baseVariant()
+	fresh := newBed(t, d, "")
+	fresh.useConfig(x.config(d))
+	fresh.mustVflag(2, "up", "--detailed-exit-codes")
+	want := fresh.fullDump()
+	fresh.mustVflag(0, "down")
+
+	for _, pre := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stage-pre=%v", pre), func(t *testing.T) {
+			b := newBed(t, d, "")
+			b.useConfig(x.config(d))
+			b.initSim()
+			b.mustVflag(2, "up", "--detailed-exit-codes")
+			// Reboot: the kernel starts over; the journal and OVSDB remain.
+			b.simDir = t.TempDir()
+			b.initSim()
+			kernel := func() string { k, _, _ := strings.Cut(b.simDump(), "dmesg:\n"); return canonical(k) }
+			baseline := kernel()
+			if pre {
+				b.mustVflag(2, "up", "--stage", "pre", "--detailed-exit-codes")
+			}
+			rep := upReport(t, b)
+			if rep.Error != "" {
+				t.Fatalf("up after the reboot: %s", rep.Error)
+			}
+			for _, s := range rep.Steps {
+				if s.Phase == "undo" {
+					t.Errorf("up after the reboot undid %s", s.ID)
+				}
+			}
+			if got := b.fullDump(); got != want {
+				t.Fatalf("after the reboot the host differs from the fresh state:\n%s", diffText(want, got))
+			}
+			if again := changed(upReport(t, b)); len(again) != 0 {
+				t.Fatalf("a second up changed %v", again)
+			}
+			b.mustVflag(0, "down")
+			if got := kernel(); got != baseline {
+				t.Fatalf("down after the reboot does not restore the booted host:\n%s", diffText(baseline, got))
+			}
+		})
 	}
 }

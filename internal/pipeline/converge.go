@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -163,9 +164,8 @@ func (e *Env) pruneAll(ctx context.Context, r *teardown.Runner, prune []teardown
 			return err
 		}
 		rec, _ := decode[ovsRecord](en.Record)
-		rec.Bridge.HWOffloadSet = false
 		start := time.Now()
-		err := ovsBridgeKind{}.Undo(ctx, e, rec)
+		err := removeOwned(ctx, rec)
 		r.Note(teardown.Event{Kind: en.Kind, ID: en.ID, Phase: teardown.PhaseUndo, Changed: err == nil, Duration: time.Since(start), Err: err,
 			Summary: fmt.Sprintf("remove bridge %s's rows of %s (the config renamed it); hw-offload stays", rec.Bridge.Bridge, rec.Bridge.Owner)})
 		if err != nil {
@@ -225,13 +225,8 @@ func (e *Env) domainsHolding(vfs []string) ([]string, error) {
 	if len(vfs) == 0 {
 		return nil, nil
 	}
-	c, err := e.h.Virt()
-	if err != nil {
-		e.log.Warn("cannot ask libvirt whether a domain holds a VF", "uri", e.h.Libvirt, "err", err)
-		return nil, nil
-	}
-	held, err := c.HoldingDomains(vfs)
-	if err != nil {
+	held, err := e.holding(vfs)
+	if err != nil || held == nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -244,4 +239,28 @@ func (e *Env) domainsHolding(vfs []string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// removeOwned removes a group's rows from a bridge without touching hw-offload.
+func removeOwned(ctx context.Context, r ovsRecord) error {
+	c, err := ovs.Connect(ctx, r.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.RemoveOwned(ctx, r.Bridge.Owner, r.Bridge.Bridge)
+}
+
+// holding asks libvirt (or e.Holding) which running domain holds each VF;
+// nil when libvirt cannot be asked.
+func (e *Env) holding(vfs []string) (map[string]string, error) {
+	if e.Holding != nil {
+		return e.Holding(vfs)
+	}
+	c, err := e.h.Virt()
+	if err != nil {
+		e.log.Warn("cannot ask libvirt whether a domain holds a VF", "uri", e.h.Libvirt, "err", err)
+		return nil, nil
+	}
+	return c.HoldingDomains(vfs)
 }

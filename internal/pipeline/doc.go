@@ -16,6 +16,8 @@
 //	 5 eswitch.tc-offload  on the uplink, after switchdev
 //	   link.up          (legacy groups: the PFs up; no bond does it)
 //	 6 bond.create      only after both PFs are in switchdev (uplink LAG needs it);
+//	                    on an existing bond: its options, at the kernel's cost (live;
+//	                    bond down; slaves released for the mode: a disruptive re-form)
 //	   bond.enslave     PFs enslaved while down,
 //	   link.up          then bond and PFs up
 //	 7 lag.wait         barrier: hardware LAG active (debugfs), up to lag_timeout

@@ -50,6 +50,10 @@ type Env struct {
 	// OFPortWait bounds verification's wait for ofports that ovs-vswitchd
 	// assigns asynchronously (after a reboot: when the netdev appears).
 	OFPortWait time.Duration
+	// Holding, when set, answers which running domain holds each VF instead
+	// of libvirt (tests: no domain here can hold a VF without VFIO; the
+	// libvirt path is covered on the real kernel, e2e scenario B).
+	Holding func(vfs []string) (map[string]string, error)
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).

@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -15,9 +17,26 @@ import (
 func BondAlias(group string) string { return "vflag:" + group }
 
 // bondKind creates the bond, down and without slaves, marked with vflag's
-// alias, only after both PFs are in switchdev (DESIGN.md step 6).
+// alias, only after both PFs are in switchdev (DESIGN.md step 6); on a bond
+// it made earlier, it converges the options the config sets (mode, miimon,
+// lacp_rate for 802.3ad, xmit_hash_policy outside active-backup) at the
+// cost the kernel sets for each (bond_options.c, Linux 6.1):
+//
+//   - miimon, xmit_hash_policy (and min_links, updelay, downdelay, which the
+//     config does not set): no flag, written live;
+//   - lacp_rate, ad_select: BOND_OPTFLAG_IFDOWN, the bond goes down first
+//     (EBUSY while up); link.up brings it up again;
+//   - mode: BOND_OPTFLAG_NOSLAVES and IFDOWN, the slaves are released
+//     (ENOTEMPTY otherwise) and the bond goes down; bond.enslave and link.up
+//     re-enslave the PFs (down) and bring everything up.
+//
+// Releasing a slave or taking the bond down takes the hardware LAG down:
+// those changes re-form the bond and are Disruptive. The record is the same
+// for both (the undo deletes the bond vflag made; an existing journal entry
+// keeps its first capture); a bond vflag did not make is refused.
 //
 //	ip link add $bond type bond mode $mode miimon $ms ...; ip link set $bond alias vflag:$group
+//	echo $value > /sys/class/net/$bond/bonding/$option
 type bondKind struct{}
 
 type bondRecord struct {
@@ -28,32 +47,206 @@ type bondRecord struct {
 func (bondKind) Name() string        { return "bond.create" }
 func (bondKind) DependsOn() []string { return []string{modeKind{}.Name()} }
 
-func (k bondKind) step(e *Env, g *config.Group) teardown.Step {
-	spec := eswitch.BondSpec{Name: g.Bond.Name, Mode: g.Bond.Mode, Miimon: g.Bond.Miimon,
+// bondCost is what changing a bonding option costs (bond_options.c flags).
+type bondCost int
+
+const (
+	costLive   bondCost = iota // no flag: written while the bond runs
+	costDown                   // BOND_OPTFLAG_IFDOWN: the bond goes down
+	costReform                 // BOND_OPTFLAG_NOSLAVES: the slaves are released
+)
+
+var bondOptionCost = map[string]bondCost{"mode": costReform, "lacp_rate": costDown, "ad_select": costDown}
+
+// bondOptChange is one option that differs from the config.
+type bondOptChange struct {
+	Option, From, To string
+}
+
+func (c bondOptChange) cost() bondCost { return bondOptionCost[c.Option] }
+
+func (c bondOptChange) summary(bond string) string {
+	how := "live"
+	switch c.cost() {
+	case costReform:
+		how = "re-forms the bond: slaves released, hardware LAG down"
+	case costDown:
+		how = "bond down and up again: hardware LAG down"
+	}
+	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, OrDash(c.From), c.To, how)
+}
+
+// worst is the highest cost of changes.
+func worst(changes []bondOptChange) bondCost {
+	w := costLive
+	for _, c := range changes {
+		w = max(w, c.cost())
+	}
+	return w
+}
+
+// bondSpec is the bond the group's config asks for.
+func bondSpec(g *config.Group) eswitch.BondSpec {
+	return eswitch.BondSpec{Name: g.Bond.Name, Mode: g.Bond.Mode, Miimon: g.Bond.Miimon,
 		LacpRate: g.Bond.LacpRate, XmitHashPolicy: g.Bond.XmitHashPolicy, Alias: BondAlias(g.Name)}
+}
+
+// optionChanges compares an existing bond's options with spec, in the order
+// they are written: mode first (lacp_rate is refused outside 802.3ad),
+// except that leaving 802.3ad resets lacp_rate before the mode. An option
+// the config leaves empty means the kernel's default, so a bond whose mode
+// changed equals one made fresh in that mode. lacp_rate is compared only
+// for 802.3ad (it cannot be written in other modes).
+func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
+	b, err := eswitch.ReadBond(e.fs, spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out []bondOptChange
+	if b.Mode != spec.Mode {
+		// Leaving 802.3ad: lacp_rate goes back to the default first, while
+		// the mode still allows writing it (EACCES outside 802.3ad), so that
+		// the bond equals one made fresh in the new mode.
+		if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
+			out = append(out, bondOptChange{"lacp_rate", b.LacpRate, "slow"})
+		}
+		out = append(out, bondOptChange{"mode", b.Mode, spec.Mode})
+	}
+	// kept reads an option as the kernel keeps it: ReadBond leaves out those
+	// that do not apply to the current mode.
+	kept := func(option, shown string, applies bool) (string, error) {
+		if applies {
+			return shown, nil
+		}
+		return eswitch.ReadBondOption(e.fs, spec.Name, option)
+	}
+	if spec.Mode == "802.3ad" {
+		want := cmp.Or(spec.LacpRate, "slow")
+		cur, err := kept("lacp_rate", b.LacpRate, b.Mode == "802.3ad")
+		if err != nil {
+			return nil, err
+		}
+		if cur != want {
+			out = append(out, bondOptChange{"lacp_rate", cur, want})
+		}
+	}
+	{ // in every mode: active-backup ignores it, but keeps it (the default there)
+		want := cmp.Or(spec.XmitHashPolicy, "layer2")
+		cur, err := kept("xmit_hash_policy", b.XmitHashPolicy, b.Mode != "active-backup")
+		if err != nil {
+			return nil, err
+		}
+		if cur != want {
+			out = append(out, bondOptChange{"xmit_hash_policy", cur, want})
+		}
+	}
+	if b.Miimon != spec.Miimon {
+		out = append(out, bondOptChange{"miimon", strconv.Itoa(b.Miimon), strconv.Itoa(spec.Miimon)})
+	}
+	return out, nil
+}
+
+// bondReform tells what converging the group's existing bond would cost
+// (costLive when there is no bond of vflag's or nothing differs).
+func (e *Env) bondReform(g *config.Group) (bondCost, error) {
+	spec := bondSpec(g)
+	l, err := e.k.Link(spec.Name)
+	if err != nil || l.Alias != spec.Alias {
+		return costLive, nil // absent, unreadable or not vflag's: other checks report it
+	}
+	changes, err := e.optionChanges(spec)
+	if err != nil {
+		return costLive, err
+	}
+	return worst(changes), nil
+}
+
+func (k bondKind) step(e *Env, g *config.Group) teardown.Step {
+	spec := bondSpec(g)
+	record := bondRecord{Name: spec.Name, Alias: spec.Alias}
+	// own finds the bond: ok false when it does not exist; an error when it
+	// exists and is not vflag's.
+	own := func() (bool, error) {
+		l, err := e.k.Link(spec.Name)
+		if errors.Is(err, eswitch.ErrLinkNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if l.Alias != spec.Alias {
+			return false, fmt.Errorf("bond %s: an interface of that name exists and was not created by vflag (alias %q); vflag leaves it alone", spec.Name, l.Alias)
+		}
+		return true, nil
+	}
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + g.Bond.Name,
 		Check: func(context.Context) (teardown.Change, error) {
-			l, err := e.k.Link(spec.Name)
-			if errors.Is(err, eswitch.ErrLinkNotFound) {
-				return teardown.Change{Needed: true, Summary: fmt.Sprintf("create bond %s mode %s", spec.Name, spec.Mode),
-					Record: bondRecord{Name: spec.Name, Alias: spec.Alias}}, nil
-			}
+			exists, err := own()
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			if l.Alias != spec.Alias {
-				return teardown.Change{}, fmt.Errorf("bond %s: an interface of that name exists and was not created by vflag (alias %q); vflag leaves it alone", spec.Name, l.Alias)
+			if !exists {
+				return teardown.Change{Needed: true, Summary: fmt.Sprintf("create bond %s mode %s", spec.Name, spec.Mode), Record: record}, nil
 			}
-			return teardown.Change{Summary: "bond " + spec.Name + " exists"}, nil
+			changes, err := e.optionChanges(spec)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			if len(changes) == 0 {
+				return teardown.Change{Summary: "bond " + spec.Name + " exists"}, nil
+			}
+			var sums []string
+			for _, c := range changes {
+				sums = append(sums, c.summary(spec.Name))
+			}
+			return teardown.Change{Needed: true, Summary: strings.Join(sums, "; "), Record: record,
+				Disruptive: worst(changes) >= costDown}, nil
 		},
 		Apply: func(context.Context) error {
-			if l, err := e.k.Link(spec.Name); err == nil && l.Alias == spec.Alias {
-				return nil // made by an earlier run of this group
+			exists, err := own()
+			if err != nil {
+				return err
 			}
-			return e.k.AddBond(spec)
+			if !exists {
+				return e.k.AddBond(spec)
+			}
+			return e.convergeBond(spec)
 		},
 	}
+}
+
+// convergeBond writes the options that differ, at their cost: slaves
+// released and the bond down for the mode, the bond down for lacp_rate;
+// the following steps (bond.enslave, link.up) enslave and bring up again.
+func (e *Env) convergeBond(spec eswitch.BondSpec) error {
+	changes, err := e.optionChanges(spec)
+	if err != nil || len(changes) == 0 {
+		return err
+	}
+	w := worst(changes)
+	if w >= costReform {
+		b, err := eswitch.ReadBond(e.fs, spec.Name)
+		if err != nil {
+			return err
+		}
+		for _, s := range b.Slaves {
+			if err := e.k.SetMaster(s, ""); err != nil {
+				return fmt.Errorf("release %s from %s to change its mode: %w", s, spec.Name, err)
+			}
+		}
+	}
+	if w >= costDown {
+		if err := e.k.SetLinkUp(spec.Name, false); err != nil {
+			return fmt.Errorf("set %s down to change its options: %w", spec.Name, err)
+		}
+	}
+	for _, c := range changes {
+		if err := eswitch.SetBondOption(e.fs, spec.Name, c.Option, c.To); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (bondKind) Undo(ctx context.Context, e *Env, r bondRecord) error {

@@ -78,6 +78,13 @@ type groupRun struct {
 	vfs     map[VFKey]sriov.Addr // the VFs the config names, where they exist
 	reps    map[VFKey]string
 	repsAll bool // every representor of every owning PF found
+
+	// settled: the unbind phase keeps VFs on their configured driver (the
+	// eswitch, bond and LAG stay as they are).
+	settled bool
+	// bondCost is what converging the existing bond costs; a plan predicts
+	// from it the re-enslave and the bond up that follow a re-form.
+	bondCost bondCost
 }
 
 // forward runs the phases of DESIGN.md section 2 for every group, in
@@ -218,6 +225,7 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 		}
 	}
 	settled := !run.g.Switchdev() || run.e.lagSettled(run.g)
+	run.settled = settled
 	keep := func(vf sriov.Addr, driver string) bool { return settled && want[vf] == driver }
 	var s []teardown.Step
 	for _, pf := range run.owners() {
@@ -228,7 +236,12 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 
 // lagSettled tells whether a switchdev group's eswitches, bond and LAG are
 // already in place, so that VFs bound after LAG need not be unbound again.
+// A bond whose mode changes is not: its slaves are released and the LAG
+// activates again, which firmware refuses while a VF is bound.
 func (e *Env) lagSettled(g Group) bool {
+	if c, err := e.bondReform(g.Group); err != nil || c >= costReform {
+		return false
+	}
 	for _, pf := range g.PFs {
 		if e.modeOf(pf) != eswitch.ModeSwitchdev {
 			return false
@@ -266,21 +279,37 @@ func (run *groupRun) tcOffload(context.Context) ([]batch, error) {
 }
 
 func (run *groupRun) bond(context.Context) ([]batch, error) {
+	if run.dry {
+		c, err := run.e.bondReform(run.g.Group)
+		if err != nil {
+			return nil, err
+		}
+		run.bondCost = c
+	}
 	return one(bondKind{}.step(run.e, run.g.Group)), nil
 }
 
-// enslave one PF at a time: the bonding driver serialises them anyway.
+// enslave one PF at a time: the bonding driver serialises them anyway. A
+// plan of a bond re-form predicts the enslave its release makes needed.
 func (run *groupRun) enslave(context.Context) ([]batch, error) {
 	var out []batch
 	for _, pf := range run.g.PFs {
-		out = append(out, batch{enslaveKind{}.step(run.e, pf, run.g.Bond.Name)})
+		s := enslaveKind{}.step(run.e, pf, run.g.Bond.Name)
+		if run.dry && run.bondCost >= costReform {
+			s = predicted(s.Kind, s.ID, fmt.Sprintf("enslave %s to %s again (after the mode change)", pf.Netdev, run.g.Bond.Name))
+		}
+		out = append(out, batch{s})
 	}
 	return out, nil
 }
 
 func (run *groupRun) bondUp(context.Context) ([]batch, error) {
 	names := append([]string{run.g.Bond.Name}, netdevs(run.g.PFs)...)
-	return one(linkUpKind{}.step(run.e, run.g.Bond.Name, names...)), nil
+	s := linkUpKind{}.step(run.e, run.g.Bond.Name, names...)
+	if run.dry && run.bondCost >= costDown {
+		s = predicted(s.Kind, s.ID, fmt.Sprintf("set up: %s (again, after the option change)", strings.Join(names, " ")))
+	}
+	return one(s), nil
 }
 
 // waitLAG is a barrier: the LAG takes up to ~10 s to activate; VFs bound
@@ -316,6 +345,11 @@ func (run *groupRun) bind(context.Context) ([]batch, error) {
 		pf := run.g.PFs[v.PF]
 		a, ok := vfs[VFKey{v.PF, v.VF}]
 		switch {
+		case ok && run.dry && !run.settled:
+			// The unbind phase unbinds it first (the eswitch, bond or LAG
+			// changes): binding it again is a change.
+			s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
+				fmt.Sprintf("%s: bind to %s again (after the LAG re-forms)", a, v.Driver)))
 		case ok:
 			s = append(s, bindKind{}.step(run.e, pf, v.VF, a, v.Driver))
 		case run.dry:
@@ -379,7 +413,9 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
 			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
 	}
-	return one(ovsBridgeKind{}.step(run.e, run.bridgeSpec())), nil
+	spec := run.bridgeSpec()
+	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
+	return one(ovsBridgeKind{}.step(run.e, spec)), nil
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with

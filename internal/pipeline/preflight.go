@@ -164,12 +164,7 @@ func (e *Env) refuseHeld(vfs []string, verb string) error {
 	if len(vfs) == 0 {
 		return nil
 	}
-	c, err := e.h.Virt()
-	if err != nil {
-		e.log.Warn("cannot ask libvirt whether a domain holds a VF", "uri", e.h.Libvirt, "err", err)
-		return nil
-	}
-	held, err := c.HoldingDomains(vfs)
+	held, err := e.holding(vfs)
 	if err != nil {
 		return err
 	}

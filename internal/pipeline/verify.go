@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/libvirtx"
@@ -39,7 +38,7 @@ func (e *Env) Verify(ctx context.Context, g Group) error {
 		if err != nil {
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, e.OFPortWait)
 		err = c.WaitApplied(wctx)
 		cancel()
 		if err != nil {
@@ -89,25 +88,9 @@ func (e *Env) Verify(ctx context.Context, g Group) error {
 // bridge has an ofport: ovs-vswitchd assigns them asynchronously, and
 // after a reboot only once the netdev appears.
 func (e *Env) waitOFPorts(ctx context.Context, c *ovs.Client, g Group) (ovs.BridgeStatus, error) {
-	deadline := time.Now().Add(e.OFPortWait)
-	for {
-		bs, err := c.Status(ctx, g.OVS.Bridge)
-		if err != nil {
-			return bs, err
-		}
-		missing := false
-		for _, p := range bs.Ports {
-			missing = missing || p.Owner == g.Name && p.OFPort <= 0
-		}
-		if !missing || time.Now().After(deadline) {
-			return bs, nil
-		}
-		select {
-		case <-ctx.Done():
-			return bs, nil
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	wctx, cancel := context.WithTimeout(ctx, e.OFPortWait)
+	defer cancel()
+	return c.WaitOFPorts(wctx, g.OVS.Bridge, g.Name)
 }
 
 // VFIs tells whether pci is VF vf of the group's PF pf.

@@ -80,13 +80,30 @@
 //     MAC and gives it to every slave, a released slave gets its permanent
 //     MAC back, a bond left without slaves gets a new random MAC;
 //     active-backup selects the first up slave and does not preempt; the bond
-//     is oper up when a slave is. sysfs bonding/{mode, slaves, active_slave,
-//     miimon, mii_status, lacp_rate, xmit_hash_policy, ad_aggregator,
-//     ad_num_ports, ad_partner_mac} and <slave>/bonding_slave/ad_aggregator_id
-//     in the kernel's formats, read-only. 802.3ad negotiation (lacpView, as
-//     measured on 6.1): the switch behind a NIC answers LACP unless the spec
-//     says switch_lacp: off (SetSwitchLACP changes it); without a partner
-//     every slave is an individual port and the partner MAC reads zeros.
+//     is oper up when a slave is (802.3ad: and its active aggregator has at
+//     least min_links ports, bond_3ad_set_carrier). The kernel logs
+//     "<bond>: (slave <if>): Enslaving as ..." and "... Releasing ...
+//     interface". sysfs bonding/{slaves, active_slave, mii_status,
+//     ad_aggregator, ad_num_ports, ad_partner_mac} and
+//     <slave>/bonding_slave/ad_aggregator_id in the kernel's formats,
+//     read-only; the options bonding/{mode, miimon, lacp_rate,
+//     xmit_hash_policy, ad_select, min_links, updelay, downdelay} read as
+//     bond_sysfs.c prints them ("802.3ad 4", "100") and are writable with
+//     6.1's bond_options.c rules (bondopts.go): first bond_opt_check_deps
+//     (lacp_rate outside 802.3ad: EACCES; mode with slaves: ENOTEMPTY;
+//     mode, lacp_rate, ad_select while the bond is up: EBUSY), then
+//     bond_opt_parse (a table name, "default" where the table has one, a
+//     table number, or for miimon/min_links/updelay/downdelay 0..INT_MAX or
+//     "off"/"maxval"; else EINVAL), then the set function (a mode without
+//     ARP monitoring turns miimon 0 into 100; updelay/downdelay need
+//     miimon (EPERM), are rounded down to and kept as multiples of it).
+//     Refusals log the kernel's "option X: ..." lines. Changing the mode
+//     therefore needs the slaves released, which deactivates the NIC's LAG;
+//     it activates again in the new mode when both PFs are enslaved again.
+//     802.3ad negotiation (lacpView, as measured on 6.1): the switch behind
+//     a NIC answers LACP unless the spec says switch_lacp: off
+//     (SetSwitchLACP changes it); without a partner every slave is an
+//     individual port and the partner MAC reads zeros.
 //   - §5 mlx5 LAG. Eligible when both PFs of the NIC, and nothing else, are
 //     the slaves of one bond in active-backup, balance-xor or 802.3ad, both
 //     PFs are in switchdev and each has at most 64 VFs (DESIGN.md §2 step 0:
@@ -145,8 +162,9 @@
 // counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
 // multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
 // inline/encap modes, TC flows (so no "eswitch busy" or "active offloaded
-// filters" refusals), /proc/net/bonding, writes to bonding sysfs files
-// (EACCES), physical link loss (a PF is up when it is admin up), LACP
+// filters" refusals), /proc/net/bonding, writes to the bonding sysfs
+// files other than the options above (EACCES), the bond's admin state in
+// the LAG (a bond taken down keeps its LAG), physical link loss (a PF is up when it is admin up), LACP
 // negotiation, the failure of LAG deactivation with bound VFs, PF
 // unbind/bind (unbinding a PF returns EPERM), netdev renames and network
 // namespaces, and the auxiliary devlink instance of 6.7+ kernels (the

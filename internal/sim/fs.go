@@ -540,18 +540,22 @@ func (t tree) bondingDir(nd *netdev) *node {
 				partner = l.PartnerMAC + "\n"
 			}
 		}
-		return map[string]*node{
-			"ad_aggregator":    ro(agg),
-			"ad_num_ports":     ro(ports),
-			"ad_partner_mac":   ro(partner),
-			"mode":             ro(fmt.Sprintf("%s %d\n", b.Mode, bondModes[b.Mode])),
-			"slaves":           ro(slaves),
-			"active_slave":     ro(active),
-			"miimon":           ro(fmt.Sprintf("%d\n", b.Miimon)),
-			"mii_status":       ro(mii),
-			"lacp_rate":        ro(fmt.Sprintf("%s %d\n", b.LacpRate, lacpRates[b.LacpRate])),
-			"xmit_hash_policy": ro(fmt.Sprintf("%s %d\n", b.XmitHashPolicy, xmitPolicies[b.XmitHashPolicy])),
+		m := map[string]*node{
+			"ad_aggregator":  ro(agg),
+			"ad_num_ports":   ro(ports),
+			"ad_partner_mac": ro(partner),
+			"slaves":         ro(slaves),
+			"active_slave":   ro(active),
+			"mii_status":     ro(mii),
 		}
+		// The options the model writes (bondopts.go), 0644 as in bond_sysfs.c.
+		st, now := t.st, t.now
+		for name, o := range bondOpts {
+			m[name] = rwNode(
+				func() ([]byte, *opError) { return []byte(o.show(b)), nil },
+				func(data []byte) (bool, *opError) { return st.setBondOption(now, nd, name, string(data)) })
+		}
+		return m
 	})
 }
 

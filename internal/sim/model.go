@@ -284,6 +284,13 @@ func (st *state) operState(nd *netdev, now int64) string {
 	case roleLo:
 		return "unknown"
 	case roleBond:
+		if nd.Bond.Mode == "802.3ad" && nd.Bond.MinLinks > 0 {
+			// bond_3ad_set_carrier: carrier off while the active
+			// aggregator has fewer ports than min_links.
+			if st.lacp(nd, now).Ports < nd.Bond.MinLinks {
+				return "down"
+			}
+		}
 		for _, s := range nd.Bond.Slaves {
 			if sl := st.Netdevs[s]; sl != nil && sl.visible(now) && st.operUp(sl, now) {
 				return "up"
@@ -530,6 +537,8 @@ func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
 	s.Master = m.Name
 	s.MAC = m.MAC // fail_over_mac none: every slave gets the bond's address
 	st.refreshBonds(now)
+	link := map[bool]string{true: "an up", false: "a down"}[st.operUp(s, now)]
+	st.log(now, "", "%s: (slave %s): Enslaving as %s interface with %s link", m.Name, s.Name, st.slaveRole(now, m, s, "an active", "a backup"), link)
 	st.lagEvalFor(now, m.Name, s.Name)
 	return true, nil
 }
@@ -537,6 +546,9 @@ func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
 // release removes s from its bond, restoring its permanent address.
 func (st *state) release(now int64, s *netdev) {
 	m := st.Netdevs[s.Master]
+	if m != nil && m.Bond != nil {
+		st.log(now, "", "%s: (slave %s): Releasing %s interface", m.Name, s.Name, st.slaveRole(now, m, s, "active", "backup"))
+	}
 	s.Master = ""
 	s.MAC = s.PermMAC
 	if m == nil || m.Bond == nil {
@@ -549,6 +561,17 @@ func (st *state) release(now int64, s *netdev) {
 	}
 	st.refreshBonds(now)
 	st.lagEvalFor(now, m.Name, s.Name)
+}
+
+// slaveRole is bond_is_active_slave for the kernel's enslave and release
+// log lines: in active-backup the active slave, elsewhere a slave whose
+// link is up.
+func (st *state) slaveRole(now int64, bond, s *netdev, active, backup string) string {
+	if bond.Bond.Mode == "active-backup" && bond.Bond.ActiveSlave == s.Name ||
+		bond.Bond.Mode != "active-backup" && st.operUp(s, now) {
+		return active
+	}
+	return backup
 }
 
 func (st *state) vfOf(pfName string, vf int, now int64) (*nicState, *pfState, *vfState, *opError) {

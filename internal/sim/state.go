@@ -103,6 +103,10 @@ type bondState struct {
 	Miimon         int      `json:"miimon"`
 	LacpRate       string   `json:"lacp_rate"`
 	XmitHashPolicy string   `json:"xmit_hash_policy"`
+	AdSelect       string   `json:"ad_select,omitempty"` // "": stable (the default)
+	MinLinks       int      `json:"min_links,omitempty"`
+	UpDelay        int      `json:"updelay,omitempty"`   // in miimon intervals, as the kernel keeps it
+	DownDelay      int      `json:"downdelay,omitempty"` // in miimon intervals
 	Slaves         []string `json:"slaves,omitempty"`
 	ActiveSlave    string   `json:"active_slave,omitempty"`
 	RandomMAC      bool     `json:"random_mac"`

@@ -1,0 +1,257 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/teardown"
+)
+
+// setBond sets (or, with value "", removes) one key of the example
+// config's bond block.
+func setBond(text, key, value string) string {
+	re := regexp.MustCompile(`(?m)^      ` + regexp.QuoteMeta(key) + `:.*\n`)
+	if value == "" {
+		return re.ReplaceAllString(text, "")
+	}
+	return re.ReplaceAllString(text, "      "+key+": "+value+"\n")
+}
+
+// activeBackup is the example config with an active-backup bond.
+func activeBackup(text string) string {
+	return setBond(setBond(setBond(text, "mode", "active-backup"), "lacp_rate", ""), "xmit_hash_policy", "")
+}
+
+// convergeBed is one simulated host, with the real OVS and libvirtd, that
+// whole pipeline runs (Preflight + Up, Down) visit with changing configs.
+type convergeBed struct {
+	t       *testing.T
+	d       *daemons
+	sim     *sim.Host
+	h       *host.Host
+	journal *teardown.Journal
+}
+
+func newConvergeBed(t *testing.T, d *daemons, text string) *convergeBed {
+	t.Helper()
+	c := parseBedConfig(t, d, text)
+	spec, err := sim.DecodeSpec(c.Sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := sim.Open(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := host.New(sh, sh.FS(), c.OVSDB, c.Libvirt)
+	t.Cleanup(func() { h.Close(); sh.Close() })
+	j, err := teardown.OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &convergeBed{t: t, d: d, sim: sh, h: h, journal: j}
+}
+
+func parseBedConfig(t *testing.T, d *daemons, text string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(testbed.PointConfig(text, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// world is the host's whole state: the simulated kernel, OVSDB, vm1's XML.
+func (b *convergeBed) world() string {
+	kernel, _, _ := strings.Cut(b.sim.Dump(), "dmesg:\n")
+	lines := strings.Split(kernel, "\n")
+	for i, l := range lines {
+		if vfNetdevRE.MatchString(l) {
+			lines[i] = macRE.ReplaceAllString(l, "mac=<random>")
+		}
+	}
+	return strings.Join(lines, "\n") + b.d.ovs.Dump() + normalizeXML(b.d.virt.DomainXML(b.t, "vm1"))
+}
+
+// dmesgCount counts the kernel log lines containing s.
+func (b *convergeBed) dmesgCount(s string) int {
+	_, log, _ := strings.Cut(b.sim.Dump(), "dmesg:\n")
+	return strings.Count(log, s)
+}
+
+// up runs preflight and up (a plan with dry) for the config text and
+// returns the events.
+func (b *convergeBed) up(text string, dry bool) []teardown.Event {
+	b.t.Helper()
+	e := New(parseBedConfig(b.t, b.d, text), b.h, slog.New(slog.DiscardHandler))
+	e.Poll = 5 * time.Millisecond
+	ctx := context.Background()
+	gs, err := e.Preflight(ctx)
+	if err != nil {
+		b.t.Fatalf("preflight: %v", err)
+	}
+	r := &teardown.Runner{Journal: b.journal, Undo: e.Undoers(), DryRun: dry}
+	if err := e.Up(ctx, r, gs); err != nil {
+		b.t.Fatalf("up (dry %v): %v", dry, err)
+	}
+	return r.Results()
+}
+
+func (b *convergeBed) down() {
+	b.t.Helper()
+	e := New(nil, b.h, nil)
+	r := &teardown.Runner{Journal: b.journal, Undo: e.Undoers()}
+	if err := r.Down(context.Background()); err != nil {
+		b.t.Fatalf("down: %v", err)
+	}
+}
+
+// changed are the ids of the events that changed (or would change) the host, sorted.
+func changed(evs []teardown.Event) []string {
+	var ids []string
+	for _, ev := range evs {
+		if ev.Changed {
+			ids = append(ids, ev.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func eventOf(evs []teardown.Event, id string) (teardown.Event, bool) {
+	for _, ev := range evs {
+		if ev.ID == id && ev.Phase != teardown.PhaseWait {
+			return ev, true
+		}
+	}
+	return teardown.Event{}, false
+}
+
+// TestBondOptionsConverge changes the bond's options of a converged host
+// (DESIGN.md 2a): up changes exactly what differs, at the cost the kernel
+// sets (bond_options.c: live, bond down, slaves released), ends with the
+// bond as configured and the hardware LAG active; a second up changes
+// nothing; the plan shows the same steps with Disruptive exactly for the
+// re-forms; down returns the host to its state before the first up.
+func TestBondOptionsConverge(t *testing.T) {
+	d := startDaemons(t)
+	example := exampleConfig(t)
+	const bond = "bond0"
+	tests := []struct {
+		name     string
+		from, to string
+		want     eswitch.BondInfo // mode, miimon, lacp_rate, xmit_hash_policy after up
+		summary  string           // in bond.create's summary
+		cost     bondCost
+		extra    []string // steps besides bond.create that up changes
+	}{
+		{name: "miimon 100 to 200 (live)", from: example, to: setBond(example, "miimon", "200"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
+			summary: "bond0: miimon 100 -> 200 (live)", cost: costLive},
+		{name: "xmit_hash_policy layer3+4 to layer2 (live)", from: example, to: setBond(example, "xmit_hash_policy", "layer2"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer2"},
+			summary: "bond0: xmit_hash_policy layer3+4 -> layer2 (live)", cost: costLive},
+		{name: "lacp_rate fast to slow (bond down)", from: example, to: setBond(example, "lacp_rate", "slow"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "slow", XmitHashPolicy: "layer3+4"},
+			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down)", cost: costDown,
+			extra: []string{"link.up/bond0"}},
+		{name: "mode 802.3ad to active-backup (re-form)", from: example, to: activeBackup(example),
+			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
+			// Leaving 802.3ad puts lacp_rate (first, while it can be written)
+			// and xmit_hash_policy back to the defaults a fresh
+			// active-backup bond has.
+			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down); bond0: mode 802.3ad -> active-backup (re-forms the bond: slaves released, hardware LAG down); bond0: xmit_hash_policy layer3+4 -> layer2 (live)", cost: costReform,
+			// The host-side VF (pf 1 vf 1, mlx5_core) is unbound before the
+			// LAG re-forms and bound again after it.
+			extra: []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
+		{name: "mode active-backup to 802.3ad (re-form, kept options)", from: activeBackup(example), to: example,
+			want: eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
+			// The kernel kept lacp_rate and xmit_hash_policy at their
+			// defaults while the bond was active-backup.
+			summary: "bond0: mode active-backup -> 802.3ad (re-forms the bond: slaves released, hardware LAG down); bond0: lacp_rate slow -> fast (bond down and up again: hardware LAG down); bond0: xmit_hash_policy layer2 -> layer3+4 (live)",
+			cost:    costReform,
+			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newConvergeBed(t, &d, tc.from)
+			baseline := b.world()
+			b.up(tc.from, false)
+			if again := changed(b.up(tc.from, false)); len(again) != 0 {
+				t.Fatalf("the first config did not converge: %v", again)
+			}
+
+			// The plan: the change, Disruptive exactly for a re-form.
+			plan := b.up(tc.to, true)
+			want := append([]string{"bond.create/" + bond}, tc.extra...)
+			sort.Strings(want)
+			if got := changed(plan); !slices.Equal(got, want) {
+				t.Errorf("plan changes %v, want %v", got, want)
+			}
+			for _, ev := range plan {
+				disruptive := ev.ID == "bond.create/"+bond && tc.cost >= costDown
+				if ev.Disruptive != disruptive {
+					t.Errorf("plan: %s Disruptive=%v, want %v (%s)", ev.ID, ev.Disruptive, disruptive, ev.Summary)
+				}
+			}
+			if ev, _ := eventOf(plan, "bond.create/"+bond); ev.Summary != tc.summary {
+				t.Errorf("plan summary\n %q, want\n %q", ev.Summary, tc.summary)
+			}
+
+			releases, enslaves := b.dmesgCount("Releasing"), b.dmesgCount("Enslaving")
+			evs := b.up(tc.to, false)
+			if got := changed(evs); !slices.Equal(got, want) {
+				t.Errorf("up changed %v, want %v (the plan's)", got, want)
+			}
+			if ev, _ := eventOf(evs, "bond.create/"+bond); ev.Disruptive != (tc.cost >= costDown) {
+				t.Errorf("up: bond.create Disruptive=%v", ev.Disruptive)
+			}
+			// Slaves released (and enslaved again) only for a mode change.
+			wantReleases := map[bool]int{true: 2, false: 0}[tc.cost == costReform]
+			if n := b.dmesgCount("Releasing") - releases; n != wantReleases {
+				t.Errorf("%d slave releases, want %d", n, wantReleases)
+			}
+			if n := b.dmesgCount("Enslaving") - enslaves; n != wantReleases {
+				t.Errorf("%d enslaves, want %d", n, wantReleases)
+			}
+
+			// The bond is as configured, both PFs in it, the LAG active.
+			got, err := eswitch.ReadBond(b.h.FS, bond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Mode != tc.want.Mode || got.Miimon != tc.want.Miimon || got.LacpRate != tc.want.LacpRate || got.XmitHashPolicy != tc.want.XmitHashPolicy {
+				t.Errorf("bond after up: %+v, want %+v", got, tc.want)
+			}
+			if !slices.Equal(got.Slaves, []string{"ens1f0np0", "ens1f1np1"}) || got.MIIStatus != "up" {
+				t.Errorf("bond after up: slaves %v, mii %s", got.Slaves, got.MIIStatus)
+			}
+			if l, err := b.h.Kernel.Link(bond); err != nil || !l.AdminUp {
+				t.Errorf("bond admin up %v, %v", l.AdminUp, err)
+			}
+			lag, err := eswitch.ReadLAG(b.h.FS, "0000:61:00.0")
+			if err != nil || lag.State != eswitch.LAGActive {
+				t.Errorf("LAG after up: %+v, %v", lag, err)
+			}
+
+			if again := changed(b.up(tc.to, false)); len(again) != 0 {
+				t.Errorf("a second up changed %v", again)
+			}
+			b.down()
+			if w := b.world(); w != baseline {
+				t.Errorf("down did not restore the baseline:\n%s", diffText(baseline, w))
+			}
+		})
+	}
+}

@@ -1,0 +1,177 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/teardown"
+)
+
+// convergeEnv is a simulated host with the example config, a journal and a
+// fake answer to "which running domain holds this VF" (no domain here can
+// hold one: no VFIO).
+type convergeEnv struct {
+	t     *testing.T
+	d     daemons
+	sim   *sim.Host
+	state string
+	held  map[string]string // VF -> domain
+}
+
+func newConvergeEnv(t *testing.T, d daemons) *convergeEnv {
+	c, err := config.Parse([]byte(testbed.PointConfig(exampleConfig(t), d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sim.DecodeSpec(c.Sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.Open(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &convergeEnv{t: t, d: d, sim: s, state: filepath.Join(t.TempDir(), "state"), held: map[string]string{}}
+}
+
+// run runs up (or a plan) with cfg edited by edit; it returns the runner.
+func (ce *convergeEnv) run(dry bool, edit func(*config.Config)) (*teardown.Runner, error) {
+	return ce.runWith(dry, edit, nil)
+}
+
+func (ce *convergeEnv) runWith(dry bool, edit func(*config.Config), tune func(*Env)) (*teardown.Runner, error) {
+	t := ce.t
+	c, err := config.Parse([]byte(testbed.PointConfig(exampleConfig(t), ce.d.ovs.Endpoint(), ce.d.virt.URI(), ce.d.ovs.Netns())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(c)
+	}
+	h := host.New(ce.sim, ce.sim.FS(), c.OVSDB, c.Libvirt)
+	defer h.Close()
+	e := New(c, h, slog.New(slog.DiscardHandler))
+	e.Holding = func(vfs []string) (map[string]string, error) {
+		out := map[string]string{}
+		for _, v := range vfs {
+			if d, ok := ce.held[v]; ok {
+				out[v] = d
+			}
+		}
+		return out, nil
+	}
+	if tune != nil {
+		tune(e)
+	}
+	j, err := teardown.OpenJournal(ce.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := e.Preflight(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: dry}
+	return r, e.Up(context.Background(), r, gs)
+}
+
+// TestDisruptiveChangeRefused: with a running domain holding a VF of the
+// group, a numvfs change is marked disruptive in the plan (naming the
+// domain) and refused by up before any write; a VLAN change goes ahead.
+func TestDisruptiveChangeRefused(t *testing.T) {
+	d := startDaemons(t)
+	ce := newConvergeEnv(t, d)
+	if _, err := ce.run(false, nil); err != nil {
+		t.Fatalf("first up: %v", err)
+	}
+	ce.held["0000:61:00.2"] = "vm1" // VF 0 of the first PF runs in vm1
+	numvfs := func(c *config.Config) { c.Groups[0].NumVFs = 2 }
+
+	plan, err := ce.run(true, numvfs)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	marked := 0
+	for _, ev := range plan.Results() {
+		if ev.Changed && strings.HasPrefix(ev.ID, "sriov.numvfs/") {
+			if !ev.Disruptive || strings.Join(ev.Domains, ",") != "vm1" {
+				t.Errorf("plan: %s disruptive=%v domains=%v, want disruptive naming vm1", ev.ID, ev.Disruptive, ev.Domains)
+			}
+			marked++
+		}
+	}
+	if marked != 2 {
+		t.Fatalf("plan marks %d numvfs changes, want 2", marked)
+	}
+
+	before := ce.sim.Dump()
+	j, _ := teardown.OpenJournal(ce.state)
+	entries := len(j.Entries())
+	r, err := ce.run(false, numvfs)
+	if err == nil || !strings.Contains(err.Error(), "running domain(s) vm1") || !strings.Contains(err.Error(), "sriov.numvfs/pci/0000:61:00.0") {
+		t.Fatalf("up with a numvfs change: %v, want a refusal naming vm1 and the step", err)
+	}
+	if n := len(r.Results()); n != 0 {
+		t.Errorf("the refused up reported %d step events, want none (nothing checked for writing)", n)
+	}
+	if got := ce.sim.Dump(); got != before {
+		t.Fatalf("the refused up changed the host")
+	}
+	if j, _ := teardown.OpenJournal(ce.state); len(j.Entries()) != entries {
+		t.Fatalf("the refused up changed the journal")
+	}
+
+	vlan := func(c *config.Config) { c.Groups[0].VFs[0].VLAN = 300 }
+	r, err = ce.run(false, vlan)
+	if err != nil {
+		t.Fatalf("up with a VLAN change while vm1 runs: %v", err)
+	}
+	var ids []string
+	for _, ev := range r.Results() {
+		if ev.Changed {
+			ids = append(ids, ev.ID)
+		}
+	}
+	if strings.Join(ids, " ") != "ovs.bridge/br-lag" {
+		t.Fatalf("VLAN change made %v, want only ovs.bridge/br-lag", ids)
+	}
+	// Once vm1 is stopped the numvfs change goes through.
+	delete(ce.held, "0000:61:00.2")
+	if _, err := ce.run(false, numvfs); err != nil {
+		t.Fatalf("numvfs change with no domain running: %v", err)
+	}
+}
+
+// TestVerifyFailureDegradesWithoutRollback: when every step succeeded but
+// verification fails (here ovs-vswitchd is gone and never applies the
+// bridge), up reports the host degraded and keeps every change: the
+// journal keeps them for a later up or down; nothing is rolled back.
+func TestVerifyFailureDegradesWithoutRollback(t *testing.T) {
+	d := startDaemons(t) // its own: ovs-vswitchd is stopped below
+	ce := newConvergeEnv(t, d)
+	d.ovs.StopVswitchd()
+	_, err := ce.runWith(false, nil, func(e *Env) { e.OFPortWait = time.Second })
+	if !errors.Is(err, teardown.ErrDegraded) || !strings.Contains(err.Error(), "verify") {
+		t.Fatalf("up with ovs-vswitchd gone: %v, want a degraded verification", err)
+	}
+	if errors.Is(err, teardown.ErrRolledBack) {
+		t.Fatalf("degraded up rolled back: %v", err)
+	}
+	j, _ := teardown.OpenJournal(ce.state)
+	if n := len(j.Entries()); n < 20 {
+		t.Fatalf("journal has %d entries after a degraded up, want every change kept", n)
+	}
+	if !strings.Contains(ce.sim.Dump(), "bond0 mode=802.3ad") {
+		t.Fatalf("the bond is gone after a degraded up")
+	}
+}
