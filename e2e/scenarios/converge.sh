@@ -1,0 +1,322 @@
+#!/bin/bash
+# Converge from any state (DESIGN.md section 2a) on the real kernel: two
+# netdevsim devices, two groups (each two ports, a bond and a bridge). Config
+# transitions, each followed by `vflag up` and checks of the kernel's and
+# OVS's own view: bond options that change live (miimon, xmit_hash_policy:
+# no slave released), the bond mode (re-formed), numvfs 4 -> 2 -> 4 (no
+# stale representor port left in OVS), a VLAN tag (one OVS port, one step,
+# nothing of the other group), the bridge renamed (a foreign bridge
+# untouched), a group dropped from the config (undone; the other group
+# untouched). After each: a second up changes nothing. down returns the
+# guest to its baseline.
+#
+# MACHINE: default
+# TIMEOUT: 900
+# EXPECT: cv_up cv_g1_ports cv_g2_ports cv_up_again
+# EXPECT: cv_opts_up cv_opts_miimon cv_opts_hash cv_opts_iplink cv_opts_no_release cv_opts_again
+# EXPECT: cv_mode_up cv_mode_sysfs cv_mode_iplink cv_mode_slaves cv_mode_ovs cv_mode_again
+# EXPECT: cv_vfs2_up cv_vfs2_sysfs cv_vfs2_devlink cv_vfs2_ports cv_vfs2_no_stale cv_vfs2_again
+# EXPECT: cv_vfs4_up cv_vfs4_sysfs cv_vfs4_ports cv_vfs4_no_stale cv_vfs4_tag cv_vfs4_again
+# EXPECT: cv_vlan_up cv_vlan_steps cv_vlan_tag cv_vlan_one_port cv_vlan_again
+# EXPECT: cv_rename_up cv_rename_old_gone cv_rename_new_ports cv_rename_hw_offload cv_rename_foreign cv_rename_again
+# EXPECT: cv_drop_up cv_drop_bond cv_drop_bridge cv_drop_vfs cv_drop_pfs cv_drop_g1_steps cv_drop_g1_state cv_drop_again
+# EXPECT: cv_down cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
+. "$(dirname "$0")/lib.sh"
+
+step "bed: two netdevsim devices with 2 ports each, bonding, Open vSwitch"
+nsim_new 10 2 || exit 1
+nsim_new 11 2 || exit 1
+A1=$(netdev_by_ppn 10 p1)
+A2=$(netdev_by_ppn 10 p2)
+B1=$(netdev_by_ppn 11 p1)
+B2=$(netdev_by_ppn 11 p2)
+echo "group lag0: $A1 $A2; group lag1: $B1 $B2"
+modprobe bonding max_bonds=0
+ovs_start || exit 1
+# Not vflag's: must be left alone.
+ovs-vsctl add-br br-ops -- add-port br-ops ops0 -- set interface ops0 type=internal
+
+iflink() { ip -d link show "$1" | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /'; }
+snapshot() { # the state down must restore
+	ip -d link show | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /' >"$OUT/$1.link"
+	devlink dev eswitch show netdevsim/netdevsim10 >"$OUT/$1.devlink"
+	devlink dev eswitch show netdevsim/netdevsim11 >>"$OUT/$1.devlink"
+	ovs-vsctl show | grep -v ovs_version >"$OUT/$1.ovs"
+	ovs-vsctl get Open_vSwitch . other_config >>"$OUT/$1.ovs"
+}
+same() { # same EXT A B
+	if diff -u "$OUT/$2.$1" "$OUT/$3.$1" >"$OUT/$3.$1.diff"; then
+		echo "identical ($(wc -l <"$OUT/$3.$1") lines)"
+	else
+		cat "$OUT/$3.$1.diff"
+		return 1
+	fi
+}
+snapshot base
+iflink "$B1" >"$OUT/base.B1"
+iflink "$B2" >"$OUT/base.B2"
+FOREIGN_BASE=$(ovs-vsctl --columns=_uuid,name,ports list bridge br-ops)
+
+# Group 1's knobs; group 2 is fixed (G2=0 drops it).
+MODE1=802.3ad MII1=100 HASH1=layer3+4 N1=4 VLAN1=100 BR1=br-vf0 G2=1
+write_config() {
+	local extra=""
+	[ "$MODE1" = 802.3ad ] && extra=", lacp_rate: fast, xmit_hash_policy: $HASH1"
+	{
+		cat <<EOF
+ovsdb: unix:/var/run/openvswitch/db.sock
+lag_timeout: 20s
+groups:
+  - name: lag0
+    pfs: [$A1, $A2]
+    numvfs: $N1
+    bond: {name: bond0, mode: $MODE1, miimon: $MII1$extra}
+    vfs:
+      - {pf: 0, vf: 0, vlan: $VLAN1}   # netdevsim reports no VF info over netlink: no MACs
+    ovs: {bridge: $BR1}
+EOF
+		[ "$G2" = 1 ] && cat <<EOF
+  - name: lag1
+    pfs: [$B1, $B2]
+    numvfs: 4
+    bond: {name: bond1, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
+    vfs:
+      - {pf: 0, vf: 1, vlan: 300}
+    ovs: {bridge: br-vf1}
+EOF
+	} >/root/vflag.yaml
+	cp /root/vflag.yaml "$OUT/vflag-$1.yaml"
+}
+V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
+up_json() { # up_json NAME: up -o json, the report kept in $OUT/NAME.json
+	local rc
+	V up -o json >"$OUT/$1.json" 2>"$OUT/$1.err"
+	rc=$?
+	jq -r '"changed \(.changes) step(s): \([.steps[] | select(.changed) | "\(.action) \(.id)"] | join(", "))"' "$OUT/$1.json"
+	[ $rc = 0 ] || cat "$OUT/$1.err"
+	return $rc
+}
+again() { # a second up changes nothing: exit 0 with --detailed-exit-codes
+	local out rc
+	out=$(V up --detailed-exit-codes 2>&1)
+	rc=$?
+	echo "$out"
+	[ $rc = 0 ] || { echo "exit $rc"; return 1; }
+}
+# reps ID: the representor netdevs of netdevsim<ID>, per the kernel's devlink.
+reps() {
+	devlink -j port show | jq -r --arg d "netdevsim/netdevsim$1/" \
+		'.port | to_entries[] | select((.key | startswith($d)) and .value.flavour == "pcivf") | .value.netdev' | sort
+}
+rep_of() { netdev_by_ppn "$1" "pf0vf$2"; }
+# ports_ok BRIDGE BOND ID: the bridge's ports are exactly the bond and
+# netdevsim<ID>'s representors, each with an ofport.
+ports_ok() {
+	local want got p of
+	want=$(printf '%s\n' "$2" $(reps "$3") | sort | tr '\n' ' ')
+	got=$(ovs-vsctl list-ports "$1" | sort | tr '\n' ' ')
+	[ "$want" = "$got" ] || { echo "$1 has [$got], want [$want]"; return 1; }
+	for p in $got; do
+		of=$(ovs-vsctl get interface "$p" ofport)
+		[ "$of" -gt 0 ] 2>/dev/null || { echo "$p: ofport $of"; return 1; }
+	done
+	echo "$1: $got(all with ofports)"
+}
+# no_stale: OVS can open every port it has (no "could not open network
+# device", no Interface error).
+no_stale() {
+	local errs
+	errs=$(ovs-vsctl --format=csv --data=bare --no-headings --columns=name,error list Interface | awk -F, '$2 != ""')
+	if [ -n "$errs" ] || ovs-vsctl show | grep -q 'could not open'; then
+		ovs-vsctl show | grep -B2 'error:'
+		echo "errors: $errs"
+		return 1
+	fi
+	echo "$(ovs-vsctl --bare --columns=name list Interface | grep -c .) interfaces, none with an error"
+}
+# changed_ids FILE: the ids of the steps the report says changed.
+changed_ids() { jq -r '[.steps[] | select(.changed) | .id] | sort | .[]' "$1"; }
+# steps_touching FILE TOKEN...: changed steps whose id has one of the tokens
+# as a component (split at / and +).
+steps_touching() {
+	local f=$1
+	shift
+	jq -r --args '[.steps[] | select(.changed)] | .[] | select((.id | split("/") | map(split("+")) | flatten) as $c | any($ARGS.positional[]; . as $t | $c | index($t))) | "\(.action) \(.id)"' "$@" <"$f"
+}
+# slaves_print BOND: what releasing a slave would change: the bond's
+# ifindex, its slaves, each slave's ifindex, master, carrier changes and the
+# bond's link failure count for it.
+slaves_print() {
+	local s
+	echo "$1 ifindex $(cat /sys/class/net/$1/ifindex) slaves $(cat /sys/class/net/$1/bonding/slaves)"
+	for s in $(cat /sys/class/net/$1/bonding/slaves); do
+		echo "$s ifindex $(cat /sys/class/net/$s/ifindex) master $(basename "$(readlink /sys/class/net/$s/master)") carrier_changes $(cat /sys/class/net/$s/carrier_changes)" \
+			"$(ip -d link show "$s" | grep -o 'master [^ ]*') $(sed -n "/^Slave Interface: $s\$/,/^\$/p" /proc/net/bonding/$1 | grep 'Link Failure Count')"
+	done
+}
+releasing() { dmesg | grep -c "$1: .*Releasing"; }
+
+step "up: two groups"
+write_config t0
+check cv_up up_json up0 || exit 1
+check cv_g1_ports ports_ok br-vf0 bond0 10
+check cv_g2_ports ports_ok br-vf1 bond1 11
+check cv_up_again again
+
+step "bond options that change live: miimon 100 -> 200, xmit_hash_policy layer3+4 -> layer2"
+slaves_print bond0 >"$OUT/opts.before"
+REL0=$(releasing bond0)
+MII1=200 HASH1=layer2
+write_config opts
+check cv_opts_up up_json opts
+expect cv_opts_miimon 200 cat /sys/class/net/bond0/bonding/miimon
+expect cv_opts_hash "layer2 0" cat /sys/class/net/bond0/bonding/xmit_hash_policy
+expect_match cv_opts_iplink 'miimon 200 .*xmit_hash_policy layer2 ' ip -d link show bond0
+no_release() {
+	slaves_print bond0 >"$OUT/opts.after"
+	diff -u "$OUT/opts.before" "$OUT/opts.after" || return 1
+	[ "$(releasing bond0)" = "$REL0" ] || { dmesg | grep 'bond0: .*Releasing'; return 1; }
+	echo "same bond, slaves, masters and link counters; no 'Releasing' in dmesg: $(tr '\n' ' ' <"$OUT/opts.after")"
+}
+check cv_opts_no_release no_release
+check cv_opts_again again
+
+step "bond mode 802.3ad -> active-backup"
+MODE1=active-backup
+write_config mode
+check cv_mode_up up_json mode
+expect cv_mode_sysfs "active-backup 1" cat /sys/class/net/bond0/bonding/mode
+expect_match cv_mode_iplink 'bond mode active-backup ' ip -d link show bond0
+expect cv_mode_slaves "$A1 $A2" cat /sys/class/net/bond0/bonding/slaves
+mode_ovs() { ports_ok br-vf0 bond0 10 && no_stale; }
+check cv_mode_ovs mode_ovs
+check cv_mode_again again
+
+step "numvfs 4 -> 2"
+N1=2
+write_config vfs2
+check cv_vfs2_up up_json vfs2
+expect cv_vfs2_sysfs 2 cat /sys/bus/netdevsim/devices/netdevsim10/sriov_numvfs
+expect cv_vfs2_devlink 2 sh -c "$(declare -f reps); reps 10 | wc -l"
+check cv_vfs2_ports ports_ok br-vf0 bond0 10
+check cv_vfs2_no_stale no_stale
+check cv_vfs2_again again
+
+step "numvfs 2 -> 4"
+N1=4
+write_config vfs4
+check cv_vfs4_up up_json vfs4
+expect cv_vfs4_sysfs 4 cat /sys/bus/netdevsim/devices/netdevsim10/sriov_numvfs
+check cv_vfs4_ports ports_ok br-vf0 bond0 10
+check cv_vfs4_no_stale no_stale
+tag_of_vf0() { ovs-vsctl get port "$(rep_of 10 0)" tag; }
+expect cv_vfs4_tag 100 tag_of_vf0
+check cv_vfs4_again again
+
+step "VLAN tag of lag0's VF 0: 100 -> 200"
+port_table() { # every port of every bridge: name, uuid, tag
+	local b p
+	for b in $(ovs-vsctl list-br); do
+		for p in $(ovs-vsctl list-ports "$b"); do echo "$b $p $(ovs-vsctl get port "$p" _uuid) tag $(ovs-vsctl get port "$p" tag)"; done
+	done | sort
+}
+port_table >"$OUT/vlan.before"
+VLAN1=200
+write_config vlan
+check cv_vlan_up up_json vlan
+G2TOKENS="lag1 bond1 br-vf1 $B1 $B2 netdevsim11 $(reps 11 | tr '\n' ' ')"
+vlan_steps() {
+	local ids other
+	ids=$(changed_ids "$OUT/vlan.json" | tr '\n' ' ')
+	other=$(steps_touching "$OUT/vlan.json" $G2TOKENS)
+	[ -z "$other" ] || { echo "steps of group lag1: $other"; return 1; }
+	[ "$ids" = "ovs.bridge/br-vf0 " ] || { echo "changed: [$ids], want [ovs.bridge/br-vf0]"; return 1; }
+	echo "only ovs.bridge/br-vf0 changed ($(jq -r '.steps[] | select(.changed) | .summary' "$OUT/vlan.json")); no step of lag1"
+}
+check cv_vlan_steps vlan_steps
+expect cv_vlan_tag 200 tag_of_vf0
+one_port() {
+	port_table >"$OUT/vlan.after"
+	local d
+	d=$(diff "$OUT/vlan.before" "$OUT/vlan.after" | grep '^[<>]')
+	printf '%s\n' "$d"
+	[ "$(printf '%s\n' "$d" | grep -c '^<')" = 1 ] && [ "$(printf '%s\n' "$d" | grep -c '^>')" = 1 ] &&
+		printf '%s\n' "$d" | grep -q "^> br-vf0 $(rep_of 10 0) .* tag 200\$" || return 1
+	echo "one port changed (same row, tag 100 -> 200) of $(wc -l <"$OUT/vlan.after")"
+}
+check cv_vlan_one_port one_port
+check cv_vlan_again again
+
+step "bridge renamed: br-vf0 -> br-lag0"
+BR1=br-lag0
+write_config rename
+check cv_rename_up up_json rename
+old_gone() { ! ovs-vsctl br-exists br-vf0 && ! ip link show br-vf0 >/dev/null 2>&1 && echo "br-vf0 gone (OVSDB and netdev)"; }
+check cv_rename_old_gone old_gone
+rename_ports() { ports_ok br-lag0 bond0 10 && no_stale; }
+check cv_rename_new_ports rename_ports
+expect cv_rename_hw_offload '"true"' ovs-vsctl get Open_vSwitch . other_config:hw-offload
+foreign_same() {
+	local now
+	now=$(ovs-vsctl --columns=_uuid,name,ports list bridge br-ops)
+	[ "$now" = "$FOREIGN_BASE" ] && [ "$(ovs-vsctl list-ports br-ops)" = ops0 ] || { echo "br-ops now: $now; was: $FOREIGN_BASE"; return 1; }
+	echo "br-ops: same row, ports ops0"
+}
+check cv_rename_foreign foreign_same
+check cv_rename_again again
+
+step "group lag1 dropped from the config"
+g1_state() { # group 1 as the kernel and OVS show it
+	slaves_print bond0
+	iflink bond0 | sed -E 's/ad_(actor|partner)_oper_port_state.*//'
+	for n in $A1 $A2 $(reps 10); do iflink "$n"; done
+	port_table | grep '^br-lag0 '
+	cat /sys/bus/netdevsim/devices/netdevsim10/sriov_numvfs
+	devlink dev eswitch show netdevsim/netdevsim10
+}
+g1_state >"$OUT/drop.g1.before"
+G1TOKENS="lag0 bond0 br-lag0 br-vf0 $A1 $A2 netdevsim10 $(reps 10 | tr '\n' ' ')"
+G2=0
+write_config drop
+check cv_drop_up up_json drop
+bond_gone() { ! test -e /sys/class/net/bond1 && echo "bond1 gone"; }
+check cv_drop_bond bond_gone
+bridge_gone() { ! ovs-vsctl br-exists br-vf1 && echo "br-vf1 gone; bridges: $(ovs-vsctl list-br | tr '\n' ' ')"; }
+check cv_drop_bridge bridge_gone
+vfs_gone() {
+	local n m
+	n=$(cat /sys/bus/netdevsim/devices/netdevsim11/sriov_numvfs)
+	m=$(devlink dev eswitch show netdevsim/netdevsim11)
+	[ "$n" = 0 ] && printf '%s' "$m" | grep -q 'mode legacy' && [ -z "$(reps 11)" ] || { echo "numvfs $n; $m; reps $(reps 11)"; return 1; }
+	echo "netdevsim11: numvfs 0, $m, no representor"
+}
+check cv_drop_vfs vfs_gone
+pfs_back() {
+	iflink "$B1" >"$OUT/drop.B1"
+	iflink "$B2" >"$OUT/drop.B2"
+	diff -u "$OUT/base.B1" "$OUT/drop.B1" && diff -u "$OUT/base.B2" "$OUT/drop.B2" && echo "$B1 and $B2 as in the baseline (no master, down)"
+}
+check cv_drop_pfs pfs_back
+drop_steps() {
+	local g1 notrm
+	g1=$(steps_touching "$OUT/drop.json" $G1TOKENS)
+	notrm=$(jq -r '.steps[] | select(.changed and .action != "remove") | "\(.action) \(.id)"' "$OUT/drop.json")
+	[ -z "$g1$notrm" ] || { echo "steps of lag0: [$g1]; not removals: [$notrm]"; return 1; }
+	[ "$(jq -r .error "$OUT/drop.json")" = null ] && [ "$(changed_ids "$OUT/drop.json" | wc -l)" -gt 0 ] ||
+		{ echo "up failed or removed nothing: $(jq -r .error "$OUT/drop.json")"; return 1; }
+	echo "$(changed_ids "$OUT/drop.json" | wc -l) removals, none of lag0"
+}
+check cv_drop_g1_steps drop_steps
+g1_same() { g1_state >"$OUT/drop.g1.after" && diff -u "$OUT/drop.g1.before" "$OUT/drop.g1.after" && echo "lag0 as before ($(wc -l <"$OUT/drop.g1.after") lines)"; }
+check cv_drop_g1_state g1_same
+check cv_drop_again again
+
+step "down"
+check cv_down V down
+snapshot after
+check cv_baseline_link same link base after
+check cv_baseline_devlink same devlink base after
+check cv_baseline_ovs same ovs base after
+foreign() { ovs-vsctl list-ports br-ops | grep -qx ops0 && echo "br-ops with ops0 kept"; }
+check cv_foreign_kept foreign
+exit 0
