@@ -240,7 +240,15 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 	}
 	settled := !run.g.Switchdev() || run.e.lagSettled(run.g)
 	run.settled = settled
-	keep := func(vf sriov.Addr, driver string) bool { return settled && want[vf] == driver }
+	// Once settled, a VF on vfio-pci stays too: libvirt bound it for a
+	// domain (managed passthrough); unbinding it would pull the device from
+	// a running guest, and the kernel's vfio remove blocks until the guest
+	// lets go (seen on the real kernel, e2e disrupt.sh: up hung). Before the
+	// LAG is in place (a mode change with VFs) the disruption gate refuses
+	// while domains run.
+	keep := func(vf sriov.Addr, driver string) bool {
+		return settled && (want[vf] == driver || driver == "vfio-pci")
+	}
 	var s []teardown.Step
 	for _, pf := range run.owners() {
 		s = append(s, unbindKind{}.step(run.e, pf, keep))
