@@ -58,13 +58,20 @@ type Link struct {
 	VFs       []VFInfo `json:"vfs,omitempty"`
 }
 
-// BondSpec is a bond as vflag creates it.
+// BondSpec is a bond as vflag creates it. AddBond sets the name, mode,
+// miimon, lacp_rate, xmit_hash_policy and alias; the other options are
+// written through sysfs (SetBondOption) once the bond exists.
 type BondSpec struct {
 	Name           string `json:"name"`
 	Mode           string `json:"mode"`                       // active-backup | balance-xor | 802.3ad
 	Miimon         int    `json:"miimon"`                     // ms
 	LacpRate       string `json:"lacp_rate,omitempty"`        // slow | fast (802.3ad only)
 	XmitHashPolicy string `json:"xmit_hash_policy,omitempty"` // layer2 | layer2+3 | layer3+4 | encap2+3 | encap3+4 (xor, 802.3ad)
+	AdSelect       string `json:"ad_select,omitempty"`        // stable | bandwidth | count (802.3ad)
+	MinLinks       int    `json:"min_links,omitempty"`        // carrier only with this many slaves up
+	UpDelay        int    `json:"updelay,omitempty"`          // ms, a multiple of miimon
+	DownDelay      int    `json:"downdelay,omitempty"`        // ms, a multiple of miimon
+	Primary        string `json:"primary,omitempty"`          // preferred slave's netdev (active-backup)
 	Alias          string `json:"alias,omitempty"`            // ifalias marking the owner
 }
 

@@ -16,13 +16,16 @@ import (
 // a dual-port ConnectX) with its settings changed, and optionally a second
 // group (lag1 on a second NIC).
 type variant struct {
-	name                    string
-	mode, lacp, hash        string
-	miimon, numvfs, vlan0   int
-	mac01, bridge           string
-	driver11, driver02      bool
-	attach10                string // domain of pf 1 vf 0 ("" none)
-	group2                  bool
+	name                  string
+	mode, lacp, hash      string
+	miimon, numvfs, vlan0 int
+	mac01, bridge         string
+	driver11, driver02    bool
+	attach10              string // domain of pf 1 vf 0 ("" none)
+	group2                bool
+	// bond options beyond the base (0/"": not in the config)
+	updelay, downdelay, minLinks int
+	adSelect, primary            string
 }
 
 func baseVariant() variant {
@@ -48,6 +51,9 @@ func variants() []variant {
 		v("attach-moved", func(x *variant) { x.attach10 = "vm2" }),
 		v("attach-removed", func(x *variant) { x.attach10 = "" }),
 		v("group2", func(x *variant) { x.group2 = true }),
+		v("bond-delays", func(x *variant) { x.updelay, x.downdelay, x.minLinks = 200, 100, 1 }),
+		v("ad-select", func(x *variant) { x.adSelect = "bandwidth" }),
+		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
 	}
 }
 
@@ -62,6 +68,14 @@ func (x variant) config(d daemons) string {
 	}
 	if x.hash != "" {
 		fmt.Fprintf(&b, "      xmit_hash_policy: %s\n", x.hash)
+	}
+	for _, o := range []struct {
+		key string
+		v   any
+	}{{"updelay", x.updelay}, {"downdelay", x.downdelay}, {"min_links", x.minLinks}, {"ad_select", x.adSelect}, {"primary", x.primary}} {
+		if o.v != 0 && o.v != "" {
+			fmt.Fprintf(&b, "      %s: %v\n", o.key, o.v)
+		}
 	}
 	b.WriteString("    vfs:\n")
 	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d}\n", x.vlan0)
@@ -94,7 +108,7 @@ func (x variant) config(d daemons) string {
 
 var (
 	vfLineRE  = regexp.MustCompile(`^\s+vf \d+ (\S+) .*netdev=(\S*) rep=(\S*)`)
-	ethNameRE     = regexp.MustCompile(`\beth\d+\b`)
+	ethNameRE = regexp.MustCompile(`\beth\d+\b`)
 	uuidishRE = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
 )
 

@@ -58,6 +58,9 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		slavesUp   = fam("vflag_bond_slaves_up", "Slaves of the group's bond whose link is up (operstate up); switchdev groups only.")
 		lacpPorts  = fam("vflag_bond_lacp_ports", "Slaves in the active aggregator of the group's 802.3ad bond (below vflag_bond_slaves_up: a slave with link was left out).")
 		lacpPeer   = fam("vflag_bond_lacp_partner", "1 when an LACP partner (the switch) answers on the group's 802.3ad bond, 0 when none does (the switch ports are no LACP port-channel: the bond sends on one port).")
+		minLinks   = fam("vflag_bond_min_links", "The bond's min_links: it has carrier only with at least this many slaves up (0: one is enough); switchdev groups only.")
+		upDelay    = fam("vflag_bond_updelay_seconds", "The bond's updelay: how long a slave's link must be up before the bond uses it; switchdev groups only.")
+		downDelay  = fam("vflag_bond_downdelay_seconds", "The bond's downdelay: how long a slave's link must be down before the bond stops using it; switchdev groups only.")
 		offload    = fam("vflag_ovs_hw_offload", "1 when Open vSwitch has other_config:hw-offload=true, 0 otherwise; switchdev groups only.")
 		dpMissed   = fam("vflag_ovs_datapath_upcalls", "Packets the kernel datapath of the group's bridge (ovs-system) sent up to ovs-vswitchd since it was created (lookups missed); bridges of datapath_type system only.")
 		dpLost     = fam("vflag_ovs_datapath_upcalls_lost", "Of those, upcalls the kernel could not hand to ovs-vswitchd (lookups lost); equal to vflag_ovs_datapath_upcalls and above 0: no handler is reading, the bridge forwards nothing new.")
@@ -84,6 +87,11 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 			}
 			slaves.add(float64(n), "group", g.Name, "bond", g.Bond.Name)
 			slavesUp.add(float64(len(g.SlavesUp)), "group", g.Name, "bond", g.Bond.Name)
+			if g.Bond.Mode != "absent" {
+				minLinks.add(float64(g.Bond.MinLinks), "group", g.Name, "bond", g.Bond.Name)
+				upDelay.add(float64(g.Bond.UpDelay)/1000, "group", g.Name, "bond", g.Bond.Name)
+				downDelay.add(float64(g.Bond.DownDelay)/1000, "group", g.Name, "bond", g.Bond.Name)
+			}
 			if l := g.Bond.LACP; l != nil {
 				lacpPorts.add(float64(l.Ports), "group", g.Name, "bond", g.Bond.Name)
 				lacpPeer.add(boolGauge(l.PartnerMAC != "" && l.PartnerMAC != eswitch.NoLACPPartner), "group", g.Name, "bond", g.Bond.Name)
@@ -114,7 +122,7 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

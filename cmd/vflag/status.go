@@ -55,6 +55,20 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 		} else if g.Bond != nil {
 			b := g.Bond
 			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), pipeline.OrDash(b.ActiveSlave), pipeline.OrDash(b.MIIStatus))
+			opts := fmt.Sprintf("miimon %d updelay %d downdelay %d min_links %d", b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
+			if b.LacpRate != "" {
+				opts += " lacp_rate " + b.LacpRate
+			}
+			if b.AdSelect != "" {
+				opts += " ad_select " + b.AdSelect
+			}
+			if b.XmitHashPolicy != "" {
+				opts += " xmit_hash_policy " + b.XmitHashPolicy
+			}
+			if b.Mode == "active-backup" {
+				opts += " primary " + pipeline.OrDash(b.Primary)
+			}
+			fmt.Fprintf(w, "  bond options %s\n", opts)
 			if l := b.LACP; l != nil {
 				fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, pipeline.OrDash(l.PartnerMAC))
 			}

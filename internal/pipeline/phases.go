@@ -239,7 +239,7 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 // A bond whose mode changes is not: its slaves are released and the LAG
 // activates again, which firmware refuses while a VF is bound.
 func (e *Env) lagSettled(g Group) bool {
-	if c, err := e.bondReform(g.Group); err != nil || c >= costReform {
+	if c, err := e.bondReform(g); err != nil || c >= costReform {
 		return false
 	}
 	for _, pf := range g.PFs {
@@ -280,13 +280,13 @@ func (run *groupRun) tcOffload(context.Context) ([]batch, error) {
 
 func (run *groupRun) bond(context.Context) ([]batch, error) {
 	if run.dry {
-		c, err := run.e.bondReform(run.g.Group)
+		c, err := run.e.bondReform(run.g)
 		if err != nil {
 			return nil, err
 		}
 		run.bondCost = c
 	}
-	return one(bondKind{}.step(run.e, run.g.Group)), nil
+	return one(bondKind{}.step(run.e, run.g)), nil
 }
 
 // enslave one PF at a time: the bonding driver serialises them anyway. A

@@ -403,6 +403,12 @@ func (st *state) refreshBonds(now int64) {
 			b.ActiveSlave = ""
 			continue
 		}
+		// primary_reselect always (the default): an up primary slave is
+		// the active one.
+		if p := st.Netdevs[b.primarySlave()]; p != nil && nd.AdminUp && p.visible(now) && st.operUp(p, now) {
+			b.ActiveSlave = p.Name
+			continue
+		}
 		if cur := st.Netdevs[b.ActiveSlave]; cur != nil && cur.Master == nd.Name && st.operUp(cur, now) {
 			continue
 		}

@@ -109,7 +109,10 @@ type bondState struct {
 	DownDelay      int      `json:"downdelay,omitempty"` // in miimon intervals
 	Slaves         []string `json:"slaves,omitempty"`
 	ActiveSlave    string   `json:"active_slave,omitempty"`
-	RandomMAC      bool     `json:"random_mac"`
+	// Primary is params.primary: the name written to primary, kept while
+	// that interface is not a slave (bond_option_primary_set).
+	Primary   string `json:"primary,omitempty"`
+	RandomMAC bool   `json:"random_mac"`
 }
 
 // lagState is the hardware LAG of a 2-PF NIC (KERNEL-FACTS §5).
