@@ -170,7 +170,7 @@ func TestBondOptionsConverge(t *testing.T) {
 			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down)", cost: costDown,
 			extra: []string{"link.up/bond0"}},
 		{name: "mode 802.3ad to active-backup (re-form)", from: example, to: activeBackup(example),
-			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
+			want: eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
 			// Leaving 802.3ad puts lacp_rate (first, while it can be written)
 			// and xmit_hash_policy back to the defaults a fresh
 			// active-backup bond has.
@@ -224,13 +224,13 @@ func TestBondOptionsConverge(t *testing.T) {
 		{name: "leaving active-backup clears the primary first", from: withPrimary, to: setBond(example, "ad_select", "count"),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "count"},
 			summary: "bond0: primary ens1f1np1 -> - (live); bond0: mode active-backup -> 802.3ad (re-forms the bond: slaves released, hardware LAG down); bond0: lacp_rate slow -> fast (bond down and up again: hardware LAG down); bond0: xmit_hash_policy layer2 -> layer3+4 (live); bond0: ad_select stable -> count (bond down and up again: hardware LAG down)",
-			cost:  costReform,
-			extra: []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
+			cost:    costReform,
+			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
 		{name: "entering active-backup with a primary; ad_select back to stable", from: setBond(example, "ad_select", "count"), to: withPrimary,
 			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
 			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down); bond0: mode 802.3ad -> active-backup (re-forms the bond: slaves released, hardware LAG down); bond0: xmit_hash_policy layer3+4 -> layer2 (live); bond0: ad_select count -> stable (bond down and up again: hardware LAG down); bond0: primary - -> ens1f1np1 (live)",
-			cost:  costReform,
-			extra: []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
+			cost:    costReform,
+			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
 	}...)
 	for _, tc := range tests {
 		if tc.want.Mode == "802.3ad" && tc.want.AdSelect == "" {
