@@ -55,6 +55,7 @@ type Link struct {
 	OperState string   `json:"operstate"`
 	MAC       string   `json:"mac"`
 	Alias     string   `json:"alias,omitempty"`
+	MTU       int      `json:"mtu,omitempty"`
 	VFs       []VFInfo `json:"vfs,omitempty"`
 }
 
@@ -104,6 +105,10 @@ type Kernel interface {
 	Links() ([]Link, error)
 	// SetLinkUp sets the admin state ("ip link set $name up|down").
 	SetLinkUp(name string, up bool) error
+	// SetLinkMTU sets an interface's MTU ("ip link set $name mtu $mtu"); a
+	// bond's MTU goes to its slaves too, and an enslaved port takes the
+	// bond's (bond_change_mtu, bond_enslave).
+	SetLinkMTU(name string, mtu int) error
 	// SetVFMAC sets a VF's MAC through its PF ("ip link set $pf vf $vf mac $mac").
 	SetVFMAC(pf string, vf int, mac net.HardwareAddr) error
 	// SetVFVlan sets a VF's VLAN through its PF ("ip link set $pf vf $vf vlan $vlan").

@@ -26,6 +26,7 @@ type variant struct {
 	// bond options beyond the base (0/"": not in the config)
 	updelay, downdelay, minLinks int
 	adSelect, primary            string
+	mtu                          int // group mtu (0: not in the config)
 }
 
 func baseVariant() variant {
@@ -53,6 +54,7 @@ func variants() []variant {
 		v("group2", func(x *variant) { x.group2 = true }),
 		v("bond-delays", func(x *variant) { x.updelay, x.downdelay, x.minLinks = 200, 100, 1 }),
 		v("ad-select", func(x *variant) { x.adSelect = "bandwidth" }),
+		v("mtu", func(x *variant) { x.mtu = 9000 }),
 		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
 	}
 }
@@ -62,6 +64,9 @@ func (x variant) config(d daemons) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ovsdb: %s\nlibvirt: %s\nlag_timeout: 30s\ngroups:\n", d.ovs.Endpoint(), d.virt.URI())
 	fmt.Fprintf(&b, "  - name: lag0\n    pfs: [ens1f0np0, ens1f1np1]\n    numvfs: %d\n    flow_steering_mode: smfs\n", x.numvfs)
+	if x.mtu != 0 {
+		fmt.Fprintf(&b, "    mtu: %d\n", x.mtu)
+	}
 	fmt.Fprintf(&b, "    bond:\n      name: bond0\n      mode: %s\n      miimon: %d\n", x.mode, x.miimon)
 	if x.lacp != "" {
 		fmt.Fprintf(&b, "      lacp_rate: %s\n", x.lacp)

@@ -51,6 +51,8 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		groupInfo  = fam("vflag_group_info", "A group of the config, with its configured eswitch mode (value always 1).")
 		problems   = fam("vflag_group_problems", "Problems vflag status found in the group (it could not read something, a PF is missing, no LACP partner answers, the kernel datapath lost every upcall...); 0 when none.")
 		pfUp       = fam("vflag_pf_up", "1 when the PF's link is up (operstate up), 0 otherwise.")
+		pfMTU      = fam("vflag_pf_mtu", "The PF's MTU.")
+		bondMTU    = fam("vflag_bond_mtu", "The MTU of the group's bond; switchdev groups only.")
 		numVFs     = fam("vflag_pf_vfs", "VFs the PF has (sriov_numvfs).")
 		lagActive  = fam("vflag_lag_active", "1 when the group's hardware LAG is active, 0 when inactive or not visible (no mlx5 debugfs); switchdev groups only.")
 		lagInfo    = fam("vflag_lag_info", "The group's hardware LAG state (active, inactive, unverified), type and port selection mode (value always 1); switchdev groups only.")
@@ -75,6 +77,9 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		for _, p := range g.PFs {
 			pfUp.add(boolGauge(p.OperState == "up"), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
 			numVFs.add(float64(p.NumVFs), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
+			if p.MTU > 0 {
+				pfMTU.add(float64(p.MTU), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
+			}
 		}
 		if g.LAG != nil {
 			lagActive.add(boolGauge(g.LAG.State == eswitch.LAGActive), "group", g.Name)
@@ -89,6 +94,7 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 			slavesUp.add(float64(len(g.SlavesUp)), "group", g.Name, "bond", g.Bond.Name)
 			if g.Bond.Mode != "absent" {
 				minLinks.add(float64(g.Bond.MinLinks), "group", g.Name, "bond", g.Bond.Name)
+				bondMTU.add(float64(g.BondMTU), "group", g.Name, "bond", g.Bond.Name)
 				upDelay.add(float64(g.Bond.UpDelay)/1000, "group", g.Name, "bond", g.Bond.Name)
 				downDelay.add(float64(g.Bond.DownDelay)/1000, "group", g.Name, "bond", g.Bond.Name)
 			}
@@ -122,7 +128,7 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

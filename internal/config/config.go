@@ -39,14 +39,17 @@ type Group struct {
 	Name string `mapstructure:"name"`
 	// Eswitch is "switchdev" (VF-LAG, default) or "legacy" (VFs only: no
 	// representors, no bond requirement).
-	Eswitch          string       `mapstructure:"eswitch"`
-	PFs              []string     `mapstructure:"pfs"` // netdev names or PCI addresses
-	NumVFs           int          `mapstructure:"numvfs"`
-	FlowSteeringMode string       `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
-	Bond             Bond         `mapstructure:"bond"`
-	VFs              []VFConfig   `mapstructure:"vfs"`
-	OVS              OVSConfig    `mapstructure:"ovs"`
-	Attachments      []Attachment `mapstructure:"attachments"`
+	Eswitch          string   `mapstructure:"eswitch"`
+	PFs              []string `mapstructure:"pfs"` // netdev names or PCI addresses
+	NumVFs           int      `mapstructure:"numvfs"`
+	FlowSteeringMode string   `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
+	// MTU goes on the bond (its PFs follow it), every representor, or a
+	// legacy group's PFs (0: leave the MTUs alone). VF netdevs: not yet.
+	MTU         int          `mapstructure:"mtu"`
+	Bond        Bond         `mapstructure:"bond"`
+	VFs         []VFConfig   `mapstructure:"vfs"`
+	OVS         OVSConfig    `mapstructure:"ovs"`
+	Attachments []Attachment `mapstructure:"attachments"`
 	// Validate holds the settings of `vflag validate` (validate.go).
 	Validate ValidateConfig `mapstructure:"validate"`
 }
@@ -134,6 +137,13 @@ func (es Errors) Error() string {
 	}
 	return "invalid config:\n  " + strings.Join(lines, "\n  ")
 }
+
+// MinMTU and MaxMTU bound a group's mtu: the kernel's minimum for
+// Ethernet and the usual jumbo frame limit of switches (mlx5 takes up to 9978).
+const (
+	MinMTU = 68
+	MaxMTU = 9216
+)
 
 // maxBondDelay bounds updelay and downdelay: a minute, far beyond any use
 // (the kernel takes up to INT_MAX).
@@ -279,6 +289,9 @@ func (c *Config) Validate() error {
 			add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
 		} else if g.Switchdev() && g.NumVFs > MaxVFsLAG {
 			add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
+		}
+		if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
+			add(p+".mtu", g.MTU, "must be %d-%d (or 0 to leave the MTUs alone)", MinMTU, MaxMTU)
 		}
 		switch g.FlowSteeringMode {
 		case "", "smfs", "dmfs":

@@ -99,6 +99,8 @@ func TestValidateRejects(t *testing.T) {
 			c.Groups[0].Bond.AdSelect = "count"
 		}, "groups[0].bond.ad_select", "count"},
 		{"bad ad_select", func(c *Config) { c.Groups[0].Bond.AdSelect = "best" }, "groups[0].bond.ad_select", "best"},
+		{"mtu too small", func(c *Config) { c.Groups[0].MTU = 67 }, "groups[0].mtu", "67"},
+		{"mtu above jumbo", func(c *Config) { c.Groups[0].MTU = 9217 }, "groups[0].mtu", "9217"},
 		{"bond name with slash", func(c *Config) { c.Groups[0].Bond.Name = "bo/nd" }, "groups[0].bond.name", "bo/nd"},
 		{"bridge name too long", func(c *Config) { c.Groups[0].OVS.Bridge = "br-much-too-long-name" }, "groups[0].ovs.bridge", "br-much-too-long-name"},
 		{"bad group name", func(c *Config) { c.Groups[0].Name = "Lag 0" }, "groups[0].name", "Lag 0"},

@@ -309,3 +309,100 @@ func TestBondOptionsConverge(t *testing.T) {
 		})
 	}
 }
+
+// withMTU sets the example group's mtu ("" removes it).
+func withMTU(text, mtu string) string {
+	if mtu == "" {
+		return text
+	}
+	return strings.Replace(text, "    numvfs: 4", "    mtu: "+mtu+"\n    numvfs: 4", 1)
+}
+
+// TestMTUConverge: the group's mtu goes on the bond, its PFs and every
+// representor; a change converges (only link.mtu steps), a re-formed bond
+// keeps it on its PFs (the kernel gives them the bond's again), removing
+// it from the config restores the MTUs from before the first change, and
+// down gives the baseline.
+func TestMTUConverge(t *testing.T) {
+	d := startDaemons(t)
+	example := exampleConfig(t)
+	b := newConvergeBed(t, &d, example)
+	baseline := b.world()
+	mtus := func() map[string]int {
+		out := map[string]int{}
+		ls, err := b.h.Kernel.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			out[l.Name] = l.MTU
+		}
+		return out
+	}
+	reps := func() []string {
+		var out []string
+		for _, pf := range []string{"ens1f0np0", "ens1f1np1"} {
+			m, err := eswitch.Representors(b.h.Kernel, b.h.FS, mustPF(t, b, pf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range m {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	check := func(what string, want int) {
+		t.Helper()
+		m := mtus()
+		names := append([]string{"bond0", "ens1f0np0", "ens1f1np1"}, reps()...)
+		if len(names) != 3+8 {
+			t.Fatalf("%s: %d representors", what, len(names)-3)
+		}
+		for _, n := range names {
+			if m[n] != want {
+				t.Errorf("%s: %s mtu %d, want %d", what, n, m[n], want)
+			}
+		}
+	}
+	b.up(example, false)
+	check("no mtu", 1500)
+	for _, tc := range []struct {
+		name, text string
+		mtu        int
+		want       []string // changed ids
+	}{
+		{"mtu 9000", withMTU(example, "9000"), 9000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+		{"mtu 4000", withMTU(example, "4000"), 4000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+		{"re-formed bond keeps it", withMTU(activeBackup(example), "4000"), 4000, nil},
+		{"mtu removed: back to 1500", activeBackup(example), 1500, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+	} {
+		plan := changed(b.up(tc.text, true))
+		got := changed(b.up(tc.text, false))
+		if !slices.Equal(plan, got) {
+			t.Errorf("%s: plan %v, up %v", tc.name, plan, got)
+		}
+		if tc.want != nil && !slices.Equal(got, tc.want) {
+			t.Errorf("%s: up changed %v, want %v", tc.name, got, tc.want)
+		}
+		check(tc.name, tc.mtu)
+		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+			t.Errorf("%s: a second up changed %v", tc.name, again)
+		}
+	}
+	b.up(withMTU(example, "9000"), false)
+	check("9000 again", 9000)
+	b.down()
+	if w := b.world(); w != baseline {
+		t.Errorf("down did not restore the baseline:\n%s", diffText(baseline, w))
+	}
+}
+
+func mustPF(t *testing.T, b *convergeBed, name string) eswitch.PF {
+	t.Helper()
+	pf, err := eswitch.ResolvePF(b.h.Kernel, b.h.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
+}

@@ -91,6 +91,7 @@ type netdev struct {
 	AdminUp bool       `json:"admin_up"`
 	Alias   string     `json:"alias,omitempty"`
 	MTU     int        `json:"mtu"`
+	OrigMTU int        `json:"orig_mtu,omitempty"` // a slave's MTU before the enslave
 	Master  string     `json:"master,omitempty"`
 	HWTC    bool       `json:"hw_tc_offload,omitempty"`
 	ReadyAt int64      `json:"ready_at,omitempty"`
