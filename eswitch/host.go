@@ -266,6 +266,10 @@ type BondInfo struct {
 	LacpRate       string   `json:"lacp_rate,omitempty"`
 	XmitHashPolicy string   `json:"xmit_hash_policy,omitempty"`
 	AdSelect       string   `json:"ad_select,omitempty"` // stable | bandwidth | count (802.3ad only)
+	MinLinks       int      `json:"min_links"`
+	UpDelay        int      `json:"updelay"`           // ms
+	DownDelay      int      `json:"downdelay"`         // ms
+	Primary        string   `json:"primary,omitempty"` // the primary slave (active-backup only), "" none
 	// LACP is the 802.3ad negotiation: ReadBond leaves it nil (the
 	// pipeline's converged checks need none of it), ReadLACP fills it.
 	LACP *LACPInfo `json:"lacp,omitempty"`
@@ -316,6 +320,16 @@ func ReadBond(f sysfs.FS, name string) (BondInfo, error) {
 	if s, err := sysfs.ReadString(f, path.Join(dir, "miimon")); err == nil {
 		b.Miimon, _ = strconv.Atoi(s)
 	}
+	for file, v := range map[string]*int{"min_links": &b.MinLinks, "updelay": &b.UpDelay, "downdelay": &b.DownDelay} {
+		if s, err := sysfs.ReadString(f, path.Join(dir, file)); err == nil {
+			*v, _ = strconv.Atoi(s)
+		}
+	}
+	if b.Mode == "active-backup" {
+		// sysfs shows the primary slave: empty while none (or the recorded
+		// name is not enslaved).
+		b.Primary, _ = sysfs.ReadString(f, path.Join(dir, "primary"))
+	}
 	if b.Mode == "802.3ad" {
 		b.LacpRate, _ = word("lacp_rate")
 		b.AdSelect, _ = word("ad_select")
@@ -330,8 +344,12 @@ func ReadBond(f sysfs.FS, name string) (BondInfo, error) {
 // kernel's rule for each (bond_options.c, Linux 6.1): mode needs the bond
 // without slaves (ENOTEMPTY) and down (EBUSY); lacp_rate (802.3ad only,
 // EACCES elsewhere) and ad_select need the bond down (EBUSY); miimon,
-// xmit_hash_policy, min_links, updelay and downdelay change live.
-var BondOptions = []string{"mode", "miimon", "lacp_rate", "xmit_hash_policy", "ad_select", "min_links", "updelay", "downdelay"}
+// xmit_hash_policy, min_links, updelay, downdelay and primary change live.
+// primary (BOND_OPTFLAG_RAWVAL; active-backup, tlb and alb only, EACCES
+// elsewhere) takes an interface name, kept even when it is not (yet) a
+// slave, or an empty value to clear it; sysfs shows it only while that
+// interface is a slave.
+var BondOptions = []string{"mode", "miimon", "lacp_rate", "xmit_hash_policy", "ad_select", "min_links", "updelay", "downdelay", "primary"}
 
 // SetBondOption sets one option of a bond through sysfs.
 //
@@ -339,7 +357,8 @@ var BondOptions = []string{"mode", "miimon", "lacp_rate", "xmit_hash_policy", "a
 //
 // The bond name and the option are checked (ValidIfName, BondOptions)
 // before the path is built; the value must be one word, as the kernel reads
-// it (a name such as "active-backup" or its number "1"). Errors wrap the
+// it (a name such as "active-backup" or its number "1"); only primary takes
+// an empty value (no primary). Errors wrap the
 // kernel's errno (errors.Is(err, syscall.EBUSY)).
 func SetBondOption(f sysfs.FS, bond, option, value string) error {
 	if err := ValidIfName(bond); err != nil {
@@ -348,7 +367,7 @@ func SetBondOption(f sysfs.FS, bond, option, value string) error {
 	if !slices.Contains(BondOptions, option) {
 		return fmt.Errorf("set option %q of bond %s: not one of %s", option, bond, strings.Join(BondOptions, ", "))
 	}
-	if value == "" || strings.ContainsFunc(value, unicode.IsSpace) {
+	if value == "" && option != "primary" || strings.ContainsFunc(value, unicode.IsSpace) {
 		return fmt.Errorf("set option %s of bond %s: invalid value %q: one word expected", option, bond, value)
 	}
 	p := netFile(bond, path.Join("bonding", option))

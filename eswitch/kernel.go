@@ -55,16 +55,24 @@ type Link struct {
 	OperState string   `json:"operstate"`
 	MAC       string   `json:"mac"`
 	Alias     string   `json:"alias,omitempty"`
+	MTU       int      `json:"mtu,omitempty"`
 	VFs       []VFInfo `json:"vfs,omitempty"`
 }
 
-// BondSpec is a bond as vflag creates it.
+// BondSpec is a bond as vflag creates it. AddBond sets the name, mode,
+// miimon, lacp_rate, xmit_hash_policy and alias; the other options are
+// written through sysfs (SetBondOption) once the bond exists.
 type BondSpec struct {
 	Name           string `json:"name"`
 	Mode           string `json:"mode"`                       // active-backup | balance-xor | 802.3ad
 	Miimon         int    `json:"miimon"`                     // ms
 	LacpRate       string `json:"lacp_rate,omitempty"`        // slow | fast (802.3ad only)
 	XmitHashPolicy string `json:"xmit_hash_policy,omitempty"` // layer2 | layer2+3 | layer3+4 | encap2+3 | encap3+4 (xor, 802.3ad)
+	AdSelect       string `json:"ad_select,omitempty"`        // stable | bandwidth | count (802.3ad)
+	MinLinks       int    `json:"min_links,omitempty"`        // carrier only with this many slaves up
+	UpDelay        int    `json:"updelay,omitempty"`          // ms, a multiple of miimon
+	DownDelay      int    `json:"downdelay,omitempty"`        // ms, a multiple of miimon
+	Primary        string `json:"primary,omitempty"`          // preferred slave's netdev (active-backup)
 	Alias          string `json:"alias,omitempty"`            // ifalias marking the owner
 }
 
@@ -97,6 +105,10 @@ type Kernel interface {
 	Links() ([]Link, error)
 	// SetLinkUp sets the admin state ("ip link set $name up|down").
 	SetLinkUp(name string, up bool) error
+	// SetLinkMTU sets an interface's MTU ("ip link set $name mtu $mtu"); a
+	// bond's MTU goes to its slaves too, and an enslaved port takes the
+	// bond's (bond_change_mtu, bond_enslave).
+	SetLinkMTU(name string, mtu int) error
 	// SetVFMAC sets a VF's MAC through its PF ("ip link set $pf vf $vf mac $mac").
 	SetVFMAC(pf string, vf int, mac net.HardwareAddr) error
 	// SetVFVlan sets a VF's VLAN through its PF ("ip link set $pf vf $vf vlan $vlan").

@@ -373,6 +373,7 @@ func toLink(l netlink.Link, byIndex map[int]string) Link {
 		OperState: a.OperState.String(),
 		MAC:       a.HardwareAddr.String(),
 		Alias:     a.Alias,
+		MTU:       a.MTU,
 	}
 	if out.Kind == "device" {
 		out.Kind = ""
@@ -464,6 +465,23 @@ func (n Netlink) SetLinkUp(name string, up bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ip link set %s %s: %w", name, map[bool]string{true: "up", false: "down"}[up], err)
+	}
+	return nil
+}
+
+// SetLinkMTU implements Kernel ("ip link set $name mtu $mtu").
+func (n Netlink) SetLinkMTU(name string, mtu int) error {
+	h, done, err := n.handle()
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := linkByName(h, name)
+	if err != nil {
+		return err
+	}
+	if err := h.LinkSetMTU(l, mtu); err != nil {
+		return fmt.Errorf("ip link set %s mtu %d: %w", name, mtu, err)
 	}
 	return nil
 }

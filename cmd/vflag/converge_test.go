@@ -23,6 +23,10 @@ type variant struct {
 	driver11, driver02    bool
 	attach10              string // domain of pf 1 vf 0 ("" none)
 	group2                bool
+	// bond options beyond the base (0/"": not in the config)
+	updelay, downdelay, minLinks int
+	adSelect, primary            string
+	mtu                          int // group mtu (0: not in the config)
 }
 
 func baseVariant() variant {
@@ -48,6 +52,10 @@ func variants() []variant {
 		v("attach-moved", func(x *variant) { x.attach10 = "vm2" }),
 		v("attach-removed", func(x *variant) { x.attach10 = "" }),
 		v("group2", func(x *variant) { x.group2 = true }),
+		v("bond-delays", func(x *variant) { x.updelay, x.downdelay, x.minLinks = 200, 100, 1 }),
+		v("ad-select", func(x *variant) { x.adSelect = "bandwidth" }),
+		v("mtu", func(x *variant) { x.mtu = 9000 }),
+		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
 	}
 }
 
@@ -56,12 +64,23 @@ func (x variant) config(d daemons) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ovsdb: %s\nlibvirt: %s\nlag_timeout: 30s\ngroups:\n", d.ovs.Endpoint(), d.virt.URI())
 	fmt.Fprintf(&b, "  - name: lag0\n    pfs: [ens1f0np0, ens1f1np1]\n    numvfs: %d\n    flow_steering_mode: smfs\n", x.numvfs)
+	if x.mtu != 0 {
+		fmt.Fprintf(&b, "    mtu: %d\n", x.mtu)
+	}
 	fmt.Fprintf(&b, "    bond:\n      name: bond0\n      mode: %s\n      miimon: %d\n", x.mode, x.miimon)
 	if x.lacp != "" {
 		fmt.Fprintf(&b, "      lacp_rate: %s\n", x.lacp)
 	}
 	if x.hash != "" {
 		fmt.Fprintf(&b, "      xmit_hash_policy: %s\n", x.hash)
+	}
+	for _, o := range []struct {
+		key string
+		v   any
+	}{{"updelay", x.updelay}, {"downdelay", x.downdelay}, {"min_links", x.minLinks}, {"ad_select", x.adSelect}, {"primary", x.primary}} {
+		if o.v != 0 && o.v != "" {
+			fmt.Fprintf(&b, "      %s: %v\n", o.key, o.v)
+		}
 	}
 	b.WriteString("    vfs:\n")
 	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d}\n", x.vlan0)

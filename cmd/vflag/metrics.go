@@ -51,6 +51,8 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		groupInfo  = fam("vflag_group_info", "A group of the config, with its configured eswitch mode (value always 1).")
 		problems   = fam("vflag_group_problems", "Problems vflag status found in the group (it could not read something, a PF is missing, no LACP partner answers, the kernel datapath lost every upcall...); 0 when none.")
 		pfUp       = fam("vflag_pf_up", "1 when the PF's link is up (operstate up), 0 otherwise.")
+		pfMTU      = fam("vflag_pf_mtu", "The PF's MTU.")
+		bondMTU    = fam("vflag_bond_mtu", "The MTU of the group's bond; switchdev groups only.")
 		numVFs     = fam("vflag_pf_vfs", "VFs the PF has (sriov_numvfs).")
 		lagActive  = fam("vflag_lag_active", "1 when the group's hardware LAG is active, 0 when inactive or not visible (no mlx5 debugfs); switchdev groups only.")
 		lagInfo    = fam("vflag_lag_info", "The group's hardware LAG state (active, inactive, unverified), type and port selection mode (value always 1); switchdev groups only.")
@@ -58,6 +60,9 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		slavesUp   = fam("vflag_bond_slaves_up", "Slaves of the group's bond whose link is up (operstate up); switchdev groups only.")
 		lacpPorts  = fam("vflag_bond_lacp_ports", "Slaves in the active aggregator of the group's 802.3ad bond (below vflag_bond_slaves_up: a slave with link was left out).")
 		lacpPeer   = fam("vflag_bond_lacp_partner", "1 when an LACP partner (the switch) answers on the group's 802.3ad bond, 0 when none does (the switch ports are no LACP port-channel: the bond sends on one port).")
+		minLinks   = fam("vflag_bond_min_links", "The bond's min_links: it has carrier only with at least this many slaves up (0: one is enough); switchdev groups only.")
+		upDelay    = fam("vflag_bond_updelay_seconds", "The bond's updelay: how long a slave's link must be up before the bond uses it; switchdev groups only.")
+		downDelay  = fam("vflag_bond_downdelay_seconds", "The bond's downdelay: how long a slave's link must be down before the bond stops using it; switchdev groups only.")
 		offload    = fam("vflag_ovs_hw_offload", "1 when Open vSwitch has other_config:hw-offload=true, 0 otherwise; switchdev groups only.")
 		dpMissed   = fam("vflag_ovs_datapath_upcalls", "Packets the kernel datapath of the group's bridge (ovs-system) sent up to ovs-vswitchd since it was created (lookups missed); bridges of datapath_type system only.")
 		dpLost     = fam("vflag_ovs_datapath_upcalls_lost", "Of those, upcalls the kernel could not hand to ovs-vswitchd (lookups lost); equal to vflag_ovs_datapath_upcalls and above 0: no handler is reading, the bridge forwards nothing new.")
@@ -72,6 +77,9 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		for _, p := range g.PFs {
 			pfUp.add(boolGauge(p.OperState == "up"), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
 			numVFs.add(float64(p.NumVFs), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
+			if p.MTU > 0 {
+				pfMTU.add(float64(p.MTU), "group", g.Name, "pf", p.Netdev, "pci", p.PCI)
+			}
 		}
 		if g.LAG != nil {
 			lagActive.add(boolGauge(g.LAG.State == eswitch.LAGActive), "group", g.Name)
@@ -84,6 +92,12 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 			}
 			slaves.add(float64(n), "group", g.Name, "bond", g.Bond.Name)
 			slavesUp.add(float64(len(g.SlavesUp)), "group", g.Name, "bond", g.Bond.Name)
+			if g.Bond.Mode != "absent" {
+				minLinks.add(float64(g.Bond.MinLinks), "group", g.Name, "bond", g.Bond.Name)
+				bondMTU.add(float64(g.BondMTU), "group", g.Name, "bond", g.Bond.Name)
+				upDelay.add(float64(g.Bond.UpDelay)/1000, "group", g.Name, "bond", g.Bond.Name)
+				downDelay.add(float64(g.Bond.DownDelay)/1000, "group", g.Name, "bond", g.Bond.Name)
+			}
 			if l := g.Bond.LACP; l != nil {
 				lacpPorts.add(float64(l.Ports), "group", g.Name, "bond", g.Bond.Name)
 				lacpPeer.add(boolGauge(l.PartnerMAC != "" && l.PartnerMAC != eswitch.NoLACPPartner), "group", g.Name, "bond", g.Bond.Name)
@@ -114,7 +128,7 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, lagActive, lagInfo, slaves, slavesUp, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

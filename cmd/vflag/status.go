@@ -48,13 +48,27 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			if p.TotalVFs > 0 {
 				total = fmt.Sprint(p.TotalVFs)
 			}
-			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s%s\n", p.Netdev, pipeline.OrDash(p.PCI), pipeline.OrDash(p.Driver), p.NumVFs, total, p.Eswitch, master)
+			fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s mtu %d%s\n", p.Netdev, pipeline.OrDash(p.PCI), pipeline.OrDash(p.Driver), p.NumVFs, total, p.Eswitch, p.MTU, master)
 		}
 		if g.Bond != nil && g.Bond.Mode == "absent" {
 			fmt.Fprintf(w, "  bond %s absent\n", g.Bond.Name)
 		} else if g.Bond != nil {
 			b := g.Bond
 			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), pipeline.OrDash(b.ActiveSlave), pipeline.OrDash(b.MIIStatus))
+			opts := fmt.Sprintf("mtu %d miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
+			if b.LacpRate != "" {
+				opts += " lacp_rate " + b.LacpRate
+			}
+			if b.AdSelect != "" {
+				opts += " ad_select " + b.AdSelect
+			}
+			if b.XmitHashPolicy != "" {
+				opts += " xmit_hash_policy " + b.XmitHashPolicy
+			}
+			if b.Mode == "active-backup" {
+				opts += " primary " + pipeline.OrDash(b.Primary)
+			}
+			fmt.Fprintf(w, "  bond options %s\n", opts)
 			if l := b.LACP; l != nil {
 				fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, pipeline.OrDash(l.PartnerMAC))
 			}
@@ -78,7 +92,11 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			if v.OVSPort != "" {
 				port = fmt.Sprintf("%s(ofport %d)", v.OVSPort, v.OFPort)
 			}
-			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), pipeline.OrDash(v.Representor), port, pipeline.OrDash(v.Domain))
+			rep := pipeline.OrDash(v.Representor)
+			if v.RepMTU != 0 {
+				rep += fmt.Sprintf(" (mtu %d)", v.RepMTU)
+			}
+			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain))
 		}
 		for _, p := range g.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)

@@ -39,14 +39,17 @@ type Group struct {
 	Name string `mapstructure:"name"`
 	// Eswitch is "switchdev" (VF-LAG, default) or "legacy" (VFs only: no
 	// representors, no bond requirement).
-	Eswitch          string       `mapstructure:"eswitch"`
-	PFs              []string     `mapstructure:"pfs"` // netdev names or PCI addresses
-	NumVFs           int          `mapstructure:"numvfs"`
-	FlowSteeringMode string       `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
-	Bond             Bond         `mapstructure:"bond"`
-	VFs              []VFConfig   `mapstructure:"vfs"`
-	OVS              OVSConfig    `mapstructure:"ovs"`
-	Attachments      []Attachment `mapstructure:"attachments"`
+	Eswitch          string   `mapstructure:"eswitch"`
+	PFs              []string `mapstructure:"pfs"` // netdev names or PCI addresses
+	NumVFs           int      `mapstructure:"numvfs"`
+	FlowSteeringMode string   `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
+	// MTU goes on the bond (its PFs follow it), every representor, or a
+	// legacy group's PFs (0: leave the MTUs alone). VF netdevs: not yet.
+	MTU         int          `mapstructure:"mtu"`
+	Bond        Bond         `mapstructure:"bond"`
+	VFs         []VFConfig   `mapstructure:"vfs"`
+	OVS         OVSConfig    `mapstructure:"ovs"`
+	Attachments []Attachment `mapstructure:"attachments"`
 	// Validate holds the settings of `vflag validate` (validate.go).
 	Validate ValidateConfig `mapstructure:"validate"`
 }
@@ -58,6 +61,31 @@ type Bond struct {
 	Miimon         int    `mapstructure:"miimon"`
 	LacpRate       string `mapstructure:"lacp_rate"`
 	XmitHashPolicy string `mapstructure:"xmit_hash_policy"`
+	// UpDelay and DownDelay (ms, multiples of miimon) delay the use of a
+	// slave whose link came up or went down; changed live.
+	UpDelay   int `mapstructure:"updelay"`
+	DownDelay int `mapstructure:"downdelay"`
+	// MinLinks: the bond has carrier only with this many slaves up (0..2).
+	MinLinks int `mapstructure:"min_links"`
+	// Primary is the preferred slave of an active-backup bond: one of the
+	// group's pfs, as written there; "" none.
+	Primary string `mapstructure:"primary"`
+	// AdSelect is the 802.3ad aggregator selection: stable (default),
+	// bandwidth or count; a change takes the bond down.
+	AdSelect string `mapstructure:"ad_select"`
+}
+
+// PrimaryIndex is the index in pfs of the bond's primary, -1 when none.
+func (g *Group) PrimaryIndex() int {
+	if g.Bond.Primary == "" {
+		return -1
+	}
+	for i, ref := range g.PFs {
+		if strings.EqualFold(ref, g.Bond.Primary) {
+			return i
+		}
+	}
+	return -1
 }
 
 // VFConfig holds one VF's settings.
@@ -109,6 +137,17 @@ func (es Errors) Error() string {
 	}
 	return "invalid config:\n  " + strings.Join(lines, "\n  ")
 }
+
+// MinMTU and MaxMTU bound a group's mtu: the kernel's minimum for
+// Ethernet and the usual jumbo frame limit of switches (mlx5 takes up to 9978).
+const (
+	MinMTU = 68
+	MaxMTU = 9216
+)
+
+// maxBondDelay bounds updelay and downdelay: a minute, far beyond any use
+// (the kernel takes up to INT_MAX).
+const maxBondDelay = 60000
 
 // MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
 const MaxVFsLAG = 64
@@ -251,6 +290,9 @@ func (c *Config) Validate() error {
 		} else if g.Switchdev() && g.NumVFs > MaxVFsLAG {
 			add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
 		}
+		if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
+			add(p+".mtu", g.MTU, "must be %d-%d (or 0 to leave the MTUs alone)", MinMTU, MaxMTU)
+		}
 		switch g.FlowSteeringMode {
 		case "", "smfs", "dmfs":
 		default:
@@ -364,6 +406,35 @@ func (c *Config) validateBond(g *Group, p string, add func(string, any, string, 
 		}
 	default:
 		add(p+".bond.lacp_rate", b.LacpRate, "must be slow or fast")
+	}
+	if b.UpDelay < 0 || b.UpDelay > maxBondDelay {
+		add(p+".bond.updelay", b.UpDelay, "must be 0-%d ms", maxBondDelay)
+	} else if b.Miimon > 0 && b.UpDelay%b.Miimon != 0 {
+		add(p+".bond.updelay", b.UpDelay, "must be a multiple of bond.miimon (%d ms): the kernel rounds it down", b.Miimon)
+	}
+	if b.DownDelay < 0 || b.DownDelay > maxBondDelay {
+		add(p+".bond.downdelay", b.DownDelay, "must be 0-%d ms", maxBondDelay)
+	} else if b.Miimon > 0 && b.DownDelay%b.Miimon != 0 {
+		add(p+".bond.downdelay", b.DownDelay, "must be a multiple of bond.miimon (%d ms): the kernel rounds it down", b.Miimon)
+	}
+	if b.MinLinks < 0 || b.MinLinks > len(g.PFs) {
+		add(p+".bond.min_links", b.MinLinks, "must be 0-%d (the bond's slaves are the group's %d PFs; more keeps its carrier off)", len(g.PFs), len(g.PFs))
+	}
+	if b.Primary != "" {
+		switch {
+		case b.Mode != "active-backup":
+			add(p+".bond.primary", b.Primary, "only applies to mode active-backup")
+		case g.PrimaryIndex() < 0:
+			add(p+".bond.primary", b.Primary, "is not one of the group's pfs (%s)", strings.Join(g.PFs, ", "))
+		}
+	}
+	switch b.AdSelect {
+	case "", "stable", "bandwidth", "count":
+		if b.AdSelect != "" && b.Mode != "802.3ad" {
+			add(p+".bond.ad_select", b.AdSelect, "only applies to mode 802.3ad")
+		}
+	default:
+		add(p+".bond.ad_select", b.AdSelect, "must be stable, bandwidth or count")
 	}
 	if b.XmitHashPolicy != "" {
 		if !hashPolicies[b.XmitHashPolicy] {

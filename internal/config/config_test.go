@@ -32,6 +32,25 @@ func TestValidateAcceptsValidConfig(t *testing.T) {
 	}
 }
 
+func TestValidateAcceptsBondOptions(t *testing.T) {
+	c := validConfig()
+	b := &c.Groups[0].Bond
+	b.UpDelay, b.DownDelay, b.MinLinks, b.AdSelect = 200, 100, 1, "bandwidth"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("802.3ad options rejected: %v", err)
+	}
+	b.Mode, b.LacpRate, b.XmitHashPolicy, b.AdSelect = "active-backup", "", "", ""
+	for _, p := range []string{"ens1f0np0", "0000:61:00.1", "0000:61:00.1"} { // a pfs entry as written (PCI case-insensitive)
+		b.Primary = p
+		if err := c.Validate(); err != nil {
+			t.Fatalf("primary %s rejected: %v", p, err)
+		}
+	}
+	if got := c.Groups[0].PrimaryIndex(); got != 1 {
+		t.Errorf("PrimaryIndex %d, want 1", got)
+	}
+}
+
 func TestValidateRejects(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -64,6 +83,24 @@ func TestValidateRejects(t *testing.T) {
 			c.Groups[0].Bond.LacpRate = ""
 		}, "groups[0].bond.xmit_hash_policy", "layer3+4"},
 		{"bad hash policy", func(c *Config) { c.Groups[0].Bond.XmitHashPolicy = "layer5" }, "groups[0].bond.xmit_hash_policy", "layer5"},
+		{"updelay not a multiple of miimon", func(c *Config) { c.Groups[0].Bond.UpDelay = 150 }, "groups[0].bond.updelay", "150"},
+		{"updelay negative", func(c *Config) { c.Groups[0].Bond.UpDelay = -100 }, "groups[0].bond.updelay", "-100"},
+		{"downdelay not a multiple of miimon", func(c *Config) { c.Groups[0].Bond.DownDelay = 50 }, "groups[0].bond.downdelay", "50"},
+		{"downdelay too long", func(c *Config) { c.Groups[0].Bond.DownDelay = 600000 }, "groups[0].bond.downdelay", "600000"},
+		{"min_links above the PFs", func(c *Config) { c.Groups[0].Bond.MinLinks = 3 }, "groups[0].bond.min_links", "3"},
+		{"min_links negative", func(c *Config) { c.Groups[0].Bond.MinLinks = -1 }, "groups[0].bond.min_links", "-1"},
+		{"primary outside active-backup", func(c *Config) { c.Groups[0].Bond.Primary = "ens1f0np0" }, "groups[0].bond.primary", "ens1f0np0"},
+		{"primary not a PF of the group", func(c *Config) {
+			c.Groups[0].Bond.Mode, c.Groups[0].Bond.LacpRate, c.Groups[0].Bond.XmitHashPolicy = "active-backup", "", ""
+			c.Groups[0].Bond.Primary = "ens2f0np0"
+		}, "groups[0].bond.primary", "ens2f0np0"},
+		{"ad_select outside 802.3ad", func(c *Config) {
+			c.Groups[0].Bond.Mode, c.Groups[0].Bond.LacpRate = "balance-xor", ""
+			c.Groups[0].Bond.AdSelect = "count"
+		}, "groups[0].bond.ad_select", "count"},
+		{"bad ad_select", func(c *Config) { c.Groups[0].Bond.AdSelect = "best" }, "groups[0].bond.ad_select", "best"},
+		{"mtu too small", func(c *Config) { c.Groups[0].MTU = 67 }, "groups[0].mtu", "67"},
+		{"mtu above jumbo", func(c *Config) { c.Groups[0].MTU = 9217 }, "groups[0].mtu", "9217"},
 		{"bond name with slash", func(c *Config) { c.Groups[0].Bond.Name = "bo/nd" }, "groups[0].bond.name", "bo/nd"},
 		{"bridge name too long", func(c *Config) { c.Groups[0].OVS.Bridge = "br-much-too-long-name" }, "groups[0].ovs.bridge", "br-much-too-long-name"},
 		{"bad group name", func(c *Config) { c.Groups[0].Name = "Lag 0" }, "groups[0].name", "Lag 0"},

@@ -325,6 +325,7 @@ func (k plainKernel) Links() ([]eswitch.Link, error) {
 func (plainKernel) SetLinkUp(string, bool) error                 { return errors.New("read only") }
 func (plainKernel) SetVFMAC(string, int, net.HardwareAddr) error { return errors.New("read only") }
 func (plainKernel) SetVFVlan(string, int, int) error             { return errors.New("read only") }
+func (plainKernel) SetLinkMTU(string, int) error                 { return errors.New("read only") }
 func (plainKernel) AddBond(eswitch.BondSpec) error               { return errors.New("read only") }
 func (plainKernel) DeleteLink(string) error                      { return errors.New("read only") }
 func (plainKernel) SetMaster(string, string) error               { return errors.New("read only") }

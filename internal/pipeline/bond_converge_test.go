@@ -25,6 +25,9 @@ func setBond(text, key, value string) string {
 	if value == "" {
 		return re.ReplaceAllString(text, "")
 	}
+	if !re.MatchString(text) { // a key the example does not set: after miimon
+		return strings.Replace(text, "      miimon: ", "      "+key+": "+value+"\n      miimon: ", 1)
+	}
 	return re.ReplaceAllString(text, "      "+key+": "+value+"\n")
 }
 
@@ -183,7 +186,56 @@ func TestBondOptionsConverge(t *testing.T) {
 			cost:    costReform,
 			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
 	}
+	withPrimary := setBond(activeBackup(example), "primary", "ens1f1np1")
+	byPCI := strings.Replace(activeBackup(example), "pfs: [ens1f0np0, ens1f1np1]", `pfs: ["0000:61:00.0", "0000:61:00.1"]`, 1)
+	tests = append(tests, []struct {
+		name     string
+		from, to string
+		want     eswitch.BondInfo
+		summary  string
+		cost     bondCost
+		extra    []string
+	}{
+		{name: "updelay, downdelay, min_links (live)", from: example,
+			to:      setBond(setBond(setBond(example, "updelay", "200"), "downdelay", "100"), "min_links", "1"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", MinLinks: 1, UpDelay: 200, DownDelay: 100},
+			summary: "bond0: min_links 0 -> 1 (live); bond0: updelay 0 -> 200 (live); bond0: downdelay 0 -> 100 (live)", cost: costLive},
+		{name: "miimon scales updelay (kept in intervals)", from: setBond(example, "updelay", "200"),
+			to:      setBond(setBond(example, "updelay", "400"), "miimon", "200"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4", UpDelay: 400},
+			summary: "bond0: miimon 100 -> 200 (live)", cost: costLive},
+		{name: "miimon with updelay kept in ms", from: setBond(example, "updelay", "200"),
+			to:      setBond(setBond(example, "updelay", "200"), "miimon", "200"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4", UpDelay: 200},
+			summary: "bond0: miimon 100 -> 200 (live); bond0: updelay 200, 400 at miimon 200, -> 200 (live)", cost: costLive},
+		{name: "ad_select stable to bandwidth (bond down)", from: example, to: setBond(example, "ad_select", "bandwidth"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "bandwidth"},
+			summary: "bond0: ad_select stable -> bandwidth (bond down and up again: hardware LAG down)", cost: costDown,
+			extra: []string{"link.up/bond0"}},
+		{name: "primary set (live)", from: activeBackup(example), to: withPrimary,
+			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
+			summary: "bond0: primary - -> ens1f1np1 (live)", cost: costLive},
+		{name: "primary cleared (live)", from: withPrimary, to: activeBackup(example),
+			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, ActiveSlave: "ens1f1np1"},
+			summary: "bond0: primary ens1f1np1 -> - (live)", cost: costLive},
+		{name: "primary by PCI address", from: byPCI, to: setBond(byPCI, "primary", `"0000:61:00.1"`),
+			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
+			summary: "bond0: primary - -> ens1f1np1 (live)", cost: costLive},
+		{name: "leaving active-backup clears the primary first", from: withPrimary, to: setBond(example, "ad_select", "count"),
+			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "count"},
+			summary: "bond0: primary ens1f1np1 -> - (live); bond0: mode active-backup -> 802.3ad (re-forms the bond: slaves released, hardware LAG down); bond0: lacp_rate slow -> fast (bond down and up again: hardware LAG down); bond0: xmit_hash_policy layer2 -> layer3+4 (live); bond0: ad_select stable -> count (bond down and up again: hardware LAG down)",
+			cost:    costReform,
+			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
+		{name: "entering active-backup with a primary; ad_select back to stable", from: setBond(example, "ad_select", "count"), to: withPrimary,
+			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
+			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down); bond0: mode 802.3ad -> active-backup (re-forms the bond: slaves released, hardware LAG down); bond0: xmit_hash_policy layer3+4 -> layer2 (live); bond0: ad_select count -> stable (bond down and up again: hardware LAG down); bond0: primary - -> ens1f1np1 (live)",
+			cost:    costReform,
+			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
+	}...)
 	for _, tc := range tests {
+		if tc.want.Mode == "802.3ad" && tc.want.AdSelect == "" {
+			tc.want.AdSelect = "stable"
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			b := newConvergeBed(t, &d, tc.from)
 			baseline := b.world()
@@ -231,7 +283,9 @@ func TestBondOptionsConverge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Mode != tc.want.Mode || got.Miimon != tc.want.Miimon || got.LacpRate != tc.want.LacpRate || got.XmitHashPolicy != tc.want.XmitHashPolicy {
+			if got.Mode != tc.want.Mode || got.Miimon != tc.want.Miimon || got.LacpRate != tc.want.LacpRate || got.XmitHashPolicy != tc.want.XmitHashPolicy ||
+				got.AdSelect != tc.want.AdSelect || got.MinLinks != tc.want.MinLinks || got.UpDelay != tc.want.UpDelay || got.DownDelay != tc.want.DownDelay ||
+				got.Primary != tc.want.Primary || tc.want.ActiveSlave != "" && got.ActiveSlave != tc.want.ActiveSlave {
 				t.Errorf("bond after up: %+v, want %+v", got, tc.want)
 			}
 			if !slices.Equal(got.Slaves, []string{"ens1f0np0", "ens1f1np1"}) || got.MIIStatus != "up" {
@@ -254,4 +308,101 @@ func TestBondOptionsConverge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withMTU sets the example group's mtu ("" removes it).
+func withMTU(text, mtu string) string {
+	if mtu == "" {
+		return text
+	}
+	return strings.Replace(text, "    numvfs: 4", "    mtu: "+mtu+"\n    numvfs: 4", 1)
+}
+
+// TestMTUConverge: the group's mtu goes on the bond, its PFs and every
+// representor; a change converges (only link.mtu steps), a re-formed bond
+// keeps it on its PFs (the kernel gives them the bond's again), removing
+// it from the config restores the MTUs from before the first change, and
+// down gives the baseline.
+func TestMTUConverge(t *testing.T) {
+	d := startDaemons(t)
+	example := exampleConfig(t)
+	b := newConvergeBed(t, &d, example)
+	baseline := b.world()
+	mtus := func() map[string]int {
+		out := map[string]int{}
+		ls, err := b.h.Kernel.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			out[l.Name] = l.MTU
+		}
+		return out
+	}
+	reps := func() []string {
+		var out []string
+		for _, pf := range []string{"ens1f0np0", "ens1f1np1"} {
+			m, err := eswitch.Representors(b.h.Kernel, b.h.FS, mustPF(t, b, pf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range m {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	check := func(what string, want int) {
+		t.Helper()
+		m := mtus()
+		names := append([]string{"bond0", "ens1f0np0", "ens1f1np1"}, reps()...)
+		if len(names) != 3+8 {
+			t.Fatalf("%s: %d representors", what, len(names)-3)
+		}
+		for _, n := range names {
+			if m[n] != want {
+				t.Errorf("%s: %s mtu %d, want %d", what, n, m[n], want)
+			}
+		}
+	}
+	b.up(example, false)
+	check("no mtu", 1500)
+	for _, tc := range []struct {
+		name, text string
+		mtu        int
+		want       []string // changed ids
+	}{
+		{"mtu 9000", withMTU(example, "9000"), 9000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+		{"mtu 4000", withMTU(example, "4000"), 4000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+		{"re-formed bond keeps it", withMTU(activeBackup(example), "4000"), 4000, nil},
+		{"mtu removed: back to 1500", activeBackup(example), 1500, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+	} {
+		plan := changed(b.up(tc.text, true))
+		got := changed(b.up(tc.text, false))
+		if !slices.Equal(plan, got) {
+			t.Errorf("%s: plan %v, up %v", tc.name, plan, got)
+		}
+		if tc.want != nil && !slices.Equal(got, tc.want) {
+			t.Errorf("%s: up changed %v, want %v", tc.name, got, tc.want)
+		}
+		check(tc.name, tc.mtu)
+		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+			t.Errorf("%s: a second up changed %v", tc.name, again)
+		}
+	}
+	b.up(withMTU(example, "9000"), false)
+	check("9000 again", 9000)
+	b.down()
+	if w := b.world(); w != baseline {
+		t.Errorf("down did not restore the baseline:\n%s", diffText(baseline, w))
+	}
+}
+
+func mustPF(t *testing.T, b *convergeBed, name string) eswitch.PF {
+	t.Helper()
+	pf, err := eswitch.ResolvePF(b.h.Kernel, b.h.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
 }

@@ -20,9 +20,11 @@
 //	                    bond down; slaves released for the mode: a disruptive re-form)
 //	   bond.enslave     PFs enslaved while down,
 //	   link.up          then bond and PFs up
+//	   link.mtu         the group's mtu on the bond (its slaves follow it); legacy: on the PFs
 //	 7 lag.wait         barrier: hardware LAG active (debugfs), up to lag_timeout
 //	 8 sriov.bind       host drivers strictly after LAG: QPs made before cannot use the other port
 //	 9 reps.up          representors by devlink port, then phys_port_name + switch id; set up
+//	   link.mtu         the group's mtu on the representors
 //	10 ovs.bridge       one OVSDB transaction: bridge, bond, representors, hw-offload
 //	11 libvirt.attach   hostdev interfaces, one domain at a time
 //	12 verify           barrier: LAG, ofports, hw-offload, attachments

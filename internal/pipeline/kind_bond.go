@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -19,11 +18,12 @@ func BondAlias(group string) string { return "vflag:" + group }
 // bondKind creates the bond, down and without slaves, marked with vflag's
 // alias, only after both PFs are in switchdev (DESIGN.md step 6); on a bond
 // it made earlier, it converges the options the config sets (mode, miimon,
-// lacp_rate for 802.3ad, xmit_hash_policy outside active-backup) at the
-// cost the kernel sets for each (bond_options.c, Linux 6.1):
+// lacp_rate and ad_select for 802.3ad, xmit_hash_policy outside
+// active-backup, primary for active-backup, updelay, downdelay, min_links)
+// at the cost the kernel sets for each (bond_options.c, Linux 6.1):
 //
-//   - miimon, xmit_hash_policy (and min_links, updelay, downdelay, which the
-//     config does not set): no flag, written live;
+//   - miimon, xmit_hash_policy, min_links, updelay, downdelay, primary
+//     (RAWVAL): no flag, written live;
 //   - lacp_rate, ad_select: BOND_OPTFLAG_IFDOWN, the bond goes down first
 //     (EBUSY while up); link.up brings it up again;
 //   - mode: BOND_OPTFLAG_NOSLAVES and IFDOWN, the slaves are released
@@ -73,7 +73,7 @@ func (c bondOptChange) summary(bond string) string {
 	case costDown:
 		how = "bond down and up again: hardware LAG down"
 	}
-	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, OrDash(c.From), c.To, how)
+	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, OrDash(c.From), OrDash(c.To), how)
 }
 
 // worst is the highest cost of changes.
@@ -85,10 +85,17 @@ func worst(changes []bondOptChange) bondCost {
 	return w
 }
 
-// bondSpec is the bond the group's config asks for.
-func bondSpec(g *config.Group) eswitch.BondSpec {
-	return eswitch.BondSpec{Name: g.Bond.Name, Mode: g.Bond.Mode, Miimon: g.Bond.Miimon,
-		LacpRate: g.Bond.LacpRate, XmitHashPolicy: g.Bond.XmitHashPolicy, Alias: BondAlias(g.Name)}
+// bondSpec is the bond the group's config asks for; the primary is the
+// netdev of the PF the config names.
+func bondSpec(g Group) eswitch.BondSpec {
+	b := g.Bond
+	spec := eswitch.BondSpec{Name: b.Name, Mode: b.Mode, Miimon: b.Miimon,
+		LacpRate: b.LacpRate, XmitHashPolicy: b.XmitHashPolicy, AdSelect: b.AdSelect,
+		MinLinks: b.MinLinks, UpDelay: b.UpDelay, DownDelay: b.DownDelay, Alias: BondAlias(g.Name)}
+	if i := g.PrimaryIndex(); i >= 0 && i < len(g.PFs) {
+		spec.Primary = g.PFs[i].Netdev
+	}
+	return spec
 }
 
 // optionChanges compares an existing bond's options with spec, in the order
@@ -109,6 +116,12 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 		// the bond equals one made fresh in the new mode.
 		if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
 			out = append(out, bondOptChange{"lacp_rate", b.LacpRate, "slow"})
+		}
+		// Leaving active-backup: the kernel keeps the primary's name and
+		// makes it the primary slave again at an enslave once the bond is
+		// active-backup again: clear it while it can be written.
+		if b.Mode == "active-backup" && b.Primary != "" {
+			out = append(out, bondOptChange{"primary", b.Primary, ""})
 		}
 		out = append(out, bondOptChange{"mode", b.Mode, spec.Mode})
 	}
@@ -140,15 +153,52 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			out = append(out, bondOptChange{"xmit_hash_policy", cur, want})
 		}
 	}
+	{ // in every mode: the kernel keeps it (no unsuppmodes in 6.1)
+		want := cmp.Or(spec.AdSelect, "stable")
+		cur, err := kept("ad_select", b.AdSelect, b.Mode == "802.3ad")
+		if err != nil {
+			return nil, err
+		}
+		if cur != want {
+			out = append(out, bondOptChange{"ad_select", cur, want})
+		}
+	}
+	if spec.Mode == "active-backup" && b.Primary != spec.Primary {
+		// sysfs shows the primary while it is a slave; one recorded before
+		// the enslave (a new or re-formed bond) shows empty until then, and
+		// writing it again is harmless.
+		out = append(out, bondOptChange{"primary", b.Primary, spec.Primary})
+	}
+	if b.MinLinks != spec.MinLinks {
+		out = append(out, bondOptChange{"min_links", strconv.Itoa(b.MinLinks), strconv.Itoa(spec.MinLinks)})
+	}
 	if b.Miimon != spec.Miimon {
 		out = append(out, bondOptChange{"miimon", strconv.Itoa(b.Miimon), strconv.Itoa(spec.Miimon)})
+	}
+	// updelay and downdelay after miimon: the kernel keeps them in miimon
+	// intervals, so a miimon change scales them (bond_option_miimon_set).
+	for _, d := range []struct {
+		option    string
+		cur, want int
+	}{{"updelay", b.UpDelay, spec.UpDelay}, {"downdelay", b.DownDelay, spec.DownDelay}} {
+		after := d.cur
+		if b.Miimon > 0 && b.Miimon != spec.Miimon {
+			after = d.cur / b.Miimon * spec.Miimon
+		}
+		if after != d.want {
+			from := strconv.Itoa(d.cur)
+			if after != d.cur {
+				from += fmt.Sprintf(", %d at miimon %d,", after, spec.Miimon)
+			}
+			out = append(out, bondOptChange{d.option, from, strconv.Itoa(d.want)})
+		}
 	}
 	return out, nil
 }
 
 // bondReform tells what converging the group's existing bond would cost
 // (costLive when there is no bond of vflag's or nothing differs).
-func (e *Env) bondReform(g *config.Group) (bondCost, error) {
+func (e *Env) bondReform(g Group) (bondCost, error) {
 	spec := bondSpec(g)
 	l, err := e.k.Link(spec.Name)
 	if err != nil || l.Alias != spec.Alias {
@@ -161,7 +211,7 @@ func (e *Env) bondReform(g *config.Group) (bondCost, error) {
 	return worst(changes), nil
 }
 
-func (k bondKind) step(e *Env, g *config.Group) teardown.Step {
+func (k bondKind) step(e *Env, g Group) teardown.Step {
 	spec := bondSpec(g)
 	record := bondRecord{Name: spec.Name, Alias: spec.Alias}
 	// own finds the bond: ok false when it does not exist; an error when it
@@ -209,7 +259,11 @@ func (k bondKind) step(e *Env, g *config.Group) teardown.Step {
 				return err
 			}
 			if !exists {
-				return e.k.AddBond(spec)
+				if err := e.k.AddBond(spec); err != nil {
+					return err
+				}
+				// The options AddBond does not set, written while the new
+				// bond is down and without slaves.
 			}
 			return e.convergeBond(spec)
 		},

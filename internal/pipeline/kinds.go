@@ -59,6 +59,7 @@ var Kinds = []Kind{
 	declare[bondRecord](bondKind{}),
 	declare[enslaveRecord](enslaveKind{}),
 	declare[linkUpRecord](linkUpKind{}),
+	declare[mtuRecord](mtuKind{}),
 	declare[driversRecord](bindKind{}),
 	declare[linkUpRecord](repsUpKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),

@@ -178,14 +178,14 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			}
 			return tcOffloadKind{}.step(se.Env, se.pfs[1])
 		}},
-		{name: bondKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return bondKind{}.step(se.Env, se.g) }},
+		{name: bondKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return bondKind{}.step(se.Env, se.group()) }},
 		{name: enslaveKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)
-			se.apply(t, bondKind{}.step(se.Env, se.g), enslaveKind{}.step(se.Env, se.pfs[0], se.g.Bond.Name))
+			se.apply(t, bondKind{}.step(se.Env, se.group()), enslaveKind{}.step(se.Env, se.pfs[0], se.g.Bond.Name))
 			return enslaveKind{}.step(se.Env, se.pfs[1], se.g.Bond.Name) // completes the bond: LAG activates
 		}},
 		{name: linkUpKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
-			se.apply(t, bondKind{}.step(se.Env, se.g))
+			se.apply(t, bondKind{}.step(se.Env, se.group()))
 			return linkUpKind{}.step(se.Env, se.g.Bond.Name, se.g.Bond.Name, se.pfs[0].Netdev)
 		}},
 		{name: bindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
@@ -214,7 +214,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 		}},
 		{name: ovsBridgeKind{}.Name(), real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)
-			se.apply(t, bondKind{}.step(se.Env, se.g))
+			se.apply(t, bondKind{}.step(se.Env, se.group()))
 			run, _ := reps(t, se)
 			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
 		}},

@@ -56,14 +56,17 @@ var phases = []phase{
 	{"3", "VF MACs through the PF", StagePre, allGroups, []string{vfMACKind{}.Name()}, (*groupRun).vfMACs},
 	{"4", "unbind every VF", StagePre, allGroups, []string{unbindKind{}.Name()}, (*groupRun).unbind},
 	{"5", "PFs up (legacy: no bond does it)", StagePre, legacyGroups, []string{linkUpKind{}.Name()}, (*groupRun).legacyPFsUp},
+	{"5", "MTU on the PFs (legacy)", StagePre, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).legacyMTU},
 	{"5", "eswitch switchdev on both PFs", StagePre, switchdevGroups, []string{modeKind{}.Name()}, (*groupRun).switchdev},
 	{"5", "hw-tc-offload on the PFs", StagePre, switchdevGroups, []string{tcOffloadKind{}.Name()}, (*groupRun).tcOffload},
 	{"6", "bond, after switchdev", StageAll, switchdevGroups, []string{bondKind{}.Name()}, (*groupRun).bond},
 	{"6", "enslave the PFs while down", StageAll, switchdevGroups, []string{enslaveKind{}.Name()}, (*groupRun).enslave},
 	{"6", "bond and PFs up", StageAll, switchdevGroups, []string{linkUpKind{}.Name()}, (*groupRun).bondUp},
+	{"6", "MTU on the bond (its PFs follow it)", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).bondMTU},
 	{"7", "wait for hardware LAG", StageAll, switchdevGroups, nil, (*groupRun).waitLAG},
 	{"8", "host drivers, strictly after LAG", StageAll, allGroups, []string{bindKind{}.Name()}, (*groupRun).bind},
 	{"9", "representors up", StageAll, switchdevGroups, []string{repsUpKind{}.Name()}, (*groupRun).repsUp},
+	{"9", "MTU on the representors", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).repsMTU},
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
 	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},
 	{"12", "verify", StageAll, allGroups, nil, (*groupRun).verify},
@@ -261,7 +264,7 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 // A bond whose mode changes is not: its slaves are released and the LAG
 // activates again, which firmware refuses while a VF is bound.
 func (e *Env) lagSettled(g Group) bool {
-	if c, err := e.bondReform(g.Group); err != nil || c >= costReform {
+	if c, err := e.bondReform(g); err != nil || c >= costReform {
 		return false
 	}
 	for _, pf := range g.PFs {
@@ -302,13 +305,13 @@ func (run *groupRun) tcOffload(context.Context) ([]batch, error) {
 
 func (run *groupRun) bond(context.Context) ([]batch, error) {
 	if run.dry {
-		c, err := run.e.bondReform(run.g.Group)
+		c, err := run.e.bondReform(run.g)
 		if err != nil {
 			return nil, err
 		}
 		run.bondCost = c
 	}
-	return one(bondKind{}.step(run.e, run.g.Group)), nil
+	return one(bondKind{}.step(run.e, run.g)), nil
 }
 
 // enslave one PF at a time: the bonding driver serialises them anyway. A

@@ -34,9 +34,28 @@ type bondOpt struct {
 	ifDown   bool     // BOND_OPTFLAG_IFDOWN
 	onlyIn   []string // the modes outside unsuppmodes; nil: every mode
 	values   []optValue
+	raw      bool // BOND_OPTFLAG_RAWVAL: the written string is the value, unparsed
 	show     func(b *bondState) string
 	// set applies a parsed value (the option's bond_option_*_set).
 	set func(st *state, now int64, nd *netdev, v uint64) *opError
+	// setRaw applies the written string of a raw option.
+	setRaw func(st *state, now int64, nd *netdev, s string) *opError
+}
+
+// primarySlave is bond->primary_slave: the recorded primary while it is a
+// slave of a bond whose mode uses a primary (bond_uses_primary: set at
+// enslave and by a write of primary; a mode change needs the slaves
+// released, which clears it).
+func (b *bondState) primarySlave() string {
+	if b.Primary == "" || !bondUsesPrimary(b.Mode) || !slices.Contains(b.Slaves, b.Primary) {
+		return ""
+	}
+	return b.Primary
+}
+
+// bondUsesPrimary is bond_mode_uses_primary: active-backup, tlb, alb.
+func bondUsesPrimary(mode string) bool {
+	return mode == "active-backup" || mode == "balance-tlb" || mode == "balance-alb"
 }
 
 // The value tables of bond_options.c.
@@ -120,6 +139,27 @@ var bondOpts = map[string]*bondOpt{
 		},
 		set: func(_ *state, _ int64, nd *netdev, v uint64) *opError {
 			nd.Bond.AdSelect = tblName(adSelectTbl, v)
+			return nil
+		}},
+	"primary": {name: "primary", raw: true, onlyIn: []string{"active-backup", "balance-tlb", "balance-alb"},
+		show: func(b *bondState) string { // bonding_show_primary: the primary slave or nothing
+			if p := b.primarySlave(); p != "" {
+				return p + "\n"
+			}
+			return ""
+		},
+		setRaw: func(st *state, now int64, nd *netdev, s string) *opError { // bond_option_primary_set
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				s = s[:i]
+			}
+			if len(s) > 15 { // strscpy_pad into IFNAMSIZ
+				s = s[:15]
+			}
+			nd.Bond.Primary = s
+			if s != "" && !slices.Contains(nd.Bond.Slaves, s) {
+				st.log(now, "", "%s: Recording %s as primary, but it has not been enslaved yet", nd.Name, s)
+			}
+			st.refreshBonds(now) // bond_select_active_slave
 			return nil
 		}},
 	"miimon": {name: "miimon", values: intMaxTbl,
@@ -247,6 +287,13 @@ func (st *state) setBondOption(now int64, nd *netdev, name, data string) (bool, 
 		st.log(now, "", "%s: option %s: unable to set because the bond device is up", nd.Name, o.name)
 		return true, fail(syscall.EBUSY, "option %s: unable to set because the bond device is up", o.name)
 	}
+	if o.raw {
+		before, logs := b.options(), len(st.Dmesg)
+		if e := o.setRaw(st, now, nd, data); e != nil {
+			return len(st.Dmesg) != logs, e
+		}
+		return b.options() != before || len(st.Dmesg) != logs, nil
+	}
 	v, ok := parseBondOpt(o, data)
 	if !ok {
 		shown, _, _ := strings.Cut(data, "\n")
@@ -269,9 +316,9 @@ func (st *state) setBondOption(now int64, nd *netdev, name, data string) (bool, 
 type bondOptions struct {
 	mode, lacpRate, xmitHashPolicy, adSelect string
 	miimon, minLinks, upDelay, downDelay     int
-	activeSlave                              string
+	activeSlave, primary                     string
 }
 
 func (b *bondState) options() bondOptions {
-	return bondOptions{b.Mode, b.LacpRate, b.XmitHashPolicy, b.adSelect(), b.Miimon, b.MinLinks, b.UpDelay, b.DownDelay, b.ActiveSlave}
+	return bondOptions{b.Mode, b.LacpRate, b.XmitHashPolicy, b.adSelect(), b.Miimon, b.MinLinks, b.UpDelay, b.DownDelay, b.ActiveSlave, b.Primary}
 }

@@ -22,6 +22,7 @@ func TestBondOptionWrites(t *testing.T) {
 		slaves  int    // PFs enslaved (p0, p1)
 		up      bool   // bond admin up
 		updelay string // written after setup
+		primary string // written after setup
 	}
 	tests := []struct {
 		name string
@@ -91,6 +92,16 @@ func TestBondOptionWrites(t *testing.T) {
 			log: "bond0: Unable to set up delay as MII monitoring is disabled"},
 		{name: "updelay follows miimon", st: state{updelay: "200"}, file: "miimon", data: "50", want: map[string]string{"updelay": "100\n"}},
 		{name: "downdelay", file: "downdelay", data: "300", want: map[string]string{"downdelay": "300\n"}},
+
+		// primary: RAWVAL, active-backup/tlb/alb only, live.
+		{name: "primary outside active-backup", st: state{slaves: 2, up: true}, file: "primary", data: "p1\n", err: syscall.EACCES,
+			log: "bond0: option primary: mode dependency failed, not supported in mode 802.3ad(4)"},
+		{name: "primary live: becomes the active slave", st: state{mode: "active-backup", slaves: 2, up: true}, file: "primary", data: "p1\n",
+			want: map[string]string{"primary": "p1\n", "active_slave": "p1\n"}},
+		{name: "primary not a slave: recorded, not shown", st: state{mode: "active-backup", slaves: 1, up: true}, file: "primary", data: "p1\n",
+			log: "bond0: Recording p1 as primary, but it has not been enslaved yet", want: map[string]string{"primary": "", "active_slave": "p0\n"}},
+		{name: "primary cleared by an empty write", st: state{mode: "active-backup", slaves: 2, up: true, primary: "p1"}, file: "primary", data: "\n",
+			want: map[string]string{"primary": "", "active_slave": "p1\n"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +130,9 @@ func TestBondOptionWrites(t *testing.T) {
 			}
 			if tc.st.updelay != "" {
 				x.write(bondDir+"updelay", tc.st.updelay)
+			}
+			if tc.st.primary != "" {
+				x.write(bondDir+"primary", tc.st.primary)
 			}
 			before := x.h.Dump()
 			if tc.err != 0 {
@@ -149,7 +163,7 @@ func TestBondOptionFiles(t *testing.T) {
 	x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4"}))
 	want := map[string]string{
 		"mode": "802.3ad 4\n", "miimon": "100\n", "lacp_rate": "fast 1\n", "xmit_hash_policy": "layer3+4 1\n",
-		"ad_select": "stable 0\n", "min_links": "0\n", "updelay": "0\n", "downdelay": "0\n",
+		"ad_select": "stable 0\n", "min_links": "0\n", "updelay": "0\n", "downdelay": "0\n", "primary": "",
 	}
 	for f, w := range want {
 		if got := x.read(bondDir + f); got != w {
@@ -201,5 +215,37 @@ func TestBondModeChangeReformsLAG(t *testing.T) {
 	}
 	if got := x.read(bondDir + "active_slave"); got != "p0\n" {
 		t.Errorf("active_slave %q", got)
+	}
+}
+
+// TestBondPrimaryKept: a primary recorded before its interface is enslaved
+// takes effect at the enslave (bond_enslave compares params.primary); a
+// release clears the primary slave but keeps the name; an enslave in a mode
+// without a primary does not set it.
+func TestBondPrimaryKept(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup", Miimon: 100}))
+	x.write(bondDir+"primary", "p1\n")
+	for _, pf := range []string{"p0", "p1"} {
+		x.ok(x.h.SetMaster(pf, "bond0"))
+	}
+	if got := x.read(bondDir + "primary"); got != "p1\n" {
+		t.Fatalf("primary after the enslave %q", got)
+	}
+	x.ok(x.h.SetMaster("p1", ""))
+	if got := x.read(bondDir + "primary"); got != "" {
+		t.Errorf("primary after p1's release %q", got)
+	}
+	x.ok(x.h.SetMaster("p0", ""))
+	x.write(bondDir+"mode", "802.3ad")
+	x.ok(x.h.SetMaster("p1", "bond0"))
+	if got := x.read(bondDir + "primary"); got != "" {
+		t.Errorf("primary in 802.3ad %q", got)
+	}
+	x.ok(x.h.SetMaster("p1", ""))
+	x.write(bondDir+"mode", "active-backup")
+	x.ok(x.h.SetMaster("p1", "bond0"))
+	if got := x.read(bondDir + "primary"); got != "p1\n" {
+		t.Errorf("primary back in active-backup %q: the name is kept", got)
 	}
 }

@@ -116,8 +116,8 @@ func (st *state) dump(now int64) string {
 			continue
 		}
 		bo := nd.Bond
-		w("  %s mode=%s miimon=%d lacp_rate=%s xmit_hash_policy=%s ad_select=%s min_links=%d updelay=%d downdelay=%d slaves=%s active_slave=%s\n",
-			nd.Name, bo.Mode, bo.Miimon, bo.LacpRate, bo.XmitHashPolicy, bo.adSelect(), bo.MinLinks, bo.UpDelay*bo.Miimon, bo.DownDelay*bo.Miimon,
+		w("  %s mode=%s miimon=%d lacp_rate=%s xmit_hash_policy=%s ad_select=%s min_links=%d updelay=%d downdelay=%d primary=%s slaves=%s active_slave=%s\n",
+			nd.Name, bo.Mode, bo.Miimon, bo.LacpRate, bo.XmitHashPolicy, bo.adSelect(), bo.MinLinks, bo.UpDelay*bo.Miimon, bo.DownDelay*bo.Miimon, orDash(bo.Primary),
 			orDash(strings.Join(bo.Slaves, ",")), orDash(bo.ActiveSlave))
 	}
 	w("dmesg:\n")

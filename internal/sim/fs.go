@@ -470,15 +470,7 @@ func (t tree) netdevDir(nd *netdev) *node {
 					if err != nil {
 						return false, fail(syscall.EINVAL, "")
 					}
-					lo, hi := 68, 9978 // mlx5e max MTU
-					if nd.Role == roleBond || nd.Role == roleLo {
-						hi = 65535
-					}
-					if v < lo || v > hi {
-						return false, fail(syscall.EINVAL, "")
-					}
-					nd.MTU = v
-					return true, nil
+					return st.setMTU(t.now, nd.Name, v)
 				}),
 		}
 		switch nd.Role {

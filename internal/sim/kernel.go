@@ -181,7 +181,7 @@ func (h *Host) SetParam(d eswitch.Devlink, name, value string) error {
 func (st *state) toLink(nd *netdev, now int64) eswitch.Link {
 	l := eswitch.Link{
 		Name: nd.Name, Index: nd.Ifindex, Master: nd.Master, AdminUp: nd.AdminUp,
-		OperState: st.operState(nd, now), MAC: nd.MAC, Alias: nd.Alias,
+		OperState: st.operState(nd, now), MAC: nd.MAC, Alias: nd.Alias, MTU: nd.MTU,
 	}
 	if nd.Role == roleBond {
 		l.Kind = "bond"
@@ -195,6 +195,14 @@ func (st *state) toLink(nd *netdev, now int64) eswitch.Link {
 		}
 	}
 	return l
+}
+
+// SetLinkMTU implements eswitch.Kernel (dev_set_mtu; bond_change_mtu).
+func (h *Host) SetLinkMTU(name string, mtu int) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		c, e := st.setMTU(now, name, mtu)
+		return c, kernelErr(fmt.Sprintf("ip link set %s mtu %d", name, mtu), e)
+	})
 }
 
 // Link implements eswitch.Kernel.

@@ -379,6 +379,37 @@ func (st *state) notFound(name string) *opError {
 	return fail(syscall.ENODEV, "Cannot find device %q", name).with(eswitch.ErrLinkNotFound)
 }
 
+// setMTU is dev_set_mtu: min_mtu 68, max_mtu 9978 on mlx5e netdevs
+// (PF, VF, representor), 65535 on a bond; a bond's new MTU goes to every
+// slave first (bond_change_mtu; a slave's failure undoes the others).
+func (st *state) setMTU(now int64, name string, mtu int) (bool, *opError) {
+	nd := st.link(name, now)
+	if nd == nil {
+		return false, st.notFound(name)
+	}
+	lo, hi := 68, 9978 // mlx5e max MTU
+	if nd.Role == roleBond || nd.Role == roleLo {
+		hi = 65535
+	}
+	if mtu < lo || mtu > hi {
+		return false, fail(syscall.EINVAL, "mtu %d out of range %d-%d", mtu, lo, hi)
+	}
+	if nd.MTU == mtu {
+		return false, nil
+	}
+	if nd.Bond != nil {
+		for _, s := range nd.Bond.Slaves {
+			if sl := st.Netdevs[s]; sl != nil {
+				if _, e := st.setMTU(now, s, mtu); e != nil {
+					return false, e
+				}
+			}
+		}
+	}
+	nd.MTU = mtu
+	return true, nil
+}
+
 func (st *state) setLinkUp(now int64, name string, up bool) (bool, *opError) {
 	nd := st.link(name, now)
 	if nd == nil {
@@ -401,6 +432,12 @@ func (st *state) refreshBonds(now int64) {
 		b := nd.Bond
 		if b.Mode != "active-backup" {
 			b.ActiveSlave = ""
+			continue
+		}
+		// primary_reselect always (the default): an up primary slave is
+		// the active one.
+		if p := st.Netdevs[b.primarySlave()]; p != nil && nd.AdminUp && p.visible(now) && st.operUp(p, now) {
+			b.ActiveSlave = p.Name
 			continue
 		}
 		if cur := st.Netdevs[b.ActiveSlave]; cur != nil && cur.Master == nd.Name && st.operUp(cur, now) {
@@ -533,6 +570,13 @@ func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
 		m.MAC = s.MAC // the bond takes its first slave's address
 		b.RandomMAC = false
 	}
+	// bond_enslave: the slave's MTU is saved and set to the bond's.
+	s.OrigMTU = s.MTU
+	if s.MTU != m.MTU {
+		if _, e := st.setMTU(now, s.Name, m.MTU); e != nil {
+			return changed, e
+		}
+	}
 	b.Slaves = append(b.Slaves, s.Name)
 	s.Master = m.Name
 	s.MAC = m.MAC // fail_over_mac none: every slave gets the bond's address
@@ -551,6 +595,9 @@ func (st *state) release(now int64, s *netdev) {
 	}
 	s.Master = ""
 	s.MAC = s.PermMAC
+	if s.OrigMTU != 0 { // __bond_release_one: back to the MTU before the enslave
+		s.MTU, s.OrigMTU = s.OrigMTU, 0
+	}
 	if m == nil || m.Bond == nil {
 		return
 	}

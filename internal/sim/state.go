@@ -91,6 +91,7 @@ type netdev struct {
 	AdminUp bool       `json:"admin_up"`
 	Alias   string     `json:"alias,omitempty"`
 	MTU     int        `json:"mtu"`
+	OrigMTU int        `json:"orig_mtu,omitempty"` // a slave's MTU before the enslave
 	Master  string     `json:"master,omitempty"`
 	HWTC    bool       `json:"hw_tc_offload,omitempty"`
 	ReadyAt int64      `json:"ready_at,omitempty"`
@@ -109,7 +110,10 @@ type bondState struct {
 	DownDelay      int      `json:"downdelay,omitempty"` // in miimon intervals
 	Slaves         []string `json:"slaves,omitempty"`
 	ActiveSlave    string   `json:"active_slave,omitempty"`
-	RandomMAC      bool     `json:"random_mac"`
+	// Primary is params.primary: the name written to primary, kept while
+	// that interface is not a slave (bond_option_primary_set).
+	Primary   string `json:"primary,omitempty"`
+	RandomMAC bool   `json:"random_mac"`
 }
 
 // lagState is the hardware LAG of a 2-PF NIC (KERNEL-FACTS §5).

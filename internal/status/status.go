@@ -28,6 +28,7 @@ type PFStatus struct {
 	Up        bool   `json:"up"`
 	OperState string `json:"operstate,omitempty"` // RFC 2863 ("up": the link has carrier)
 	Master    string `json:"master,omitempty"`
+	MTU       int    `json:"mtu,omitempty"`
 }
 
 // VFStatus is one VF with everything attached to it.
@@ -38,6 +39,7 @@ type VFStatus struct {
 	Driver      string `json:"driver"`
 	MAC         string `json:"mac"`
 	Representor string `json:"representor,omitempty"`
+	RepMTU      int    `json:"representor_mtu,omitempty"`
 	OVSPort     string `json:"ovs_port,omitempty"`
 	OFPort      int    `json:"ofport,omitempty"`
 	Domain      string `json:"domain,omitempty"`
@@ -50,6 +52,8 @@ type GroupStatus struct {
 	PFs       []PFStatus         `json:"pfs"`
 	Bond      *eswitch.BondInfo  `json:"bond,omitempty"`
 	SlavesUp  []string           `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
+	BondMTU   int                `json:"bond_mtu,omitempty"`
+	MTU       int                `json:"mtu,omitempty"` // the config's (0: MTUs left alone)
 	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
 	Bridge    string             `json:"bridge,omitempty"`
 	HWOffload string             `json:"hw_offload,omitempty"`
@@ -73,7 +77,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 	var hs HostStatus
 	for gi := range cfg.Groups {
 		g := &cfg.Groups[gi]
-		gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}}
+		gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}, MTU: g.MTU}
 		problem := func(format string, args ...any) { gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...)) }
 		gh, errs := pipeline.ResolveGroup(k, f, g)
 		failed := map[int]bool{}
@@ -101,7 +105,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				ps.Eswitch = "unknown"
 			}
 			if l, err := k.Link(pf.Netdev); err == nil {
-				ps.Up, ps.OperState, ps.Master = l.AdminUp, l.OperState, l.Master
+				ps.Up, ps.OperState, ps.Master, ps.MTU = l.AdminUp, l.OperState, l.Master, l.MTU
 			}
 			gs.PFs = append(gs.PFs, ps)
 		}
@@ -109,6 +113,9 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 			if b, err := eswitch.ReadBond(f, g.Bond.Name); err == nil {
 				b.LACP = eswitch.ReadLACP(f, b)
 				gs.Bond = &b
+				if l, err := k.Link(g.Bond.Name); err == nil {
+					gs.BondMTU = l.MTU
+				}
 				for _, sl := range b.Slaves {
 					if l, err := k.Link(sl); err == nil && l.OperState == "up" {
 						gs.SlavesUp = append(gs.SlavesUp, sl)
@@ -193,6 +200,11 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 			numvfs, _ := pci.NumVFs(pf.Dev)
 			for id := 0; id < numvfs; id++ {
 				vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
+				if vs.Representor != "" {
+					if l, err := k.Link(vs.Representor); err == nil {
+						vs.RepMTU = l.MTU
+					}
+				}
 				if vs.PCI != "" {
 					vs.Driver, _ = pci.Driver(sriov.Addr(vs.PCI))
 					vs.Domain = domains[vs.PCI]

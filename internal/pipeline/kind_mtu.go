@@ -1,0 +1,158 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/teardown"
+)
+
+// mtuKind sets the group's MTU on a list of interfaces, in order: the bond
+// then its PFs (the kernel gives the bond's MTU to its slaves,
+// bond_change_mtu, and an enslaved port takes the bond's, bond_enslave; so
+// the bond's MTU is the one that lasts, and it is set after the enslave),
+// the representors of a PF, or a legacy group's PFs. Its record keeps each
+// interface's MTU before the first change; the undo restores them in the
+// same order (the bond first: its slaves follow it).
+//
+//	ip link set $if mtu $mtu
+type mtuKind struct{}
+
+type mtuRecord struct {
+	MTU   int        `json:"mtu"`
+	Prior []priorMTU `json:"prior"` // every interface of the step, in order
+}
+
+type priorMTU struct {
+	Name string `json:"name"`
+	MTU  int    `json:"mtu"`
+}
+
+func (mtuKind) Name() string { return "link.mtu" }
+
+// DependsOn: a re-formed bond, new VFs or representors need it again.
+func (mtuKind) DependsOn() []string {
+	return []string{enslaveKind{}.Name(), numVFsKind{}.Name(), repsUpKind{}.Name()}
+}
+
+func (k mtuKind) step(e *Env, id string, mtu int, names []string) teardown.Step {
+	// differ lists the interfaces whose MTU is not mtu, with the record of
+	// every interface's MTU now; in a plan, one that an earlier step would
+	// create counts as differing.
+	differ := func() ([]string, mtuRecord, error) {
+		var out []string
+		r := mtuRecord{MTU: mtu}
+		for _, n := range names {
+			l, err := e.k.Link(n)
+			if errors.Is(err, eswitch.ErrLinkNotFound) {
+				out = append(out, n)
+				continue
+			}
+			if err != nil {
+				return nil, r, err
+			}
+			r.Prior = append(r.Prior, priorMTU{Name: n, MTU: l.MTU})
+			if l.MTU != mtu {
+				out = append(out, fmt.Sprintf("%s %d", n, l.MTU))
+			}
+		}
+		return out, r, nil
+	}
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name() + "/" + id,
+		Check: func(context.Context) (teardown.Change, error) {
+			d, r, err := differ()
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: len(d) > 0, Record: r,
+				Summary: fmt.Sprintf("mtu %d: %s", mtu, abbreviate(d, 6))}, nil
+		},
+		Apply: func(context.Context) error {
+			for _, n := range names {
+				l, err := e.k.Link(n)
+				if err != nil {
+					return err
+				}
+				if l.MTU == mtu { // a bond's slaves follow it
+					continue
+				}
+				if err := e.k.SetLinkMTU(n, mtu); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func (mtuKind) Undo(ctx context.Context, e *Env, r mtuRecord) error {
+	var did []string
+	for _, p := range r.Prior {
+		l, err := e.k.Link(p.Name)
+		if gone(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if l.MTU == p.MTU || p.MTU == 0 {
+			continue
+		}
+		if err := e.k.SetLinkMTU(p.Name, p.MTU); err != nil && !gone(err) {
+			return err
+		}
+		did = append(did, fmt.Sprintf("%s %d", p.Name, p.MTU))
+	}
+	if len(did) > 0 {
+		teardown.SayUndone(ctx, "mtu back: %s", strings.Join(did, ", "))
+	}
+	return nil
+}
+
+// bondMTU: the bond's MTU, then (already following it) its PFs.
+func (run *groupRun) bondMTU(context.Context) ([]batch, error) {
+	g := run.g
+	if g.MTU == 0 {
+		return nil, nil
+	}
+	names := append([]string{g.Bond.Name}, netdevs(g.PFs)...)
+	return one(mtuKind{}.step(run.e, g.Bond.Name, g.MTU, names)), nil
+}
+
+// legacyMTU: a legacy group's PFs.
+func (run *groupRun) legacyMTU(context.Context) ([]batch, error) {
+	g := run.g
+	if g.MTU == 0 {
+		return nil, nil
+	}
+	pfs := netdevs(g.PFs)
+	return one(mtuKind{}.step(run.e, strings.Join(pfs, "+"), g.MTU, pfs)), nil
+}
+
+// repsMTU: each owning PF's representors, once they are mapped (repsUp).
+func (run *groupRun) repsMTU(context.Context) ([]batch, error) {
+	g := run.g
+	if g.MTU == 0 {
+		return nil, nil
+	}
+	var s []teardown.Step
+	for _, i := range g.Owners {
+		pf := g.PFs[i]
+		id := "reps/" + pf.Netdev
+		if !run.repsAll {
+			s = append(s, predicted(mtuKind{}.Name(), mtuKind{}.Name()+"/"+id,
+				fmt.Sprintf("mtu %d on the %d representors of %s (after switchdev)", g.MTU, g.NumVFs, pf.Netdev)))
+			continue
+		}
+		var names []string
+		for vf := 0; vf < g.NumVFs; vf++ {
+			names = append(names, run.reps[VFKey{i, vf}])
+		}
+		s = append(s, mtuKind{}.step(run.e, id, g.MTU, names))
+	}
+	return one(s...), nil
+}
