@@ -112,9 +112,11 @@ func (x variant) config(d daemons) string {
 }
 
 var (
-	vfLineRE  = regexp.MustCompile(`^\s+vf \d+ (\S+) .*netdev=(\S*) rep=(\S*)`)
-	ethNameRE = regexp.MustCompile(`\beth\d+\b`)
-	uuidishRE = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
+	vfLineRE      = regexp.MustCompile(`^\s+vf \d+ (\S+) .*netdev=(\S*) rep=(\S*)`)
+	ethNameRE     = regexp.MustCompile(`\beth\d+\b`)
+	uuidishRE     = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
+	activeSlaveRE = regexp.MustCompile(`active_slave=\S+`)
+	lagMappingRE  = regexp.MustCompile(`mapping=\S+`)
 )
 
 // canonical is a dump with kernel-assigned names replaced by names derived
@@ -139,6 +141,12 @@ func canonical(dump string) string {
 		}
 		return s
 	})
+	// Which slave of an active-backup bond is active (and so the LAG's port
+	// mapping) is runtime state the kernel decides (the first enslaved, or
+	// the last one standing), not what a config sets: masked. A primary
+	// the config sets shows in primary=.
+	dump = activeSlaveRE.ReplaceAllString(dump, "active_slave=<runtime>")
+	dump = lagMappingRE.ReplaceAllString(dump, "mapping=<runtime>")
 	var out []string
 	var block []string // lines sorted within a section
 	flush := func() {
