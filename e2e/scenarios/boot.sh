@@ -63,7 +63,10 @@ if [ "$BOOT" = 1 ]; then
 	broken nm && rm -f /etc/udev/rules.d/69-vflag-nm-unmanaged.rules
 	broken udevname && { rm -f /usr/lib/udev/rules.d/71-vflag-representors.rules; sed -i '/phys_port_name}=="pf[0-9]*vf/d' /etc/udev/rules.d/70-vflag.rules; }
 	cat /etc/udev/rules.d/70-vflag.rules /etc/udev/rules.d/69-vflag-nm-unmanaged.rules 2>/dev/null
-	# The late NIC: 5 s after udev starts, no ordering against vflag.
+	# The late NIC: no ordering against vflag; it appears 5 s after
+	# vflag-pre.service started (a slow mlx5 probe). Under TCG on a loaded
+	# machine vflag-pre may start a minute after udev, so "5 s after udev"
+	# would not be late: the unit watches for vflag-pre (at most 120 s).
 	cat >/etc/systemd/system/nic-late.service <<-'EOF2'
 		[Unit]
 		Description=e2e: the NIC appears late (a slow mlx5 probe)
@@ -72,7 +75,7 @@ if [ "$BOOT" = 1 ]; then
 		Wants=systemd-udevd.service
 		[Service]
 		Type=simple
-		ExecStart=/bin/sh -c 'sleep 5; modprobe netdevsim; echo "10 2" >/sys/bus/netdevsim/new_device; echo "20 1" >/sys/bus/netdevsim/new_device'
+		ExecStart=/bin/sh -c 'i=0; until [ "$(systemctl show -p ActiveState --value vflag-pre.service)" != inactive ] || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; echo "vflag-pre: $(systemctl show -p ActiveState --value vflag-pre.service)"; sleep 5; modprobe netdevsim; echo "10 2" >/sys/bus/netdevsim/new_device; echo "20 1" >/sys/bus/netdevsim/new_device; echo NIC created'
 		[Install]
 		WantedBy=sysinit.target
 	EOF2
@@ -94,9 +97,9 @@ done
 units_ok() {
 	local u r=0
 	for u in vflag-pre.service vflag.service; do
-		st=$(systemctl show -p ActiveState -p Result --value $u | tr '\n' ' ')
+		st="$(systemctl show -p ActiveState --value $u) $(systemctl show -p Result --value $u)"
 		echo "$u: $st"
-		[ "$st" = "active success " ] || r=1
+		[ "$st" = "active success" ] || r=1
 	done
 	return $r
 }
@@ -169,7 +172,7 @@ nm_unmanaged() {
 	local d st r=0
 	for d in $PF1 $PF2 bond0 ${PF1}_0 ${PF1}_1 ${PF1}_2 ${PF1}_3; do
 		st=$(nmcli -t -f DEVICE,STATE device | awk -F: -v d=$d '$1 == d { print $2 }')
-		echo "$d: ${st:-not listed}"
+		echo "$d: ${st:-not listed} (udev NM_UNMANAGED=$(udevadm info -q property -p /sys/class/net/$d 2>/dev/null | sed -n 's/^NM_UNMANAGED=//p'))"
 		[ "$st" = unmanaged ] || r=1
 	done
 	return $r

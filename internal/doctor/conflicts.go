@@ -22,9 +22,9 @@ func NMUnmanagedRules(names []string) string {
 		if eswitch.ValidIfName(n) != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "ACTION==\"add|change\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", n)
+		fmt.Fprintf(&b, "ACTION!=\"remove\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", n)
 	}
-	b.WriteString("ACTION==\"add|change\", SUBSYSTEM==\"net\", ATTR{phys_port_name}==\"pf*vf*\", ENV{NM_UNMANAGED}=\"1\"\n")
+	b.WriteString("ACTION!=\"remove\", SUBSYSTEM==\"net\", ATTR{phys_port_name}==\"pf*vf*\", ENV{NM_UNMANAGED}=\"1\"\n")
 	return b.String()
 }
 

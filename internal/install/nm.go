@@ -53,6 +53,10 @@ func NMRules(cfg *config.Config, h *host.Host, source string) ([]byte, error) {
 //     uplink and, in switchdev, the VF representors;
 //   - the VFs: every netdev whose PCI function's physfn is the PF;
 //   - the bond, by name (vflag creates it with that name).
+//
+// ACTION!="remove", not "add|change": udev renaming a netdev makes the
+// kernel send a "move" event, and the properties of that event replace
+// those of the "add" in udev's database, which NetworkManager reads.
 func WriteNMGroup(w io.Writer, pfs []eswitch.PF, bond string) {
 	for _, i := range pipeline.Owners(pfs) {
 		pf := pfs[i]
@@ -64,12 +68,12 @@ func WriteNMGroup(w io.Writer, pfs []eswitch.PF, bond string) {
 			fmt.Fprintf(w, "# %s: no device to match (%s)\n", pf.Netdev, pf.Dev)
 			continue
 		}
-		fmt.Fprintf(w, "ACTION==\"add|change\", SUBSYSTEM==\"net\", KERNELS==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", parent)
+		fmt.Fprintf(w, "ACTION!=\"remove\", SUBSYSTEM==\"net\", KERNELS==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", parent)
 		if pf.Addr != "" {
-			fmt.Fprintf(w, "ACTION==\"add|change\", SUBSYSTEM==\"net\", TEST==\"device/physfn\", PROGRAM=\"/bin/readlink -f /sys%%p/device/physfn\", RESULT==\"*/%s\", ENV{NM_UNMANAGED}=\"1\"\n", pf.Addr)
+			fmt.Fprintf(w, "ACTION!=\"remove\", SUBSYSTEM==\"net\", TEST==\"device/physfn\", PROGRAM=\"/bin/readlink -f /sys%%p/device/physfn\", RESULT==\"*/%s\", ENV{NM_UNMANAGED}=\"1\"\n", pf.Addr)
 		}
 	}
 	if bond != "" && eswitch.ValidIfName(bond) == nil {
-		fmt.Fprintf(w, "ACTION==\"add|change\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", bond)
+		fmt.Fprintf(w, "ACTION!=\"remove\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", bond)
 	}
 }

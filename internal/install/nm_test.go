@@ -23,19 +23,19 @@ func TestWriteNMGroup(t *testing.T) {
 		want string
 	}{
 		{"mlx5: each PF function, its VFs, the bond", []eswitch.PF{mlx("0000:61:00.0", "ens1f0np0"), mlx("0000:61:00.1", "ens1f1np1")}, "bond0",
-			`ACTION=="add|change", SUBSYSTEM=="net", KERNELS=="0000:61:00.0", ENV{NM_UNMANAGED}="1"
-ACTION=="add|change", SUBSYSTEM=="net", TEST=="device/physfn", PROGRAM="/bin/readlink -f /sys%p/device/physfn", RESULT=="*/0000:61:00.0", ENV{NM_UNMANAGED}="1"
-ACTION=="add|change", SUBSYSTEM=="net", KERNELS=="0000:61:00.1", ENV{NM_UNMANAGED}="1"
-ACTION=="add|change", SUBSYSTEM=="net", TEST=="device/physfn", PROGRAM="/bin/readlink -f /sys%p/device/physfn", RESULT=="*/0000:61:00.1", ENV{NM_UNMANAGED}="1"
-ACTION=="add|change", SUBSYSTEM=="net", KERNEL=="bond0", ENV{NM_UNMANAGED}="1"
+			`ACTION!="remove", SUBSYSTEM=="net", KERNELS=="0000:61:00.0", ENV{NM_UNMANAGED}="1"
+ACTION!="remove", SUBSYSTEM=="net", TEST=="device/physfn", PROGRAM="/bin/readlink -f /sys%p/device/physfn", RESULT=="*/0000:61:00.0", ENV{NM_UNMANAGED}="1"
+ACTION!="remove", SUBSYSTEM=="net", KERNELS=="0000:61:00.1", ENV{NM_UNMANAGED}="1"
+ACTION!="remove", SUBSYSTEM=="net", TEST=="device/physfn", PROGRAM="/bin/readlink -f /sys%p/device/physfn", RESULT=="*/0000:61:00.1", ENV{NM_UNMANAGED}="1"
+ACTION!="remove", SUBSYSTEM=="net", KERNEL=="bond0", ENV{NM_UNMANAGED}="1"
 `},
 		{"netdevsim: one device for both ports, no PCI VFs", []eswitch.PF{nsim, nsim2}, "bond0",
-			`ACTION=="add|change", SUBSYSTEM=="net", KERNELS=="netdevsim10", ENV{NM_UNMANAGED}="1"
-ACTION=="add|change", SUBSYSTEM=="net", KERNEL=="bond0", ENV{NM_UNMANAGED}="1"
+			`ACTION!="remove", SUBSYSTEM=="net", KERNELS=="netdevsim10", ENV{NM_UNMANAGED}="1"
+ACTION!="remove", SUBSYSTEM=="net", KERNEL=="bond0", ENV{NM_UNMANAGED}="1"
 `},
 		{"legacy: no bond", []eswitch.PF{mlx("0000:61:00.0", "ens1f0")}, "",
-			`ACTION=="add|change", SUBSYSTEM=="net", KERNELS=="0000:61:00.0", ENV{NM_UNMANAGED}="1"
-ACTION=="add|change", SUBSYSTEM=="net", TEST=="device/physfn", PROGRAM="/bin/readlink -f /sys%p/device/physfn", RESULT=="*/0000:61:00.0", ENV{NM_UNMANAGED}="1"
+			`ACTION!="remove", SUBSYSTEM=="net", KERNELS=="0000:61:00.0", ENV{NM_UNMANAGED}="1"
+ACTION!="remove", SUBSYSTEM=="net", TEST=="device/physfn", PROGRAM="/bin/readlink -f /sys%p/device/physfn", RESULT=="*/0000:61:00.0", ENV{NM_UNMANAGED}="1"
 `},
 	}
 	for _, tt := range tests {

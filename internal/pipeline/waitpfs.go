@@ -38,12 +38,12 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 		missing := e.missingPFs()
 		if len(missing) == 0 {
 			if logged {
-				e.log.Info("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
+				e.log.Warn("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
 			}
 			return nil
 		}
 		if !logged {
-			e.log.Info("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
+			e.log.Warn("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
 			logged = true
 		}
 		if !time.Now().Before(deadline) {
