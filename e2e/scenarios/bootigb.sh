@@ -66,10 +66,11 @@ if [ "$BOOT" = 1 ]; then
 		      - {domain: vm1, pf: 0, vf: 0}
 	EOF2
 	check bi_install $V install
-	systemctl enable libvirtd.service virtlogd.socket 2>&1
-	systemctl start libvirtd.service
-	wait_for 60 virsh -c qemu:///system version
-	domain vm1 >/dev/null
+	# The image keeps libvirt off: enable it as the package would.
+	systemctl enable libvirtd.service libvirtd.socket libvirtd-ro.socket libvirtd-admin.socket virtlogd.socket virtlockd.socket 2>&1
+	systemctl start libvirtd.socket libvirtd-ro.socket libvirtd-admin.socket virtlogd.socket virtlockd.socket libvirtd.service
+	wait_for 90 virsh -c qemu:///system version || { systemctl --no-pager status libvirtd.service; exit 1; }
+	domain vm1 || exit 1
 	check bi_first_up systemctl start vflag-pre.service vflag.service
 	journalctl -b --no-pager -u vflag-pre.service -u vflag.service | tail -n 20
 	VF1=$(basename "$(readlink "$PFDIR/virtfn1")")
