@@ -116,22 +116,25 @@ bridge_ports() {
 }
 check boot_bridge_ports bridge_ports
 ofports() {
-	local p o r=0
+	local p o r=0 n=0
 	for p in $(ovs-vsctl list-ports br-vf); do
 		o=$(ovs-vsctl get Interface "$p" ofport)
 		echo "$p ofport $o"
 		[ "$o" -gt 0 ] 2>/dev/null || r=1
+		n=$((n + 1))
 	done
+	[ $n -ge 5 ] || { echo "$n ports, want the bond and 4 representors"; return 1; }
 	return $r
 }
 check boot_ofports ofports
 expect boot_hw_offload '"true"' ovs-vsctl get Open_vSwitch . other_config:hw-offload
 rep_names() {
-	local n ppn r=0
+	local n ppn r=0 c=0
 	for n in $(ls /sys/bus/netdevsim/devices/netdevsim10/net); do
 		ppn=$(cat /sys/class/net/$n/phys_port_name)
-		case $ppn in pf0vf*) echo "$n ($ppn)"; [ "$n" = "${PF1}_${ppn#pf0vf}" ] || r=1 ;; esac
+		case $ppn in pf0vf*) echo "$n ($ppn)"; c=$((c + 1)); [ "$n" = "${PF1}_${ppn#pf0vf}" ] || r=1 ;; esac
 	done
+	[ $c = 4 ] || { echo "$c representors, want 4"; return 1; }
 	return $r
 }
 check boot_rep_names rep_names
