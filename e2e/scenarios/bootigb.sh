@@ -66,9 +66,31 @@ if [ "$BOOT" = 1 ]; then
 		      - {domain: vm1, pf: 0, vf: 0}
 	EOF2
 	check bi_install $V install
-	# The image keeps libvirt off: enable it as the package would.
-	systemctl enable libvirtd.service libvirtd.socket libvirtd-ro.socket libvirtd-admin.socket virtlogd.socket virtlockd.socket 2>&1
-	systemctl start libvirtd.socket libvirtd-ro.socket libvirtd-admin.socket virtlogd.socket virtlockd.socket libvirtd.service
+	# The image has libvirt-daemon without libvirt-daemon-system (no units):
+	# units as that package's, without socket activation.
+	cat >/etc/systemd/system/virtlogd.service <<-'EOF2'
+		[Unit]
+		Description=e2e: virtlogd
+		[Service]
+		ExecStart=/usr/sbin/virtlogd
+	EOF2
+	cat >/etc/systemd/system/libvirtd.service <<-'EOF2'
+		[Unit]
+		Description=e2e: libvirtd (as libvirt-daemon-system's, without sockets)
+		Requires=virtlogd.service
+		After=virtlogd.service network.target
+		Before=libvirt-guests.service
+		[Service]
+		Type=notify
+		ExecStart=/usr/sbin/libvirtd
+		TimeoutStartSec=300
+		[Install]
+		WantedBy=multi-user.target
+	EOF2
+	mkdir -p /var/log/libvirt /var/lib/libvirt
+	systemctl daemon-reload
+	systemctl enable libvirtd.service 2>&1
+	systemctl start libvirtd.service
 	wait_for 90 virsh -c qemu:///system version || { systemctl --no-pager status libvirtd.service; exit 1; }
 	domain vm1 || exit 1
 	check bi_first_up systemctl start vflag-pre.service vflag.service
