@@ -87,7 +87,9 @@ if [ "$BOOT" = 1 ]; then
 fi
 
 step "boot $BOOT: wait for the boot to finish"
-systemctl is-system-running --wait
+# Bounded: a boot that never finishes (a job waiting forever) still gets
+# its checks, and the jobs left say what waits.
+timeout 300 systemctl is-system-running --wait || { echo "boot not finished after 300 s:"; systemctl --no-pager list-jobs; }
 systemctl --no-pager list-units --failed
 for u in vflag-pre.service vflag.service; do
 	systemctl --no-pager status $u | head -n 12
