@@ -33,7 +33,7 @@ APT=(-q -o APT::Sandbox::User=root)
 # Debian package names (versions are resolved below, never hardcoded).
 ROOTFS_PKGS=(kmod iproute2 iputils-ping openvswitch-switch rdma-core ibverbs-utils perftest
 	rdmacm-utils iperf3 ethtool pciutils procps busybox libvirt-daemon libvirt-daemon-driver-qemu
-	libvirt-clients qemu-system-x86 jq util-linux)
+	libvirt-clients qemu-system-x86 jq util-linux systemd systemd-sysv udev dbus libpam-systemd network-manager)
 HOST_PKGS=(debootstrap qemu-system-x86 e2fsprogs cpio python3 kmod gcc-12 make xz-utils
 	ca-certificates debian-archive-keyring util-linux coreutils findutils)
 INITRD_MODULES=(virtio_pci virtio_blk ext4 9pnet_virtio 9p)
@@ -190,6 +190,19 @@ stage_rootfs() {
 		group = "root"
 		security_driver = "none"
 	EOF
+	# systemd boots (scenarios with "# INIT: systemd"): the image's services
+	# stay off until a scenario enables them (the packages enabled them), no
+	# getty on the console, a fixed machine-id (not a first boot), a
+	# persistent journal (journalctl -b -1 after a guest reboot).
+	in_private_ns chroot "$r" sh -c 'systemctl disable openvswitch-switch.service ovsdb-server.service ovs-vswitchd.service \
+			libvirtd.service libvirtd.socket libvirtd-ro.socket libvirtd-admin.socket virtlogd.socket virtlockd.socket \
+			libvirt-guests.service NetworkManager.service NetworkManager-wait-online.service \
+			NetworkManager-dispatcher.service wpa_supplicant.service 2>&1 | grep -v "^Removed" || true
+		systemctl mask serial-getty@ttyS0.service getty@tty1.service getty-static.service \
+			systemd-timesyncd.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
+		systemctl set-default multi-user.target >/dev/null'
+	echo 5e1f1a9e2e2e4b0f9a7c1d3b8e6f4a21 >"$r/etc/machine-id"
+	mkdir -p "$r/var/log/journal"
 	echo vflag-e2e >"$r/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 vflag-e2e\n::1 localhost\n' >"$r/etc/hosts"
 	: >"$r/etc/fstab"
@@ -209,6 +222,10 @@ stage_image() {
 	cp -al "$KERNEL_DIR/modules/lib/modules/$KVER" "$st/lib/modules/$KVER"
 	rm -f "$st/sbin/testbed-init"
 	install -m 755 "$E2E_DIR/guest/testbed-init" "$st/sbin/testbed-init"
+	# systemd boots run the scenario from testbed.service (enabled here).
+	rm -f "$st/etc/systemd/system/testbed.service" "$st/etc/systemd/system/multi-user.target.wants/testbed.service"
+	install -m 644 "$E2E_DIR/guest/testbed.service" "$st/etc/systemd/system/testbed.service"
+	ln -s /etc/systemd/system/testbed.service "$st/etc/systemd/system/multi-user.target.wants/testbed.service"
 	rm -f "$st/etc/vflag-e2e-release"
 	printf 'kernel=%s %s\nimage_key=%s\n' "$KVER" "$KPKGVER" "$IMAGE_KEY" >"$st/etc/vflag-e2e-release"
 	size=$(du -sm "$st" | cut -f1)
@@ -308,7 +325,7 @@ log "kernel $KVER $KPKGVER; busybox-static $BUSYBOX_VER; trixie qemu-system-x86 
 KERNEL_KEY=$({ echo "$KVER $KPKGVER"; declare -f stage_kernel; } | sha)
 ROOTFS_KEY=$({ echo "$ROOTFS_VERSIONS"; echo "debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_rootfs; } | sha)
 IMAGE_KEY=$({ echo "$KERNEL_KEY $ROOTFS_KEY busybox-static $BUSYBOX_VER ${INITRD_MODULES[*]}"; declare -f stage_image
-	cat "$E2E_DIR/guest/testbed-init" "$E2E_DIR/guest/initrd-init"; } | sha)
+	cat "$E2E_DIR/guest/testbed-init" "$E2E_DIR/guest/initrd-init" "$E2E_DIR/guest/testbed.service"; } | sha)
 QEMU_KEY=$({ echo "qemu-system-x86 $TRIXIE_QEMU_VER debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_qemu_trixie; } | sha)
 
 phase "kernel + netdevsim"

@@ -26,6 +26,7 @@ const (
 	envParallel  = "VFLAG_E2E_PARALLEL"  // "1": boot the scenarios in parallel
 	envTimeout   = "VFLAG_E2E_TIMEOUT"   // seconds: overrides every "# TIMEOUT:" (run-guest.sh reads it too)
 	envBedAgain  = "VFLAG_E2E_BED_AGAIN" // "1": boot the "# BED: yes" scenarios even where they passed on this image
+	envDeb       = "VFLAG_E2E_DEB"       // use this .deb for "# DEB: yes" scenarios instead of running make package
 )
 
 // TestScenarios builds vflag, boots one QEMU guest per scenario script in
@@ -68,6 +69,13 @@ func TestScenarios(t *testing.T) {
 		}
 	}
 	bin := vflagBinary(t, filepath.Dir(e2eDir))
+	deb := ""
+	for _, sc := range scenarios {
+		if sc.deb {
+			deb = vflagDeb(t, filepath.Dir(e2eDir))
+			break
+		}
+	}
 
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -82,7 +90,7 @@ func TestScenarios(t *testing.T) {
 					return
 				}
 			}
-			runScenario(t, e2eDir, sc, bin)
+			runScenario(t, e2eDir, sc, bin, deb)
 			if stamp != "" && !t.Failed() {
 				recordBed(t, stamp)
 			}
@@ -158,9 +166,38 @@ func vflagBinary(t *testing.T, root string) string {
 	return bin
 }
 
+// vflagDeb runs `make package` in the repository root (or takes
+// $VFLAG_E2E_DEB) and returns the .deb for this architecture: the boot
+// scenarios install the package as a host would.
+func vflagDeb(t *testing.T, root string) string {
+	t.Helper()
+	if deb := os.Getenv(envDeb); deb != "" {
+		if _, err := os.Stat(deb); err != nil {
+			t.Fatalf("%s: %v", envDeb, err)
+		}
+		return deb
+	}
+	start := time.Now()
+	cmd := exec.Command("make", "-s", "package")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make package (in %s) failed: %v\n%s", root, err, out)
+	}
+	arch, err := exec.Command("go", "env", "GOARCH").Output()
+	if err != nil {
+		t.Fatalf("go env GOARCH: %v", err)
+	}
+	debs, _ := filepath.Glob(filepath.Join(root, "build", "vflag_*_"+strings.TrimSpace(string(arch))+".deb"))
+	if len(debs) != 1 {
+		t.Fatalf("make package: want one build/vflag_*_%s.deb, found %v", strings.TrimSpace(string(arch)), debs)
+	}
+	t.Logf("built %s in %s", debs[0], time.Since(start).Round(time.Millisecond))
+	return debs[0]
+}
+
 var exitRE = regexp.MustCompile(`(?m)^TESTBED-EXIT (\d+)\s*$`)
 
-func runScenario(t *testing.T, e2eDir string, sc scenario, bin string) {
+func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) {
 	out := t.TempDir()
 	if dir := os.Getenv(envArtifacts); dir != "" {
 		out = filepath.Join(dir, sc.name)
@@ -173,6 +210,9 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(e2eDir, "run-guest.sh"), sc.path, out)
 	cmd.Env = append(os.Environ(), "VFLAG_BIN="+bin)
+	if sc.deb {
+		cmd.Env = append(cmd.Env, "VFLAG_DEB="+deb)
+	}
 	var console bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &console, &console
 	start := time.Now()

@@ -12,8 +12,11 @@
 #
 # Environment:
 #   VFLAG_BIN              vflag binary to put in the guest (/usr/local/bin/vflag)
+#   VFLAG_DEB              vflag .deb to put in the share ($SHARE/vflag.deb), for
+#                          scenarios that install the package (# DEB: yes)
 #   VFLAG_E2E_CACHE        build cache (default /var/cache/vflag-e2e)
 #   VFLAG_E2E_TIMEOUT      override the scenario's "# TIMEOUT:" (seconds)
+#   VFLAG_E2E_APPEND       more kernel command line (boot.sh: boot.break=...)
 #   VFLAG_E2E_ALLOW_STALE=1  boot even if e2e/build.sh or e2e/guest changed
 #                          since the image was built
 #
@@ -23,6 +26,11 @@
 #   # QEMU_ARGS: ...       extra QEMU arguments
 #   # APPEND: ...          extra kernel command line
 #   # EXPECT: NAME...      checks the harness requires (see README.md)
+#   # INIT: testbed | systemd   PID 1: testbed-init (default) or the image's
+#                          systemd, which runs the scenario from testbed.service
+#   # BOOTS: N             systemd only: the scenario may reboot the guest
+#                          (exit 100, lib.sh reboot_guest) up to N boots in all,
+#                          inside this one QEMU process (default 1)
 #
 # Exit status: 0 when the scenario script ran to its end and exited 0,
 # 124 when the host-side timeout killed QEMU, 1 otherwise.
@@ -55,6 +63,13 @@ timeout=${VFLAG_E2E_TIMEOUT:-$(header TIMEOUT)}
 timeout=${timeout:-600}
 extra_args=$(header QEMU_ARGS)
 extra_append=$(header APPEND)
+init=$(header INIT)
+init=${init:-testbed}
+boots=$(header BOOTS)
+boots=${boots:-1}
+case $init in testbed | systemd) ;; *) die "bad # INIT: '$init' in $scen (testbed, systemd)" ;; esac
+case $boots in '' | *[!0-9]* | 0) die "bad # BOOTS: '$boots' in $scen (a number >= 1)" ;; esac
+[ "$boots" = 1 ] || [ "$init" = systemd ] || die "# BOOTS: $boots needs # INIT: systemd in $scen"
 
 out=${2:-$(mktemp -d /tmp/vflag-e2e.XXXXXX)}
 mkdir -p "$out"
@@ -64,12 +79,26 @@ rm -rf "$share" "$out/console.log"
 mkdir -p "$share/scenarios" "$share/out"
 cp -r "$E2E_DIR/scenarios/." "$share/scenarios/"
 cp "$scen" "$share/scenarios/$name"
+if [ -n "${VFLAG_DEB:-}" ]; then
+	[ -f "$VFLAG_DEB" ] || die "VFLAG_DEB=$VFLAG_DEB does not exist"
+	cp "$VFLAG_DEB" "$share/vflag.deb"
+fi
 if [ -n "${VFLAG_BIN:-}" ]; then
 	[ -f "$VFLAG_BIN" ] || die "VFLAG_BIN=$VFLAG_BIN does not exist"
 	cp "$VFLAG_BIN" "$share/vflag"
 fi
 
 append="console=ttyS0 quiet panic=-1 testbed.script=$name testbed.timeout=$timeout testbed.machine=$machine"
+# Guest reboots: -no-reboot turns a guest reboot into QEMU's exit, so a
+# scenario that reboots runs without it. -snapshot's temporary overlay lives
+# as long as the QEMU process, so the guest's disk writes survive its
+# reboots (and are thrown away when QEMU exits). A reset reloads -kernel and
+# -initrd. The guest powers off at the end either way.
+reboot_flag=(-no-reboot)
+if [ "$init" = systemd ]; then
+	append="$append testbed.init=systemd testbed.boots=$boots"
+	[ "$boots" = 1 ] || reboot_flag=()
+fi
 # Paths as QEMU sees them (inside the trixie chroot they are bind mounts).
 k=$VMLINUX i=$INITRD img=$ROOT_IMG sh=$share
 chroot_root=
@@ -95,8 +124,9 @@ igb) # QEMU 10 (trixie chroot) igb: 82576 PF with 7 VFs, driven by igb/igbvf
 *) die "unknown MACHINE '$machine' in $scen (default, igb, nvme)" ;;
 esac
 [ -z "$extra_append" ] || append="$append $extra_append"
+[ -z "${VFLAG_E2E_APPEND:-}" ] || append="$append $VFLAG_E2E_APPEND"
 # shellcheck disable=SC2206
-qemu+=(-accel tcg -m 2048 -smp 2 -nographic -no-reboot -snapshot -nic none
+qemu+=(-accel tcg -m 2048 -smp 2 -nographic "${reboot_flag[@]}" -snapshot -nic none
 	-kernel "$k" -initrd "$i" -append "$append"
 	-drive "file=$img,if=virtio,format=raw"
 	-virtfs "local,path=$sh,mount_tag=share,security_model=none,id=share"
@@ -106,7 +136,7 @@ qemu+=(-accel tcg -m 2048 -smp 2 -nographic -no-reboot -snapshot -nic none
 clean_console() { sed -u -e 's/\r//g' -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
 
 host_timeout=$((timeout + 90))
-log "booting $name (machine $machine, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
+log "booting $name (machine $machine, init $init, boots $boots, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
 t0=$(date +%s)
 set +e
 if [ -z "$chroot_root" ]; then

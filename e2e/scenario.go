@@ -28,6 +28,13 @@ type scenario struct {
 	// QEMU devices), not vflag; once it passed on an image it is not booted
 	// again for that image (see bedKey).
 	bed bool
+	// deb ("# DEB: yes"): the guest gets the .deb of `make package` as
+	// $SHARE/vflag.deb (the harness builds it once per run).
+	deb bool
+	// init ("# INIT: testbed|systemd") and boots ("# BOOTS: N", systemd
+	// only): see run-guest.sh.
+	init  string
+	boots int
 }
 
 // Header lines: "# NAME: value", where a trailing " # comment" is dropped
@@ -81,7 +88,7 @@ func loadScenarios(dir, only string) ([]scenario, error) {
 }
 
 func parseScenario(path string) (scenario, error) {
-	sc := scenario{name: strings.TrimSuffix(filepath.Base(path), ".sh"), path: path, timeout: 600 * time.Second}
+	sc := scenario{name: strings.TrimSuffix(filepath.Base(path), ".sh"), path: path, timeout: 600 * time.Second, init: "testbed", boots: 1}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return sc, err
@@ -110,6 +117,27 @@ func parseScenario(path string) (scenario, error) {
 			default:
 				return sc, fmt.Errorf("%s: bad # BED %q: want yes or no", path, m[2])
 			}
+		case "DEB":
+			switch strings.TrimSpace(m[2]) {
+			case "yes":
+				sc.deb = true
+			case "no":
+			default:
+				return sc, fmt.Errorf("%s: bad # DEB %q: want yes or no", path, m[2])
+			}
+		case "INIT":
+			switch v := strings.TrimSpace(m[2]); v {
+			case "testbed", "systemd":
+				sc.init = v
+			default:
+				return sc, fmt.Errorf("%s: bad # INIT %q: want testbed or systemd", path, m[2])
+			}
+		case "BOOTS":
+			n, err := strconv.Atoi(strings.TrimSpace(m[2]))
+			if err != nil || n < 1 {
+				return sc, fmt.Errorf("%s: bad # BOOTS %q: want a number >= 1", path, m[2])
+			}
+			sc.boots = n
 		case "TIMEOUT":
 			secs, err := strconv.Atoi(strings.TrimSpace(m[2]))
 			if err != nil || secs <= 0 {
@@ -117,6 +145,9 @@ func parseScenario(path string) (scenario, error) {
 			}
 			sc.timeout = time.Duration(secs) * time.Second
 		}
+	}
+	if sc.boots > 1 && sc.init != "systemd" {
+		return sc, fmt.Errorf("%s: # BOOTS: %d needs # INIT: systemd (testbed-init cannot reboot)", path, sc.boots)
 	}
 	if len(sc.expect) == 0 {
 		return sc, fmt.Errorf("%s declares no checks: add '# EXPECT: <check> ...' lines to its header", path)

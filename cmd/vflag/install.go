@@ -81,11 +81,13 @@ func (a *app) installCommand() *cobra.Command {
 		Short: "Install the boot units (vflag-pre.service, vflag.service, enabled), the udev naming rules and the libvirt hook (idempotent)",
 		Long: `Writes, under --root:
   /etc/systemd/system/vflag-pre.service   oneshot before network-pre.target and OVS: vflag up --stage pre
-  /etc/systemd/system/vflag.service       oneshot after network-online, OVS and libvirtd, before libvirt-guests: vflag up
+  /etc/systemd/system/vflag.service       oneshot after OVS and libvirtd, before network-online and libvirt-guests: vflag up
   /etc/systemd/system/multi-user.target.wants/*   (enabled, as systemctl enable does)
   /etc/udev/rules.d/70-vflag.rules        PF names pinned by PCI address; representors named <pf>_<vf>
+  /etc/udev/rules.d/69-vflag-nm-unmanaged.rules   ENV{NM_UNMANAGED}="1" on the groups' PFs, representors, VFs and bonds
   /etc/libvirt/hooks/qemu.d/vflag         the qemu hook
 The udev rules come from the config and the host as they are now (see vflag udev-rules).
+uninstall removes them all.
 A file already as wanted is left untouched; files vflag did not write are never replaced.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,17 +111,25 @@ A file already as wanted is left untouched; files vflag did not write are never 
 				}
 				files = append(files, install.File{Path: install.UdevRulesPath, Mode: 0o644, Data: rules})
 			}
+			if noNM, _ := cmd.Flags().GetBool("no-nm"); !noNM {
+				rules, err := a.nmRules()
+				if err != nil {
+					return fmt.Errorf("NetworkManager udev rules: %w (--no-nm skips them)", err)
+				}
+				files = append(files, install.File{Path: install.NMRulesPath, Mode: 0o644, Data: rules})
+			}
 			root, _ := cmd.Flags().GetString("root")
 			if err := install.Files(root, files, a.stdout); err != nil {
 				return err
 			}
-			fmt.Fprintln(a.stdout, "next: systemctl daemon-reload; udevadm control --reload (names apply from the next boot or re-trigger)")
+			fmt.Fprintln(a.stdout, "next: systemctl daemon-reload; udevadm control --reload (names and NM_UNMANAGED apply from the next boot, or: udevadm trigger --subsystem-match=net --action=change)")
 			a.hookNotes(root)
 			return nil
 		},
 	}
 	rootFlag(cmd)
 	cmd.Flags().Bool("no-udev", false, "do not write the udev naming rules")
+	cmd.Flags().Bool("no-nm", false, "do not write the udev rules that keep NetworkManager off vflag's interfaces")
 	return cmd
 }
 
@@ -151,6 +161,20 @@ func (a *app) udevRulesCommand() *cobra.Command {
 			return err
 		},
 	}
+}
+
+// nmRules are the NetworkManager rules for the config and the host as they are now.
+func (a *app) nmRules() ([]byte, error) {
+	cfg, err := a.loadConfig(false)
+	if err != nil {
+		return nil, err
+	}
+	h, err := a.openHost(cfg, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return install.NMRules(cfg, h, a.v.GetString("config"))
 }
 
 // udevRules are the naming rules for the config and the host as they are now.

@@ -97,7 +97,10 @@ func TestInstallIdempotentAndUninstall(t *testing.T) {
 		"ExecStart=/usr/bin/vflag --config " + c.config + " up --stage pre",
 		"ExecStart=/usr/bin/vflag --config " + c.config + " up\n",
 		"Before=network-pre.target openvswitch-switch.service",
-		"Before=libvirt-guests.service",
+		"Before=network-online.target libvirt-guests.service",
+		"etc/udev/rules.d/69-vflag-nm-unmanaged.rules -rw-r--r--",
+		`KERNELS=="0000:61:00.1", ENV{NM_UNMANAGED}="1"`,
+		`KERNEL=="bond0", ENV{NM_UNMANAGED}="1"`,
 		"exec /usr/bin/vflag --config " + c.config + " --state-dir " + c.state + " hook qemu \"$@\"",
 		`KERNELS=="0000:61:00.0", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f0np0"`,
 		`KERNELS=="0000:61:00.1", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f1np1"`,
@@ -124,7 +127,7 @@ func TestInstallIdempotentAndUninstall(t *testing.T) {
 	}
 
 	out = c.run(0, "uninstall", "--root", root)
-	if !strings.Contains(out, "removed /etc/libvirt/hooks/qemu.d/vflag") {
+	if !strings.Contains(out, "removed /etc/libvirt/hooks/qemu.d/vflag") || !strings.Contains(out, "removed /etc/udev/rules.d/69-vflag-nm-unmanaged.rules") {
 		t.Errorf("uninstall output:\n%s", out)
 	}
 	c.run(0, "uninstall", "--root", root)

@@ -236,7 +236,7 @@ func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	// Environment overrides for the top-level scalars (VFLAG_OVSDB, VFLAG_LIBVIRT, ...).
-	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout"} {
+	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"} {
 		_ = cv.BindEnv(k)
 	}
 	var cfg config.Config
@@ -314,6 +314,11 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 
 	var j *teardown.Journal
 	if !dry {
+		// At boot the PFs may not exist yet (driver probe after udev
+		// starts): wait for them, bounded by pf_wait, before the lock.
+		if err := e.WaitPFs(ctx, cfg.PFWait); err != nil {
+			return fail(err)
+		}
 		lock, err := teardown.AcquireLock(a.stateDir())
 		if err != nil {
 			return fail(err)

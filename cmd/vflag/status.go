@@ -24,6 +24,7 @@ func (a *app) runStatus(ctx context.Context) error {
 	defer h.Close()
 	st := status.Gather(ctx, cfg, h)
 	st.Version = version
+	addBootProblems(&st, a.failedBootUnits(ctx))
 	switch a.v.GetString("output") {
 	case "json":
 		enc := json.NewEncoder(a.stdout)

@@ -29,6 +29,9 @@ type Config struct {
 	LAGTimeout time.Duration `mapstructure:"lag_timeout"`
 	// VFTimeout bounds the wait for VF creation per PF (default 5m: ~0.5 s per VF on ConnectX).
 	VFTimeout time.Duration `mapstructure:"vf_timeout"`
+	// PFWait bounds the wait of `vflag up` for the PFs to appear (default
+	// 60s): at boot the NIC's driver may probe after vflag-pre.service starts.
+	PFWait time.Duration `mapstructure:"pf_wait"`
 	// Sim is the simulated host's spec (`vflag --sim DIR`), decoded by
 	// internal/sim; a real host ignores it.
 	Sim map[string]any `mapstructure:"sim"`
@@ -175,6 +178,9 @@ func (c *Config) ApplyDefaults() {
 	if c.VFTimeout == 0 {
 		c.VFTimeout = 5 * time.Minute
 	}
+	if c.PFWait == 0 {
+		c.PFWait = 60 * time.Second
+	}
 	for i := range c.Groups {
 		g := &c.Groups[i]
 		if g.Eswitch == "" {
@@ -248,6 +254,9 @@ func (c *Config) Validate() error {
 	}
 	if c.VFTimeout < 0 {
 		add("vf_timeout", c.VFTimeout, "must be positive")
+	}
+	if c.PFWait < 0 {
+		add("pf_wait", c.PFWait, "must be positive")
 	}
 	if len(c.Groups) == 0 {
 		add("groups", "", "must list at least one LAG group")

@@ -6,10 +6,11 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/install"
 )
 
-// NMRulesPath is where the NetworkManager fix puts its udev rules.
-const NMRulesPath = "/etc/udev/rules.d/69-vflag-nm-unmanaged.rules"
+// NMRulesPath is where `vflag install` writes the NetworkManager udev rules.
+const NMRulesPath = "/" + install.NMRulesPath
 
 // NMUnmanagedRules are udev rules that keep NetworkManager off the named
 // interfaces (PFs, bond) and off every VF representor, as os-net-config and
@@ -21,9 +22,9 @@ func NMUnmanagedRules(names []string) string {
 		if eswitch.ValidIfName(n) != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "ACTION==\"add|change\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", n)
+		fmt.Fprintf(&b, "ACTION!=\"remove\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", n)
 	}
-	b.WriteString("ACTION==\"add|change\", SUBSYSTEM==\"net\", ATTR{phys_port_name}==\"pf*vf*\", ENV{NM_UNMANAGED}=\"1\"\n")
+	b.WriteString("ACTION!=\"remove\", SUBSYSTEM==\"net\", ATTR{phys_port_name}==\"pf*vf*\", ENV{NM_UNMANAGED}=\"1\"\n")
 	return b.String()
 }
 
@@ -80,7 +81,7 @@ func (d *doctor) checkNetworkManager(g *groupState) {
 		for _, n := range managed {
 			now = append(now, fmt.Sprintf("nmcli device set %s managed no", n))
 		}
-		return fmt.Sprintf("now: %s; for good (also for the representors vflag creates), the NM_UNMANAGED udev rules in %s:\n%sthen: udevadm control --reload && udevadm trigger --subsystem-match=net --action=change",
+		return fmt.Sprintf("now: %s; for good (also for the representors and VFs vflag creates), `vflag install` writes the NM_UNMANAGED udev rules in %s, such as:\n%sthen: udevadm control --reload && udevadm trigger --subsystem-match=net --action=change",
 			strings.Join(now, "; "), NMRulesPath, NMUnmanagedRules(names))
 	}
 	if !d.tool("nmcli") {

@@ -115,14 +115,14 @@ func Files(root string, files []File, w io.Writer) error {
 }
 
 // Uninstall removes from under root what Files installed (units, their
-// links, the udev rules, the hook), only files vflag wrote. It says what
+// links, the udev naming and NetworkManager rules, the hook), only files vflag wrote. It says what
 // it did on w.
 func Uninstall(root string, w io.Writer) error {
 	var paths []string
 	for _, u := range packaging.Units {
 		paths = append(paths, filepath.Join(UnitWantsDir, u), filepath.Join(UnitDir, u))
 	}
-	paths = append(paths, UdevRulesPath, HookPath)
+	paths = append(paths, UdevRulesPath, NMRulesPath, HookPath)
 	for _, p := range paths {
 		full := filepath.Join(root, p)
 		fi, err := os.Lstat(full)

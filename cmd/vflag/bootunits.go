@@ -1,0 +1,62 @@
+package main
+
+// Boot failures in `vflag status`: when vflag-pre.service or vflag.service
+// failed in this boot (a PF that never appeared, a step that failed), every
+// group gets a problem naming the unit and where its reason is (the
+// journal), so the text output, the JSON and vflag_group_problems say so.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/internal/status"
+)
+
+// bootUnits are the units `vflag install` and the package enable.
+var bootUnits = []string{"vflag-pre.service", "vflag.service"}
+
+// failedBootUnits lists the boot units systemd reports failed, with their
+// result ("vflag-pre.service (result exit-code)"). Nothing without systemd
+// or systemctl, or under --sim (a simulated host has no boot).
+func (a *app) failedBootUnits(ctx context.Context) []string {
+	if a.v.GetString("sim") != "" {
+		return nil
+	}
+	if fi, err := os.Stat("/run/systemd/system"); err != nil || !fi.IsDir() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var out []string
+	for _, u := range bootUnits {
+		b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "-p", "Result", "--", u).Output()
+		if err != nil {
+			continue
+		}
+		props := map[string]string{}
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, "="); ok {
+				props[k] = v
+			}
+		}
+		if props["ActiveState"] == "failed" {
+			out = append(out, fmt.Sprintf("%s (result %s)", u, props["Result"]))
+		}
+	}
+	return out
+}
+
+// addBootProblems gives every group a problem per failed boot unit.
+func addBootProblems(hs *status.HostStatus, failed []string) {
+	for _, f := range failed {
+		unit, _, _ := strings.Cut(f, " ")
+		p := fmt.Sprintf("boot: %s failed: the host was not brought up at boot (reason: journalctl -b -u %s)", f, unit)
+		for i := range hs.Groups {
+			hs.Groups[i].Problems = append(hs.Groups[i].Problems, p)
+		}
+	}
+}

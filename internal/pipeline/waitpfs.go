@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// PFWaitError is the end of a bounded wait for PFs that never appeared.
+type PFWaitError struct {
+	Bound   time.Duration
+	Missing []string // "groups[0].pfs[1] \"ens1f1\": <why>"
+}
+
+func (e *PFWaitError) Error() string {
+	return fmt.Sprintf("PFs did not appear within pf_wait %s: %s; is the NIC's driver loaded (mlx5_core, openibd) and the port present? "+
+		"(udev names them; raise pf_wait for a slow probe)", e.Bound, strings.Join(e.Missing, "; "))
+}
+
+// WaitPFs waits, at most bound, until every PF reference of the config
+// resolves on the host (the netdev name or PCI address exists and is a
+// PF). At boot the NIC's PFs appear when its driver probes, seconds after
+// udev starts (mlx5, or openibd reloading it), and vflag-pre.service may
+// start before that. It returns at once when they are all there, and a
+// *PFWaitError naming each missing one when the bound passes; a bound of 0
+// checks once. Poll sets the interval (default 200 ms). Preflight then
+// checks the PFs in full.
+func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
+	poll := e.Poll
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	start := time.Now()
+	deadline := start.Add(bound)
+	logged := false
+	for {
+		missing := e.missingPFs()
+		if len(missing) == 0 {
+			if logged {
+				e.log.Warn("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if !logged {
+			e.log.Warn("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
+			logged = true
+		}
+		if !time.Now().Before(deadline) {
+			return &PFWaitError{Bound: bound, Missing: missing}
+		}
+		t := time.NewTimer(min(poll, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for PFs (%s): %w", strings.Join(missing, "; "), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// missingPFs lists the PF references that do not resolve now.
+func (e *Env) missingPFs() []string {
+	var out []string
+	for gi := range e.cfg.Groups {
+		_, errs := ResolveGroup(e.k, e.fs, &e.cfg.Groups[gi])
+		for _, pe := range errs {
+			out = append(out, fmt.Sprintf("groups[%d].pfs[%d] %q: %v", gi, pe.Index, pe.Ref, pe.Err))
+		}
+	}
+	return out
+}
