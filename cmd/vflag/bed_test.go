@@ -103,19 +103,7 @@ func (b *bed) simDump() string {
 func (b *bed) dump() string {
 	b.t.Helper()
 	kernel, _, _ := strings.Cut(b.simDump(), "dmesg:\n") // the kernel log is history, not state
-	return "== kernel\n" + kernel + "\n== ovsdb\n" + b.ovs.Dump() + "\n== vm1\n" + normalizeXML(b.virt.DomainXML(b.t, "vm1"))
-}
-
-// normalizeXML drops the empty <metadata/> libvirt leaves after the last entry is removed.
-func normalizeXML(s string) string {
-	var keep []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) == "<metadata/>" {
-			continue
-		}
-		keep = append(keep, l)
-	}
-	return strings.Join(keep, "\n")
+	return "== kernel\n" + kernel + "\n== ovsdb\n" + b.ovs.Dump() + "\n== vm1\n" + testbed.NormalizeXML(b.virt.DomainXML(b.t, "vm1"))
 }
 
 // initSim creates the simulated host from the config without changing it
@@ -123,22 +111,4 @@ func normalizeXML(s string) string {
 func (b *bed) initSim() {
 	b.t.Helper()
 	b.mustVflag(0, "status")
-}
-
-func diffText(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			out = append(out, "- "+x, "+ "+y)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -62,7 +62,7 @@ func TestBadConfigsWriteNothing(t *testing.T) {
 				}
 			}
 			if got := good.dump(); got != base {
-				t.Fatalf("a rejected config changed the host:\n%s", diffText(base, got))
+				t.Fatalf("a rejected config changed the host:\n%s", testbed.DiffText(base, got))
 			}
 			if now, _ := os.ReadFile(filepath.Join(good.simDir, "host.json")); string(now) != string(simState) {
 				t.Fatal("a rejected config rewrote the simulated host's state")
@@ -111,7 +111,7 @@ func TestForeignObjectsSurvive(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 	if got := b.dump(); got != base {
-		t.Fatalf("down touched what vflag did not create:\n%s", diffText(base, got))
+		t.Fatalf("down touched what vflag did not create:\n%s", testbed.DiffText(base, got))
 	}
 	for _, want := range []string{"uplink-foreign", "br-pre", `hw-offload="false"`} {
 		if !strings.Contains(base, want) || !strings.Contains(b.dump(), want) {
@@ -140,7 +140,7 @@ func TestBondNameTakenByForeignBond(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if got := b.dump(); got != base {
-		t.Fatalf("refused run changed the host:\n%s", diffText(base, got))
+		t.Fatalf("refused run changed the host:\n%s", testbed.DiffText(base, got))
 	}
 }
 
@@ -159,7 +159,7 @@ func TestPlanWritesNothing(t *testing.T) {
 		}
 	}
 	if got := b.dump(); got != base {
-		t.Fatalf("plan changed the host:\n%s", diffText(base, got))
+		t.Fatalf("plan changed the host:\n%s", testbed.DiffText(base, got))
 	}
 	b.upJSON(2)
 	if out := b.mustVflag(0, "plan", "--detailed-exit-codes"); !strings.Contains(out, "no changes") {
@@ -197,7 +197,7 @@ func TestDownFromJournalAlone(t *testing.T) {
 		t.Fatalf("down output: %s", out)
 	}
 	if got := b.dump(); got != base {
-		t.Fatalf("down without config: not at baseline:\n%s", diffText(base, got))
+		t.Fatalf("down without config: not at baseline:\n%s", testbed.DiffText(base, got))
 	}
 	if out := b.mustVflag(0, "down", "--detailed-exit-codes"); !strings.Contains(out, "nothing to undo") {
 		t.Fatalf("second down: %s", out)
@@ -231,7 +231,7 @@ func TestSecondUpMakesNoWrite(t *testing.T) {
 		t.Error("second up wrote the journal")
 	}
 	if got := b.dump(); got != dump {
-		t.Errorf("second up changed the system:\n%s", diffText(dump, got))
+		t.Errorf("second up changed the system:\n%s", testbed.DiffText(dump, got))
 	}
 	b.mustVflag(0, "down")
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
 	"time"
 )
 
@@ -181,7 +183,7 @@ func canonical(dump string) string {
 
 // fullDump is the bed's whole state: kernel, OVSDB, vm1's and vm2's XML.
 func (b *bed) fullDump() string {
-	return canonical(b.dump() + "\n== vm2\n" + normalizeXML(b.virt.DomainXML(b.t, "vm2")))
+	return canonical(b.dump() + "\n== vm2\n" + testbed.NormalizeXML(b.virt.DomainXML(b.t, "vm2")))
 }
 
 func upReport(t *testing.T, b *bed) report {
@@ -250,7 +252,7 @@ func TestConvergeTransitions(t *testing.T) {
 		fresh[x.name] = b.fullDump()
 		b.mustVflag(0, "down")
 		if got := b.fullDump(); got != base {
-			t.Fatalf("%s: down after a fresh up does not give the baseline:\n%s", x.name, diffText(base, got))
+			t.Fatalf("%s: down after a fresh up does not give the baseline:\n%s", x.name, testbed.DiffText(base, got))
 		}
 	}
 	seed := time.Now().UnixNano()
@@ -274,7 +276,7 @@ func TestConvergeTransitions(t *testing.T) {
 			t.Fatalf("%s -> %s: up failed: %s", prev, x.name, rep.Error)
 		}
 		if got := b.fullDump(); got != fresh[x.name] {
-			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), diffText(fresh[x.name], got))
+			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), testbed.DiffText(fresh[x.name], got))
 		}
 		if again := changed(upReport(t, b)); len(again) != 0 {
 			t.Fatalf("%s -> %s: a second up changed %v", prev, x.name, again)
@@ -284,7 +286,7 @@ func TestConvergeTransitions(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 	if got := b.fullDump(); got != baseline {
-		t.Fatalf("down after the walk does not give the baseline:\n%s", diffText(baseline, got))
+		t.Fatalf("down after the walk does not give the baseline:\n%s", testbed.DiffText(baseline, got))
 	}
 }
 
@@ -424,14 +426,14 @@ func TestRebootReconverges(t *testing.T) {
 				}
 			}
 			if got := b.fullDump(); got != want {
-				t.Fatalf("after the reboot the host differs from the fresh state:\n%s", diffText(want, got))
+				t.Fatalf("after the reboot the host differs from the fresh state:\n%s", testbed.DiffText(want, got))
 			}
 			if again := changed(upReport(t, b)); len(again) != 0 {
 				t.Fatalf("a second up changed %v", again)
 			}
 			b.mustVflag(0, "down")
 			if got := kernel(); got != baseline {
-				t.Fatalf("down after the reboot does not restore the booted host:\n%s", diffText(baseline, got))
+				t.Fatalf("down after the reboot does not restore the booted host:\n%s", testbed.DiffText(baseline, got))
 			}
 		})
 	}

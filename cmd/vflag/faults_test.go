@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // appliedIDs runs a full up on a fresh bed and returns the ids of the steps it applied, in order.
@@ -47,7 +49,7 @@ func TestRollbackAtEveryStep(t *testing.T) {
 				t.Fatalf("error does not say what failed and that it rolled back:\n%s", errs)
 			}
 			if got := b.dump(); got != base {
-				t.Fatalf("rollback did not return to baseline:\n%s", diffText(base, got))
+				t.Fatalf("rollback did not return to baseline:\n%s", testbed.DiffText(base, got))
 			}
 			if entries := b.journalEntries(); len(entries) != 0 {
 				t.Fatalf("journal not empty after rollback: %v", entries)
@@ -77,7 +79,7 @@ func TestNoRollbackThenDown(t *testing.T) {
 			}
 			b.mustVflag(0, "down")
 			if got := b.dump(); got != base {
-				t.Fatalf("down did not return to baseline:\n%s", diffText(base, got))
+				t.Fatalf("down did not return to baseline:\n%s", testbed.DiffText(base, got))
 			}
 		})
 	}
@@ -112,13 +114,13 @@ func TestResumeAfterKill(t *testing.T) {
 						t.Fatalf("resume: %s", rep.Error)
 					}
 					if got := stripNames(b.dump()); got != converged {
-						t.Fatalf("resumed host differs from an uninterrupted up:\n%s", diffText(converged, got))
+						t.Fatalf("resumed host differs from an uninterrupted up:\n%s", testbed.DiffText(converged, got))
 					}
 					b.upJSON(0) // converged: no change
 				}
 				b.mustVflag(0, "down")
 				if got := b.dump(); got != base {
-					t.Fatalf("%s then down: not at baseline:\n%s", way, diffText(base, got))
+					t.Fatalf("%s then down: not at baseline:\n%s", way, testbed.DiffText(base, got))
 				}
 			}
 		})

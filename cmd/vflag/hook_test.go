@@ -9,6 +9,7 @@ import (
 
 	"github.com/vflag/vflag/internal/hook"
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // Domain XML shapes as libvirt passes them to the qemu hook. VF addresses
@@ -166,7 +167,7 @@ func TestHookLifecycle(t *testing.T) {
 				t.Cleanup(func() {
 					b.upJSON(2) // put the port back for the next case
 					if got := b.dump(); got != base {
-						t.Fatalf("up after the case did not restore the host:\n%s", diffText(base, got))
+						t.Fatalf("up after the case did not restore the host:\n%s", testbed.DiffText(base, got))
 					}
 				})
 			},
@@ -279,14 +280,14 @@ func TestHookLifecycle(t *testing.T) {
 			}
 			// Every case ends with release (or no change): the host is as before.
 			if got := b.dump(); got != before && tt.name != "representor down is brought up" {
-				t.Fatalf("host changed over the lifecycle:\n%s", diffText(before, got))
+				t.Fatalf("host changed over the lifecycle:\n%s", testbed.DiffText(before, got))
 			}
 		})
 	}
 	// The representor the hook brought up stays up (host state, not the
 	// domain's); everything else is back at the state after up.
 	if got := b.dump(); got != base {
-		t.Fatalf("host after all cases differs from after up:\n%s", diffText(base, got))
+		t.Fatalf("host after all cases differs from after up:\n%s", testbed.DiffText(base, got))
 	}
 }
 
@@ -323,6 +324,6 @@ func TestHookReadsStdin(t *testing.T) {
 		t.Fatalf("release: exit %d: %s", code, errs)
 	}
 	if got := b.dump(); got != base {
-		t.Fatalf("release did not reset the host:\n%s", diffText(base, got))
+		t.Fatalf("release did not reset the host:\n%s", testbed.DiffText(base, got))
 	}
 }

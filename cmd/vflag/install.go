@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/install"
 	"github.com/vflag/vflag/packaging"
 )
@@ -164,21 +166,13 @@ func (a *app) udevRulesCommand() *cobra.Command {
 }
 
 // nmRules are the NetworkManager rules for the config and the host as they are now.
-func (a *app) nmRules() ([]byte, error) {
-	cfg, err := a.loadConfig(false)
-	if err != nil {
-		return nil, err
-	}
-	h, err := a.openHost(cfg, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	return install.NMRules(cfg, h, a.v.GetString("config"))
-}
+func (a *app) nmRules() ([]byte, error) { return a.rules(install.NMRules) }
 
 // udevRules are the naming rules for the config and the host as they are now.
-func (a *app) udevRules() ([]byte, error) {
+func (a *app) udevRules() ([]byte, error) { return a.rules(install.UdevRules) }
+
+// rules renders udev rules from the config and the host as it is now.
+func (a *app) rules(render func(*config.Config, *host.Host, string) ([]byte, error)) ([]byte, error) {
 	cfg, err := a.loadConfig(false)
 	if err != nil {
 		return nil, err
@@ -188,5 +182,5 @@ func (a *app) udevRules() ([]byte, error) {
 		return nil, err
 	}
 	defer h.Close()
-	return install.UdevRules(cfg, h, a.v.GetString("config"))
+	return render(cfg, h, a.v.GetString("config"))
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/vflag/vflag/internal/install"
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // simCLI runs vflag against a fresh simulated host (the example config)
@@ -119,11 +120,11 @@ func TestInstallIdempotentAndUninstall(t *testing.T) {
 		t.Errorf("second install wrote files:\n%s", out)
 	}
 	if second := tree(t, root); second != first {
-		t.Fatalf("second install changed the tree:\n%s", diffText(first, second))
+		t.Fatalf("second install changed the tree:\n%s", testbed.DiffText(first, second))
 	}
 	c.run(0, "install-hook", "--root", root, "--binary", "/usr/bin/vflag")
 	if again := tree(t, root); again != first {
-		t.Fatalf("install-hook after install changed the tree:\n%s", diffText(first, again))
+		t.Fatalf("install-hook after install changed the tree:\n%s", testbed.DiffText(first, again))
 	}
 
 	out = c.run(0, "uninstall", "--root", root)
@@ -162,7 +163,7 @@ func TestInstallHookNeverReplacesForeignFiles(t *testing.T) {
 	}
 	c.run(0, "uninstall", "--root", root)
 	if after := tree(t, root); after != before {
-		t.Fatalf("foreign hook touched:\n%s", diffText(before, after))
+		t.Fatalf("foreign hook touched:\n%s", testbed.DiffText(before, after))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // journalFixtureDir keeps journals written by released versions of vflag
@@ -130,7 +132,7 @@ func TestJournalCompat(t *testing.T) {
 				s := b.dump()
 				for _, dom := range domains {
 					if dom != "vm1" { // in b.dump already
-						s += "\n== " + dom + "\n" + normalizeXML(b.virt.DomainXML(t, dom))
+						s += "\n== " + dom + "\n" + testbed.NormalizeXML(b.virt.DomainXML(t, dom))
 					}
 				}
 				return s
@@ -161,7 +163,7 @@ func TestJournalCompat(t *testing.T) {
 				}
 			}
 			if got := dump(); got != base {
-				t.Errorf("down from the fixture did not return to the baseline:\n%s", diffText(base, got))
+				t.Errorf("down from the fixture did not return to the baseline:\n%s", testbed.DiffText(base, got))
 				// A host that this version's up leaves differently from the
 				// fixture's version is a reason too: name the difference.
 				ids := func(es []fixtureEntry) []string {

@@ -265,7 +265,7 @@ func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
 
 // openEnv opens the host (simulated with --sim, whose spec comes from cfg)
 // and an env on it for envCfg; done releases both.
-func (a *app) openEnv(cfg, envCfg *config.Config) (e *env, done func(), err error) {
+func (a *app) openEnv(cfg, envCfg *config.Config) (e *pipeline.Env, done func(), err error) {
 	if envCfg == nil {
 		envCfg = &config.Config{}
 		envCfg.ApplyDefaults()
@@ -274,7 +274,7 @@ func (a *app) openEnv(cfg, envCfg *config.Config) (e *env, done func(), err erro
 	if err != nil {
 		return nil, nil, err
 	}
-	e = newEnv(envCfg, h, a.log)
+	e = pipeline.New(envCfg, h, a.log)
 	return e, h.Close, nil
 }
 
@@ -285,7 +285,7 @@ func (a *app) stateDir() string {
 	return filepath.Join(a.v.GetString("sim"), "state")
 }
 
-func (a *app) runner(j *teardown.Journal, e *env, dry bool) *teardown.Runner {
+func (a *app) runner(j *teardown.Journal, e *pipeline.Env, dry bool) *teardown.Runner {
 	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: dry, Log: a.log,
 		NoRollback: a.v.GetBool("no-rollback"), StopAfter: a.v.GetInt("stop-after"), FailAt: a.v.GetString("fail-at")}
 	if isTerminal(a.stderr) {

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // simulatedExample turns an example config into one for the test bed: the
@@ -107,7 +108,7 @@ func TestPlanMatchesUp(t *testing.T) {
 			plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
 			up := changedIDs(t, b.mustVflag(2, "up", "-o", "json", "--detailed-exit-codes"))
 			if strings.Join(plan, "\n") != strings.Join(up, "\n") {
-				t.Fatalf("plan and up differ:\n%s", diffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
+				t.Fatalf("plan and up differ:\n%s", testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
 			}
 			if len(up) < 5 {
 				t.Fatalf("up changed only %v", up)
@@ -159,7 +160,7 @@ func TestPFMustBeAPort(t *testing.T) {
 		}
 	}
 	if got := b.dump(); got != base {
-		t.Fatalf("plan changed the host:\n%s", diffText(base, got))
+		t.Fatalf("plan changed the host:\n%s", testbed.DiffText(base, got))
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // TestBootStages simulates a reboot after up (the simulated host back at its
@@ -62,7 +64,7 @@ func TestBootStages(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 	if got := b.dump(); got != base {
-		t.Fatalf("down did not return to baseline:\n%s", diffText(base, got))
+		t.Fatalf("down did not return to baseline:\n%s", testbed.DiffText(base, got))
 	}
 	if _, errs, code := b.vflag("up", "--stage", "post"); code != 1 || !strings.Contains(errs, "--stage") {
 		t.Fatalf("up --stage post: exit %d %s", code, errs)

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 func TestUpStatusDownRoundTrip(t *testing.T) {
@@ -29,11 +31,11 @@ func TestUpStatusDownRoundTrip(t *testing.T) {
 		t.Fatalf("second up changed: %+v", again)
 	}
 	if d2 := b.dump(); d2 != after {
-		t.Fatalf("second up changed the host:\n%s", diffText(after, d2))
+		t.Fatalf("second up changed the host:\n%s", testbed.DiffText(after, d2))
 	}
 	out := b.mustVflag(0, "down")
 	t.Log(out)
 	if got := b.dump(); got != base {
-		t.Fatalf("down did not return to baseline:\n%s", diffText(base, got))
+		t.Fatalf("down did not return to baseline:\n%s", testbed.DiffText(base, got))
 	}
 }

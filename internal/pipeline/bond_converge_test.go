@@ -84,7 +84,7 @@ func (b *convergeBed) world() string {
 			lines[i] = macRE.ReplaceAllString(l, "mac=<random>")
 		}
 	}
-	return strings.Join(lines, "\n") + b.d.ovs.Dump() + normalizeXML(b.d.virt.DomainXML(b.t, "vm1"))
+	return strings.Join(lines, "\n") + b.d.ovs.Dump() + testbed.NormalizeXML(b.d.virt.DomainXML(b.t, "vm1"))
 }
 
 // dmesgCount counts the kernel log lines containing s.
@@ -304,7 +304,7 @@ func TestBondOptionsConverge(t *testing.T) {
 			}
 			b.down()
 			if w := b.world(); w != baseline {
-				t.Errorf("down did not restore the baseline:\n%s", diffText(baseline, w))
+				t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))
 			}
 		})
 	}
@@ -394,7 +394,7 @@ func TestMTUConverge(t *testing.T) {
 	check("9000 again", 9000)
 	b.down()
 	if w := b.world(); w != baseline {
-		t.Errorf("down did not restore the baseline:\n%s", diffText(baseline, w))
+		t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))
 	}
 }
 

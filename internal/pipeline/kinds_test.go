@@ -236,7 +236,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			world := func() string {
 				s := se.dump()
 				if tt.real {
-					s += d.ovs.Dump() + normalizeXML(d.virt.DomainXML(t, "vm1"))
+					s += d.ovs.Dump() + testbed.NormalizeXML(d.virt.DomainXML(t, "vm1"))
 				}
 				return s
 			}
@@ -263,50 +263,21 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 				t.Fatalf("second apply: %v", err)
 			}
 			if got := world(); got != applied {
-				t.Fatalf("second apply changed the host:\n%s", diffText(applied, got))
+				t.Fatalf("second apply changed the host:\n%s", testbed.DiffText(applied, got))
 			}
 			undo := se.Undoers()[step.Kind]
 			if err := undo(ctx, record); err != nil {
 				t.Fatalf("undo: %v", err)
 			}
 			if got := world(); got != before {
-				t.Fatalf("undo did not restore the prior state:\n%s", diffText(before, got))
+				t.Fatalf("undo did not restore the prior state:\n%s", testbed.DiffText(before, got))
 			}
 			if err := undo(ctx, record); err != nil {
 				t.Fatalf("second undo: %v", err)
 			}
 			if got := world(); got != before {
-				t.Fatalf("second undo changed the host:\n%s", diffText(before, got))
+				t.Fatalf("second undo changed the host:\n%s", testbed.DiffText(before, got))
 			}
 		})
 	}
-}
-
-func normalizeXML(s string) string {
-	var keep []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) == "<metadata/>" {
-			continue
-		}
-		keep = append(keep, l)
-	}
-	return strings.Join(keep, "\n")
-}
-
-func diffText(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			out = append(out, "- "+x, "+ "+y)
-		}
-	}
-	return strings.Join(out, "\n")
 }
