@@ -45,10 +45,11 @@ same() {
 		return 1
 	fi
 }
-config() { # config PF2
+config() { # config PF2 [pf_wait]
 	cat >/root/vflag.yaml <<EOF
 ovsdb: unix:/var/run/openvswitch/db.sock
 lag_timeout: 20s
+pf_wait: ${2:-60s}
 groups:
   - name: lag0
     pfs: [$PF1, $1]
@@ -63,9 +64,16 @@ V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
 snapshot base
 
 step "a config naming a missing PF"
-config eth9
-refused() { ! V up 2>&1 && V up 2>&1 | grep -q 'groups\[0\].pfs\[1\]'; }
-check c_missing_pf_refused sh -c "$(declare -f V refused); refused && echo 'refused, naming groups[0].pfs[1]'"
+# (pf_wait 2s: up waits that long for a PF to appear before refusing; boot.sh
+# covers the wait itself)
+config eth9 2s
+refused() {
+	local out
+	out=$(V up 2>&1) && { echo "up succeeded"; return 1; }
+	grep -q 'groups\[0\].pfs\[1\]' <<<"$out" || { echo "$out"; return 1; }
+	echo "refused, naming groups[0].pfs[1]"
+}
+check c_missing_pf_refused refused
 snapshot missing
 check c_missing_pf_no_change same base missing
 
