@@ -612,3 +612,39 @@ func (c *Conn) HoldingDomains(pcis []string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// StartAutostarted starts a defined, shut-off domain whose autostart flag
+// is set, as libvirtd would have at its start ("virsh start $domain"). It
+// returns false, and does nothing, for a domain that is running, unknown,
+// or not autostarted.
+func (c *Conn) StartAutostarted(name string) (bool, error) {
+	d, err := c.lookup(name)
+	if isNoDomain(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("libvirt: look up domain %s: %w", name, err)
+	}
+	defer d.Free()
+	auto, err := d.GetAutostart()
+	if err != nil {
+		return false, fmt.Errorf("libvirt: autostart flag of %s: %w", name, lvErr(err))
+	}
+	active, err := d.IsActive()
+	if err != nil {
+		return false, fmt.Errorf("libvirt: state of %s: %w", name, lvErr(err))
+	}
+	if !auto || active {
+		return false, nil
+	}
+	if err := d.Create(); err != nil {
+		err = lvErr(err)
+		if hasCode(err, libvirt.ERR_OPERATION_INVALID) {
+			if a, _ := d.IsActive(); a {
+				return false, nil // started meanwhile (the hook found the mark)
+			}
+		}
+		return false, fmt.Errorf("libvirt: start domain %s: %w", name, err)
+	}
+	return true, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vflag/vflag/internal/bootgate"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/hook"
 	"github.com/vflag/vflag/internal/host"
@@ -52,7 +53,9 @@ vflag's pass at once, silently. It never calls libvirt.`,
 
 // runHook is the qemu hook for one event.
 func (a *app) runHook(ctx context.Context, domain, op, subop string, in io.Reader) error {
+	gate := bootgate.New(a.stateDir())
 	return hook.Run(ctx, hook.Options{
+		Gate:     &gate,
 		StateDir: a.stateDir(), Domain: domain, Op: op, SubOp: subop, XML: in,
 		Config: func() (*config.Config, error) { return a.loadConfig(true) },
 		Host: func(cfg *config.Config) (*host.Host, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/viper"
 	"golang.org/x/sys/unix"
 
+	"github.com/vflag/vflag/internal/bootgate"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
@@ -345,7 +346,45 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 		a.report(command, r.Results(), nil)
 		return exitError{code: 3}
 	}
+	if !dry && stage == pipeline.StageAll && (runErr == nil || errors.Is(runErr, teardown.ErrDegraded)) {
+		a.markReady(e)
+	}
 	return a.report(command, r.Results(), runErr)
+}
+
+// markReady records that the VF-LAG is up in this boot, then starts the
+// autostarted domains the qemu hook deferred until now (internal/bootgate).
+// A domain that does not start is logged with libvirt's reason (the hook's
+// refusal among them); it does not fail up, whose work is done.
+func (a *app) markReady(e *pipeline.Env) {
+	g := bootgate.New(a.stateDir())
+	if err := g.MarkReady(); err != nil {
+		a.log.Warn("domains holding VFs stay refused by the hook", "err", err)
+		return
+	}
+	names, err := g.Deferred()
+	if err != nil {
+		a.log.Warn("deferred domains not read", "err", err)
+		return
+	}
+	if len(names) == 0 {
+		return
+	}
+	conn, err := e.Host().Virt()
+	if err != nil {
+		a.log.Warn("deferred domains not started", "domains", names, "err", err)
+		return
+	}
+	for _, d := range names {
+		started, err := conn.StartAutostarted(d)
+		_ = g.Undefer(d)
+		switch {
+		case err != nil:
+			a.log.Warn("autostart deferred at boot: domain did not start", "step", "libvirt.start", "domain", d, "err", err)
+		case started:
+			fmt.Fprintf(a.stderr, "vflag: started domain %s (the hook deferred its autostart until the VF-LAG was up)\n", d)
+		}
+	}
 }
 
 func (a *app) runDown(ctx context.Context) error {
@@ -364,6 +403,10 @@ func (a *app) runDown(ctx context.Context) error {
 		return a.failed("down", err)
 	}
 	defer lock.Release()
+	// From here on the hook refuses domains holding VFs until the next up.
+	if err := bootgate.New(a.stateDir()).Unready(); err != nil {
+		return a.failed("down", err)
+	}
 	j, err := teardown.OpenJournal(a.stateDir())
 	if err != nil {
 		return a.failed("down", err)

@@ -19,7 +19,7 @@
 # EXPECT: boot_units_ok boot_pre_waited_for_pfs boot_eswitch boot_bond_slaves boot_bridge_ports boot_ofports boot_hw_offload
 # EXPECT: boot_rep_names boot_pf_names boot_validate boot_up_no_change boot_status_clean
 # EXPECT: boot_nm_unmanaged boot_nm_no_connection boot_nm_ingress_qdisc boot_nm_foreign_managed
-# EXPECT: boot_to_ready boot_uninstall
+# EXPECT: boot_to_ready boot_fail_unit boot_fail_status boot_fail_recovered boot_uninstall
 . "$(dirname "$0")/lib.sh"
 
 V=/usr/bin/vflag
@@ -222,6 +222,39 @@ check boot_to_ready to_ready
 if [ "$BOOT" -lt "$MAXBOOTS" ]; then
 	exit 100 # reboot: the same checks again
 fi
+
+step "boot $BOOT: a failed vflag.service is visible"
+# A PF that never appears (pf_wait 3 s): the unit fails with the reason in
+# its journal; with the config good again (the unit still failed), status
+# and its metric count the failed unit; a restart with the good config
+# brings the unit back.
+cp /etc/vflag/vflag.yaml /root/vflag.good.yaml
+sed -e "s/pfs: \[$PF1, $PF2\]/pfs: [$PF1, eni99np1]/" -e 's/^pf_wait: .*/pf_wait: 3s/' /root/vflag.good.yaml >/etc/vflag/vflag.yaml
+unit_failed() {
+	systemctl restart vflag.service && { echo "vflag.service started with a missing PF"; return 1; }
+	local st
+	st="$(systemctl show -p ActiveState --value vflag.service) $(systemctl show -p Result --value vflag.service)"
+	echo "vflag.service: $st"
+	[ "$st" = "failed exit-code" ] || return 1
+	journalctl -b --no-pager -u vflag.service | grep 'eni99np1' | tail -n 2
+	journalctl -b --no-pager -u vflag.service | grep -q 'groups\[0\].pfs\[1\].*eni99np1'
+}
+check boot_fail_unit unit_failed
+cp /root/vflag.good.yaml /etc/vflag/vflag.yaml
+fail_status() {
+	local n
+	$V status -o json | jq -r '.groups[].problems[]?' | grep 'boot: vflag.service (result exit-code) failed' || return 1
+	n=$($V status -o prometheus | sed -n 's/^vflag_group_problems{group="lag0"} //p')
+	echo "vflag_group_problems{group=\"lag0\"} $n"
+	[ "${n:-0}" -ge 1 ]
+}
+check boot_fail_status fail_status
+recovered() {
+	systemctl restart vflag.service || return 1
+	echo "vflag.service: $(systemctl show -p ActiveState --value vflag.service)"
+	! $V status -o json | jq -r '.groups[].problems[]?' | grep 'boot: '
+}
+check boot_fail_recovered recovered
 
 step "boot $BOOT: vflag uninstall removes the rules it wrote"
 uninstall() {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/bootgate"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
@@ -48,7 +49,18 @@ type Options struct {
 	// StopAfter and FailAt are the runner's test hooks (teardown.Runner).
 	StopAfter int
 	FailAt    string
+	// Gate, when set, keeps a domain holding one of vflag's VFs from
+	// starting before up has brought the VF-LAG up in this boot
+	// (internal/bootgate); an autostarted domain is deferred, and up starts it.
+	Gate *bootgate.Gate
+	// Autostart tells whether libvirt autostarts the domain (default: its
+	// link in AutostartDir; the hook must not ask libvirt).
+	Autostart func(domain string) bool
 }
+
+// AutostartDir is where the system qemu driver of libvirt keeps the links
+// of autostarted domains ("virsh autostart $domain").
+const AutostartDir = "/etc/libvirt/qemu/autostart"
 
 func (o Options) withDefaults() Options {
 	if o.Log == nil {
@@ -59,6 +71,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Config == nil {
 		o.Config = func() (*config.Config, error) { return nil, nil }
+	}
+	if o.Autostart == nil {
+		o.Autostart = func(domain string) bool {
+			_, err := os.Lstat(filepath.Join(AutostartDir, domain+".xml"))
+			return err == nil
+		}
 	}
 	return o
 }
@@ -314,6 +332,21 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain) error {
 	if len(tasks) == 0 {
 		return nil
 	}
+	// A VF the config gives to the host is refused for that, at once: not
+	// deferred at boot to be refused later.
+	var conflicts []string
+	for _, t := range tasks {
+		m := p.vfs[sriov.Addr(t.Device.PCI)]
+		if err := hostConflict(m); err != nil {
+			conflicts = append(conflicts, fmt.Sprintf("%s: %v", m, err))
+		}
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(conflicts, "; "))
+	}
+	if err := gate(o, d.Name); err != nil {
+		return err
+	}
 	dj, err := openDomain(ctx, o, d.Name)
 	if err != nil {
 		return fmt.Errorf("refusing to start domain %s: %w", d.Name, err)
@@ -333,6 +366,34 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain) error {
 		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// gate refuses to start a domain holding vflag's VFs before up has brought
+// the VF-LAG up in this boot (their drivers are bound strictly after the
+// LAG); an autostarted domain is recorded as deferred first, and the mark
+// read again after that (see internal/bootgate for the order).
+func gate(o Options, domain string) error {
+	if o.Gate == nil {
+		return nil
+	}
+	ready, err := o.Gate.Ready()
+	if err != nil {
+		return fmt.Errorf("refusing to start domain %s: %w", domain, err)
+	}
+	if ready {
+		return nil
+	}
+	if !o.Autostart(domain) {
+		return fmt.Errorf("refusing to start domain %s: vflag has not brought the VF-LAG up in this boot yet, and its VFs must not be used before; start it after `vflag up` (vflag.service runs it at boot)", domain)
+	}
+	if err := o.Gate.Defer(domain); err != nil {
+		return fmt.Errorf("refusing to start domain %s: %w", domain, err)
+	}
+	if ready, err := o.Gate.Ready(); err == nil && ready {
+		_ = o.Gate.Undefer(domain) // up finished meanwhile: go on
+		return nil
+	}
+	return fmt.Errorf("deferring the autostart of domain %s: vflag has not brought the VF-LAG up in this boot yet; `vflag up` (vflag.service) starts it once it has", domain)
 }
 
 // index finds the VFs the config and the main journal make vflag's.
@@ -401,12 +462,20 @@ func (p *preparer) modeOf(pf eswitch.PF) string {
 	return m
 }
 
+// hostConflict refuses a VF the config gives to a host driver.
+func hostConflict(m managedVF) error {
+	if d := m.vfConfig().Driver; d != "" {
+		return fmt.Errorf("the config gives it to the host (driver %s): a domain must not take it; give the domain another VF or drop the driver from the config and run `vflag up`", d)
+	}
+	return nil
+}
+
 // prepareVF makes one VF's host side ready.
 func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTask) error {
 	k := p.h.Kernel
 	vc := m.vfConfig()
-	if vc.Driver != "" {
-		return fmt.Errorf("the config gives it to the host (driver %s): a domain must not take it; give the domain another VF or drop the driver from the config and run `vflag up`", vc.Driver)
+	if err := hostConflict(m); err != nil {
+		return err
 	}
 	// PF up (direct, not journaled: release leaves it up, the PF serves
 	// other VFs): libvirt refuses a VF whose PF is down, and no traffic flows.

@@ -2,8 +2,10 @@ package hook
 
 import (
 	"context"
+	"github.com/vflag/vflag/internal/bootgate"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -275,5 +277,61 @@ func TestAdoptOldStateEntries(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "hook", "vm-old.json")); !os.IsNotExist(err) {
 		t.Errorf("old state file left: %v", err)
+	}
+}
+
+// TestBootGate: before up has marked this boot ready, prepare changes
+// nothing: an autostarted domain is deferred (and listed for up), one
+// started by hand is refused; once ready, the same start goes ahead.
+func TestBootGate(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	boot := "boot-2"
+	g := bootgate.Gate{Dir: b.state, BootID: func() (string, error) { return boot, nil }}
+	for _, tc := range []struct {
+		name      string
+		autostart bool
+		want      string
+		deferred  []string
+	}{
+		{"by hand", false, "refusing to start domain vm-a: vflag has not brought the VF-LAG up in this boot yet", nil},
+		{"autostart", true, "deferring the autostart of domain vm-a", []string{"vm-a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := b.opts("prepare", "begin")
+			o.Gate = &g
+			o.Autostart = func(d string) bool { return tc.autostart && d == "vm-a" }
+			err := Run(ctx, o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("prepare before ready: err %v, want %q", err, tc.want)
+			}
+			if got := b.vfMAC(); got != priorMAC {
+				t.Errorf("VF MAC changed before ready: %s", got)
+			}
+			if b.hasPort() {
+				t.Errorf("port %s added before ready", b.rep)
+			}
+			if got, _ := g.Deferred(); !reflect.DeepEqual(got, tc.deferred) {
+				t.Errorf("deferred = %q, want %q", got, tc.deferred)
+			}
+		})
+	}
+	if err := g.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	o := b.opts("prepare", "begin")
+	o.Gate = &g
+	if err := Run(ctx, o); err != nil {
+		t.Fatalf("prepare once ready: %v", err)
+	}
+	if got := b.vfMAC(); got != domMAC {
+		t.Errorf("VF MAC once ready = %s, want %s", got, domMAC)
+	}
+	boot = "boot-3" // a reboot: the mark no longer holds
+	o = b.opts("prepare", "begin")
+	o.Gate = &g
+	o.Autostart = func(string) bool { return false }
+	if err := Run(ctx, o); err == nil {
+		t.Fatal("prepare after a reboot, before up: no refusal")
 	}
 }

@@ -1,0 +1,137 @@
+package bootgate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/vflag/vflag/internal/atomicfile"
+)
+
+// BootIDPath is where the kernel gives this boot's id.
+const BootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// Gate is the readiness of one state directory.
+type Gate struct {
+	Dir string
+	// BootID returns the current boot's id (default: BootIDPath).
+	BootID func() (string, error)
+}
+
+// New is the gate of stateDir for the running kernel.
+func New(stateDir string) Gate {
+	return Gate{Dir: stateDir, BootID: func() (string, error) {
+		b, err := os.ReadFile(BootIDPath)
+		if err != nil {
+			return "", fmt.Errorf("read boot id: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}}
+}
+
+func (g Gate) readyPath() string   { return filepath.Join(g.Dir, "ready") }
+func (g Gate) deferredDir() string { return filepath.Join(g.Dir, "deferred") }
+func (g Gate) deferredPath(domain string) string {
+	return filepath.Join(g.deferredDir(), url.PathEscape(domain))
+}
+
+// thisBoot tells whether the file at path holds the current boot id.
+func (g Gate) thisBoot(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	id, err := g.BootID()
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(string(b)) == id, nil
+}
+
+func (g Gate) write(path string) error {
+	id, err := g.BootID()
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, []byte(id+"\n"), 0o644)
+}
+
+// MarkReady records that up brought the VF-LAG up in this boot.
+func (g Gate) MarkReady() error {
+	if err := g.write(g.readyPath()); err != nil {
+		return fmt.Errorf("mark %s ready: %w", g.Dir, err)
+	}
+	return nil
+}
+
+// Ready tells whether up brought the VF-LAG up in this boot.
+func (g Gate) Ready() (bool, error) {
+	ok, err := g.thisBoot(g.readyPath())
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", g.readyPath(), err)
+	}
+	return ok, nil
+}
+
+// Unready clears the mark (down).
+func (g Gate) Unready() error {
+	if err := os.Remove(g.readyPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Defer records that the hook refused to start domain until up is done.
+func (g Gate) Defer(domain string) error {
+	if err := g.write(g.deferredPath(domain)); err != nil {
+		return fmt.Errorf("record deferred domain %s: %w", domain, err)
+	}
+	return nil
+}
+
+// Undefer forgets a deferral.
+func (g Gate) Undefer(domain string) error {
+	if err := os.Remove(g.deferredPath(domain)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Deferred lists the domains deferred in this boot, sorted; deferrals of
+// earlier boots are removed.
+func (g Gate) Deferred() ([]string, error) {
+	ents, err := os.ReadDir(g.deferredDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		name, err := url.PathUnescape(e.Name())
+		if err != nil || strings.HasPrefix(e.Name(), ".") {
+			continue // not ours (atomicfile's temp files start with a dot)
+		}
+		path := filepath.Join(g.deferredDir(), e.Name())
+		ok, err := g.thisBoot(path)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			_ = os.Remove(path) // an earlier boot's
+			continue
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
