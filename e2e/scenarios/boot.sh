@@ -63,26 +63,44 @@ if [ "$BOOT" = 1 ]; then
 	broken nm && rm -f /etc/udev/rules.d/69-vflag-nm-unmanaged.rules
 	broken udevname && { rm -f /usr/lib/udev/rules.d/71-vflag-representors.rules; sed -i '/phys_port_name}=="pf[0-9]*vf/d' /etc/udev/rules.d/70-vflag.rules; }
 	cat /etc/udev/rules.d/70-vflag.rules /etc/udev/rules.d/69-vflag-nm-unmanaged.rules 2>/dev/null
-	# The late NIC: no ordering against vflag; it appears 5 s after
-	# vflag-pre.service started (a slow mlx5 probe). Under TCG on a loaded
-	# machine vflag-pre may start a minute after udev, so "5 s after udev"
-	# would not be late: the unit watches for vflag-pre (at most 120 s).
+	# The late NIC: no ordering against vflag; it appears 3 s after vflag-pre
+	# logged that it waits for the PFs (a slow mlx5 probe). Under TCG on a
+	# loaded machine vflag-pre may start a minute after udev, and the binary
+	# take seconds to load, so a fixed delay would not be late: the unit
+	# watches vflag-pre's journal (at most 300 s), or its end. ($$: a
+	# literal $ for the shell, not systemd's variable expansion.)
 	cat >/etc/systemd/system/nic-late.service <<-'EOF2'
 		[Unit]
 		Description=e2e: the NIC appears late (a slow mlx5 probe)
 		DefaultDependencies=no
-		After=systemd-udevd.service
+		After=systemd-udevd.service systemd-journald.service
 		Wants=systemd-udevd.service
 		[Service]
 		Type=simple
-		ExecStart=/bin/sh -c 'i=0; until [ "$(systemctl show -p ActiveState --value vflag-pre.service)" != inactive ] || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; echo "vflag-pre: $(systemctl show -p ActiveState --value vflag-pre.service)"; sleep 5; modprobe netdevsim; echo "10 2" >/sys/bus/netdevsim/new_device; echo "20 1" >/sys/bus/netdevsim/new_device; echo NIC created'
+		ExecStart=/bin/sh -c 'i=0; until journalctl -b -q --no-pager -u vflag-pre.service | grep -q "waiting for PFs" || [ "$$(systemctl show -p ActiveState --value vflag-pre.service)" = failed ] || [ $$i -ge 600 ]; do sleep 0.5; i=$$((i+1)); done; echo "vflag-pre: $$(systemctl show -p ActiveState --value vflag-pre.service)"; sleep 3; modprobe netdevsim; echo "10 2" >/sys/bus/netdevsim/new_device; echo "20 1" >/sys/bus/netdevsim/new_device; echo NIC created'
 		[Install]
 		WantedBy=sysinit.target
 	EOF2
 	systemctl enable nic-late.service openvswitch-switch.service NetworkManager.service 2>&1
 	systemctl daemon-reload
-	# A NetworkManager connection that would take the foreign port and any
-	# ethernet it may manage: NM must only get the foreign one.
+	# The host's own network: a static NetworkManager profile on the foreign
+	# port (no DHCP server here: the automatic "Wired connection" would hold
+	# NM's startup, and with it network-online, for its DHCP timeout). NM's
+	# automatic profiles stay on: a device of vflag's that NM managed would
+	# get one (boot_nm_no_connection).
+	mkdir -p /etc/NetworkManager/system-connections
+	cat >/etc/NetworkManager/system-connections/foreign.nmconnection <<-EOF2
+		[connection]
+		id=foreign
+		type=ethernet
+		interface-name=$FOREIGN
+		[ipv4]
+		method=manual
+		address1=192.0.2.20/24
+		[ipv6]
+		method=ignore
+	EOF2
+	chmod 600 /etc/NetworkManager/system-connections/foreign.nmconnection
 	exit 100 # reboot
 fi
 
