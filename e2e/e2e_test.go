@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -23,7 +25,7 @@ const (
 	envScenarios = "VFLAG_E2E_SCENARIOS" // comma-separated scenario names to run (default: all)
 	envArtifacts = "VFLAG_E2E_ARTIFACTS" // keep each scenario's output directory under this path
 	envBin       = "VFLAG_E2E_BIN"       // use this vflag binary instead of building ./cmd/vflag
-	envParallel  = "VFLAG_E2E_PARALLEL"  // "1": boot the scenarios in parallel
+	envParallel  = "VFLAG_E2E_PARALLEL"  // guests booted at once (default 2; 1: one after the other)
 	envTimeout   = "VFLAG_E2E_TIMEOUT"   // seconds: overrides every "# TIMEOUT:" (run-guest.sh reads it too)
 	envBedAgain  = "VFLAG_E2E_BED_AGAIN" // "1": boot the "# BED: yes" scenarios even where they passed on this image
 	envDeb       = "VFLAG_E2E_DEB"       // use this .deb for "# DEB: yes" scenarios instead of running make package
@@ -77,24 +79,52 @@ func TestScenarios(t *testing.T) {
 		}
 	}
 
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			if os.Getenv(envParallel) == "1" {
-				t.Parallel()
+	// Guests at once: a TCG guest keeps about one host core busy on
+	// average (it waits for timers, LACP, the nested VM), so two share the
+	// build machine's two cores. The scenarios go longest first (their
+	// "# TIMEOUT:" as the estimate), so the last one to finish is short.
+	slots := 2
+	if v := os.Getenv(envParallel); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf(envParallel+"=%q: want a number of guests >= 1", v)
+		}
+		slots = n
+	}
+	order := slices.Clone(scenarios)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].timeout > order[j].timeout })
+	queue := make(chan scenario, len(order))
+	for _, sc := range order {
+		queue <- sc
+	}
+	close(queue)
+	var wg sync.WaitGroup
+	for range min(slots, len(order)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sc := range queue {
+				t.Run(sc.name, func(t *testing.T) { runOne(t, cache, e2eDir, sc, bin, deb) })
 			}
-			stamp := ""
-			if sc.bed {
-				stamp = bedStamp(t, cache, e2eDir, sc)
-				if _, err := os.Stat(stamp); err == nil && os.Getenv(envBedAgain) != "1" {
-					t.Logf("%s checks the test bed, and passed on this image and these scripts (%s): not booted again (%s=1 boots it)", sc.name, stamp, envBedAgain)
-					return
-				}
-			}
-			runScenario(t, e2eDir, sc, bin, deb)
-			if stamp != "" && !t.Failed() {
-				recordBed(t, stamp)
-			}
-		})
+		}()
+	}
+	wg.Wait()
+}
+
+// runOne boots one scenario, or skips a bed scenario that passed on this
+// image and these scripts.
+func runOne(t *testing.T, cache, e2eDir string, sc scenario, bin, deb string) {
+	stamp := ""
+	if sc.bed {
+		stamp = bedStamp(t, cache, e2eDir, sc)
+		if _, err := os.Stat(stamp); err == nil && os.Getenv(envBedAgain) != "1" {
+			t.Logf("%s checks the test bed, and passed on this image and these scripts (%s): not booted again (%s=1 boots it)", sc.name, stamp, envBedAgain)
+			return
+		}
+	}
+	runScenario(t, e2eDir, sc, bin, deb)
+	if stamp != "" && !t.Failed() {
+		recordBed(t, stamp)
 	}
 }
 
