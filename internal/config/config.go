@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"strings"
@@ -562,11 +563,11 @@ func validateVFPolicy(switchdev bool, vp string, v VFConfig, add func(string, an
 	default:
 		add(vp+".link_state", v.LinkState, "must be auto, enable or disable (or empty to leave it)")
 	}
-	if v.MinTxRate < 0 {
-		add(vp+".min_tx_rate", v.MinTxRate, "must be a rate in Mbit/s (0: none)")
+	if v.MinTxRate < 0 || v.MinTxRate > math.MaxUint32 {
+		add(vp+".min_tx_rate", v.MinTxRate, "must be a rate in Mbit/s, 0-%d (0: none)", uint32(math.MaxUint32))
 	}
-	if v.MaxTxRate < 0 {
-		add(vp+".max_tx_rate", v.MaxTxRate, "must be a rate in Mbit/s (0: no limit)")
+	if v.MaxTxRate < 0 || v.MaxTxRate > math.MaxUint32 {
+		add(vp+".max_tx_rate", v.MaxTxRate, "must be a rate in Mbit/s, 0-%d (0: no limit)", uint32(math.MaxUint32))
 	}
 	if v.MinTxRate > 0 && v.MaxTxRate > 0 && v.MinTxRate > v.MaxTxRate {
 		add(vp+".min_tx_rate", v.MinTxRate, "is above max_tx_rate %d", v.MaxTxRate)

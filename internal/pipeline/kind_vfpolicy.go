@@ -8,6 +8,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -41,6 +42,7 @@ type vfPolicyRecord struct {
 // vfSetting is what differs between the policy kinds.
 type vfSetting struct {
 	name  string // journal kind
+	key   string // validate's name for it (validate.VFPolicyWant.Set)
 	field string // config field(s), for messages
 	ndo   string // the driver's ndo_set_vf_<ndo>
 	equal func(a, b eswitch.VFPolicy) bool
@@ -50,7 +52,7 @@ type vfSetting struct {
 
 var (
 	vfTrust = vfPolicyKind{&vfSetting{
-		name: "sriov.vftrust", field: "trust", ndo: "trust",
+		name: "sriov.vftrust", key: "trust", field: "trust", ndo: "trust",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.Trust == b.Trust },
 		show:  func(p eswitch.VFPolicy) string { return "trust " + onOff(p.Trust) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
@@ -58,7 +60,7 @@ var (
 		},
 	}}
 	vfSpoofchk = vfPolicyKind{&vfSetting{
-		name: "sriov.vfspoofchk", field: "spoofchk", ndo: "spoofchk",
+		name: "sriov.vfspoofchk", key: "spoofchk", field: "spoofchk", ndo: "spoofchk",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.Spoofchk == b.Spoofchk },
 		show:  func(p eswitch.VFPolicy) string { return "spoofchk " + onOff(p.Spoofchk) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
@@ -66,7 +68,7 @@ var (
 		},
 	}}
 	vfLinkState = vfPolicyKind{&vfSetting{
-		name: "sriov.vflinkstate", field: "link_state", ndo: "link_state",
+		name: "sriov.vflinkstate", key: "link_state", field: "link_state", ndo: "link_state",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.LinkState == b.LinkState },
 		show:  func(p eswitch.VFPolicy) string { return "link-state " + OrDash(p.LinkState) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
@@ -74,7 +76,7 @@ var (
 		},
 	}}
 	vfRate = vfPolicyKind{&vfSetting{
-		name: "sriov.vfrate", field: "min_tx_rate/max_tx_rate", ndo: "rate",
+		name: "sriov.vfrate", key: "rate", field: "min_tx_rate/max_tx_rate", ndo: "rate",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.MinTxRate == b.MinTxRate && a.MaxTxRate == b.MaxTxRate },
 		show: func(p eswitch.VFPolicy) string {
 			return fmt.Sprintf("min_tx_rate %d max_tx_rate %d", p.MinTxRate, p.MaxTxRate)
@@ -84,7 +86,7 @@ var (
 		},
 	}}
 	vfVlan = vfPolicyKind{&vfSetting{
-		name: "sriov.vfvlan", field: "vlan/qos", ndo: "vlan",
+		name: "sriov.vfvlan", key: "vlan", field: "vlan/qos", ndo: "vlan",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.Vlan == b.Vlan && a.Qos == b.Qos },
 		show:  func(p eswitch.VFPolicy) string { return fmt.Sprintf("vlan %d qos %d", p.Vlan, p.Qos) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
@@ -218,6 +220,27 @@ func (e *Env) VFPolicy(pf string, vf int) (eswitch.VFPolicy, bool, error) {
 		}
 	}
 	return eswitch.VFPolicy{}, false, nil
+}
+
+// VFPolicyWants are the legacy VF policies a group's config sets, for
+// `vflag validate` (none in a switchdev group).
+func VFPolicyWants(g *config.Group) []validate.VFPolicyWant {
+	if g.Switchdev() {
+		return nil
+	}
+	var out []validate.VFPolicyWant
+	for _, v := range g.VFs {
+		want, ks := wantedPolicy(v)
+		if len(ks) == 0 {
+			continue
+		}
+		w := validate.VFPolicyWant{PF: v.PF, VF: v.VF, Want: want}
+		for _, k := range ks {
+			w.Set = append(w.Set, k.s.key)
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // vfPolicy: each configured VF's policy settings, one batch (independent
