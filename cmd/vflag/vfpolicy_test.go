@@ -63,7 +63,8 @@ func policyConfig(d daemons, x policyVariant, nic string) string {
 // host, converges (a second up changes nothing), changes, is pruned when
 // removed from the config (the prior value comes back) and is undone by
 // down: every config's fresh state is recorded, then the configs are
-// visited twice in random order on one host (VFLAG_CONVERGE_SEED).
+// visited twice in random order on one host (VFLAG_CONVERGE_SEED). On the
+// clean host, plan predicts exactly the steps up changes.
 func TestConvergeLegacyVFPolicy(t *testing.T) {
 	d := startDaemons(t)
 	vs := policyVariants()
@@ -77,7 +78,10 @@ func TestConvergeLegacyVFPolicy(t *testing.T) {
 		if baseline == "" {
 			baseline = base
 		}
-		b.mustVflag(2, "up", "--detailed-exit-codes")
+		plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+		if up := changed(upReport(t, b)); !slices.Equal(plan, up) {
+			t.Fatalf("%s: plan on a clean host changes %v, up %v", x.name, plan, up)
+		}
 		fresh[x.name] = canonical(b.dump())
 		b.mustVflag(0, "down")
 		if got := canonical(b.dump()); got != base {

@@ -110,6 +110,9 @@ func (vfPolicyKind) DependsOn() []string { return []string{numVFsKind{}.Name()} 
 
 func (k vfPolicyKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.s.name, pf, vf) }
 
+// newVFPolicy is a VF's policy when it is created (spoof checking aside).
+var newVFPolicy = eswitch.VFPolicy{LinkState: eswitch.VFLinkAuto}
+
 // wantedPolicy is a VF's configured policy and the kinds it sets: an unset
 // field leaves the VF's value alone; either rate set manages both (the
 // other one is then 0: none).
@@ -150,6 +153,12 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 			}
 			if !ok {
 				if dry {
+					// A new VF starts from the kernel's zero policy (vlan 0,
+					// trust off, link-state auto, no rates); its spoof
+					// checking is the driver's default (mlx5 off, Intel on).
+					if s.ndo != "spoofchk" && s.equal(newVFPolicy, want) {
+						return teardown.Change{Summary: fmt.Sprintf("%s vf %d: %s (a new VF's)", pf.Netdev, vf, s.show(want))}, nil
+					}
 					return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s vf %d: %s (after VF creation)", pf.Netdev, vf, s.show(want))}, nil
 				}
 				// vflag could set it but never read it back: no idempotence, no undo.
@@ -178,7 +187,11 @@ func (e *Env) vfPolicyErr(pf eswitch.PF, vf int, s *vfSetting, err error) error 
 	}
 	switch {
 	case errors.Is(err, syscall.EOPNOTSUPP):
-		return fmt.Errorf("%s vf %d: the PF's driver %s does not support the VF setting %s (EOPNOTSUPP: no ndo_set_vf_%s, or not in this eswitch mode); remove %s from this VF's entry in the config: %w", pf.Netdev, vf, drv, s.field, s.ndo, s.field, err)
+		why := fmt.Sprintf("no ndo_set_vf_%s", s.ndo)
+		if e.modeOf(pf) == eswitch.ModeSwitchdev {
+			why = "the PF's eswitch is in switchdev, where mlx5 refuses it"
+		}
+		return fmt.Errorf("%s vf %d: the PF's driver %s does not support the VF setting %s (EOPNOTSUPP: %s); remove %s from this VF's entry in the config: %w", pf.Netdev, vf, drv, s.field, why, s.field, err)
 	case errors.Is(err, syscall.EINVAL):
 		hint := ""
 		if s.ndo == "rate" {
