@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
@@ -167,12 +168,45 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 			return teardown.Change{Needed: !s.equal(cur, want), Summary: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, s.show(cur), s.show(want)),
 				Record: vfPolicyRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
 		},
-		Apply: func(context.Context) error {
-			if err := s.set(e.k, pf.Netdev, vf, want); err != nil {
+		Apply: func(ctx context.Context) error {
+			err := s.set(e.k, pf.Netdev, vf, want)
+			if err != nil && s.ndo == "rate" && errors.Is(err, syscall.EINVAL) && e.waitCarrier(ctx, pf.Netdev, carrierWait) {
+				err = s.set(e.k, pf.Netdev, vf, want) // the link came up: igb knows its speed now
+			}
+			if err != nil {
 				return e.vfPolicyErr(pf, vf, s, err)
 			}
 			return nil
 		},
+	}
+}
+
+// carrierWait bounds the wait for a PF's link before a refused rate is
+// tried again: igb checks a max rate against the link speed, which it
+// learns when the link comes up (igb_watchdog_task), a second or more after
+// the PF is set up (phase 5 just did, at boot too).
+const carrierWait = 10 * time.Second
+
+// waitCarrier waits, when pf's link is not up, until it is (operstate up)
+// or the bound passes; it tells whether the link came up meanwhile.
+func (e *Env) waitCarrier(ctx context.Context, pf string, bound time.Duration) bool {
+	l, err := e.k.Link(pf)
+	if err != nil || l.OperState == "up" || !l.AdminUp {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if l, err := e.k.Link(pf); err == nil && l.OperState == "up" {
+				return true
+			}
+		}
 	}
 }
 
@@ -195,7 +229,7 @@ func (e *Env) vfPolicyErr(pf eswitch.PF, vf int, s *vfSetting, err error) error 
 	case errors.Is(err, syscall.EINVAL):
 		hint := ""
 		if s.ndo == "rate" {
-			hint = " (igb, for one, takes only max_tx_rate, only on 82576, only while the PF's link is up at 1000 Mb/s)"
+			hint = " (igb, for one, takes only max_tx_rate, only on 82576, only while the PF's link is up at 1000 Mb/s; vflag waited up to 10 s for the link)"
 		}
 		return fmt.Errorf("%s vf %d: the PF's driver %s refused the VF setting %s%s: %w", pf.Netdev, vf, drv, s.field, hint, err)
 	}
