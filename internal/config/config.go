@@ -115,11 +115,6 @@ type VFConfig struct {
 	MaxTxRate int    `mapstructure:"max_tx_rate"` // Mbit/s limit; 0 none
 }
 
-// HasPolicy tells whether the VF has a legacy policy setting.
-func (v VFConfig) HasPolicy() bool {
-	return v.Trust != nil || v.Spoofchk != nil || v.LinkState != "" || v.MinTxRate != 0 || v.MaxTxRate != 0 || v.VLAN != 0
-}
-
 // OVSConfig is the group's bridge.
 type OVSConfig struct {
 	Bridge       string `mapstructure:"bridge"`
