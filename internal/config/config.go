@@ -100,8 +100,8 @@ type VFConfig struct {
 	Driver string `mapstructure:"driver"` // host driver bound after LAG is active
 	// VLAN: in a switchdev group the access tag on the representor's OVS
 	// port; in a legacy group the VF's VLAN set through the PF, with QoS
-	// its 802.1p priority ("ip link set $pf vf $n vlan $vlan qos $qos").
-	// 0 leaves the VF's VLAN alone.
+	// its 802.1p priority ("ip link set $pf vf $n vlan $vlan qos $qos");
+	// there 0 leaves the VF's VLAN alone.
 	VLAN int `mapstructure:"vlan"`
 	QoS  int `mapstructure:"qos"` // 0-7, legacy only, needs vlan
 
@@ -534,7 +534,7 @@ func validateVFPolicy(switchdev bool, vp string, v VFConfig, add func(string, an
 		if v.LinkState != "" {
 			add(vp+".link_state", v.LinkState, "%s; %s", eopnotsupp, na)
 		}
-		rate := "is a legacy (eswitch legacy) VF setting through the PF; in switchdev the VF's rate is devlink-rate (the vport QoS, which mlx5 keeps one of): use %s (Mbit/s) instead"
+		rate := "is a legacy (eswitch legacy) VF setting through the PF; in switchdev the VF's rate is set with devlink-rate (mlx5 programs the same vport QoS either way; vflag sets it in one place): use %s (Mbit/s) instead"
 		if v.MaxTxRate != 0 {
 			add(vp+".max_tx_rate", v.MaxTxRate, rate, vp+".tx_max")
 		}
