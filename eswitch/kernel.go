@@ -40,10 +40,32 @@ type Port struct {
 
 // VFInfo is one VF as its PF reports it over rtnetlink ("ip link show $pf", the "vf N" lines).
 type VFInfo struct {
-	ID   int    `json:"id"`
-	MAC  string `json:"mac"`
-	Vlan int    `json:"vlan,omitempty"`
+	ID  int    `json:"id"`
+	MAC string `json:"mac"`
+	VFPolicy
 }
+
+// VFPolicy is a VF's legacy administrative policy as its PF reports it
+// (IFLA_VFINFO_LIST: IFLA_VF_VLAN, IFLA_VF_TRUST, IFLA_VF_SPOOFCHK,
+// IFLA_VF_LINK_STATE, IFLA_VF_RATE); "ip link show $pf" prints it as
+// "vf N ... vlan V, qos Q, tx rate ..., max_tx_rate M Mbps, min_tx_rate m
+// Mbps, spoof checking on|off, link-state auto|enable|disable, trust on|off".
+type VFPolicy struct {
+	Vlan      int    `json:"vlan"`
+	Qos       int    `json:"qos"`
+	Trust     bool   `json:"trust"`
+	Spoofchk  bool   `json:"spoofchk"`
+	LinkState string `json:"link_state"`  // VF link states: auto, enable, disable
+	MinTxRate int    `json:"min_tx_rate"` // Mbit/s, 0: no guarantee
+	MaxTxRate int    `json:"max_tx_rate"` // Mbit/s, 0: no limit
+}
+
+// VF link states (IFLA_VF_LINK_STATE_AUTO, _ENABLE, _DISABLE).
+const (
+	VFLinkAuto    = "auto"
+	VFLinkEnable  = "enable"
+	VFLinkDisable = "disable"
+)
 
 // Link is one network interface as rtnetlink reports it ("ip -d link show $name").
 type Link struct {
@@ -113,6 +135,20 @@ type Kernel interface {
 	SetVFMAC(pf string, vf int, mac net.HardwareAddr) error
 	// SetVFVlan sets a VF's VLAN through its PF ("ip link set $pf vf $vf vlan $vlan").
 	SetVFVlan(pf string, vf int, vlan int) error
+	// SetVFVlanQos sets a VF's VLAN and 802.1p priority through its PF
+	// ("ip link set $pf vf $vf vlan $vlan qos $qos"; vlan 0 qos 0: none).
+	SetVFVlanQos(pf string, vf, vlan, qos int) error
+	// SetVFTrust sets a VF's trust through its PF ("ip link set $pf vf $vf trust on|off").
+	SetVFTrust(pf string, vf int, on bool) error
+	// SetVFSpoofchk sets a VF's source MAC spoof checking through its PF
+	// ("ip link set $pf vf $vf spoofchk on|off").
+	SetVFSpoofchk(pf string, vf int, on bool) error
+	// SetVFLinkState sets a VF's link state through its PF
+	// ("ip link set $pf vf $vf state auto|enable|disable").
+	SetVFLinkState(pf string, vf int, state string) error
+	// SetVFRate sets a VF's transmit rates in Mbit/s through its PF, 0 for
+	// none ("ip link set $pf vf $vf min_tx_rate $min max_tx_rate $max").
+	SetVFRate(pf string, vf, minMbps, maxMbps int) error
 	// AddBond creates a bond, down, without slaves
 	// ("ip link add $name type bond mode $mode miimon $ms ...; ip link set $name alias $alias").
 	AddBond(b BondSpec) error

@@ -385,7 +385,7 @@ func toLink(l netlink.Link, byIndex map[int]string) Link {
 		}
 	}
 	for _, vf := range a.Vfs {
-		out.VFs = append(out.VFs, VFInfo{ID: vf.ID, MAC: vf.Mac.String(), Vlan: vf.Vlan})
+		out.VFs = append(out.VFs, vfInfo(vf))
 	}
 	return out
 }
@@ -518,6 +518,106 @@ func (n Netlink) SetVFVlan(pf string, vf int, vlan int) error {
 		return fmt.Errorf("ip link set %s vf %d vlan %d: %w", pf, vf, vlan, err)
 	}
 	return nil
+}
+
+// vfInfo is one entry of the PF's IFLA_VFINFO_LIST. A driver that does
+// not report trust leaves it at -1 (rtnl_fill_vfinfo): read as off.
+// IFLA_VF_RATE's max wins over the older IFLA_VF_TX_RATE, which the kernel
+// fills with the same max.
+func vfInfo(vf netlink.VfInfo) VFInfo {
+	out := VFInfo{ID: vf.ID, MAC: vf.Mac.String()}
+	out.Vlan, out.Qos = vf.Vlan, vf.Qos
+	out.Trust = vf.Trust == 1
+	out.Spoofchk = vf.Spoofchk
+	out.LinkState = vfLinkStateName(vf.LinkState)
+	out.MinTxRate, out.MaxTxRate = int(vf.MinTxRate), int(vf.MaxTxRate)
+	if out.MaxTxRate == 0 && vf.TxRate > 0 {
+		out.MaxTxRate = vf.TxRate
+	}
+	return out
+}
+
+// VF link states as rtnetlink numbers them (IFLA_VF_LINK_STATE_*).
+var vfLinkStates = []string{VFLinkAuto, VFLinkEnable, VFLinkDisable}
+
+func vfLinkStateName(n uint32) string {
+	if int(n) < len(vfLinkStates) {
+		return vfLinkStates[n]
+	}
+	return fmt.Sprintf("state%d", n)
+}
+
+// VFLinkStateNumber is the IFLA_VF_LINK_STATE_* number of a state name.
+func VFLinkStateNumber(state string) (uint32, bool) {
+	for i, s := range vfLinkStates {
+		if s == state {
+			return uint32(i), true
+		}
+	}
+	return 0, false
+}
+
+// vfSet runs one "ip link set $pf vf ..." request.
+func (n Netlink) vfSet(pf, what string, set func(h *netlink.Handle, l netlink.Link) error) error {
+	h, done, err := n.handle()
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := linkByName(h, pf)
+	if err != nil {
+		return err
+	}
+	if err := set(h, l); err != nil {
+		return fmt.Errorf("ip link set %s %s: %w", pf, what, err)
+	}
+	return nil
+}
+
+// SetVFVlanQos implements Kernel ("ip link set $pf vf $vf vlan $vlan qos $qos").
+func (n Netlink) SetVFVlanQos(pf string, vf, vlan, qos int) error {
+	return n.vfSet(pf, fmt.Sprintf("vf %d vlan %d qos %d", vf, vlan, qos), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfVlanQos(l, vf, vlan, qos)
+	})
+}
+
+// SetVFTrust implements Kernel ("ip link set $pf vf $vf trust on|off").
+func (n Netlink) SetVFTrust(pf string, vf int, on bool) error {
+	return n.vfSet(pf, fmt.Sprintf("vf %d trust %s", vf, onOff(on)), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfTrust(l, vf, on)
+	})
+}
+
+// SetVFSpoofchk implements Kernel ("ip link set $pf vf $vf spoofchk on|off").
+func (n Netlink) SetVFSpoofchk(pf string, vf int, on bool) error {
+	return n.vfSet(pf, fmt.Sprintf("vf %d spoofchk %s", vf, onOff(on)), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfSpoofchk(l, vf, on)
+	})
+}
+
+// SetVFLinkState implements Kernel ("ip link set $pf vf $vf state auto|enable|disable").
+func (n Netlink) SetVFLinkState(pf string, vf int, state string) error {
+	num, ok := VFLinkStateNumber(state)
+	if !ok {
+		return fmt.Errorf("ip link set %s vf %d state %q: not auto, enable or disable", pf, vf, state)
+	}
+	return n.vfSet(pf, fmt.Sprintf("vf %d state %s", vf, state), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfState(l, vf, num)
+	})
+}
+
+// SetVFRate implements Kernel ("ip link set $pf vf $vf min_tx_rate $min max_tx_rate $max").
+func (n Netlink) SetVFRate(pf string, vf, minMbps, maxMbps int) error {
+	return n.vfSet(pf, fmt.Sprintf("vf %d min_tx_rate %d max_tx_rate %d", vf, minMbps, maxMbps), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfRate(l, vf, minMbps, maxMbps)
+	})
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // AddBond implements Kernel

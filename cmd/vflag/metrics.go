@@ -70,6 +70,8 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfs        = fam("vflag_vfs", "VFs of the group's PFs.")
 		attached   = fam("vflag_vfs_attached", "VFs of the group that a domain of the config's attachments has in its persistent XML.")
 		vfInfo     = fam("vflag_vf_info", "One VF: PF, index, PCI address, host driver, MAC set through the PF, representor, OVS port and domain (\"\" when none; value always 1).")
+		vfMaxRate  = fam("vflag_vf_max_tx_rate_mbps", "The VF's transmit rate limit set through the PF (max_tx_rate, Mbit/s; 0: no limit); legacy groups only.")
+		vfMinRate  = fam("vflag_vf_min_tx_rate_mbps", "The VF's guaranteed transmit rate set through the PF (min_tx_rate, Mbit/s; 0: none); legacy groups only.")
 	)
 	for _, g := range hs.Groups {
 		groupInfo.add(1, "group", g.Name, "eswitch", g.Eswitch)
@@ -124,11 +126,15 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 			}
 			vfInfo.add(1, "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index), "pci", v.PCI, "driver", v.Driver,
 				"mac", v.MAC, "representor", v.Representor, "ovs_port", v.OVSPort, "domain", v.Domain)
+			if p := v.Policy; p != nil {
+				vfMaxRate.add(float64(p.MaxTxRate), "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index))
+				vfMinRate.add(float64(p.MinTxRate), "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index))
+			}
 		}
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo, vfMaxRate, vfMinRate}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

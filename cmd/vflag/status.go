@@ -97,12 +97,24 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			if v.RepMTU != 0 {
 				rep += fmt.Sprintf(" (mtu %d)", v.RepMTU)
 			}
-			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain))
+			policy := ""
+			if p := v.Policy; p != nil {
+				policy = fmt.Sprintf(" vlan %d qos %d trust %s spoofchk %s link-state %s min_tx_rate %d max_tx_rate %d",
+					p.Vlan, p.Qos, onOff(p.Trust), onOff(p.Spoofchk), pipeline.OrDash(p.LinkState), p.MinTxRate, p.MaxTxRate)
+			}
+			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain), policy)
 		}
 		for _, p := range g.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)
 		}
 	}
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // HostStatus is the JSON `vflag status -o json` prints (hook_test.go decodes it).

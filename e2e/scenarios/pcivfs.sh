@@ -4,13 +4,20 @@
 # sriov_drivers_autoprobe honoured, sets a VF MAC through the PF, brings the
 # PF up and attaches the VF to a libvirt domain; the domain starts (libvirt
 # moves the VF to vfio-pci); down refuses while the domain holds the VF,
-# then, once it is stopped, detaches and removes the VFs.
+# then, once it is stopped, detaches and removes the VFs. Then the legacy
+# VF policy through the PF on VFs that exist before up: trust, spoofchk,
+# vlan+qos and max_tx_rate read back from `ip link show $PF`, a change of
+# one setting changes one step, link_state (igb has no
+# ndo_set_vf_link_state) fails with vflag's error and rolls back, and down
+# restores the values read before up.
 #
 # MACHINE: igb
 # TIMEOUT: 300
 # EXPECT: b_pf b_up b_virtfn_links b_autoprobe_honoured b_vf_mac b_pf_up b_attach_xml b_status
 # EXPECT: b_second_up_no_change b_domain_starts b_vf_on_vfio b_vf_mac_running
 # EXPECT: b_down_refuses b_down_refused_no_change b_down b_vfs_removed b_xml_clean b_autoprobe_restored
+# EXPECT: b_pol_up b_pol_readback b_pol_rate b_pol_status b_pol_validate b_pol_no_change b_pol_change_one
+# EXPECT: b_pol_link_state_error b_pol_rolled_back b_pol_down_restores
 . "$(dirname "$0")/lib.sh"
 
 igb_pf
@@ -85,4 +92,87 @@ expect b_vfs_removed 0 cat "$PFDIR/sriov_numvfs"
 no_hostdev() { ! virsh dumpxml --inactive vm1 | grep -q hostdev && echo "no hostdev in vm1"; }
 check b_xml_clean no_hostdev
 expect b_autoprobe_restored 1 cat "$PFDIR/sriov_drivers_autoprobe"
+
+step "VF policy through the PF (VFs made before up)"
+# The VFs exist before up, so that down has non-vflag values to restore
+# (igb's: spoof checking on, trust off). The PF is down: vflag sets it up
+# (link.up) just before the policy, and igb takes max_tx_rate only once it
+# knows the link speed (igb_ndo_set_vf_bw: EINVAL below 1000 Mb/s, and
+# the speed is 0 until the watchdog sees the link): vflag waits for it.
+echo "$PF $(cat "/sys/class/net/$PF/operstate")"
+echo 2 >"$PFDIR/sriov_numvfs"
+vflines() { ip link show "$PF" | grep -E '^ +vf [0-9]' | sed -E 's/link\/ether [0-9a-f:]+ (brd [0-9a-f:]+,? ?)?//'; }
+BEFORE=$(vflines)
+printf 'before up:\n%s\n' "$BEFORE"
+pol() { # pol EXTRA: the policy config, VF 1 with EXTRA
+	cat >/root/pol.yaml <<EOF
+libvirt: qemu:///system
+groups:
+  - name: igb0
+    eswitch: legacy
+    pfs: ["$PCI"]
+    numvfs: 2
+    vfs:
+      - {pf: 0, vf: 1, spoofchk: false, vlan: 100, qos: 3$1}
+EOF
+}
+P() { "$VFLAG" --config /root/pol.yaml --state-dir /root/state-pol "$@"; }
+pol ", trust: true, max_tx_rate: 100"
+# If QEMU's igb link were not at 1000 Mb/s the kernel would refuse the
+# rate (EINVAL): then vflag's error must say so, and the rest runs without it.
+RATE=100
+pol_up() {
+	out=$(P up 2>&1); rc=$?; echo "$out"
+	[ $rc = 0 ] && return 0
+	echo "$out" | grep -q "refused the VF setting min_tx_rate/max_tx_rate" || return 1
+	echo "igb refused the rate (link not at 1000 Mb/s): vflag's error is the clear one; again without it"
+	RATE=refused
+	pol ", trust: true"
+	P up
+}
+check b_pol_up pol_up
+vf1() { ip link show "$PF" | grep -E '^ +vf 1 '; }
+readback() { vf1 | grep -E 'vlan 100, qos 3' | grep -E 'spoof checking off' | grep -E 'trust on'; }
+check b_pol_readback readback
+rate() {
+	if [ "$RATE" = refused ]; then
+		echo "refused by igb with vflag's clear error (see b_pol_up) at link speed $(cat "/sys/class/net/$PF/speed")"
+		[ "$(cat "/sys/class/net/$PF/speed")" != 1000 ]
+		return
+	fi
+	vf1 | grep -E 'max_tx_rate 100Mbps|tx rate 100 \(Mbps\)'
+}
+check b_pol_rate rate
+P status -o json >"$OUT/pol-status.json"
+expect b_pol_status "true false 100 3" jq -r '.groups[0].vfs[] | select(.index == 1) | .policy | "\(.trust) \(.spoofchk) \(.vlan) \(.qos)"' "$OUT/pol-status.json"
+pol_validate() { P validate -o json | jq -e '.groups[0].checks[] | select(.name | endswith("/1/policy")) | select(.verdict == "pass") | .detail'; }
+check b_pol_validate pol_validate
+pol_again() { P up --detailed-exit-codes; }
+expect_match b_pol_no_change 'no changes' pol_again
+if [ "$RATE" = refused ]; then pol ", trust: false"; else pol ", trust: false, max_tx_rate: 100"; fi
+one_step() {
+	P up -o json >"$OUT/pol-change.json" || return 1
+	ids=$(jq -r '[.steps[] | select(.changed) | .id] | join(" ")' "$OUT/pol-change.json")
+	echo "changed: $ids; $(vf1)"
+	[ "$ids" = "sriov.vftrust/$PF/1" ] && vf1 | grep -q 'trust off'
+}
+check b_pol_change_one one_step
+AFTER_CHANGE=$(vflines)
+if [ "$RATE" = refused ]; then pol ", trust: false, link_state: enable"; else pol ", trust: false, max_tx_rate: 100, link_state: enable"; fi
+ls_error() {
+	out=$(P up 2>&1); rc=$?; echo "$out"
+	[ $rc != 0 ] && echo "$out" | grep -q "$PF vf 1: the PF's driver igb does not support the VF setting link_state (EOPNOTSUPP"
+}
+check b_pol_link_state_error ls_error
+rolled_back() { [ "$(vflines)" = "$AFTER_CHANGE" ] && echo "VF lines as before the failed up: $(vf1)"; }
+check b_pol_rolled_back rolled_back
+pol ""
+down_restores() {
+	P down || return 1
+	now=$(vflines)
+	printf 'after down:\n%s\n' "$now"
+	[ "$now" = "$BEFORE" ]
+}
+check b_pol_down_restores down_restores
+echo 0 >"$PFDIR/sriov_numvfs"
 exit 0

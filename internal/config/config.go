@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"strings"
@@ -97,7 +98,21 @@ type VFConfig struct {
 	VF     int    `mapstructure:"vf"`
 	MAC    string `mapstructure:"mac"`
 	Driver string `mapstructure:"driver"` // host driver bound after LAG is active
-	VLAN   int    `mapstructure:"vlan"`   // access tag on the representor's OVS port
+	// VLAN: in a switchdev group the access tag on the representor's OVS
+	// port; in a legacy group the VF's VLAN set through the PF, with QoS
+	// its 802.1p priority ("ip link set $pf vf $n vlan $vlan qos $qos");
+	// there 0 leaves the VF's VLAN alone.
+	VLAN int `mapstructure:"vlan"`
+	QoS  int `mapstructure:"qos"` // 0-7, legacy only, needs vlan
+
+	// Legacy per-VF policy through the PF (rtnetlink IFLA_VF_*; mlx5
+	// answers EOPNOTSUPP for these in switchdev). Unset (nil, "", 0)
+	// leaves the VF's value alone.
+	Trust     *bool  `mapstructure:"trust"`       // ip link set $pf vf $n trust on|off
+	Spoofchk  *bool  `mapstructure:"spoofchk"`    // ip link set $pf vf $n spoofchk on|off
+	LinkState string `mapstructure:"link_state"`  // auto, enable, disable: ip link set $pf vf $n state ...
+	MinTxRate int    `mapstructure:"min_tx_rate"` // Mbit/s guaranteed; 0 none
+	MaxTxRate int    `mapstructure:"max_tx_rate"` // Mbit/s limit; 0 none
 }
 
 // OVSConfig is the group's bridge.
@@ -359,9 +374,7 @@ func (c *Config) Validate() error {
 			if v.VLAN < 0 || v.VLAN > 4094 {
 				add(vp+".vlan", v.VLAN, "must be 0 (untagged) or 1-4094")
 			}
-			if v.VLAN != 0 && !g.Switchdev() {
-				add(vp+".vlan", v.VLAN, "needs eswitch switchdev (the tag goes on the representor's OVS port)")
-			}
+			validateVFPolicy(g.Switchdev(), vp, v, add)
 		}
 		g.Validate.Check(p+".validate", add)
 		attSeen := map[VFRef]string{}
@@ -500,6 +513,59 @@ func (v *ValidateConfig) Check(p string, add func(string, any, string, ...any)) 
 		if _, err := validate.ParseRoCEMode(v.RoCEMode); err != nil {
 			add(p+".roce_mode", v.RoCEMode, "must be v1 or v2")
 		}
+	}
+}
+
+// validateVFPolicy checks a VF's legacy policy settings (trust, spoofchk,
+// link_state, min/max_tx_rate, qos; vlan in a legacy group). A switchdev
+// group refuses them: mlx5 answers EOPNOTSUPP for them there (a rate
+// through the PF programs the vport QoS that devlink-rate owns in
+// switchdev), and each message names the switchdev way.
+func validateVFPolicy(switchdev bool, vp string, v VFConfig, add func(string, any, string, ...any)) {
+	const eopnotsupp = "is a legacy (eswitch legacy) VF setting: mlx5 returns EOPNOTSUPP for it in switchdev"
+	if switchdev {
+		na := "not applicable in switchdev: the eswitch's OVS flows decide what a VF may send, and the representor's link state is the VF's"
+		if v.Trust != nil {
+			add(vp+".trust", *v.Trust, "%s; %s", eopnotsupp, na)
+		}
+		if v.Spoofchk != nil {
+			add(vp+".spoofchk", *v.Spoofchk, "%s; %s", eopnotsupp, na)
+		}
+		if v.LinkState != "" {
+			add(vp+".link_state", v.LinkState, "%s; %s", eopnotsupp, na)
+		}
+		rate := "is a legacy (eswitch legacy) VF setting through the PF; in switchdev the VF's rate is set with devlink-rate (mlx5 programs the same vport QoS either way; vflag sets it in one place): use %s (Mbit/s) instead"
+		if v.MaxTxRate != 0 {
+			add(vp+".max_tx_rate", v.MaxTxRate, rate, vp+".tx_max")
+		}
+		if v.MinTxRate != 0 {
+			add(vp+".min_tx_rate", v.MinTxRate, rate, vp+".tx_share")
+		}
+		if v.QoS != 0 {
+			add(vp+".qos", v.QoS, "%s (VF VLAN/QoS through the PF); in switchdev the VLAN goes on the representor's OVS port (%s.vlan, trunks, vlan_mode)", eopnotsupp, vp)
+		}
+	}
+	if v.VLAN < 0 || v.VLAN > 4094 {
+		add(vp+".vlan", v.VLAN, "must be 0 (untagged) or 1-4094")
+	}
+	if v.QoS < 0 || v.QoS > 7 {
+		add(vp+".qos", v.QoS, "must be an 802.1p priority 0-7")
+	} else if v.QoS != 0 && v.VLAN == 0 && !switchdev {
+		add(vp+".qos", v.QoS, "needs vlan (the priority goes in the VF's VLAN tag)")
+	}
+	switch v.LinkState {
+	case "", eswitch.VFLinkAuto, eswitch.VFLinkEnable, eswitch.VFLinkDisable:
+	default:
+		add(vp+".link_state", v.LinkState, "must be auto, enable or disable (or empty to leave it)")
+	}
+	if v.MinTxRate < 0 || v.MinTxRate > math.MaxUint32 {
+		add(vp+".min_tx_rate", v.MinTxRate, "must be a rate in Mbit/s, 0-%d (0: none)", uint32(math.MaxUint32))
+	}
+	if v.MaxTxRate < 0 || v.MaxTxRate > math.MaxUint32 {
+		add(vp+".max_tx_rate", v.MaxTxRate, "must be a rate in Mbit/s, 0-%d (0: no limit)", uint32(math.MaxUint32))
+	}
+	if v.MinTxRate > 0 && v.MaxTxRate > 0 && v.MinTxRate > v.MaxTxRate {
+		add(vp+".min_tx_rate", v.MinTxRate, "is above max_tx_rate %d", v.MaxTxRate)
 	}
 }
 

@@ -138,3 +138,69 @@ func TestValidateRejects(t *testing.T) {
 		})
 	}
 }
+
+// legacyConfig is validConfig as a legacy group: no bond, no bridge.
+func legacyConfig() *Config {
+	c := validConfig()
+	g := &c.Groups[0]
+	g.Eswitch, g.Bond, g.OVS.Bridge = "legacy", Bond{}, ""
+	g.VFs[0].VLAN = 0
+	return c
+}
+
+func TestValidateVFPolicy(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		name      string
+		switchdev bool
+		vf        VFConfig
+		path      string // "" = accepted
+		value     string
+		msg       string // a part of the message
+	}{
+		{"legacy: every setting", false, VFConfig{Trust: &on, Spoofchk: &off, LinkState: "disable", MinTxRate: 100, MaxTxRate: 1000, VLAN: 100, QoS: 3}, "", "", ""},
+		{"legacy: max rate alone", false, VFConfig{MaxTxRate: 1000}, "", "", ""},
+		{"legacy: min rate alone", false, VFConfig{MinTxRate: 10}, "", "", ""},
+		{"legacy: vlan without qos", false, VFConfig{VLAN: 4094}, "", "", ""},
+		{"switchdev: vlan is the OVS tag", true, VFConfig{VLAN: 100}, "", "", ""},
+		{"bad link state", false, VFConfig{LinkState: "up"}, "groups[0].vfs[0].link_state", "up", "auto, enable or disable"},
+		{"qos out of range", false, VFConfig{VLAN: 100, QoS: 8}, "groups[0].vfs[0].qos", "8", "0-7"},
+		{"negative qos", false, VFConfig{VLAN: 100, QoS: -1}, "groups[0].vfs[0].qos", "-1", "0-7"},
+		{"qos without vlan", false, VFConfig{QoS: 3}, "groups[0].vfs[0].qos", "3", "needs vlan"},
+		{"vlan out of range", false, VFConfig{VLAN: 4095}, "groups[0].vfs[0].vlan", "4095", "1-4094"},
+		{"min above max", false, VFConfig{MinTxRate: 2000, MaxTxRate: 1000}, "groups[0].vfs[0].min_tx_rate", "2000", "above max_tx_rate 1000"},
+		{"negative max rate", false, VFConfig{MaxTxRate: -1}, "groups[0].vfs[0].max_tx_rate", "-1", "Mbit/s"},
+		{"negative min rate", false, VFConfig{MinTxRate: -5}, "groups[0].vfs[0].min_tx_rate", "-5", "Mbit/s"},
+		{"rate above u32", false, VFConfig{MaxTxRate: 1 << 32}, "groups[0].vfs[0].max_tx_rate", "4294967296", "Mbit/s"},
+		{"switchdev: trust", true, VFConfig{Trust: &on}, "groups[0].vfs[0].trust", "true", "EOPNOTSUPP"},
+		{"switchdev: spoofchk", true, VFConfig{Spoofchk: &off}, "groups[0].vfs[0].spoofchk", "false", "OVS flows decide"},
+		{"switchdev: link_state", true, VFConfig{LinkState: "enable"}, "groups[0].vfs[0].link_state", "enable", "representor's link state is the VF's"},
+		{"switchdev: max rate", true, VFConfig{MaxTxRate: 1000}, "groups[0].vfs[0].max_tx_rate", "1000", "groups[0].vfs[0].tx_max"},
+		{"switchdev: min rate", true, VFConfig{MinTxRate: 100}, "groups[0].vfs[0].min_tx_rate", "100", "groups[0].vfs[0].tx_share"},
+		{"switchdev: qos", true, VFConfig{VLAN: 100, QoS: 3}, "groups[0].vfs[0].qos", "3", "representor's OVS port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := legacyConfig()
+			if tt.switchdev {
+				c = validConfig()
+			}
+			tt.vf.PF, tt.vf.VF, tt.vf.MAC = 0, 0, "52:54:00:00:00:01"
+			c.Groups[0].VFs[0] = tt.vf
+			err := c.Validate()
+			if tt.path == "" {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			want := tt.path + ": \"" + tt.value + "\""
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("error does not name %s with %q: %v", want, tt.msg, err)
+			}
+		})
+	}
+}

@@ -325,6 +325,11 @@ func (k plainKernel) Links() ([]eswitch.Link, error) {
 func (plainKernel) SetLinkUp(string, bool) error                 { return errors.New("read only") }
 func (plainKernel) SetVFMAC(string, int, net.HardwareAddr) error { return errors.New("read only") }
 func (plainKernel) SetVFVlan(string, int, int) error             { return errors.New("read only") }
+func (plainKernel) SetVFVlanQos(string, int, int, int) error     { return errors.New("read only") }
+func (plainKernel) SetVFTrust(string, int, bool) error           { return errors.New("read only") }
+func (plainKernel) SetVFSpoofchk(string, int, bool) error        { return errors.New("read only") }
+func (plainKernel) SetVFLinkState(string, int, string) error     { return errors.New("read only") }
+func (plainKernel) SetVFRate(string, int, int, int) error        { return errors.New("read only") }
 func (plainKernel) SetLinkMTU(string, int) error                 { return errors.New("read only") }
 func (plainKernel) AddBond(eswitch.BondSpec) error               { return errors.New("read only") }
 func (plainKernel) DeleteLink(string) error                      { return errors.New("read only") }

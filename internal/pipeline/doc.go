@@ -15,6 +15,15 @@
 //	 5 eswitch.mode     switchdev on both PFs (refused while a VF is bound)
 //	 5 eswitch.tc-offload  on the uplink, after switchdev
 //	   link.up          (legacy groups: the PFs up; no bond does it)
+//	   link.mtu         (legacy groups: the group's mtu on the PFs)
+//	   sriov.vfvlan, sriov.vftrust, sriov.vfspoofchk, sriov.vflinkstate, sriov.vfrate
+//	                    legacy groups only: each VF's policy through the PF (mlx5 answers
+//	                    EOPNOTSUPP for all but the rate in switchdev, where OVS and
+//	                    devlink-rate do it). After the VF MACs and the PFs up (igb takes a
+//	                    max rate only at the PF's link speed, 0 while down), before the host
+//	                    drivers bind (8) and libvirt attaches (11): a VF's driver and guest
+//	                    start with their VLAN, trust and rate in place; in stage pre they
+//	                    are in place before the network, NetworkManager and libvirtd start
 //	 6 bond.create      only after both PFs are in switchdev (uplink LAG needs it);
 //	                    on an existing bond: its options, at the kernel's cost (live;
 //	                    bond down; slaves released for the mode: a disruptive re-form)

@@ -163,6 +163,26 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
 			return vfMACKind{}.step(se.Env, se.pfs[0], 1, "52:54:00:aa:bb:cc")
 		}},
+		{name: vfVlan.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return vfVlan.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Vlan: 100, Qos: 3}, false)
+		}},
+		{name: vfTrust.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return vfTrust.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Trust: true}, false)
+		}},
+		{name: vfSpoofchk.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return vfSpoofchk.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{Spoofchk: true}, false)
+		}},
+		{name: vfLinkState.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return vfLinkState.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{LinkState: eswitch.VFLinkDisable}, false)
+		}},
+		{name: vfRate.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+			return vfRate.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{MinTxRate: 100, MaxTxRate: 1000}, false)
+		}},
 		{name: unbindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2)) // autoprobe on: VFs get mlx5_core
 			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })

@@ -57,6 +57,7 @@ var phases = []phase{
 	{"4", "unbind every VF", StagePre, allGroups, []string{unbindKind{}.Name()}, (*groupRun).unbind},
 	{"5", "PFs up (legacy: no bond does it)", StagePre, legacyGroups, []string{linkUpKind{}.Name()}, (*groupRun).legacyPFsUp},
 	{"5", "MTU on the PFs (legacy)", StagePre, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).legacyMTU},
+	{"5", "VF policy through the PF (legacy): vlan/qos, trust, spoofchk, link state, rates", StagePre, legacyGroups, vfPolicyKindNames(), (*groupRun).vfPolicy},
 	{"5", "eswitch switchdev on both PFs", StagePre, switchdevGroups, []string{modeKind{}.Name()}, (*groupRun).switchdev},
 	{"5", "hw-tc-offload on the PFs", StagePre, switchdevGroups, []string{tcOffloadKind{}.Name()}, (*groupRun).tcOffload},
 	{"6", "bond, after switchdev", StageAll, switchdevGroups, []string{bondKind{}.Name()}, (*groupRun).bond},

@@ -148,10 +148,17 @@
 //     uplink representor's default), representors on, VF netdevs off; all
 //     settable. Bonds, lo and other features: ErrNotSupported.
 //   - §8 VF settings through the PF netdev: MAC in both modes (multicast
-//     EINVAL), VLAN 0..4095 in legacy, VLAN≠0 in switchdev EOPNOTSUPP and
-//     VLAN 0 a no-op; VF index outside 0..numvfs-1 EINVAL; through a netdev
-//     other than a PF EOPNOTSUPP. A VF netdev bound later takes the
-//     administrative MAC.
+//     EINVAL), VLAN 0..4095 with QoS 0..7 in legacy (else EINVAL), VLAN≠0
+//     in switchdev EOPNOTSUPP and VLAN 0 a no-op; trust, spoofchk and link
+//     state (auto/enable/disable, else EINVAL) in legacy, EOPNOTSUPP in
+//     switchdev; min/max tx rate in both modes (the vport QoS); a new VF
+//     has trust off, spoof checking off, link-state auto, no rates (mlx5's
+//     defaults); the PF reports them all in its VF list. A NIC's no_vf_ops
+//     models a driver without some ndo_set_vf_* (igb: link_state): EOPNOTSUPP
+//     as rtnetlink answers. VF index outside 0..numvfs-1 EINVAL; through a
+//     netdev other than a PF EOPNOTSUPP. A VF netdev bound later takes the
+//     administrative MAC. Not modelled: a driver's rate limits (igb: max
+//     only, at link speed 1000).
 //   - Netdev names: representors and VF netdevs get the lowest free eth%d,
 //     as __dev_alloc_name does before udev renames anything (never derived
 //     from the PF name). ifindexes only grow.

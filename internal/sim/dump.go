@@ -64,8 +64,9 @@ func (st *state) dump(now int64) string {
 				if ov == "" {
 					ov = "(null)"
 				}
-				w("    vf %d %s driver=%s override=%s mac=%s vlan=%d netdev=%s rep=%s\n",
-					vf.Index, vf.PCI, orDash(vf.Driver), ov, vf.MAC, vf.Vlan,
+				in := vf.info()
+				w("    vf %d %s driver=%s override=%s mac=%s vlan=%d qos=%d trust=%s spoofchk=%s link-state=%s rate=%d-%d netdev=%s rep=%s\n",
+					vf.Index, vf.PCI, orDash(vf.Driver), ov, vf.MAC, vf.Vlan, vf.Qos, onOff(vf.Trust), onOff(vf.Spoofchk), in.LinkState, vf.MinTxRate, vf.MaxTxRate,
 					orDash(st.visibleName(vf.Netdev, now)), orDash(st.visibleName(vf.Rep, now)))
 			}
 		}

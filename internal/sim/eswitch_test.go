@@ -271,6 +271,20 @@ func TestVFSettings(t *testing.T) {
 		{"vlan 0 switchdev is a no-op", true, func(h *Host) error { return h.SetVFVlan("p0", 0, 0) }, 0, nil},
 		{"vlan out of range", false, func(h *Host) error { return h.SetVFVlan("p0", 0, 4096) }, syscall.EINVAL, nil},
 		{"vlan vf out of range", true, func(h *Host) error { return h.SetVFVlan("p0", 5, 0) }, syscall.EINVAL, nil},
+		{"vlan qos legacy", false, func(h *Host) error { return h.SetVFVlanQos("p0", 0, 100, 3) }, 0, nil},
+		{"qos out of range", false, func(h *Host) error { return h.SetVFVlanQos("p0", 0, 100, 8) }, syscall.EINVAL, nil},
+		{"vlan qos switchdev refused", true, func(h *Host) error { return h.SetVFVlanQos("p0", 0, 100, 3) }, syscall.EOPNOTSUPP, nil},
+		{"trust legacy", false, func(h *Host) error { return h.SetVFTrust("p0", 1, true) }, 0, nil},
+		{"trust switchdev refused", true, func(h *Host) error { return h.SetVFTrust("p0", 1, true) }, syscall.EOPNOTSUPP, nil},
+		{"trust vf out of range", false, func(h *Host) error { return h.SetVFTrust("p0", 2, true) }, syscall.EINVAL, nil},
+		{"spoofchk legacy", false, func(h *Host) error { return h.SetVFSpoofchk("p0", 1, true) }, 0, nil},
+		{"spoofchk switchdev refused", true, func(h *Host) error { return h.SetVFSpoofchk("p0", 1, false) }, syscall.EOPNOTSUPP, nil},
+		{"link state legacy", false, func(h *Host) error { return h.SetVFLinkState("p0", 1, "disable") }, 0, nil},
+		{"link state bad", false, func(h *Host) error { return h.SetVFLinkState("p0", 1, "down") }, syscall.EINVAL, nil},
+		{"link state switchdev refused", true, func(h *Host) error { return h.SetVFLinkState("p0", 1, "auto") }, syscall.EOPNOTSUPP, nil},
+		{"rate legacy", false, func(h *Host) error { return h.SetVFRate("p0", 1, 10, 100) }, 0, nil},
+		{"rate switchdev works", true, func(h *Host) error { return h.SetVFRate("p0", 1, 0, 100) }, 0, nil},
+		{"rate via lo", false, func(h *Host) error { return h.SetVFRate("lo", 1, 0, 100) }, syscall.EOPNOTSUPP, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -295,9 +309,15 @@ func TestVFSettings(t *testing.T) {
 		x.vfs(pf0, "2")
 		x.ok(x.h.SetVFMAC("p0", 1, mac("52:54:00:00:00:01")))
 		x.ok(x.h.SetVFVlan("p0", 1, 42))
+		x.ok(x.h.SetVFTrust("p0", 1, true))
+		x.ok(x.h.SetVFSpoofchk("p0", 1, true))
+		x.ok(x.h.SetVFLinkState("p0", 1, "enable"))
+		x.ok(x.h.SetVFRate("p0", 1, 10, 200))
 		l, err := x.h.Link("p0")
 		x.ok(err)
-		want := []eswitch.VFInfo{{ID: 0, MAC: "00:00:00:00:00:00"}, {ID: 1, MAC: "52:54:00:00:00:01", Vlan: 42}}
+		auto := eswitch.VFPolicy{LinkState: "auto"}
+		want := []eswitch.VFInfo{{ID: 0, MAC: "00:00:00:00:00:00", VFPolicy: auto},
+			{ID: 1, MAC: "52:54:00:00:00:01", VFPolicy: eswitch.VFPolicy{Vlan: 42, Trust: true, Spoofchk: true, LinkState: "enable", MinTxRate: 10, MaxTxRate: 200}}}
 		if diff := cmp.Diff(want, l.VFs); diff != "" {
 			t.Fatalf("VFs (-want +got):\n%s", diff)
 		}
@@ -307,6 +327,14 @@ func TestVFSettings(t *testing.T) {
 		if got := x.read("/sys/class/net/" + nd + "/address"); got != "52:54:00:00:00:01\n" {
 			t.Fatalf("VF netdev address %q", got)
 		}
+	})
+	t.Run("driver without an ndo", func(t *testing.T) {
+		spec := testSpec()
+		spec.NICs[0].NoVFOps = []string{"link_state"}
+		x := newTH(t, spec)
+		x.vfs(pf0, "2")
+		checkErrno(t, x.h.SetVFLinkState("p0", 0, "enable"), syscall.EOPNOTSUPP, "")
+		x.ok(x.h.SetVFTrust("p0", 0, true))
 	})
 }
 

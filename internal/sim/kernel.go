@@ -190,7 +190,7 @@ func (st *state) toLink(nd *netdev, now int64) eswitch.Link {
 		_, pf := st.pfOf(nd)
 		for _, vf := range pf.VFs {
 			if vf.ready(now) {
-				l.VFs = append(l.VFs, eswitch.VFInfo{ID: vf.Index, MAC: vf.MAC, Vlan: vf.Vlan})
+				l.VFs = append(l.VFs, vf.info())
 			}
 		}
 	}
@@ -288,6 +288,58 @@ func (h *Host) SetVFVlan(pf string, vf int, vlan int) error {
 		c, e := st.setVFVlan(now, pf, vf, vlan)
 		return c, kernelErr(fmt.Sprintf("ip link set %s vf %d vlan %d", pf, vf, vlan), e)
 	})
+}
+
+// SetVFVlanQos implements eswitch.Kernel.
+func (h *Host) SetVFVlanQos(pf string, vf, vlan, qos int) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		c, e := st.setVFVlanQos(now, pf, vf, vlan, qos)
+		return c, kernelErr(fmt.Sprintf("ip link set %s vf %d vlan %d qos %d", pf, vf, vlan, qos), e)
+	})
+}
+
+// SetVFTrust implements eswitch.Kernel.
+func (h *Host) SetVFTrust(pf string, vf int, on bool) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		c, e := st.setVFTrust(now, pf, vf, on)
+		return c, kernelErr(fmt.Sprintf("ip link set %s vf %d trust %s", pf, vf, onOff(on)), e)
+	})
+}
+
+// SetVFSpoofchk implements eswitch.Kernel.
+func (h *Host) SetVFSpoofchk(pf string, vf int, on bool) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		c, e := st.setVFSpoofchk(now, pf, vf, on)
+		return c, kernelErr(fmt.Sprintf("ip link set %s vf %d spoofchk %s", pf, vf, onOff(on)), e)
+	})
+}
+
+// SetVFLinkState implements eswitch.Kernel.
+func (h *Host) SetVFLinkState(pf string, vf int, ls string) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		c, e := st.setVFLinkState(now, pf, vf, ls)
+		return c, kernelErr(fmt.Sprintf("ip link set %s vf %d state %s", pf, vf, ls), e)
+	})
+}
+
+// SetVFRate implements eswitch.Kernel.
+func (h *Host) SetVFRate(pf string, vf, minMbps, maxMbps int) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		c, e := st.setVFRate(now, pf, vf, minMbps, maxMbps)
+		return c, kernelErr(fmt.Sprintf("ip link set %s vf %d min_tx_rate %d max_tx_rate %d", pf, vf, minMbps, maxMbps), e)
+	})
+}
+
+// info is the VF as its PF reports it (IFLA_VFINFO_LIST).
+func (vf *vfState) info() eswitch.VFInfo {
+	out := eswitch.VFInfo{ID: vf.Index, MAC: vf.MAC}
+	out.Vlan, out.Qos, out.Trust, out.Spoofchk = vf.Vlan, vf.Qos, vf.Trust, vf.Spoofchk
+	out.LinkState = vf.LinkState
+	if out.LinkState == "" {
+		out.LinkState = eswitch.VFLinkAuto
+	}
+	out.MinTxRate, out.MaxTxRate = vf.MinTxRate, vf.MaxTxRate
+	return out
 }
 
 // AddBond implements eswitch.Kernel.

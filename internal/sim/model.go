@@ -652,12 +652,36 @@ func (st *state) setVFMAC(now int64, pfName string, vfi int, mac net.HardwareAdd
 }
 
 func (st *state) setVFVlan(now int64, pfName string, vfi, vlan int) (bool, *opError) {
+	return st.setVFVlanQos(now, pfName, vfi, vlan, 0)
+}
+
+// vfPolicyOf finds the VF for a policy setting (op, as in NICSpec.NoVFOps):
+// rtnetlink's do_setlink answers EOPNOTSUPP when the driver has no ndo for
+// it, before the driver sees the VF index.
+func (st *state) vfPolicyOf(now int64, pfName string, vfi int, op string) (*pfState, *vfState, *opError) {
+	nd := st.link(pfName, now)
+	if nd != nil && nd.Role == rolePF {
+		nic, _ := st.pfOf(nd)
+		for _, o := range nic.NoVFOps {
+			if o == op {
+				return nil, nil, fail(syscall.EOPNOTSUPP, "")
+			}
+		}
+	}
 	_, pf, vf, err := st.vfOf(pfName, vfi, now)
+	return pf, vf, err
+}
+
+// setVFVlanQos: mlx5_eswitch_set_vport_vlan (esw/legacy.c): vlan > 4095 or
+// qos > 7 EINVAL; in switchdev vlan 0 succeeds doing nothing ("compatibility
+// with libvirt"), any other vlan EOPNOTSUPP.
+func (st *state) setVFVlanQos(now int64, pfName string, vfi, vlan, qos int) (bool, *opError) {
+	pf, vf, err := st.vfPolicyOf(now, pfName, vfi, "vlan")
 	if err != nil {
 		return false, err
 	}
-	if vlan < 0 || vlan > 4095 {
-		return false, fail(syscall.EINVAL, "invalid VLAN %d", vlan)
+	if vlan < 0 || vlan > 4095 || qos < 0 || qos > 7 {
+		return false, fail(syscall.EINVAL, "invalid VLAN %d qos %d", vlan, qos)
 	}
 	if pf.Mode == eswitch.ModeSwitchdev {
 		if vlan != 0 {
@@ -665,10 +689,81 @@ func (st *state) setVFVlan(now int64, pfName string, vfi, vlan int) (bool, *opEr
 		}
 		return false, nil // vlan 0: success, no-op (libvirt compatibility)
 	}
-	if vf.Vlan == vlan {
+	if vf.Vlan == vlan && vf.Qos == qos {
 		return false, nil
 	}
-	vf.Vlan = vlan
+	vf.Vlan, vf.Qos = vlan, qos
+	return true, nil
+}
+
+// legacyOnly: mlx5_eswitch_set_vport_trust/_spoofchk and
+// mlx5_eswitch_set_vport_state answer EOPNOTSUPP outside legacy mode.
+func legacyOnly(pf *pfState) *opError {
+	if pf.Mode == eswitch.ModeSwitchdev {
+		return fail(syscall.EOPNOTSUPP, "")
+	}
+	return nil
+}
+
+func (st *state) setVFTrust(now int64, pfName string, vfi int, on bool) (bool, *opError) {
+	pf, vf, err := st.vfPolicyOf(now, pfName, vfi, "trust")
+	if err == nil {
+		err = legacyOnly(pf)
+	}
+	if err != nil || vf.Trust == on {
+		return false, err
+	}
+	vf.Trust = on
+	return true, nil
+}
+
+func (st *state) setVFSpoofchk(now int64, pfName string, vfi int, on bool) (bool, *opError) {
+	pf, vf, err := st.vfPolicyOf(now, pfName, vfi, "spoofchk")
+	if err == nil {
+		err = legacyOnly(pf)
+	}
+	if err != nil || vf.Spoofchk == on {
+		return false, err
+	}
+	vf.Spoofchk = on
+	return true, nil
+}
+
+func (st *state) setVFLinkState(now int64, pfName string, vfi int, ls string) (bool, *opError) {
+	pf, vf, err := st.vfPolicyOf(now, pfName, vfi, "link_state")
+	if err != nil {
+		return false, err
+	}
+	if _, ok := eswitch.VFLinkStateNumber(ls); !ok {
+		return false, fail(syscall.EINVAL, "invalid VF link state %q", ls)
+	}
+	if err := legacyOnly(pf); err != nil {
+		return false, err
+	}
+	if ls == eswitch.VFLinkAuto {
+		ls = ""
+	}
+	if vf.LinkState == ls {
+		return false, nil
+	}
+	vf.LinkState = ls
+	return true, nil
+}
+
+// setVFRate: mlx5_eswitch_set_vport_rate works in both modes (KERNEL-FACTS
+// §8: it is the vport's QoS, the one devlink-rate sets in switchdev).
+func (st *state) setVFRate(now int64, pfName string, vfi, minRate, maxRate int) (bool, *opError) {
+	_, vf, err := st.vfPolicyOf(now, pfName, vfi, "rate")
+	if err != nil {
+		return false, err
+	}
+	if minRate < 0 || maxRate < 0 {
+		return false, fail(syscall.EINVAL, "invalid rate")
+	}
+	if vf.MinTxRate == minRate && vf.MaxTxRate == maxRate {
+		return false, nil
+	}
+	vf.MinTxRate, vf.MaxTxRate = minRate, maxRate
 	return true, nil
 }
 

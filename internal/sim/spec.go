@@ -38,7 +38,15 @@ type NICSpec struct {
 	// default: one LACP port-channel, which an 802.3ad bond of the PFs
 	// aggregates with) or "off" (plain ports: no LACP partner answers).
 	SwitchLACP string `mapstructure:"switch_lacp" yaml:"switch_lacp" json:"switch_lacp,omitempty"`
+	// NoVFOps models a driver without some ndo_set_vf_* (igb has no
+	// ndo_set_vf_link_state): setting one of these VF settings through
+	// the PF fails with EOPNOTSUPP, as rtnetlink's do_setlink does. Values:
+	// trust, spoofchk, link_state, rate, vlan.
+	NoVFOps []string `mapstructure:"no_vf_ops" yaml:"no_vf_ops" json:"no_vf_ops,omitempty"`
 }
+
+// VF settings a NICSpec may lack (NoVFOps).
+var vfOps = map[string]bool{"trust": true, "spoofchk": true, "link_state": true, "rate": true, "vlan": true}
 
 // PFSpec is one port (physical function) of a NIC.
 type PFSpec struct {
@@ -162,6 +170,11 @@ func validate(in *Spec) (*Spec, error) {
 		}
 		if !nicNameRE.MatchString(n.Driver) || n.Driver == vfioDriver {
 			return nil, fmt.Errorf("%s.driver: bad driver name %q", where, n.Driver)
+		}
+		for _, op := range n.NoVFOps {
+			if !vfOps[op] {
+				return nil, fmt.Errorf("%s.no_vf_ops: %q is not trust, spoofchk, link_state, rate or vlan", where, op)
+			}
 		}
 		var addrs []bdf
 		for j := range n.PFs {

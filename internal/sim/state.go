@@ -31,9 +31,12 @@ type nicState struct {
 	RDMA     bool   `json:"rdma,omitempty"`
 	// NoSwitchLACP: the switch ports behind the PFs run no LACP (spec
 	// switch_lacp: off).
-	NoSwitchLACP bool       `json:"no_switch_lacp,omitempty"`
-	PFs          []*pfState `json:"pfs"`
-	LAG          lagState   `json:"lag"`
+	NoSwitchLACP bool `json:"no_switch_lacp,omitempty"`
+	// NoVFOps: the VF settings the driver has no ndo_set_vf_* for (spec
+	// no_vf_ops).
+	NoVFOps []string   `json:"no_vf_ops,omitempty"`
+	PFs     []*pfState `json:"pfs"`
+	LAG     lagState   `json:"lag"`
 }
 
 type pfState struct {
@@ -66,8 +69,17 @@ type vfState struct {
 	Override string `json:"override,omitempty"`
 	MAC      string `json:"mac"` // administrative MAC set through the PF
 	Vlan     int    `json:"vlan,omitempty"`
-	Netdev   string `json:"netdev,omitempty"` // VF netdev while bound to the NIC driver
-	Rep      string `json:"rep,omitempty"`    // representor while the PF is in switchdev
+	// The rest of the VF's legacy policy set through the PF (KERNEL-FACTS
+	// §8); zero values are a new VF's (mlx5: spoof checking off, trust
+	// off, link-state auto, no rates). LinkState "" reads as auto.
+	Qos       int    `json:"qos,omitempty"`
+	Trust     bool   `json:"trust,omitempty"`
+	Spoofchk  bool   `json:"spoofchk,omitempty"`
+	LinkState string `json:"link_state,omitempty"`
+	MinTxRate int    `json:"min_tx_rate,omitempty"`
+	MaxTxRate int    `json:"max_tx_rate,omitempty"`
+	Netdev    string `json:"netdev,omitempty"` // VF netdev while bound to the NIC driver
+	Rep       string `json:"rep,omitempty"`    // representor while the PF is in switchdev
 }
 
 // Roles of a netdev.
@@ -141,7 +153,7 @@ func newState(spec *Spec, now int64) *state {
 	}
 	st.addNetdev(&netdev{Name: "lo", Role: roleLo, MAC: "00:00:00:00:00:00", PermMAC: "00:00:00:00:00:00", AdminUp: true, MTU: 65536})
 	for _, ns := range spec.NICs {
-		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off"}
+		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off", NoVFOps: ns.NoVFOps}
 		var addrs []bdf
 		for _, p := range ns.PFs {
 			a, _ := parseBDF(p.PCI)

@@ -43,6 +43,9 @@ type VFStatus struct {
 	OVSPort     string `json:"ovs_port,omitempty"`
 	OFPort      int    `json:"ofport,omitempty"`
 	Domain      string `json:"domain,omitempty"`
+	// Policy is the VF's legacy policy as the PF reports it (legacy
+	// groups, where the PF lists the VF).
+	Policy *eswitch.VFPolicy `json:"policy,omitempty"`
 }
 
 // GroupStatus is one LAG group.
@@ -194,12 +197,17 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				}
 			}
 			macOf := map[int]string{}
+			policyOf := map[int]eswitch.VFPolicy{}
 			for _, v := range netlinkVFs {
 				macOf[v.ID] = v.MAC
+				policyOf[v.ID] = v.VFPolicy
 			}
 			numvfs, _ := pci.NumVFs(pf.Dev)
 			for id := 0; id < numvfs; id++ {
 				vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
+				if p, ok := policyOf[id]; ok && !g.Switchdev() {
+					vs.Policy = &p
+				}
 				if vs.Representor != "" {
 					if l, err := k.Link(vs.Representor); err == nil {
 						vs.RepMTU = l.MTU

@@ -35,6 +35,17 @@ type Target struct {
 	// by netdev (RDMANetdevs), and a bond without one has no RDMA checks.
 	BondOnly    bool
 	RDMANetdevs []string
+	// VFPolicies are the legacy VF settings the config sets (legacy groups).
+	VFPolicies []VFPolicyWant
+}
+
+// VFPolicyWant is one VF's configured legacy policy: only the fields Set
+// names are compared.
+type VFPolicyWant struct {
+	PF   int // index into PFs
+	VF   int
+	Want eswitch.VFPolicy
+	Set  []string // of "vlan", "trust", "spoofchk", "link_state", "rate"
 }
 
 // RoCEExpect is what the RDMA checks expect.
@@ -94,6 +105,7 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		}
 	}
 	if !t.Switchdev {
+		add(vfPolicyChecks(k, t)...)
 		return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
 	}
 
@@ -130,6 +142,75 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		}
 	}
 	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// vfPolicyChecks: every configured VF policy is what the PF reports
+// ("ip link show $pf", the "vf N" lines), one check per VF: vf/<pf>/<n>/policy.
+func vfPolicyChecks(k eswitch.Kernel, t Target) []Check {
+	var out []Check
+	links := map[string]eswitch.Link{}
+	for _, w := range t.VFPolicies {
+		if w.PF < 0 || w.PF >= len(t.PFs) {
+			continue
+		}
+		pf := t.PFs[w.PF].Netdev
+		name := fmt.Sprintf("vf/%s/%d/policy", pf, w.VF)
+		l, ok := links[pf]
+		if !ok {
+			var err error
+			if l, err = k.Link(pf); err != nil {
+				out = append(out, failed(name, "cannot read the VFs of %s: %v", pf, err))
+				continue
+			}
+			links[pf] = l
+		}
+		var cur *eswitch.VFPolicy
+		for _, v := range l.VFs {
+			if v.ID == w.VF {
+				cur = &v.VFPolicy
+			}
+		}
+		if cur == nil {
+			out = append(out, failed(name, "%s does not list VF %d (ip link show %s)", pf, w.VF, pf))
+			continue
+		}
+		var got, bad []string
+		for _, field := range w.Set {
+			c, want := vfPolicyField(*cur, field), vfPolicyField(w.Want, field)
+			got = append(got, c)
+			if c != want {
+				bad = append(bad, fmt.Sprintf("%s, want %s", c, want))
+			}
+		}
+		if len(bad) > 0 {
+			out = append(out, failed(name, "%s vf %d: %s", pf, w.VF, strings.Join(bad, "; ")))
+		} else {
+			out = append(out, pass(name, "%s vf %d: %s", pf, w.VF, strings.Join(got, ", ")))
+		}
+	}
+	return out
+}
+
+func vfPolicyField(p eswitch.VFPolicy, field string) string {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	switch field {
+	case "vlan":
+		return fmt.Sprintf("vlan %d qos %d", p.Vlan, p.Qos)
+	case "trust":
+		return "trust " + onOff(p.Trust)
+	case "spoofchk":
+		return "spoofchk " + onOff(p.Spoofchk)
+	case "link_state":
+		return "link-state " + p.LinkState
+	case "rate":
+		return fmt.Sprintf("min_tx_rate %d max_tx_rate %d", p.MinTxRate, p.MaxTxRate)
+	}
+	return field + " ?"
 }
 
 // BondStatic runs the static checks of a bare bond (vflag validate --bond):

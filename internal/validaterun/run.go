@@ -108,6 +108,7 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
 		DatapathType: g.OVS.DatapathType,
 		RoCE:         validate.RoCEExpect{Required: g.Validate.RoCE},
+		VFPolicies:   pipeline.VFPolicyWants(g),
 	}
 	mode := r.o.RoCEMode
 	if mode == "" {
