@@ -98,6 +98,14 @@ type VFConfig struct {
 	MAC    string `mapstructure:"mac"`
 	Driver string `mapstructure:"driver"` // host driver bound after LAG is active
 	VLAN   int    `mapstructure:"vlan"`   // access tag on the representor's OVS port
+	// VLANMode is the representor port's OVS vlan_mode (switchdev groups):
+	// "" (access with vlan, else OVS's default), access, trunk,
+	// native-tagged or native-untagged; with native-*, vlan is the native
+	// VLAN.
+	VLANMode string `mapstructure:"vlan_mode"`
+	// Trunks are the VLANs a trunk or native-* port carries (1-4094, unique;
+	// empty: all VLANs).
+	Trunks []int `mapstructure:"trunks"`
 }
 
 // OVSConfig is the group's bridge.
@@ -362,6 +370,7 @@ func (c *Config) Validate() error {
 			if v.VLAN != 0 && !g.Switchdev() {
 				add(vp+".vlan", v.VLAN, "needs eswitch switchdev (the tag goes on the representor's OVS port)")
 			}
+			validateVLANMode(v, vp, g.Switchdev(), add)
 		}
 		g.Validate.Check(p+".validate", add)
 		attSeen := map[VFRef]string{}
@@ -395,6 +404,51 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+// validateVLANMode checks a VF's vlan_mode and trunks against its vlan
+// (ovs-vswitchd.conf.db(5), Port vlan_mode): access takes a tag and no
+// trunks, trunk takes trunks and no tag, native-tagged and native-untagged
+// need the native VLAN as tag and may take trunks.
+func validateVLANMode(v VFConfig, vp string, switchdev bool, add func(string, any, string, ...any)) {
+	if !switchdev {
+		if v.VLANMode != "" {
+			add(vp+".vlan_mode", v.VLANMode, "needs eswitch switchdev (it goes on the representor's OVS port)")
+		}
+		if len(v.Trunks) > 0 {
+			add(vp+".trunks", fmt.Sprint(v.Trunks), "needs eswitch switchdev (they go on the representor's OVS port)")
+		}
+		return
+	}
+	switch v.VLANMode {
+	case "", "access":
+		if v.VLANMode == "access" && v.VLAN == 0 {
+			add(vp+".vlan_mode", v.VLANMode, "needs vlan (the access tag)")
+		}
+		if len(v.Trunks) > 0 {
+			add(vp+".trunks", fmt.Sprint(v.Trunks), "are not allowed with vlan_mode access (set vlan_mode trunk, native-tagged or native-untagged)")
+		}
+	case "trunk":
+		if v.VLAN != 0 {
+			add(vp+".vlan", v.VLAN, "is not allowed with vlan_mode trunk (use native-tagged or native-untagged for a native VLAN)")
+		}
+	case "native-tagged", "native-untagged":
+		if v.VLAN == 0 {
+			add(vp+".vlan", v.VLAN, "is required with vlan_mode %s (the native VLAN)", v.VLANMode)
+		}
+	default:
+		add(vp+".vlan_mode", v.VLANMode, "must be access, trunk, native-tagged or native-untagged")
+	}
+	seen := map[int]int{}
+	for i, t := range v.Trunks {
+		tp := fmt.Sprintf("%s.trunks[%d]", vp, i)
+		if t < 1 || t > 4094 {
+			add(tp, t, "must be a VLAN 1-4094")
+		} else if j, ok := seen[t]; ok {
+			add(tp, t, "is already listed at %s.trunks[%d]", vp, j)
+		}
+		seen[t] = i
+	}
 }
 
 func (c *Config) validateBond(g *Group, p string, add func(string, any, string, ...any)) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
@@ -453,22 +454,31 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
-// the VLAN tag of its VF.
+// the VLAN columns of its VF; with the group's mtu, every interface's
+// mtu_request.
 func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	g := run.g
 	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
-	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name})
-	tags := map[VFKey]int{}
-	for _, v := range g.VFs {
-		tags[VFKey{v.PF, v.VF}] = v.VLAN
-	}
+	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
 	for _, pf := range g.Owners {
 		for vf := 0; vf < g.NumVFs; vf++ {
-			k := VFKey{pf, vf}
-			spec.Ports = append(spec.Ports, ovs.PortSpec{Name: run.reps[k], Tag: tags[k]})
+			spec.Ports = append(spec.Ports, RepPortSpec(g.Group, VFKey{pf, vf}, run.reps[VFKey{pf, vf}]))
 		}
 	}
 	return spec
+}
+
+// RepPortSpec is the OVS port of the representor rep of VF k: its VF's
+// tag, vlan_mode and trunks, and the group's mtu as mtu_request. The
+// bridge step and the qemu hook build it alike.
+func RepPortSpec(g *config.Group, k VFKey, rep string) ovs.PortSpec {
+	ps := ovs.PortSpec{Name: rep, MTURequest: g.MTU}
+	for _, v := range g.VFs {
+		if v.PF == k.PF && v.VF == k.VF {
+			ps.Tag, ps.VLANMode, ps.Trunks = v.VLAN, v.VLANMode, v.Trunks
+		}
+	}
+	return ps
 }
 
 // attach: one domain at a time (libvirt serialises them anyway).
