@@ -81,9 +81,9 @@ type PortStatus struct {
 	Trunks     []int  // Port.trunks, sorted
 	MTURequest int    // Interface.mtu_request, 0 unset
 	MTU        int    // Interface.mtu as ovs-vswitchd reports it, 0 unknown
-	OFPort int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
-	Error  string // Interface.error, "" if none
-	Owner  string // external_ids vflag-owner, "" if not vflag's
+	OFPort     int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
+	Error      string // Interface.error, "" if none
+	Owner      string // external_ids vflag-owner, "" if not vflag's
 }
 
 // BridgeStatus is a bridge as OVS sees it.

@@ -66,6 +66,7 @@ var phases = []phase{
 	{"6", "MTU on the bond (its PFs follow it)", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).bondMTU},
 	{"7", "wait for hardware LAG", StageAll, switchdevGroups, nil, (*groupRun).waitLAG},
 	{"8", "host drivers, strictly after LAG", StageAll, allGroups, []string{bindKind{}.Name()}, (*groupRun).bind},
+	{"8", "MTU on the host's VF netdevs (legacy)", StageAll, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).vfMTU},
 	{"9", "representors up", StageAll, switchdevGroups, []string{repsUpKind{}.Name()}, (*groupRun).repsUp},
 	{"9", "MTU on the representors", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).repsMTU},
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
