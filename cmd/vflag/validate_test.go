@@ -444,3 +444,42 @@ func TestValidateBond(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateMTU: with a group mtu, `vflag validate` has an mtu check
+// that passes after up (PFs, bond, representors and their OVS Interface mtu
+// column all at the mtu) and, when one of them differs, fails naming it.
+func TestValidateMTU(t *testing.T) {
+	d := startDaemons(t)
+	cfg := strings.Replace(exampleConfig, "    numvfs: 4 ", "    mtu: 9000\n    numvfs: 4 ", 1)
+	if cfg == exampleConfig {
+		t.Fatal("example config changed: cannot add mtu")
+	}
+	b := newBed(t, d, cfg)
+	b.upJSON(2)
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	var rep validate.Report
+	// ovs-vswitchd reports the Interface mtu once it applied mtu_request.
+	for i := 0; ; i++ {
+		out, _, _ := b.vflag("validate", "-o", "json")
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("decode validate report: %v\n%s", err, out)
+		}
+		if _, ok := checksBy(rep, validate.Pass)["mtu"]; ok || i == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c, ok := checksBy(rep, validate.Pass)["mtu"]
+	if !ok {
+		t.Fatalf("mtu check did not pass: %+v", checksBy(rep, validate.Fail)["mtu"])
+	}
+	if !strings.Contains(c.Detail, "mtu 9000 on 20 interfaces") { // 2 PFs, bond, 8 reps; 9 OVS interfaces
+		t.Errorf("mtu: %q", c.Detail)
+	}
+	b.withSim(func(h *sim.Host) error { return h.SetLinkMTU("ens1f1np1", 1500) })
+	rep = b.validateJSON(1)
+	f, ok := checksBy(rep, validate.Fail)["mtu"]
+	if !ok || !strings.Contains(f.Detail, "differ: ens1f1np1 1500") {
+		t.Errorf("mtu check after the PF's mtu changed: %+v", f)
+	}
+}
