@@ -52,7 +52,7 @@ func TestStatusPrometheus(t *testing.T) {
 			}
 		}
 	}
-	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_bond_mtu", "vflag_bond_min_links", "vflag_bond_updelay_seconds", "vflag_bond_downdelay_seconds", "vflag_bond_lacp_ports", "vflag_bond_lacp_partner", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports"}
+	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_bond_mtu", "vflag_bond_min_links", "vflag_bond_updelay_seconds", "vflag_bond_downdelay_seconds", "vflag_bond_lacp_ports", "vflag_bond_lacp_partner", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports", "vflag_ovs_interface_mtu"}
 	tests := []struct {
 		name   string
 		config string // "" = the example (switchdev, VF-LAG)
@@ -91,6 +91,7 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_bond_min_links{group="lag0",bond="bond0"} 1`,
 				`vflag_bond_mtu{group="lag0",bond="bond0"} 9000`,
 				`vflag_pf_mtu{group="lag0",pf="ens1f1np1",pci="0000:61:00.1"} 9000`,
+				`vflag_ovs_interface_mtu{group="lag0",bridge="br-lag",port="bond0"} 9000`,
 				`vflag_bond_updelay_seconds{group="lag0",bond="bond0"} 0.2`,
 				`vflag_bond_downdelay_seconds{group="lag0",bond="bond0"} 0`,
 				`vflag_ovs_hw_offload{group="lag0",bridge="br-lag"} 1`,

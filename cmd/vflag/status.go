@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -57,6 +58,9 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			b := g.Bond
 			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), pipeline.OrDash(b.ActiveSlave), pipeline.OrDash(b.MIIStatus))
 			opts := fmt.Sprintf("mtu %d miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
+			if g.MTU != 0 {
+				opts = fmt.Sprintf("mtu %d (ovs %s) miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, ovsMTU(g.BondOVSMTU), b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
+			}
 			if b.LacpRate != "" {
 				opts += " lacp_rate " + b.LacpRate
 			}
@@ -91,11 +95,27 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 		for _, v := range g.VFs {
 			port := "-"
 			if v.OVSPort != "" {
-				port = fmt.Sprintf("%s(ofport %d)", v.OVSPort, v.OFPort)
+				extra := ""
+				if v.VLANMode != "" {
+					extra += " vlan_mode " + v.VLANMode
+				}
+				if v.Tag != 0 {
+					extra += fmt.Sprintf(" tag %d", v.Tag)
+				}
+				if len(v.Trunks) > 0 {
+					extra += " trunks " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v.Trunks)), ","), "[]")
+				}
+				if v.OVSMTURequest != 0 {
+					extra += fmt.Sprintf(" mtu %s/%d", ovsMTU(v.OVSMTU), v.OVSMTURequest)
+				}
+				port = fmt.Sprintf("%s(ofport %d%s)", v.OVSPort, v.OFPort, extra)
 			}
 			rep := pipeline.OrDash(v.Representor)
 			if v.RepMTU != 0 {
 				rep += fmt.Sprintf(" (mtu %d)", v.RepMTU)
+			}
+			if v.Netdev != "" && g.MTU != 0 {
+				rep += fmt.Sprintf(" netdev %s (mtu %d)", v.Netdev, v.NetdevMTU)
 			}
 			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain))
 		}
@@ -103,6 +123,14 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			fmt.Fprintf(w, "  problem: %s\n", p)
 		}
 	}
+}
+
+// ovsMTU is the mtu ovs-vswitchd reports, "-" before it did.
+func ovsMTU(m int) string {
+	if m == 0 {
+		return "-"
+	}
+	return strconv.Itoa(m)
 }
 
 // HostStatus is the JSON `vflag status -o json` prints (hook_test.go decodes it).

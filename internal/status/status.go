@@ -11,6 +11,7 @@ import (
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -42,7 +43,17 @@ type VFStatus struct {
 	RepMTU      int    `json:"representor_mtu,omitempty"`
 	OVSPort     string `json:"ovs_port,omitempty"`
 	OFPort      int    `json:"ofport,omitempty"`
-	Domain      string `json:"domain,omitempty"`
+	// The OVS port's VLAN columns and its interface's MTU: mtu as
+	// ovs-vswitchd reports it, mtu_request as vflag set it (0: unset).
+	VLANMode      string `json:"vlan_mode,omitempty"`
+	Tag           int    `json:"tag,omitempty"`
+	Trunks        []int  `json:"trunks,omitempty"`
+	OVSMTU        int    `json:"ovs_mtu,omitempty"`
+	OVSMTURequest int    `json:"ovs_mtu_request,omitempty"`
+	// Netdev is the VF's host netdev (a host netdev driver), with its MTU.
+	Netdev    string `json:"netdev,omitempty"`
+	NetdevMTU int    `json:"netdev_mtu,omitempty"`
+	Domain    string `json:"domain,omitempty"`
 }
 
 // GroupStatus is one LAG group.
@@ -53,6 +64,8 @@ type GroupStatus struct {
 	Bond      *eswitch.BondInfo  `json:"bond,omitempty"`
 	SlavesUp  []string           `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
 	BondMTU   int                `json:"bond_mtu,omitempty"`
+	// BondOVSMTU is the mtu OVS reports for the bond's interface.
+	BondOVSMTU int `json:"bond_ovs_mtu,omitempty"`
 	MTU       int                `json:"mtu,omitempty"` // the config's (0: MTUs left alone)
 	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
 	Bridge    string             `json:"bridge,omitempty"`
@@ -141,7 +154,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				}
 			}
 		}
-		ports := map[string]int{}
+		ports := map[string]ovs.PortStatus{}
 		if g.Switchdev() {
 			gs.Bridge = g.OVS.Bridge
 			if c, err := h.OVS(ctx); err != nil {
@@ -154,8 +167,9 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 					gs.HWOffload = "unset"
 				}
 				for _, p := range bs.Ports {
-					ports[p.Name] = p.OFPort
+					ports[p.Name] = p
 				}
+				gs.BondOVSMTU = ports[g.Bond.Name].MTU
 			}
 			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
 				st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
@@ -208,9 +222,16 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				if vs.PCI != "" {
 					vs.Driver, _ = pci.Driver(sriov.Addr(vs.PCI))
 					vs.Domain = domains[vs.PCI]
+					if nd, err := pci.Netdevs(sriov.Addr(vs.PCI)); err == nil && len(nd) == 1 && vs.Driver != "" {
+						vs.Netdev = nd[0]
+						if l, err := k.Link(nd[0]); err == nil {
+							vs.NetdevMTU = l.MTU
+						}
+					}
 				}
-				if of, ok := ports[vs.Representor]; ok && vs.Representor != "" {
-					vs.OVSPort, vs.OFPort = vs.Representor, of
+				if p, ok := ports[vs.Representor]; ok && vs.Representor != "" {
+					vs.OVSPort, vs.OFPort = vs.Representor, p.OFPort
+					vs.VLANMode, vs.Tag, vs.Trunks, vs.OVSMTU, vs.OVSMTURequest = p.VLANMode, p.Tag, p.Trunks, p.MTU, p.MTURequest
 				}
 				gs.VFs = append(gs.VFs, vs)
 			}
