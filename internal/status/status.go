@@ -58,18 +58,18 @@ type VFStatus struct {
 
 // GroupStatus is one LAG group.
 type GroupStatus struct {
-	Name      string             `json:"name"`
-	Eswitch   string             `json:"eswitch"` // the config's: switchdev or legacy
-	PFs       []PFStatus         `json:"pfs"`
-	Bond      *eswitch.BondInfo  `json:"bond,omitempty"`
-	SlavesUp  []string           `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
-	BondMTU   int                `json:"bond_mtu,omitempty"`
+	Name     string            `json:"name"`
+	Eswitch  string            `json:"eswitch"` // the config's: switchdev or legacy
+	PFs      []PFStatus        `json:"pfs"`
+	Bond     *eswitch.BondInfo `json:"bond,omitempty"`
+	SlavesUp []string          `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
+	BondMTU  int               `json:"bond_mtu,omitempty"`
 	// BondOVSMTU is the mtu OVS reports for the bond's interface.
-	BondOVSMTU int `json:"bond_ovs_mtu,omitempty"`
-	MTU       int                `json:"mtu,omitempty"` // the config's (0: MTUs left alone)
-	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
-	Bridge    string             `json:"bridge,omitempty"`
-	HWOffload string             `json:"hw_offload,omitempty"`
+	BondOVSMTU int                `json:"bond_ovs_mtu,omitempty"`
+	MTU        int                `json:"mtu,omitempty"` // the config's (0: MTUs left alone)
+	LAG        *eswitch.LAGStatus `json:"lag,omitempty"`
+	Bridge     string             `json:"bridge,omitempty"`
+	HWOffload  string             `json:"hw_offload,omitempty"`
 	// Datapath is the kernel datapath of a bridge of datapath_type system,
 	// where it can be read (not on the simulated host).
 	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
