@@ -383,6 +383,8 @@ func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error
 // status is Status from a state read with statusView.
 func (st *state) status(bridge string) BridgeStatus {
 	bs := BridgeStatus{Bridge: bridge, HWOffload: st.hwOffload()}
+	bs.TCPolicy, _ = otherConfig(st, "tc-policy")
+	bs.MaxIdle, _ = otherConfig(st, "max-idle")
 	b := st.bridges[bridge]
 	if b == nil {
 		return bs

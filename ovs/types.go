@@ -93,6 +93,8 @@ type BridgeStatus struct {
 	Owner     string
 	Ports     []PortStatus // sorted by name, including the bridge's internal port
 	HWOffload string       // "true", "false", "" unset
+	TCPolicy  string       // other_config:tc-policy, "" unset
+	MaxIdle   string       // other_config:max-idle (ms), "" unset
 }
 
 // WithoutOFPort returns the names of owner's ports that have no OpenFlow

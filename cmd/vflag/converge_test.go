@@ -31,6 +31,7 @@ type variant struct {
 	mtu                          int // group mtu (0: not in the config)
 	// pf 0 vf 0's OVS port: vlan_mode and trunks ("": not in the config)
 	vf0Mode, vf0Trunks string
+	maxIdle            int // lag0's ovs.max_idle (0: not in the config)
 }
 
 func baseVariant() variant {
@@ -62,6 +63,8 @@ func variants() []variant {
 		v("native-trunks", func(x *variant) { x.vf0Mode, x.vf0Trunks = "native-untagged", "[20, 30]" }),
 		v("native-trunk20", func(x *variant) { x.vf0Mode, x.vf0Trunks = "native-tagged", "[20]" }),
 		v("trunk-mode", func(x *variant) { x.vlan0, x.vf0Mode, x.vf0Trunks = 0, "trunk", "[300, 400]" }),
+		v("max-idle", func(x *variant) { x.maxIdle = 2000 }),
+		v("max-idle-mtu", func(x *variant) { x.maxIdle, x.mtu = 15000, 9000 }),
 		v("mtu-trunks", func(x *variant) { x.mtu, x.vf0Mode, x.vf0Trunks = 4000, "native-untagged", "[20]" }),
 		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
 	}
@@ -110,6 +113,9 @@ func (x variant) config(d daemons) string {
 		b.WriteString("      - {pf: 0, vf: 2, driver: mlx5_core}\n")
 	}
 	fmt.Fprintf(&b, "    ovs:\n      bridge: %s\n      hw_offload: true\n      datapath_type: netdev\n", x.bridge)
+	if x.maxIdle != 0 {
+		fmt.Fprintf(&b, "      max_idle: %d\n", x.maxIdle)
+	}
 	b.WriteString("    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true}\n")
 	if x.attach10 != "" {
 		fmt.Fprintf(&b, "      - {domain: %s, pf: 1, vf: 0, live: true}\n", x.attach10)

@@ -87,7 +87,14 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			fmt.Fprintf(w, "  lag %s%s\n", l.State, extra)
 		}
 		if g.Bridge != "" {
-			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, pipeline.OrDash(g.HWOffload))
+			extra := ""
+			if g.TCPolicy != "" {
+				extra += " tc-policy " + g.TCPolicy
+			}
+			if g.MaxIdle != 0 {
+				extra += fmt.Sprintf(" max-idle %dms", g.MaxIdle)
+			}
+			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s%s\n", g.Bridge, pipeline.OrDash(g.HWOffload), extra)
 		}
 		if d := g.Datapath; d != nil {
 			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())

@@ -11,7 +11,8 @@
 # bond options updelay, downdelay, min_links, ad_select, mtu 9000 (bond,
 # PFs, representors, OVS mtu_request) and a native-untagged VLAN with
 # trunks on a representor port; trunks [20, 30] -> [20] changes that one
-# port. down returns the guest to its baseline (every MTU, no OVS row).
+# port; OVS other_config max-idle. down returns the guest to its baseline
+# (every MTU, no OVS row, other_config as before).
 #
 # MACHINE: default
 # TIMEOUT: 900
@@ -23,7 +24,7 @@
 # EXPECT: cv_vlan_up cv_vlan_steps cv_vlan_tag cv_vlan_one_port cv_vlan_again
 # EXPECT: cv_rename_up cv_rename_old_gone cv_rename_new_ports cv_rename_hw_offload cv_rename_foreign cv_rename_again
 # EXPECT: cv_drop_up cv_drop_bond cv_drop_bridge cv_drop_vfs cv_drop_pfs cv_drop_g1_steps cv_drop_g1_state cv_drop_again
-# EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_again
+# EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_max_idle cv_opt2_again
 # EXPECT: cv_trunk_up cv_trunk_steps cv_trunk_port cv_trunk_again
 # EXPECT: cv_down cv_down_mtu cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
 . "$(dirname "$0")/lib.sh"
@@ -65,7 +66,7 @@ FOREIGN_BASE=$(ovs-vsctl --columns=_uuid,name,ports list bridge br-ops)
 # Group 1's knobs; group 2 is fixed (G2=0 drops it).
 MODE1=802.3ad MII1=100 HASH1=layer3+4 N1=4 VLAN1=100 BR1=br-vf0 G2=1
 # OPTS1: more bond options; MTU1: the group mtu ("" none); VF0: more of VF 0.
-OPTS1="" MTU1="" VF0=""
+OPTS1="" MTU1="" VF0="" OVS1=""
 write_config() {
 	local extra="" mtu=""
 	[ "$MODE1" = 802.3ad ] && extra=", lacp_rate: fast, xmit_hash_policy: $HASH1"
@@ -83,7 +84,7 @@ groups:
     bond: {name: bond0, mode: $MODE1, miimon: $MII1$extra}
     vfs:
       - {pf: 0, vf: 0, vlan: $VLAN1$VF0}   # netdevsim reports no VF info over netlink: no MACs
-    ovs: {bridge: $BR1}
+    ovs: {bridge: $BR1$OVS1}
 EOF
 		[ "$G2" = 1 ] && cat <<EOF
   - name: lag1
@@ -321,8 +322,8 @@ g1_same() { g1_state >"$OUT/drop.g1.after" && diff -u "$OUT/drop.g1.before" "$OU
 check cv_drop_g1_state g1_same
 check cv_drop_again again
 
-step "lag0: 802.3ad with updelay/downdelay/min_links/ad_select, mtu 9000, VF 0 native-untagged 10 + trunks 20,30"
-MODE1=802.3ad OPTS1=", updelay: 200, downdelay: 100, min_links: 1, ad_select: bandwidth" MTU1=9000
+step "lag0: 802.3ad with updelay/downdelay/min_links/ad_select, mtu 9000, VF 0 native-untagged 10 + trunks 20,30, OVS max_idle"
+MODE1=802.3ad OPTS1=", updelay: 400, downdelay: 200, min_links: 1, ad_select: bandwidth" MTU1=9000 OVS1=", max_idle: 2000"
 VLAN1=10 VF0=", vlan_mode: native-untagged, trunks: [20, 30]"
 write_config opt2
 check cv_opt2_up up_json opt2
@@ -330,14 +331,14 @@ bond_iplink() {
 	local l p
 	l=$(ip -d link show bond0)
 	echo "$l"
-	for p in 'mtu 9000 ' 'updelay 200 ' 'downdelay 100 ' 'min_links 1 ' 'ad_select bandwidth '; do
+	for p in 'mtu 9000 ' 'updelay 400 ' 'downdelay 200 ' 'min_links 1 ' 'ad_select bandwidth '; do
 		printf '%s' "$l" | grep -q -- "$p" || { echo "no '$p'"; return 1; }
 	done
-	echo "bond0: mtu 9000 updelay 200 downdelay 100 min_links 1 ad_select bandwidth"
+	echo "bond0: mtu 9000 updelay 400 downdelay 200 min_links 1 ad_select bandwidth"
 }
 check cv_opt2_iplink bond_iplink
 bond_sysfs() { for o in updelay downdelay min_links ad_select; do cat /sys/class/net/bond0/bonding/$o; done | tr '\n' ' '; }
-expect cv_opt2_sysfs "200 100 1 bandwidth 1" bond_sysfs
+expect cv_opt2_sysfs "400 200 1 bandwidth 1" bond_sysfs
 mtus() { # mtus WANT: the PFs and the representors of lag0 have mtu WANT
 	local n bad=""
 	for n in $A1 $A2 $(reps 10); do
@@ -360,6 +361,7 @@ wait_for 5 ovs_mtu >/dev/null
 check cv_opt2_ovs_mtu ovs_mtu
 vlan_cols() { ovs-vsctl get Port "$(rep_of 10 0)" vlan_mode tag trunks | tr '\n' ' '; }
 expect cv_opt2_vlan "native-untagged 10 [20, 30]" vlan_cols
+expect cv_opt2_max_idle '"2000"' ovs-vsctl get Open_vSwitch . other_config:max-idle
 check cv_opt2_again again
 
 step "trunks [20, 30] -> [20]: one port's row"

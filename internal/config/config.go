@@ -113,6 +113,14 @@ type OVSConfig struct {
 	Bridge       string `mapstructure:"bridge"`
 	DatapathType string `mapstructure:"datapath_type"`
 	HWOffload    *bool  `mapstructure:"hw_offload"` // default true
+	// TCPolicy is Open_vSwitch other_config:tc-policy (skip_sw, skip_hw,
+	// none; "" leaves it): set only before hw-offload is on (it is read
+	// when offload starts). A global setting: every group giving it must
+	// agree.
+	TCPolicy string `mapstructure:"tc_policy"`
+	// MaxIdle is other_config:max-idle in ms (0 leaves it; at least 500):
+	// how long idle datapath flows stay. Global, applied live.
+	MaxIdle int `mapstructure:"max_idle"`
 }
 
 // Attachment puts one VF into one libvirt domain.
@@ -270,6 +278,8 @@ func (c *Config) Validate() error {
 		add("groups", "", "must list at least one LAG group")
 	}
 	seen := map[string]string{} // name -> path, across groups: PFs, bonds, bridges, group names
+	type globalSetting struct{ path, value string }
+	global := map[string]globalSetting{} // Open_vSwitch settings: the first group giving each
 	claim := func(kind, name, path string) {
 		key := kind + "/" + name
 		if prev, ok := seen[key]; ok {
@@ -330,12 +340,40 @@ func (c *Config) Validate() error {
 			default:
 				add(p+".ovs.datapath_type", g.OVS.DatapathType, "must be system or netdev")
 			}
+			switch g.OVS.TCPolicy {
+			case "", "skip_sw", "skip_hw", "none":
+				if prev, ok := global["tc_policy"]; ok && g.OVS.TCPolicy != "" && prev.value != g.OVS.TCPolicy {
+					add(p+".ovs.tc_policy", g.OVS.TCPolicy, "differs from %s %q: tc-policy is one Open_vSwitch setting for every bridge", prev.path, prev.value)
+				} else if g.OVS.TCPolicy != "" && !ok {
+					global["tc_policy"] = globalSetting{p + ".ovs.tc_policy", g.OVS.TCPolicy}
+				}
+			default:
+				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "must be skip_sw, skip_hw or none")
+			}
+			if g.OVS.MaxIdle != 0 && (g.OVS.MaxIdle < 500 || g.OVS.MaxIdle > 3600000) {
+				add(p+".ovs.max_idle", g.OVS.MaxIdle, "must be 500-3600000 ms (or 0 to leave it)")
+			} else if g.OVS.MaxIdle != 0 {
+				v := fmt.Sprint(g.OVS.MaxIdle)
+				if prev, ok := global["max_idle"]; ok && prev.value != v {
+					add(p+".ovs.max_idle", g.OVS.MaxIdle, "differs from %s %q: max-idle is one Open_vSwitch setting for every bridge", prev.path, prev.value)
+				} else if !ok {
+					global["max_idle"] = globalSetting{p + ".ovs.max_idle", v}
+				}
+			}
 		} else if g.Bond.Name != "" || g.OVS.Bridge != "" {
 			if g.Bond.Name != "" {
 				add(p+".bond.name", g.Bond.Name, "is not allowed with eswitch legacy (no VF-LAG)")
 			}
 			if g.OVS.Bridge != "" {
 				add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
+			}
+		}
+		if !g.Switchdev() {
+			if g.OVS.TCPolicy != "" {
+				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "is not allowed with eswitch legacy (no bridge)")
+			}
+			if g.OVS.MaxIdle != 0 {
+				add(p+".ovs.max_idle", g.OVS.MaxIdle, "is not allowed with eswitch legacy (no bridge)")
 			}
 		}
 		vfSeen := map[VFRef]bool{}

@@ -131,6 +131,27 @@ func TestValidateRejects(t *testing.T) {
 			g.Eswitch, g.Bond, g.OVS.Bridge = "legacy", Bond{}, ""
 			g.VFs[0].VLAN, g.VFs[0].VLANMode = 0, "trunk"
 		}, "groups[0].vfs[0].vlan_mode", "trunk"},
+		{"bad tc_policy", func(c *Config) { c.Groups[0].OVS.TCPolicy = "skip-sw" }, "groups[0].ovs.tc_policy", "skip-sw"},
+		{"max_idle too small", func(c *Config) { c.Groups[0].OVS.MaxIdle = 100 }, "groups[0].ovs.max_idle", "100"},
+		{"two groups with other tc_policy", func(c *Config) {
+			g := c.Groups[0]
+			g.Name, g.Bond.Name, g.OVS.Bridge, g.PFs = "lag1", "bond1", "br-lag1", []string{"ens2f0np0", "ens2f1np1"}
+			g.VFs, g.Attachments = nil, nil
+			c.Groups[0].OVS.TCPolicy, g.OVS.TCPolicy = "skip_sw", "skip_hw"
+			c.Groups = append(c.Groups, g)
+		}, "groups[1].ovs.tc_policy", `skip_hw" differs from groups[0].ovs.tc_policy "skip_sw`}, // names both
+		{"two groups with other max_idle", func(c *Config) {
+			g := c.Groups[0]
+			g.Name, g.Bond.Name, g.OVS.Bridge, g.PFs = "lag1", "bond1", "br-lag1", []string{"ens2f0np0", "ens2f1np1"}
+			g.VFs, g.Attachments = nil, nil
+			c.Groups[0].OVS.MaxIdle, g.OVS.MaxIdle = 10000, 2000
+			c.Groups = append(c.Groups, g)
+		}, "groups[1].ovs.max_idle", `2000" differs from groups[0].ovs.max_idle "10000`}, // names both
+		{"tc_policy in a legacy group", func(c *Config) {
+			g := &c.Groups[0]
+			g.Eswitch, g.Bond, g.OVS.Bridge, g.VFs[0].VLAN = "legacy", Bond{}, "", 0
+			g.OVS.TCPolicy = "skip_sw"
+		}, "groups[0].ovs.tc_policy", "skip_sw"},
 		{"bad ad_select", func(c *Config) { c.Groups[0].Bond.AdSelect = "best" }, "groups[0].bond.ad_select", "best"},
 		{"mtu too small", func(c *Config) { c.Groups[0].MTU = 67 }, "groups[0].mtu", "67"},
 		{"mtu above jumbo", func(c *Config) { c.Groups[0].MTU = 9217 }, "groups[0].mtu", "9217"},

@@ -519,3 +519,72 @@ func TestLegacyVFNetdevMTU(t *testing.T) {
 		t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))
 	}
 }
+
+// withOVS adds keys to the example group's ovs: section.
+func withOVS(text, keys string) string {
+	return strings.Replace(text, "      hw_offload: true\n", "      hw_offload: true\n"+keys, 1)
+}
+
+// TestOVSOtherConfig: tc-policy is set before hw-offload goes on (one
+// ovs.other-config step ahead of ovs.bridge); once offload is on, another
+// tc-policy is left alone (a restart of ovs-vswitchd would be needed) and
+// up stays converged; max-idle changes live; dropping them from the config
+// prunes them (the prior values back); down gives the baseline.
+func TestOVSOtherConfig(t *testing.T) {
+	d := startDaemons(t)
+	example := exampleConfig(t)
+	b := newConvergeBed(t, &d, example)
+	baseline := b.world()
+	oc := func(key string) string {
+		out, err := d.ovs.Vsctl("--if-exists", "get", "Open_vSwitch", ".", "other_config:"+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Trim(strings.TrimSpace(out), `"`)
+	}
+	for _, tc := range []struct {
+		name, text        string
+		want              []string // changed ids
+		tcPolicy, maxIdle string   // after
+	}{
+		{"fresh: tc-policy before hw-offload", withOVS(example, "      tc_policy: skip_sw\n      max_idle: 2000\n"), nil, "skip_sw", "2000"},
+		{"tc-policy changed with offload on: left alone", withOVS(example, "      tc_policy: skip_hw\n      max_idle: 2000\n"), []string{}, "skip_sw", "2000"},
+		{"max-idle live", withOVS(example, "      tc_policy: skip_sw\n      max_idle: 5000\n"), []string{"ovs.other-config/max-idle"}, "skip_sw", "5000"},
+		{"both dropped: pruned", example, []string{"ovs.other-config/max-idle", "ovs.other-config/tc-policy"}, "", ""},
+	} {
+		plan := b.up(tc.text, true)
+		evs := b.up(tc.text, false)
+		got := changed(evs)
+		if !slices.Equal(changed(plan), got) {
+			t.Errorf("%s: plan %v, up %v", tc.name, changed(plan), got)
+		}
+		if tc.want != nil && !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: up changed %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.want == nil { // the fresh up: tc-policy's step strictly before the bridge's
+			tcAt, brAt := -1, -1
+			for i, ev := range evs {
+				switch {
+				case ev.ID == "ovs.other-config/tc-policy" && ev.Changed:
+					tcAt = i
+				case ev.ID == "ovs.bridge/br-lag" && ev.Changed:
+					brAt = i
+				}
+			}
+			if tcAt < 0 || brAt < 0 || tcAt > brAt {
+				t.Errorf("%s: tc-policy step at %d, bridge (hw-offload) at %d: want tc-policy first", tc.name, tcAt, brAt)
+			}
+		}
+		if g, m := oc("tc-policy"), oc("max-idle"); g != tc.tcPolicy || m != tc.maxIdle {
+			t.Errorf("%s: tc-policy %q max-idle %q, want %q %q", tc.name, g, m, tc.tcPolicy, tc.maxIdle)
+		}
+		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+			t.Errorf("%s: a second up changed %v", tc.name, again)
+		}
+	}
+	b.up(withOVS(example, "      tc_policy: skip_sw\n      max_idle: 2000\n"), false)
+	b.down()
+	if w := b.world(); w != baseline {
+		t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))
+	}
+}

@@ -62,6 +62,7 @@ var Kinds = []Kind{
 	declare[mtuRecord](mtuKind{}),
 	declare[driversRecord](bindKind{}),
 	declare[linkUpRecord](repsUpKind{}),
+	declare[ovsConfigRecord](ovsConfigKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),

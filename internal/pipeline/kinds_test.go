@@ -218,6 +218,22 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			run, _ := reps(t, se)
 			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
 		}},
+		{name: ovsBridgeKind{}.Name() + " with mtu_request and trunks", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			se.apply(t, bondKind{}.step(se.Env, se.group()))
+			se.g.MTU = 9000
+			se.g.VFs = append(se.g.VFs, config.VFConfig{PF: 1, VF: 2, VLAN: 10, VLANMode: "native-untagged", Trunks: []int{30, 20}})
+			run, _ := reps(t, se)
+			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
+		}},
+		{name: ovsConfigKind{}.Name() + " tc-policy", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			return ovsConfigKind{}.step(se.Env, OVSKeyTCPolicy, "skip_sw")
+		}},
+		{name: ovsConfigKind{}.Name() + " max-idle over a prior value", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			d.ovs.MustVsctl("set", "Open_vSwitch", ".", "other_config:max-idle=10000")
+			t.Cleanup(func() { d.ovs.MustVsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle") })
+			return ovsConfigKind{}.step(se.Env, OVSKeyMaxIdle, "2000")
+		}},
 		{name: attachKind{}.Name(), real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
 			return attachKind{}.step(se.Env, "attach-test", libvirtx.Attachment{Domain: "vm1", PCI: string(se.vfAddr(t, 0, 2, 1)), MAC: "52:54:00:aa:bb:01", Owner: se.g.Name})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
@@ -70,6 +71,10 @@ type GroupStatus struct {
 	LAG        *eswitch.LAGStatus `json:"lag,omitempty"`
 	Bridge     string             `json:"bridge,omitempty"`
 	HWOffload  string             `json:"hw_offload,omitempty"`
+	// TCPolicy and MaxIdle are Open_vSwitch other_config tc-policy and
+	// max-idle (ms; 0 unset), global settings shown with each bridge.
+	TCPolicy string `json:"tc_policy,omitempty"`
+	MaxIdle  int    `json:"max_idle,omitempty"`
 	// Datapath is the kernel datapath of a bridge of datapath_type system,
 	// where it can be read (not on the simulated host).
 	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
@@ -163,6 +168,8 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				problem("ovsdb: %v", err)
 			} else {
 				gs.HWOffload = bs.HWOffload
+				gs.TCPolicy = bs.TCPolicy
+				gs.MaxIdle, _ = strconv.Atoi(bs.MaxIdle)
 				if bs.HWOffload == "" {
 					gs.HWOffload = "unset"
 				}
