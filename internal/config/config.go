@@ -45,9 +45,15 @@ type Group struct {
 	Eswitch          string   `mapstructure:"eswitch"`
 	PFs              []string `mapstructure:"pfs"` // netdev names or PCI addresses
 	NumVFs           int      `mapstructure:"numvfs"`
-	FlowSteeringMode string   `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
-	// MTU goes on the bond (its PFs follow it), every representor, or a
-	// legacy group's PFs (0: leave the MTUs alone). VF netdevs: not yet.
+	// FlowSteeringMode is "", "smfs" or "dmfs". Empty in a switchdev group:
+	// smfs, applied only while the eswitch is legacy at the time of the
+	// step (never cycles an eswitch already in switchdev); an explicit
+	// value is enforced. Left alone where the driver has no such param.
+	FlowSteeringMode string `mapstructure:"flow_steering_mode"`
+	// MTU goes on the bond (its PFs follow it), every representor and the
+	// OVS Interface mtu_request of the bond's and representors' ports, or a
+	// legacy group's PFs and the host netdevs of its VFs bound to a netdev
+	// driver (0: leave the MTUs alone).
 	MTU         int          `mapstructure:"mtu"`
 	Bond        Bond         `mapstructure:"bond"`
 	VFs         []VFConfig   `mapstructure:"vfs"`
