@@ -42,9 +42,9 @@ type Group struct {
 	Name string `mapstructure:"name"`
 	// Eswitch is "switchdev" (VF-LAG, default) or "legacy" (VFs only: no
 	// representors, no bond requirement).
-	Eswitch          string   `mapstructure:"eswitch"`
-	PFs              []string `mapstructure:"pfs"` // netdev names or PCI addresses
-	NumVFs           int      `mapstructure:"numvfs"`
+	Eswitch string   `mapstructure:"eswitch"`
+	PFs     []string `mapstructure:"pfs"` // netdev names or PCI addresses
+	NumVFs  int      `mapstructure:"numvfs"`
 	// FlowSteeringMode is "", "smfs" or "dmfs". Empty in a switchdev group:
 	// smfs, applied only while the eswitch is legacy at the time of the
 	// step (never cycles an eswitch already in switchdev); an explicit
