@@ -483,3 +483,35 @@ func TestValidateMTU(t *testing.T) {
 		t.Errorf("mtu check after the PF's mtu changed: %+v", f)
 	}
 }
+
+// TestValidateMTULegacy: a legacy group's mtu check covers its PF and the
+// host netdev of a VF on a netdev driver, and names the one that differs.
+func TestValidateMTULegacy(t *testing.T) {
+	d := startDaemons(t)
+	cfg := strings.Replace(legacyConfig, "    numvfs: 3\n", "    mtu: 9000\n    numvfs: 3\n", 1)
+	cfg = strings.Replace(cfg, `      - {pf: 0, vf: 1, mac: "52:54:00:20:00:01"}`, `      - {pf: 0, vf: 1, mac: "52:54:00:20:00:01", driver: mlx5_core}`, 1)
+	if !strings.Contains(cfg, "mtu: 9000") || !strings.Contains(cfg, "driver: mlx5_core") {
+		t.Fatal("legacy config changed: cannot patch it")
+	}
+	b := newBed(t, d, cfg)
+	b.upJSON(2)
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	rep := b.validateJSON(0, "--allow-skip") // no RDMA on this NIC: rdma/devices skips
+	if c := checksBy(rep, validate.Pass)["mtu"]; !strings.Contains(c.Detail, "mtu 9000 on 2 interfaces") { // the PF, VF 1's netdev
+		t.Fatalf("mtu: %+v", c)
+	}
+	var vfnd string
+	for _, v := range b.statusJSON().Groups[0].VFs {
+		if v.Index == 1 {
+			vfnd = v.Netdev
+		}
+	}
+	if vfnd == "" {
+		t.Fatal("status shows no netdev for VF 1")
+	}
+	b.withSim(func(h *sim.Host) error { return h.SetLinkMTU(vfnd, 1500) })
+	rep = b.validateJSON(1, "--allow-skip")
+	if f := checksBy(rep, validate.Fail)["mtu"]; !strings.Contains(f.Detail, "differ: "+vfnd+" 1500") {
+		t.Errorf("mtu check after the VF netdev's mtu changed: %+v", f)
+	}
+}
