@@ -496,8 +496,10 @@ func TestValidateMTULegacy(t *testing.T) {
 	b := newBed(t, d, cfg)
 	b.upJSON(2)
 	t.Cleanup(func() { b.mustVflag(0, "down") })
-	rep := b.validateJSON(0, "--allow-skip")                                                               // no RDMA on this NIC: rdma/devices skips
-	if c := checksBy(rep, validate.Pass)["mtu"]; !strings.Contains(c.Detail, "mtu 9000 on 2 interfaces") { // the PF, VF 1's netdev
+	// No RDMA on this NIC: rdma/devices skips.
+	rep := b.validateJSON(0, "--allow-skip")
+	// The PF and VF 1's netdev.
+	if c := checksBy(rep, validate.Pass)["mtu"]; !strings.Contains(c.Detail, "mtu 9000 on 2 interfaces") {
 		t.Fatalf("mtu: %+v", c)
 	}
 	var vfnd string
