@@ -111,21 +111,22 @@ type state struct {
 type view map[string][]string
 
 var (
-	// planView: what plan and undoTxn use. Interfaces are read by name only
-	// (a wanted port name held by another port's interface).
+	// planView: what plan and undoTxn use. Interfaces: by name (a wanted
+	// port name held by another port's interface) and the mtu_request of
+	// the port's interface.
 	planView = view{
 		model.OpenvSwitchTable: {"_uuid", "other_config"},
 		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
-		model.PortTable:        {"_uuid", "name", "tag", "external_ids"},
-		model.InterfaceTable:   {"name"},
+		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
+		model.InterfaceTable:   {"_uuid", "name", "mtu_request", "external_ids"},
 	}
 	// statusView adds what Status reports: each port's interface with its
 	// ofport and error.
 	statusView = view{
 		model.OpenvSwitchTable: {"_uuid", "other_config"},
 		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
-		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "external_ids"},
-		model.InterfaceTable:   {"_uuid", "name", "ofport", "error"},
+		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
+		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request"},
 	}
 )
 
@@ -382,6 +383,8 @@ func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error
 // status is Status from a state read with statusView.
 func (st *state) status(bridge string) BridgeStatus {
 	bs := BridgeStatus{Bridge: bridge, HWOffload: st.hwOffload()}
+	bs.TCPolicy, _ = otherConfig(st, "tc-policy")
+	bs.MaxIdle, _ = otherConfig(st, "max-idle")
 	b := st.bridges[bridge]
 	if b == nil {
 		return bs
@@ -394,10 +397,12 @@ func (st *state) status(bridge string) BridgeStatus {
 			continue
 		}
 		ps := PortStatus{Name: p.Name, Owner: p.ExternalIDs[OwnerKey]}
-		if p.Tag != nil {
-			ps.Tag = *p.Tag
-		}
+		ps.Tag, ps.VLANMode, ps.Trunks = tagOf(p), vlanModeOf(p), trunksOf(p)
 		if f := st.portInterface(p); f != nil {
+			ps.MTURequest = mtuRequestOf(f)
+			if f.MTU != nil {
+				ps.MTU = *f.MTU
+			}
 			if f.Ofport != nil {
 				ps.OFPort = *f.Ofport
 			}

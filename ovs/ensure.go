@@ -85,6 +85,18 @@ func (s BridgeSpec) validate() error {
 			return fmt.Errorf("port %s listed twice", p.Name)
 		case p.Tag < 0 || p.Tag > 4094:
 			return fmt.Errorf("port %s: VLAN tag %d out of range 0..4094", p.Name, p.Tag)
+		case p.MTURequest < 0:
+			return fmt.Errorf("port %s: mtu_request %d is negative", p.Name, p.MTURequest)
+		}
+		switch p.VLANMode {
+		case "", "access", "trunk", "native-tagged", "native-untagged":
+		default:
+			return fmt.Errorf("port %s: vlan_mode %q is not access, trunk, native-tagged or native-untagged", p.Name, p.VLANMode)
+		}
+		for _, v := range p.Trunks {
+			if v < 1 || v > 4094 {
+				return fmt.Errorf("port %s: trunk VLAN %d out of range 1..4094", p.Name, v)
+			}
 		}
 		seen[p.Name] = true
 	}
@@ -133,14 +145,24 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 			}
 			return ch, nil, fmt.Errorf("port %s belongs to %s but is on bridge %s", ps.Name, s.Owner, st.bridgeName(p))
 		}
-		if tagOf(p) != ps.Tag {
+		if tagOf(p) != ps.Tag || vlanModeOf(p) != ps.VLANMode || !sameInts(trunksOf(p), ps.Trunks) {
+			// The VLAN columns of this port only, all three together.
 			ch.Retag = append(ch.Retag, ps.Name)
-			row := ovsdb.Row{"tag": tagValue(ps.Tag)}
+			row := ovsdb.Row{"tag": tagValue(ps.Tag), "vlan_mode": vlanModeValue(ps.VLANMode), "trunks": intSet(ps.Trunks)}
 			t.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: model.PortTable, Row: row,
 				Where: []ovsdb.Condition{
 					uuidIs(p.UUID),
 					// still ours when the transaction runs
 					ovsdb.NewCondition("external_ids", ovsdb.ConditionIncludes, strMap(owner)),
+				}}, 1)
+		}
+		if f := st.portInterface(p); f != nil && f.UUID != "" && mtuRequestOf(f) != ps.MTURequest {
+			ch.SetMTU = append(ch.SetMTU, ps.Name)
+			t.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: model.InterfaceTable,
+				Row: ovsdb.Row{"mtu_request": mtuRequestValue(ps.MTURequest)},
+				Where: []ovsdb.Condition{
+					uuidIs(f.UUID),
+					ovsdb.NewCondition("name", ovsdb.ConditionEqual, ps.Name),
 				}}, 1)
 		}
 	}
@@ -181,11 +203,20 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 	for i, ps := range add {
 		ch.AddPorts = append(ch.AddPorts, ps.Name)
 		ifName, portName := fmt.Sprintf("iface%d", i), fmt.Sprintf("port%d", i)
-		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: ifName,
-			Row: ovsdb.Row{"name": ps.Name, "external_ids": strMap(owner)}}, -1)
+		irow := ovsdb.Row{"name": ps.Name, "external_ids": strMap(owner)}
+		if ps.MTURequest != 0 {
+			irow["mtu_request"] = ps.MTURequest
+		}
+		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: ifName, Row: irow}, -1)
 		row := ovsdb.Row{"name": ps.Name, "interfaces": uuidSet(ifName), "external_ids": strMap(owner)}
 		if ps.Tag != 0 {
 			row["tag"] = ps.Tag
+		}
+		if ps.VLANMode != "" {
+			row["vlan_mode"] = ps.VLANMode
+		}
+		if len(ps.Trunks) > 0 {
+			row["trunks"] = intSet(ps.Trunks)
 		}
 		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.PortTable, UUIDName: portName, Row: row}, -1)
 		portRefs = append(portRefs, portName)
@@ -269,4 +300,65 @@ func tagValue(tag int) any {
 		return ovsdb.OvsSet{GoSet: []any{}}
 	}
 	return tag
+}
+
+func vlanModeOf(p *model.Port) string {
+	if p.VLANMode == nil {
+		return ""
+	}
+	return *p.VLANMode
+}
+
+// vlanModeValue is the Port.vlan_mode column value: an empty set for unset.
+func vlanModeValue(m string) any {
+	if m == "" {
+		return ovsdb.OvsSet{GoSet: []any{}}
+	}
+	return m
+}
+
+// trunksOf is Port.trunks, sorted.
+func trunksOf(p *model.Port) []int {
+	out := append([]int(nil), p.Trunks...)
+	sort.Ints(out)
+	return out
+}
+
+func intSet(v []int) ovsdb.OvsSet {
+	s := ovsdb.OvsSet{GoSet: make([]any, len(v))}
+	for i, n := range v {
+		s.GoSet[i] = n
+	}
+	return s
+}
+
+// sameInts compares a sorted set with an unsorted list of distinct values.
+func sameInts(sorted, v []int) bool {
+	if len(sorted) != len(v) {
+		return false
+	}
+	w := append([]int(nil), v...)
+	sort.Ints(w)
+	for i := range w {
+		if w[i] != sorted[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func mtuRequestOf(f *model.Interface) int {
+	if f.MTURequest == nil {
+		return 0
+	}
+	return *f.MTURequest
+}
+
+// mtuRequestValue is the Interface.mtu_request column value: an empty set
+// for unset.
+func mtuRequestValue(mtu int) any {
+	if mtu == 0 {
+		return ovsdb.OvsSet{GoSet: []any{}}
+	}
+	return mtu
 }

@@ -586,3 +586,101 @@ bridge "br0" datapath_type="netdev" owner=""
 	}
 	diffDump(t, "after both", baseline, srv.Dump())
 }
+
+// TestVLANModeTrunksMTU: vlan_mode, trunks and mtu_request are written on
+// creation, changed on exactly the ports whose columns differ (trunks as a
+// set) and cleared when the spec drops them.
+func TestVLANModeTrunksMTU(t *testing.T) {
+	t.Parallel()
+	srv := ovstest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	spec := ovs.BridgeSpec{Owner: "g", Bridge: "br0", DatapathType: "netdev",
+		Ports: []ovs.PortSpec{{Name: "bond0", MTURequest: 9000},
+			{Name: "a", Tag: 10, VLANMode: "native-untagged", Trunks: []int{30, 20}, MTURequest: 9000},
+			{Name: "b", Tag: 11, MTURequest: 9000}}}
+	type port struct {
+		Tag    int
+		Mode   string
+		Trunks []int
+		MTUReq int
+	}
+	read := func() map[string]port {
+		st, err := c.Status(ctx, "br0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]port{}
+		for _, p := range st.Ports {
+			if p.Name != "br0" {
+				out[p.Name] = port{p.Tag, p.VLANMode, p.Trunks, p.MTURequest}
+			}
+		}
+		return out
+	}
+	rec, _, err := c.Ensure(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]port{"bond0": {0, "", nil, 9000}, "a": {10, "native-untagged", []int{20, 30}, 9000}, "b": {11, "", nil, 9000}}
+	if d := cmp.Diff(want, read()); d != "" {
+		t.Fatalf("after create (-want +got):\n%s", d)
+	}
+	for _, step := range []struct {
+		name   string
+		mutate func(s *ovs.BridgeSpec)
+		want   ovs.Change
+		after  func(m map[string]port)
+	}{
+		{"trunks reordered: no change", func(s *ovs.BridgeSpec) { s.Ports[1].Trunks = []int{20, 30} }, ovs.Change{}, func(map[string]port) {}},
+		{"trunks [20] on a only", func(s *ovs.BridgeSpec) { s.Ports[1].Trunks = []int{20} }, ovs.Change{Retag: []string{"a"}},
+			func(m map[string]port) { m["a"] = port{10, "native-untagged", []int{20}, 9000} }},
+		{"a to trunk mode", func(s *ovs.BridgeSpec) { s.Ports[1].Tag, s.Ports[1].VLANMode = 0, "trunk" }, ovs.Change{Retag: []string{"a"}},
+			func(m map[string]port) { m["a"] = port{0, "trunk", []int{20}, 9000} }},
+		{"mtu 1500", func(s *ovs.BridgeSpec) {
+			for i := range s.Ports {
+				s.Ports[i].MTURequest = 1500
+			}
+		}, ovs.Change{SetMTU: []string{"bond0", "a", "b"}}, func(m map[string]port) {
+			for k, p := range m {
+				p.MTUReq = 1500
+				m[k] = p
+			}
+		}},
+		{"mtu and VLAN columns dropped", func(s *ovs.BridgeSpec) {
+			for i := range s.Ports {
+				s.Ports[i].MTURequest = 0
+			}
+			s.Ports[1].VLANMode, s.Ports[1].Trunks = "", nil
+		}, ovs.Change{Retag: []string{"a"}, SetMTU: []string{"bond0", "a", "b"}}, func(m map[string]port) {
+			m["bond0"], m["a"], m["b"] = port{}, port{}, port{Tag: 11}
+		}},
+	} {
+		step.mutate(&spec)
+		n := c.TxnCount()
+		_, ch, err := c.Ensure(ctx, spec)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if d := cmp.Diff(step.want, ch); d != "" {
+			t.Errorf("%s: change (-want +got):\n%s", step.name, d)
+		}
+		wantTx := int64(1)
+		if step.want.Empty() {
+			wantTx = 0
+		}
+		if c.TxnCount()-n != wantTx {
+			t.Errorf("%s: %d transactions, want %d", step.name, c.TxnCount()-n, wantTx)
+		}
+		step.after(want)
+		if d := cmp.Diff(want, read()); d != "" {
+			t.Errorf("%s: ports (-want +got):\n%s", step.name, d)
+		}
+	}
+	if err := c.Undo(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(ctx, "br0"); err != nil || st.Exists {
+		t.Errorf("after Undo: %+v, %v", st, err)
+	}
+}

@@ -11,6 +11,16 @@ const HWOffloadKey = "hw-offload"
 type PortSpec struct {
 	Name string
 	Tag  int // 0 = untagged access; 1..4094 VLAN tag
+	// VLANMode is Port.vlan_mode: "" leaves the column empty (OVS: access
+	// with a tag, trunk without), else access, trunk, native-tagged or
+	// native-untagged (ovs-vswitchd.conf.db(5)).
+	VLANMode string
+	// Trunks is Port.trunks: the VLANs a trunk or native-* port carries
+	// (empty: all, or none with a tag). Compared as a set.
+	Trunks []int
+	// MTURequest is Interface.mtu_request of the port's interface (0: the
+	// column stays empty and OVS leaves the netdev's MTU alone).
+	MTURequest int
 }
 
 // BridgeSpec is the bridge vflag wants.
@@ -48,7 +58,8 @@ type Change struct {
 	CreateBridge    bool
 	AddPorts        []string
 	RemovePorts     []string // vflag-owned ports on the bridge that the spec no longer lists (sorted)
-	Retag           []string // vflag-owned ports whose tag differs from the spec
+	Retag           []string // vflag-owned ports whose tag, vlan_mode or trunks differ from the spec
+	SetMTU          []string // vflag-owned ports whose interface's mtu_request differs from the spec
 	SetHWOffload    bool
 	PriorHWOffload  *string  // current value when SetHWOffload (nil = key absent)
 	RestartRequired bool     // the spec wants hw-offload off while it is "true": left alone, needs an OVS restart
@@ -59,16 +70,20 @@ type Change struct {
 // RestartRequired are reports, not writes: a change holding only them is
 // empty.
 func (c Change) Empty() bool {
-	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && !c.SetHWOffload
+	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && len(c.SetMTU) == 0 && !c.SetHWOffload
 }
 
 // PortStatus is one port of a bridge as OVS sees it.
 type PortStatus struct {
-	Name   string
-	Tag    int    // 0 = untagged
-	OFPort int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
-	Error  string // Interface.error, "" if none
-	Owner  string // external_ids vflag-owner, "" if not vflag's
+	Name       string
+	Tag        int    // 0 = untagged
+	VLANMode   string // Port.vlan_mode, "" unset
+	Trunks     []int  // Port.trunks, sorted
+	MTURequest int    // Interface.mtu_request, 0 unset
+	MTU        int    // Interface.mtu as ovs-vswitchd reports it, 0 unknown
+	OFPort     int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
+	Error      string // Interface.error, "" if none
+	Owner      string // external_ids vflag-owner, "" if not vflag's
 }
 
 // BridgeStatus is a bridge as OVS sees it.
@@ -78,6 +93,8 @@ type BridgeStatus struct {
 	Owner     string
 	Ports     []PortStatus // sorted by name, including the bridge's internal port
 	HWOffload string       // "true", "false", "" unset
+	TCPolicy  string       // other_config:tc-policy, "" unset
+	MaxIdle   string       // other_config:max-idle (ms), "" unset
 }
 
 // WithoutOFPort returns the names of owner's ports that have no OpenFlow

@@ -200,3 +200,64 @@ func undoTxn(st *state, r Record) *txn {
 	}
 	return t
 }
+
+// OtherConfig returns Open_vSwitch other_config (empty without the root row).
+//
+//	ovs-vsctl get Open_vSwitch . other_config
+func (c *Client) OtherConfig(ctx context.Context) (map[string]string, error) {
+	st, err := c.read(ctx, planView)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: read other_config: %w", err)
+	}
+	out := map[string]string{}
+	if st.root != nil {
+		for k, v := range st.root.OtherConfig {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// SetOtherConfig sets Open_vSwitch other_config:key to *value (nil removes
+// the key) in one transaction. With ifValue non-nil the write happens only
+// while the key still holds *ifValue (an undo: someone who changed it
+// since wins); it is then no error that nothing was written.
+//
+//	ovs-vsctl set Open_vSwitch . other_config:$key=$value   (remove Open_vSwitch . other_config $key)
+func (c *Client) SetOtherConfig(ctx context.Context, key string, value, ifValue *string) error {
+	if key == "" {
+		return fmt.Errorf("ovs: set other_config: empty key")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := c.read(ctx, planView)
+	if err != nil {
+		return fmt.Errorf("ovs: set other_config:%s: %w", key, err)
+	}
+	if st.root == nil {
+		return fmt.Errorf("ovs: set other_config:%s: %w", key, errNoRoot)
+	}
+	cur, ok := st.root.OtherConfig[key]
+	if ifValue != nil && (!ok || cur != *ifValue) {
+		return nil
+	}
+	if (value == nil && !ok) || (value != nil && ok && cur == *value) {
+		return nil
+	}
+	muts := []ovsdb.Mutation{*ovsdb.NewMutation("other_config", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{key}})}
+	if value != nil {
+		muts = append(muts, *ovsdb.NewMutation("other_config", ovsdb.MutateOperationInsert, strMap(map[string]string{key: *value})))
+	}
+	where := []ovsdb.Condition{uuidIs(st.root.UUID)}
+	expect := 1
+	if ifValue != nil {
+		where = append(where, ovsdb.NewCondition("other_config", ovsdb.ConditionIncludes, strMap(map[string]string{key: *ifValue})))
+		expect = -1
+	}
+	t := &txn{}
+	t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable, Where: where, Mutations: muts}, expect)
+	if err := c.commit(ctx, t, st.root.UUID); err != nil {
+		return fmt.Errorf("ovs: set other_config:%s: %w", key, err)
+	}
+	return nil
+}

@@ -29,6 +29,9 @@ type variant struct {
 	updelay, downdelay, minLinks int
 	adSelect, primary            string
 	mtu                          int // group mtu (0: not in the config)
+	// pf 0 vf 0's OVS port: vlan_mode and trunks ("": not in the config)
+	vf0Mode, vf0Trunks string
+	maxIdle            int // lag0's ovs.max_idle (0: not in the config)
 }
 
 func baseVariant() variant {
@@ -57,6 +60,12 @@ func variants() []variant {
 		v("bond-delays", func(x *variant) { x.updelay, x.downdelay, x.minLinks = 200, 100, 1 }),
 		v("ad-select", func(x *variant) { x.adSelect = "bandwidth" }),
 		v("mtu", func(x *variant) { x.mtu = 9000 }),
+		v("native-trunks", func(x *variant) { x.vf0Mode, x.vf0Trunks = "native-untagged", "[20, 30]" }),
+		v("native-trunk20", func(x *variant) { x.vf0Mode, x.vf0Trunks = "native-tagged", "[20]" }),
+		v("trunk-mode", func(x *variant) { x.vlan0, x.vf0Mode, x.vf0Trunks = 0, "trunk", "[300, 400]" }),
+		v("max-idle", func(x *variant) { x.maxIdle = 2000 }),
+		v("max-idle-mtu", func(x *variant) { x.maxIdle, x.mtu = 15000, 9000 }),
+		v("mtu-trunks", func(x *variant) { x.mtu, x.vf0Mode, x.vf0Trunks = 4000, "native-untagged", "[20]" }),
 		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
 	}
 }
@@ -85,7 +94,14 @@ func (x variant) config(d daemons) string {
 		}
 	}
 	b.WriteString("    vfs:\n")
-	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d}\n", x.vlan0)
+	vf0 := ""
+	if x.vf0Mode != "" {
+		vf0 += ", vlan_mode: " + x.vf0Mode
+	}
+	if x.vf0Trunks != "" {
+		vf0 += ", trunks: " + x.vf0Trunks
+	}
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d%s}\n", x.vlan0, vf0)
 	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q, vlan: 100}\n", x.mac01)
 	b.WriteString("      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\", vlan: 200}\n")
 	if x.driver11 {
@@ -97,6 +113,9 @@ func (x variant) config(d daemons) string {
 		b.WriteString("      - {pf: 0, vf: 2, driver: mlx5_core}\n")
 	}
 	fmt.Fprintf(&b, "    ovs:\n      bridge: %s\n      hw_offload: true\n      datapath_type: netdev\n", x.bridge)
+	if x.maxIdle != 0 {
+		fmt.Fprintf(&b, "      max_idle: %d\n", x.maxIdle)
+	}
 	b.WriteString("    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true}\n")
 	if x.attach10 != "" {
 		fmt.Fprintf(&b, "      - {domain: %s, pf: 1, vf: 0, live: true}\n", x.attach10)
@@ -317,6 +336,18 @@ func TestConvergeMinimalWrites(t *testing.T) {
 			}
 			return nil
 		}},
+		{"native-trunks", func(ids []string) error { // the VLAN columns of one port
+			if strings.Join(ids, " ") != "ovs.bridge/br-lag" {
+				return fmt.Errorf("want only ovs.bridge/br-lag")
+			}
+			return nil
+		}},
+		{"mtu", func(ids []string) error { // the links, and mtu_request in the one OVS transaction
+			if strings.Join(ids, " ") != "link.mtu/bond0 link.mtu/reps/ens1f0np0 link.mtu/reps/ens1f1np1 ovs.bridge/br-lag" {
+				return fmt.Errorf("want link.mtu of the bond and the representors, and ovs.bridge/br-lag")
+			}
+			return nil
+		}},
 		{"mac", func(ids []string) error {
 			if strings.Join(ids, " ") != "sriov.vfmac/ens1f0np0/1" {
 				return fmt.Errorf("want only sriov.vfmac/ens1f0np0/1")
@@ -356,6 +387,7 @@ func TestConvergeMinimalWrites(t *testing.T) {
 			b.useConfig(byName["base"].config(d))
 			b.mustVflag(2, "up", "--detailed-exit-codes")
 			b.useConfig(byName[tt.to].config(d))
+			ovsBefore := d.ovs.Dump()
 			rep := upReport(t, b)
 			if rep.Error != "" {
 				t.Fatalf("up: %s", rep.Error)
@@ -363,6 +395,21 @@ func TestConvergeMinimalWrites(t *testing.T) {
 			ids := changed(rep)
 			if err := tt.want(ids); err != nil {
 				t.Errorf("base -> %s changed %v: %v", tt.to, ids, err)
+			}
+			if tt.to == "native-trunks" { // one port's row: vlan_mode and trunks added to it
+				var diff []string
+				before := map[string]bool{}
+				for _, l := range strings.Split(ovsBefore, "\n") {
+					before[l] = true
+				}
+				for _, l := range strings.Split(d.ovs.Dump(), "\n") {
+					if !before[l] {
+						diff = append(diff, l)
+					}
+				}
+				if len(diff) != 1 || !strings.Contains(diff[0], "tag=100 owner=\"lag0\" vlan_mode=native-untagged trunks=[20 30]") {
+					t.Errorf("base -> native-trunks: OVS rows new or changed: %q, want one port's", diff)
+				}
 			}
 			if tt.to == "group2" { // and back: group 2 goes, group 1 untouched
 				b.useConfig(byName["base"].config(d))

@@ -66,6 +66,8 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		offload    = fam("vflag_ovs_hw_offload", "1 when Open vSwitch has other_config:hw-offload=true, 0 otherwise; switchdev groups only.")
 		dpMissed   = fam("vflag_ovs_datapath_upcalls", "Packets the kernel datapath of the group's bridge (ovs-system) sent up to ovs-vswitchd since it was created (lookups missed); bridges of datapath_type system only.")
 		dpLost     = fam("vflag_ovs_datapath_upcalls_lost", "Of those, upcalls the kernel could not hand to ovs-vswitchd (lookups lost); equal to vflag_ovs_datapath_upcalls and above 0: no handler is reading, the bridge forwards nothing new.")
+		maxIdle    = fam("vflag_ovs_max_idle_seconds", "Open_vSwitch other_config:max-idle: how long idle datapath flows stay; only where it is set; switchdev groups only.")
+		ovsMTUFam  = fam("vflag_ovs_interface_mtu", "The MTU Open vSwitch reports for the interface of the bond's and each representor's port (it applies the group's mtu as mtu_request); groups with an mtu only.")
 		bridgePort = fam("vflag_ovs_bridge_ports", "VF representors that are ports of the group's bridge with an OpenFlow port number; switchdev groups only.")
 		vfs        = fam("vflag_vfs", "VFs of the group's PFs.")
 		attached   = fam("vflag_vfs_attached", "VFs of the group that a domain of the config's attachments has in its persistent XML.")
@@ -107,6 +109,9 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		}
 		if g.Bridge != "" {
 			offload.add(boolGauge(g.HWOffload == "true"), "group", g.Name, "bridge", g.Bridge)
+			if g.MaxIdle != 0 {
+				maxIdle.add(float64(g.MaxIdle)/1000, "group", g.Name, "bridge", g.Bridge)
+			}
 			ports := 0
 			for _, v := range g.VFs {
 				if v.OVSPort != "" && v.OFPort > 0 {
@@ -114,6 +119,16 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 				}
 			}
 			bridgePort.add(float64(ports), "group", g.Name, "bridge", g.Bridge)
+			if g.MTU != 0 {
+				if g.BondOVSMTU != 0 && g.Bond != nil {
+					ovsMTUFam.add(float64(g.BondOVSMTU), "group", g.Name, "bridge", g.Bridge, "port", g.Bond.Name)
+				}
+				for _, v := range g.VFs {
+					if v.OVSPort != "" && v.OVSMTU != 0 {
+						ovsMTUFam.add(float64(v.OVSMTU), "group", g.Name, "bridge", g.Bridge, "port", v.OVSPort)
+					}
+				}
+			}
 			if d := g.Datapath; d != nil {
 				dpMissed.add(float64(d.Missed), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
 				dpLost.add(float64(d.Lost), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
@@ -134,7 +149,7 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, dpMissed, dpLost, bridgePort, vfs, attached, vfInfo, vfMaxRate, vfMinRate}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, maxIdle, dpMissed, dpLost, bridgePort, ovsMTUFam, vfs, attached, vfInfo, vfMaxRate, vfMinRate}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

@@ -52,7 +52,7 @@ func TestStatusPrometheus(t *testing.T) {
 			}
 		}
 	}
-	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_bond_mtu", "vflag_bond_min_links", "vflag_bond_updelay_seconds", "vflag_bond_downdelay_seconds", "vflag_bond_lacp_ports", "vflag_bond_lacp_partner", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports"}
+	switchdevOnly := []string{"vflag_lag_active", "vflag_lag_info", "vflag_bond_slaves", "vflag_bond_slaves_up", "vflag_bond_mtu", "vflag_bond_min_links", "vflag_bond_updelay_seconds", "vflag_bond_downdelay_seconds", "vflag_bond_lacp_ports", "vflag_bond_lacp_partner", "vflag_ovs_hw_offload", "vflag_ovs_bridge_ports", "vflag_ovs_interface_mtu", "vflag_ovs_max_idle_seconds"}
 	tests := []struct {
 		name   string
 		config string // "" = the example (switchdev, VF-LAG)
@@ -77,7 +77,7 @@ func TestStatusPrometheus(t *testing.T) {
 		},
 		{
 			name: "switchdev after up", up: true,
-			config: strings.Replace(strings.Replace(exampleConfig, "      miimon: 100\n", "      miimon: 100\n      updelay: 200\n      min_links: 1\n", 1), "    numvfs: 4", "    mtu: 9000\n    numvfs: 4", 1),
+			config: strings.Replace(strings.Replace(strings.Replace(exampleConfig, "      miimon: 100\n", "      miimon: 100\n      updelay: 200\n      min_links: 1\n", 1), "    numvfs: 4", "    mtu: 9000\n    numvfs: 4", 1), "      hw_offload: true\n", "      hw_offload: true\n      max_idle: 2500\n", 1),
 			want: []string{
 				`vflag_group_problems{group="lag0"} 0`,
 				`vflag_pf_up{group="lag0",pf="ens1f0np0",pci="0000:61:00.0"} 1`,
@@ -91,6 +91,8 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_bond_min_links{group="lag0",bond="bond0"} 1`,
 				`vflag_bond_mtu{group="lag0",bond="bond0"} 9000`,
 				`vflag_pf_mtu{group="lag0",pf="ens1f1np1",pci="0000:61:00.1"} 9000`,
+				`vflag_ovs_interface_mtu{group="lag0",bridge="br-lag",port="bond0"} 9000`,
+				`vflag_ovs_max_idle_seconds{group="lag0",bridge="br-lag"} 2.5`,
 				`vflag_bond_updelay_seconds{group="lag0",bond="bond0"} 0.2`,
 				`vflag_bond_downdelay_seconds{group="lag0",bond="bond0"} 0`,
 				`vflag_ovs_hw_offload{group="lag0",bridge="br-lag"} 1`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -57,6 +58,9 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			b := g.Bond
 			fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), pipeline.OrDash(b.ActiveSlave), pipeline.OrDash(b.MIIStatus))
 			opts := fmt.Sprintf("mtu %d miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
+			if g.MTU != 0 {
+				opts = fmt.Sprintf("mtu %d (ovs %s) miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, ovsMTU(g.BondOVSMTU), b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
+			}
 			if b.LacpRate != "" {
 				opts += " lacp_rate " + b.LacpRate
 			}
@@ -83,7 +87,14 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			fmt.Fprintf(w, "  lag %s%s\n", l.State, extra)
 		}
 		if g.Bridge != "" {
-			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s\n", g.Bridge, pipeline.OrDash(g.HWOffload))
+			extra := ""
+			if g.TCPolicy != "" {
+				extra += " tc-policy " + g.TCPolicy
+			}
+			if g.MaxIdle != 0 {
+				extra += fmt.Sprintf(" max-idle %dms", g.MaxIdle)
+			}
+			fmt.Fprintf(w, "  ovs bridge %s hw-offload %s%s\n", g.Bridge, pipeline.OrDash(g.HWOffload), extra)
 		}
 		if d := g.Datapath; d != nil {
 			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())
@@ -91,11 +102,27 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 		for _, v := range g.VFs {
 			port := "-"
 			if v.OVSPort != "" {
-				port = fmt.Sprintf("%s(ofport %d)", v.OVSPort, v.OFPort)
+				extra := ""
+				if v.VLANMode != "" {
+					extra += " vlan_mode " + v.VLANMode
+				}
+				if v.Tag != 0 {
+					extra += fmt.Sprintf(" tag %d", v.Tag)
+				}
+				if len(v.Trunks) > 0 {
+					extra += " trunks " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v.Trunks)), ","), "[]")
+				}
+				if v.OVSMTURequest != 0 {
+					extra += fmt.Sprintf(" mtu %s/%d", ovsMTU(v.OVSMTU), v.OVSMTURequest)
+				}
+				port = fmt.Sprintf("%s(ofport %d%s)", v.OVSPort, v.OFPort, extra)
 			}
 			rep := pipeline.OrDash(v.Representor)
 			if v.RepMTU != 0 {
 				rep += fmt.Sprintf(" (mtu %d)", v.RepMTU)
+			}
+			if v.Netdev != "" && g.MTU != 0 {
+				rep += fmt.Sprintf(" netdev %s (mtu %d)", v.Netdev, v.NetdevMTU)
 			}
 			policy := ""
 			if p := v.Policy; p != nil {
@@ -115,6 +142,14 @@ func onOff(on bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// ovsMTU is the mtu ovs-vswitchd reports, "-" before it did.
+func ovsMTU(m int) string {
+	if m == 0 {
+		return "-"
+	}
+	return strconv.Itoa(m)
 }
 
 // HostStatus is the JSON `vflag status -o json` prints (hook_test.go decodes it).

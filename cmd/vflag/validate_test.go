@@ -444,3 +444,76 @@ func TestValidateBond(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateMTU: with a group mtu, `vflag validate` has an mtu check
+// that passes after up (PFs, bond, representors and their OVS Interface mtu
+// column all at the mtu) and, when one of them differs, fails naming it.
+func TestValidateMTU(t *testing.T) {
+	d := startDaemons(t)
+	cfg := strings.Replace(exampleConfig, "    numvfs: 4 ", "    mtu: 9000\n    numvfs: 4 ", 1)
+	if cfg == exampleConfig {
+		t.Fatal("example config changed: cannot add mtu")
+	}
+	b := newBed(t, d, cfg)
+	b.upJSON(2)
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	var rep validate.Report
+	// ovs-vswitchd reports the Interface mtu once it applied mtu_request.
+	for i := 0; ; i++ {
+		out, _, _ := b.vflag("validate", "-o", "json")
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("decode validate report: %v\n%s", err, out)
+		}
+		if _, ok := checksBy(rep, validate.Pass)["mtu"]; ok || i == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c, ok := checksBy(rep, validate.Pass)["mtu"]
+	if !ok {
+		t.Fatalf("mtu check did not pass: %+v", checksBy(rep, validate.Fail)["mtu"])
+	}
+	if !strings.Contains(c.Detail, "mtu 9000 on 20 interfaces") { // 2 PFs, bond, 8 reps; 9 OVS interfaces
+		t.Errorf("mtu: %q", c.Detail)
+	}
+	b.withSim(func(h *sim.Host) error { return h.SetLinkMTU("ens1f1np1", 1500) })
+	rep = b.validateJSON(1)
+	f, ok := checksBy(rep, validate.Fail)["mtu"]
+	if !ok || !strings.Contains(f.Detail, "differ: ens1f1np1 1500") {
+		t.Errorf("mtu check after the PF's mtu changed: %+v", f)
+	}
+}
+
+// TestValidateMTULegacy: a legacy group's mtu check covers its PF and the
+// host netdev of a VF on a netdev driver, and names the one that differs.
+func TestValidateMTULegacy(t *testing.T) {
+	d := startDaemons(t)
+	cfg := strings.Replace(legacyConfig, "    numvfs: 3\n", "    mtu: 9000\n    numvfs: 3\n", 1)
+	cfg = strings.Replace(cfg, `      - {pf: 0, vf: 1, mac: "52:54:00:20:00:01"}`, `      - {pf: 0, vf: 1, mac: "52:54:00:20:00:01", driver: mlx5_core}`, 1)
+	if !strings.Contains(cfg, "mtu: 9000") || !strings.Contains(cfg, "driver: mlx5_core") {
+		t.Fatal("legacy config changed: cannot patch it")
+	}
+	b := newBed(t, d, cfg)
+	b.upJSON(2)
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	// No RDMA on this NIC: rdma/devices skips.
+	rep := b.validateJSON(0, "--allow-skip")
+	// The PF and VF 1's netdev.
+	if c := checksBy(rep, validate.Pass)["mtu"]; !strings.Contains(c.Detail, "mtu 9000 on 2 interfaces") {
+		t.Fatalf("mtu: %+v", c)
+	}
+	var vfnd string
+	for _, v := range b.statusJSON().Groups[0].VFs {
+		if v.Index == 1 {
+			vfnd = v.Netdev
+		}
+	}
+	if vfnd == "" {
+		t.Fatal("status shows no netdev for VF 1")
+	}
+	b.withSim(func(h *sim.Host) error { return h.SetLinkMTU(vfnd, 1500) })
+	rep = b.validateJSON(1, "--allow-skip")
+	if f := checksBy(rep, validate.Fail)["mtu"]; !strings.Contains(f.Detail, "differ: "+vfnd+" 1500") {
+		t.Errorf("mtu check after the VF netdev's mtu changed: %+v", f)
+	}
+}

@@ -7,8 +7,12 @@
 # stale representor port left in OVS), a VLAN tag (one OVS port, one step,
 # nothing of the other group), the bridge renamed (a foreign bridge
 # untouched), a group dropped from the config (undone; the other group
-# untouched). After each: a second up changes nothing. down returns the
-# guest to its baseline.
+# untouched). After each: a second up changes nothing. Then lag0 with the
+# bond options updelay, downdelay, min_links, ad_select, mtu 9000 (bond,
+# PFs, representors, OVS mtu_request) and a native-untagged VLAN with
+# trunks on a representor port; trunks [20, 30] -> [20] changes that one
+# port; OVS other_config max-idle. down returns the guest to its baseline
+# (every MTU, no OVS row, other_config as before).
 #
 # MACHINE: default
 # TIMEOUT: 900
@@ -20,7 +24,9 @@
 # EXPECT: cv_vlan_up cv_vlan_steps cv_vlan_tag cv_vlan_one_port cv_vlan_again
 # EXPECT: cv_rename_up cv_rename_old_gone cv_rename_new_ports cv_rename_hw_offload cv_rename_foreign cv_rename_again
 # EXPECT: cv_drop_up cv_drop_bond cv_drop_bridge cv_drop_vfs cv_drop_pfs cv_drop_g1_steps cv_drop_g1_state cv_drop_again
-# EXPECT: cv_down cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
+# EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_max_idle
+# EXPECT: cv_trunk_up cv_trunk_steps cv_trunk_port cv_trunk_again
+# EXPECT: cv_down cv_down_mtu cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
 . "$(dirname "$0")/lib.sh"
 
 step "bed: two netdevsim devices with 2 ports each, bonding, Open vSwitch"
@@ -59,9 +65,14 @@ FOREIGN_BASE=$(ovs-vsctl --columns=_uuid,name,ports list bridge br-ops)
 
 # Group 1's knobs; group 2 is fixed (G2=0 drops it).
 MODE1=802.3ad MII1=100 HASH1=layer3+4 N1=4 VLAN1=100 BR1=br-vf0 G2=1
+# OPTS1: more bond options; MTU1: the group mtu ("" none); VF0: more of VF 0.
+OPTS1="" MTU1="" VF0="" OVS1=""
 write_config() {
-	local extra=""
+	local extra="" mtu=""
 	[ "$MODE1" = 802.3ad ] && extra=", lacp_rate: fast, xmit_hash_policy: $HASH1"
+	extra="$extra$OPTS1"
+	[ -n "$MTU1" ] && mtu="
+    mtu: $MTU1"
 	{
 		cat <<EOF
 ovsdb: unix:/var/run/openvswitch/db.sock
@@ -69,11 +80,11 @@ lag_timeout: 20s
 groups:
   - name: lag0
     pfs: [$A1, $A2]
-    numvfs: $N1
+    numvfs: $N1$mtu
     bond: {name: bond0, mode: $MODE1, miimon: $MII1$extra}
     vfs:
-      - {pf: 0, vf: 0, vlan: $VLAN1}   # netdevsim reports no VF info over netlink: no MACs
-    ovs: {bridge: $BR1}
+      - {pf: 0, vf: 0, vlan: $VLAN1$VF0}   # netdevsim reports no VF info over netlink: no MACs
+    ovs: {bridge: $BR1$OVS1}
 EOF
 		[ "$G2" = 1 ] && cat <<EOF
   - name: lag1
@@ -311,8 +322,81 @@ g1_same() { g1_state >"$OUT/drop.g1.after" && diff -u "$OUT/drop.g1.before" "$OU
 check cv_drop_g1_state g1_same
 check cv_drop_again again
 
+step "lag0: 802.3ad with updelay/downdelay/min_links/ad_select, mtu 9000, VF 0 native-untagged 10 + trunks 20,30, OVS max_idle"
+MODE1=802.3ad OPTS1=", updelay: 400, downdelay: 200, min_links: 1, ad_select: bandwidth" MTU1=9000 OVS1=", max_idle: 2000"
+VLAN1=10 VF0=", vlan_mode: native-untagged, trunks: [20, 30]"
+write_config opt2
+check cv_opt2_up up_json opt2
+bond_iplink() {
+	local l p
+	l=$(ip -d link show bond0)
+	echo "$l"
+	for p in 'mtu 9000 ' 'updelay 400 ' 'downdelay 200 ' 'min_links 1 ' 'ad_select bandwidth '; do
+		printf '%s' "$l" | grep -q -- "$p" || { echo "no '$p'"; return 1; }
+	done
+	echo "bond0: mtu 9000 updelay 400 downdelay 200 min_links 1 ad_select bandwidth"
+}
+check cv_opt2_iplink bond_iplink
+bond_sysfs() { for o in updelay downdelay min_links ad_select; do cat /sys/class/net/bond0/bonding/$o; done | tr '\n' ' '; }
+expect cv_opt2_sysfs "400 200 1 bandwidth 1" bond_sysfs
+mtus() { # mtus WANT: the PFs and the representors of lag0 have mtu WANT
+	local n bad=""
+	for n in $A1 $A2 $(reps 10); do
+		[ "$(cat /sys/class/net/$n/mtu)" = "$1" ] || bad="$bad $n:$(cat /sys/class/net/$n/mtu)"
+	done
+	[ -z "$bad" ] || { echo "not $1:$bad"; return 1; }
+	echo "$A1 $A2 $(reps 10 | tr '\n' ' ')all mtu $1"
+}
+check cv_opt2_mtus mtus 9000
+ovs_mtu() { # the bond's and the representors' OVS interfaces: mtu_request and mtu 9000
+	local n bad=""
+	for n in bond0 $(reps 10); do
+		r=$(ovs-vsctl get Interface "$n" mtu_request) m=$(ovs-vsctl get Interface "$n" mtu)
+		[ "$r $m" = "9000 9000" ] || bad="$bad $n:$r/$m"
+	done
+	[ -z "$bad" ] || { echo "mtu_request/mtu:$bad"; return 1; }
+	echo "bond0 $(reps 10 | tr '\n' ' ')mtu_request 9000 mtu 9000"
+}
+wait_for 5 ovs_mtu >/dev/null
+check cv_opt2_ovs_mtu ovs_mtu
+vlan_cols() { ovs-vsctl get Port "$(rep_of 10 0)" vlan_mode tag trunks | tr '\n' ' '; }
+expect cv_opt2_vlan "native-untagged 10 [20, 30]" vlan_cols
+expect cv_opt2_max_idle '"2000"' ovs-vsctl get Open_vSwitch . other_config:max-idle
+# No separate second up here (guest time): the next up changes only the
+# trunks' port (cv_trunk_steps), so this state was converged.
+
+step "trunks [20, 30] -> [20]: one port's row"
+port_table >"$OUT/trunk.before"
+VF0=", vlan_mode: native-untagged, trunks: [20]"
+write_config trunk
+check cv_trunk_up up_json trunk
+trunk_steps() {
+	local ids
+	ids=$(changed_ids "$OUT/trunk.json" | tr '\n' ' ')
+	[ "$ids" = "ovs.bridge/br-lag0 " ] || { echo "changed: [$ids], want [ovs.bridge/br-lag0]"; return 1; }
+	echo "only ovs.bridge/br-lag0 changed ($(jq -r '.steps[] | select(.changed) | .summary' "$OUT/trunk.json"))"
+}
+check cv_trunk_steps trunk_steps
+trunk_port() {
+	port_table >"$OUT/trunk.after"
+	diff -u "$OUT/trunk.before" "$OUT/trunk.after" >/dev/null || { diff -u "$OUT/trunk.before" "$OUT/trunk.after"; return 1; }
+	[ "$(vlan_cols)" = "native-untagged 10 [20] " ] || { echo "$(rep_of 10 0): $(vlan_cols)"; return 1; }
+	echo "$(rep_of 10 0): $(vlan_cols)(same port rows and tags: $(wc -l <"$OUT/trunk.after"))"
+}
+check cv_trunk_port trunk_port
+check cv_trunk_again again
+
 step "down"
 check cv_down V down
+down_mtu() {
+	local n bad=""
+	for n in $A1 $A2 $B1 $B2; do
+		grep -q "^$n: .* mtu $(grep "^$n: " "$OUT/base.link" | grep -o 'mtu [0-9]*' | cut -d' ' -f2) " <(ip -o link show | sed -E 's/^[0-9]+: //') || bad="$bad $n"
+	done
+	[ -z "$bad" ] && ! ip link show bond0 >/dev/null 2>&1 || { echo "mtu not restored:$bad"; ip -o link show; return 1; }
+	echo "$A1 $A2 $B1 $B2: mtu as in the baseline; bond0 gone"
+}
+check cv_down_mtu down_mtu
 snapshot after
 check cv_baseline_link same link base after
 check cv_baseline_devlink same devlink base after

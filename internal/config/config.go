@@ -43,12 +43,18 @@ type Group struct {
 	Name string `mapstructure:"name"`
 	// Eswitch is "switchdev" (VF-LAG, default) or "legacy" (VFs only: no
 	// representors, no bond requirement).
-	Eswitch          string   `mapstructure:"eswitch"`
-	PFs              []string `mapstructure:"pfs"` // netdev names or PCI addresses
-	NumVFs           int      `mapstructure:"numvfs"`
-	FlowSteeringMode string   `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
-	// MTU goes on the bond (its PFs follow it), every representor, or a
-	// legacy group's PFs (0: leave the MTUs alone). VF netdevs: not yet.
+	Eswitch string   `mapstructure:"eswitch"`
+	PFs     []string `mapstructure:"pfs"` // netdev names or PCI addresses
+	NumVFs  int      `mapstructure:"numvfs"`
+	// FlowSteeringMode is "", "smfs" or "dmfs". Empty in a switchdev group:
+	// smfs, applied only while the eswitch is legacy at the time of the
+	// step (never cycles an eswitch already in switchdev); an explicit
+	// value is enforced. Left alone where the driver has no such param.
+	FlowSteeringMode string `mapstructure:"flow_steering_mode"`
+	// MTU goes on the bond (its PFs follow it), every representor and the
+	// OVS Interface mtu_request of the bond's and representors' ports, or a
+	// legacy group's PFs and the host netdevs of its VFs bound to a netdev
+	// driver (0: leave the MTUs alone).
 	MTU         int          `mapstructure:"mtu"`
 	Bond        Bond         `mapstructure:"bond"`
 	VFs         []VFConfig   `mapstructure:"vfs"`
@@ -113,6 +119,15 @@ type VFConfig struct {
 	LinkState string `mapstructure:"link_state"`  // auto, enable, disable: ip link set $pf vf $n state ...
 	MinTxRate int    `mapstructure:"min_tx_rate"` // Mbit/s guaranteed; 0 none
 	MaxTxRate int    `mapstructure:"max_tx_rate"` // Mbit/s limit; 0 none
+
+	// VLANMode is the representor port's OVS vlan_mode (switchdev groups):
+	// "" (access with vlan, else OVS's default), access, trunk,
+	// native-tagged or native-untagged; with native-*, vlan is the native
+	// VLAN.
+	VLANMode string `mapstructure:"vlan_mode"`
+	// Trunks are the VLANs a trunk or native-* port carries (1-4094, unique;
+	// empty: all VLANs).
+	Trunks []int `mapstructure:"trunks"`
 }
 
 // OVSConfig is the group's bridge.
@@ -120,6 +135,14 @@ type OVSConfig struct {
 	Bridge       string `mapstructure:"bridge"`
 	DatapathType string `mapstructure:"datapath_type"`
 	HWOffload    *bool  `mapstructure:"hw_offload"` // default true
+	// TCPolicy is Open_vSwitch other_config:tc-policy (skip_sw, skip_hw,
+	// none; "" leaves it): set only before hw-offload is on (it is read
+	// when offload starts). A global setting: every group giving it must
+	// agree.
+	TCPolicy string `mapstructure:"tc_policy"`
+	// MaxIdle is other_config:max-idle in ms (0 leaves it; at least 500):
+	// how long idle datapath flows stay. Global, applied live.
+	MaxIdle int `mapstructure:"max_idle"`
 }
 
 // Attachment puts one VF into one libvirt domain.
@@ -277,6 +300,8 @@ func (c *Config) Validate() error {
 		add("groups", "", "must list at least one LAG group")
 	}
 	seen := map[string]string{} // name -> path, across groups: PFs, bonds, bridges, group names
+	type globalSetting struct{ path, value string }
+	global := map[string]globalSetting{} // Open_vSwitch settings: the first group giving each
 	claim := func(kind, name, path string) {
 		key := kind + "/" + name
 		if prev, ok := seen[key]; ok {
@@ -337,12 +362,40 @@ func (c *Config) Validate() error {
 			default:
 				add(p+".ovs.datapath_type", g.OVS.DatapathType, "must be system or netdev")
 			}
+			switch g.OVS.TCPolicy {
+			case "", "skip_sw", "skip_hw", "none":
+				if prev, ok := global["tc_policy"]; ok && g.OVS.TCPolicy != "" && prev.value != g.OVS.TCPolicy {
+					add(p+".ovs.tc_policy", g.OVS.TCPolicy, "differs from %s %q: tc-policy is one Open_vSwitch setting for every bridge", prev.path, prev.value)
+				} else if g.OVS.TCPolicy != "" && !ok {
+					global["tc_policy"] = globalSetting{p + ".ovs.tc_policy", g.OVS.TCPolicy}
+				}
+			default:
+				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "must be skip_sw, skip_hw or none")
+			}
+			if g.OVS.MaxIdle != 0 && (g.OVS.MaxIdle < 500 || g.OVS.MaxIdle > 3600000) {
+				add(p+".ovs.max_idle", g.OVS.MaxIdle, "must be 500-3600000 ms (or 0 to leave it)")
+			} else if g.OVS.MaxIdle != 0 {
+				v := fmt.Sprint(g.OVS.MaxIdle)
+				if prev, ok := global["max_idle"]; ok && prev.value != v {
+					add(p+".ovs.max_idle", g.OVS.MaxIdle, "differs from %s %q: max-idle is one Open_vSwitch setting for every bridge", prev.path, prev.value)
+				} else if !ok {
+					global["max_idle"] = globalSetting{p + ".ovs.max_idle", v}
+				}
+			}
 		} else if g.Bond.Name != "" || g.OVS.Bridge != "" {
 			if g.Bond.Name != "" {
 				add(p+".bond.name", g.Bond.Name, "is not allowed with eswitch legacy (no VF-LAG)")
 			}
 			if g.OVS.Bridge != "" {
 				add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
+			}
+		}
+		if !g.Switchdev() {
+			if g.OVS.TCPolicy != "" {
+				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "is not allowed with eswitch legacy (no bridge)")
+			}
+			if g.OVS.MaxIdle != 0 {
+				add(p+".ovs.max_idle", g.OVS.MaxIdle, "is not allowed with eswitch legacy (no bridge)")
 			}
 		}
 		vfSeen := map[VFRef]bool{}
@@ -375,6 +428,7 @@ func (c *Config) Validate() error {
 				add(vp+".vlan", v.VLAN, "must be 0 (untagged) or 1-4094")
 			}
 			validateVFPolicy(g.Switchdev(), vp, v, add)
+			validateVLANMode(v, vp, g.Switchdev(), add)
 		}
 		g.Validate.Check(p+".validate", add)
 		attSeen := map[VFRef]string{}
@@ -408,6 +462,51 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+// validateVLANMode checks a VF's vlan_mode and trunks against its vlan
+// (ovs-vswitchd.conf.db(5), Port vlan_mode): access takes a tag and no
+// trunks, trunk takes trunks and no tag, native-tagged and native-untagged
+// need the native VLAN as tag and may take trunks.
+func validateVLANMode(v VFConfig, vp string, switchdev bool, add func(string, any, string, ...any)) {
+	if !switchdev {
+		if v.VLANMode != "" {
+			add(vp+".vlan_mode", v.VLANMode, "needs eswitch switchdev (it goes on the representor's OVS port)")
+		}
+		if len(v.Trunks) > 0 {
+			add(vp+".trunks", fmt.Sprint(v.Trunks), "needs eswitch switchdev (they go on the representor's OVS port)")
+		}
+		return
+	}
+	switch v.VLANMode {
+	case "", "access":
+		if v.VLANMode == "access" && v.VLAN == 0 {
+			add(vp+".vlan_mode", v.VLANMode, "needs vlan (the access tag)")
+		}
+		if len(v.Trunks) > 0 {
+			add(vp+".trunks", fmt.Sprint(v.Trunks), "are not allowed with vlan_mode access (set vlan_mode trunk, native-tagged or native-untagged)")
+		}
+	case "trunk":
+		if v.VLAN != 0 {
+			add(vp+".vlan", v.VLAN, "is not allowed with vlan_mode trunk (use native-tagged or native-untagged for a native VLAN)")
+		}
+	case "native-tagged", "native-untagged":
+		if v.VLAN == 0 {
+			add(vp+".vlan", v.VLAN, "is required with vlan_mode %s (the native VLAN)", v.VLANMode)
+		}
+	default:
+		add(vp+".vlan_mode", v.VLANMode, "must be access, trunk, native-tagged or native-untagged")
+	}
+	seen := map[int]int{}
+	for i, t := range v.Trunks {
+		tp := fmt.Sprintf("%s.trunks[%d]", vp, i)
+		if t < 1 || t > 4094 {
+			add(tp, t, "must be a VLAN 1-4094")
+		} else if j, ok := seen[t]; ok {
+			add(tp, t, "is already listed at %s.trunks[%d]", vp, j)
+		}
+		seen[t] = i
+	}
 }
 
 func (c *Config) validateBond(g *Group, p string, add func(string, any, string, ...any)) {

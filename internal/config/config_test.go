@@ -51,6 +51,23 @@ func TestValidateAcceptsBondOptions(t *testing.T) {
 	}
 }
 
+func TestValidateAcceptsVLANModes(t *testing.T) {
+	for _, v := range []VFConfig{
+		{VLAN: 10},
+		{VLAN: 10, VLANMode: "access"},
+		{VLANMode: "trunk", Trunks: []int{20, 30}},
+		{VLANMode: "trunk"},
+		{VLAN: 10, VLANMode: "native-untagged", Trunks: []int{20, 30}},
+		{VLAN: 10, VLANMode: "native-tagged"},
+	} {
+		c := validConfig()
+		c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].VLANMode, c.Groups[0].VFs[0].Trunks = v.VLAN, v.VLANMode, v.Trunks
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v rejected: %v", v, err)
+		}
+	}
+}
+
 func TestValidateRejects(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -98,6 +115,43 @@ func TestValidateRejects(t *testing.T) {
 			c.Groups[0].Bond.Mode, c.Groups[0].Bond.LacpRate = "balance-xor", ""
 			c.Groups[0].Bond.AdSelect = "count"
 		}, "groups[0].bond.ad_select", "count"},
+		{"trunks with access", func(c *Config) { c.Groups[0].VFs[0].Trunks = []int{20} }, "groups[0].vfs[0].trunks", "[20]"},
+		{"access without tag", func(c *Config) { c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].VLANMode = 0, "access" }, "groups[0].vfs[0].vlan_mode", "access"},
+		{"trunk with a tag", func(c *Config) { c.Groups[0].VFs[0].VLANMode = "trunk" }, "groups[0].vfs[0].vlan", "10"},
+		{"native without tag", func(c *Config) { c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].VLANMode = 0, "native-untagged" }, "groups[0].vfs[0].vlan", "0"},
+		{"bad vlan_mode", func(c *Config) { c.Groups[0].VFs[0].VLANMode = "dot1q-tunnel" }, "groups[0].vfs[0].vlan_mode", "dot1q-tunnel"},
+		{"trunk VLAN out of range", func(c *Config) {
+			c.Groups[0].VFs[0].VLANMode, c.Groups[0].VFs[0].Trunks = "native-tagged", []int{20, 4095}
+		}, "groups[0].vfs[0].trunks[1]", "4095"},
+		{"trunk VLAN twice", func(c *Config) {
+			c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].VLANMode, c.Groups[0].VFs[0].Trunks = 0, "trunk", []int{20, 30, 20}
+		}, "groups[0].vfs[0].trunks[2]", "20"},
+		{"vlan_mode in a legacy group", func(c *Config) {
+			g := &c.Groups[0]
+			g.Eswitch, g.Bond, g.OVS.Bridge = "legacy", Bond{}, ""
+			g.VFs[0].VLAN, g.VFs[0].VLANMode = 0, "trunk"
+		}, "groups[0].vfs[0].vlan_mode", "trunk"},
+		{"bad tc_policy", func(c *Config) { c.Groups[0].OVS.TCPolicy = "skip-sw" }, "groups[0].ovs.tc_policy", "skip-sw"},
+		{"max_idle too small", func(c *Config) { c.Groups[0].OVS.MaxIdle = 100 }, "groups[0].ovs.max_idle", "100"},
+		{"two groups with other tc_policy", func(c *Config) {
+			g := c.Groups[0]
+			g.Name, g.Bond.Name, g.OVS.Bridge, g.PFs = "lag1", "bond1", "br-lag1", []string{"ens2f0np0", "ens2f1np1"}
+			g.VFs, g.Attachments = nil, nil
+			c.Groups[0].OVS.TCPolicy, g.OVS.TCPolicy = "skip_sw", "skip_hw"
+			c.Groups = append(c.Groups, g)
+		}, "groups[1].ovs.tc_policy", `skip_hw" differs from groups[0].ovs.tc_policy "skip_sw`}, // names both
+		{"two groups with other max_idle", func(c *Config) {
+			g := c.Groups[0]
+			g.Name, g.Bond.Name, g.OVS.Bridge, g.PFs = "lag1", "bond1", "br-lag1", []string{"ens2f0np0", "ens2f1np1"}
+			g.VFs, g.Attachments = nil, nil
+			c.Groups[0].OVS.MaxIdle, g.OVS.MaxIdle = 10000, 2000
+			c.Groups = append(c.Groups, g)
+		}, "groups[1].ovs.max_idle", `2000" differs from groups[0].ovs.max_idle "10000`}, // names both
+		{"tc_policy in a legacy group", func(c *Config) {
+			g := &c.Groups[0]
+			g.Eswitch, g.Bond, g.OVS.Bridge, g.VFs[0].VLAN = "legacy", Bond{}, "", 0
+			g.OVS.TCPolicy = "skip_sw"
+		}, "groups[0].ovs.tc_policy", "skip_sw"},
 		{"bad ad_select", func(c *Config) { c.Groups[0].Bond.AdSelect = "best" }, "groups[0].bond.ad_select", "best"},
 		{"mtu too small", func(c *Config) { c.Groups[0].MTU = 67 }, "groups[0].mtu", "67"},
 		{"mtu above jumbo", func(c *Config) { c.Groups[0].MTU = 9217 }, "groups[0].mtu", "9217"},

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -278,6 +279,12 @@ func (m managedVF) String() string {
 	return s
 }
 
+func sortedInts(v []int) []int {
+	out := append([]int(nil), v...)
+	slices.Sort(out)
+	return out
+}
+
 // vfConfig is the config's entry for the VF (zero when none).
 func (m managedVF) vfConfig() config.VFConfig {
 	if m.Group == nil {
@@ -521,12 +528,19 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 			return fmt.Errorf("set representor %s up: %w", rep, err)
 		}
 	}
-	return p.ensurePort(ctx, m, rep, vc.VLAN)
+	want := ovs.PortSpec{Name: rep, Tag: vc.VLAN, VLANMode: vc.VLANMode, Trunks: vc.Trunks}
+	if m.Group != nil {
+		want.MTURequest = m.Group.MTU
+	}
+	return p.ensurePort(ctx, m, want)
 }
 
 // ensurePort checks that the representor is a port of the group's bridge
-// with the VF's tag, adding it (an ovs.port step) when it is missing.
-func (p *preparer) ensurePort(ctx context.Context, m managedVF, rep string, vlan int) error {
+// with the VF's VLAN columns (tag, vlan_mode, trunks) and the group's
+// mtu_request, as the bridge step makes it, adding it (an ovs.port step)
+// when it is missing.
+func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpec) error {
+	rep := want.Name
 	type target struct{ endpoint, owner, bridge string }
 	var targets []target
 	if m.Group != nil {
@@ -572,12 +586,14 @@ func (p *preparer) ensurePort(ctx context.Context, m managedVF, rep string, vlan
 			}
 			return nil
 		}
-		if port != nil && port.Tag == vlan {
+		if port != nil && port.Tag == want.Tag && port.VLANMode == want.VLANMode &&
+			slices.Equal(port.Trunks, sortedInts(want.Trunks)) && port.MTURequest == want.MTURequest {
 			return nil
 		}
-		// Missing, or vflag's with another tag: one transaction adds or
-		// retags it (a port that is not vflag's fails the step's check).
-		spec := ovs.BridgeSpec{Owner: tg.owner, Bridge: tg.bridge, Ports: []ovs.PortSpec{{Name: rep, Tag: vlan}}}
+		// Missing, or vflag's with other VLAN columns or mtu_request: one
+		// transaction adds or changes it (a port that is not vflag's fails
+		// the step's check).
+		spec := ovs.BridgeSpec{Owner: tg.owner, Bridge: tg.bridge, Ports: []ovs.PortSpec{want}}
 		return p.do(ctx, p.e.PortStep(tg.endpoint, spec))
 	}
 	return fmt.Errorf("representor %s is in no bridge of vflag's", rep)

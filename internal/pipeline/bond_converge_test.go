@@ -15,6 +15,7 @@ import (
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -364,6 +365,34 @@ func TestMTUConverge(t *testing.T) {
 				t.Errorf("%s: %s mtu %d, want %d", what, n, m[n], want)
 			}
 		}
+		// The OVS Interface rows of the bond and every representor carry
+		// mtu_request = mtu (none without an mtu in the config).
+		wantReq := want
+		if wantReq == 1500 {
+			wantReq = 0
+		}
+		c, err := ovs.Connect(context.Background(), d.ovs.Endpoint())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		st, err := c.Status(context.Background(), "br-lag")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range st.Ports {
+			if p.Name == "br-lag" {
+				continue
+			}
+			n++
+			if p.MTURequest != wantReq {
+				t.Errorf("%s: OVS interface %s mtu_request %d, want %d", what, p.Name, p.MTURequest, wantReq)
+			}
+		}
+		if n != 9 {
+			t.Errorf("%s: %d ports on br-lag, want 9", what, n)
+		}
 	}
 	b.up(example, false)
 	check("no mtu", 1500)
@@ -372,10 +401,10 @@ func TestMTUConverge(t *testing.T) {
 		mtu        int
 		want       []string // changed ids
 	}{
-		{"mtu 9000", withMTU(example, "9000"), 9000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
-		{"mtu 4000", withMTU(example, "4000"), 4000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+		{"mtu 9000", withMTU(example, "9000"), 9000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
+		{"mtu 4000", withMTU(example, "4000"), 4000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
 		{"re-formed bond keeps it", withMTU(activeBackup(example), "4000"), 4000, nil},
-		{"mtu removed: back to 1500", activeBackup(example), 1500, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1"}},
+		{"mtu removed: back to 1500", activeBackup(example), 1500, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
 	} {
 		plan := changed(b.up(tc.text, true))
 		got := changed(b.up(tc.text, false))
@@ -405,4 +434,157 @@ func mustPF(t *testing.T, b *convergeBed, name string) eswitch.PF {
 		t.Fatal(err)
 	}
 	return pf
+}
+
+// legacyVFs is a legacy group whose VF 0 is on the host's mlx5_core (a
+// netdev), VF 1 on vfio-pci (none) and VF 2 unbound; mtu is set by withMTU.
+const legacyVFs = `
+ovsdb: unix:/var/run/openvswitch/db.sock
+libvirt: qemu:///system
+groups:
+  - name: leg0
+    eswitch: legacy
+    pfs: [ens1f0np0]
+    numvfs: 4
+    vfs:
+      - {pf: 0, vf: 0, mac: "52:54:00:20:00:00", driver: mlx5_core}
+      - {pf: 0, vf: 1, mac: "52:54:00:20:00:01", driver: vfio-pci}
+sim:
+  nics:
+    - name: cx6lx
+      total_vfs: 8
+      pfs:
+        - {pci: "0000:61:00.0", netdev: ens1f0np0}
+        - {pci: "0000:61:00.1", netdev: ens1f1np1}
+`
+
+// TestLegacyVFNetdevMTU: in a legacy group the mtu goes on the PFs and on
+// the netdev of a VF bound to a host netdev driver (found through
+// virtfnN/net/), after the bind; a VF on vfio-pci or unbound has none and
+// is left alone. Plan and up change the same ids, a second up nothing, a
+// change only the link.mtu steps, and down restores every MTU.
+func TestLegacyVFNetdevMTU(t *testing.T) {
+	d := startDaemons(t)
+	text := func(mtu string) string {
+		return strings.Replace(legacyVFs, "    numvfs: 4", "    mtu: "+mtu+"\n    numvfs: 4", 1)
+	}
+	b := newConvergeBed(t, &d, legacyVFs)
+	baseline := b.world()
+	vfNetdev := func() string {
+		a, ok, err := b.h.PCI.VF(mustPF(t, b, "ens1f0np0").Dev, 0)
+		if err != nil || !ok {
+			t.Fatalf("VF 0: %v %v", ok, err)
+		}
+		nd, err := b.h.PCI.Netdevs(a)
+		if err != nil || len(nd) != 1 {
+			t.Fatalf("netdevs of VF 0 (%s): %v %v", a, nd, err)
+		}
+		return nd[0]
+	}
+	mtuOf := func(n string) int {
+		l, err := b.h.Kernel.Link(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.MTU
+	}
+	for _, tc := range []struct {
+		name, text string
+		mtu        int
+		want       []string
+	}{
+		{"no mtu", legacyVFs, 1500, nil},
+		{"mtu 9000", text("9000"), 9000, []string{"link.mtu/ens1f0np0", "link.mtu/vfs/ens1f0np0"}},
+		{"mtu 4000", text("4000"), 4000, []string{"link.mtu/ens1f0np0", "link.mtu/vfs/ens1f0np0"}},
+	} {
+		plan := changed(b.up(tc.text, true))
+		got := changed(b.up(tc.text, false))
+		if !slices.Equal(plan, got) {
+			t.Errorf("%s: plan %v, up %v", tc.name, plan, got)
+		}
+		if tc.want != nil && !slices.Equal(got, tc.want) {
+			t.Errorf("%s: up changed %v, want %v", tc.name, got, tc.want)
+		}
+		for _, n := range []string{"ens1f0np0", vfNetdev()} {
+			if m := mtuOf(n); m != tc.mtu {
+				t.Errorf("%s: %s mtu %d, want %d", tc.name, n, m, tc.mtu)
+			}
+		}
+		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+			t.Errorf("%s: a second up changed %v", tc.name, again)
+		}
+	}
+	b.down()
+	if w := b.world(); w != baseline {
+		t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))
+	}
+}
+
+// withOVS adds keys to the example group's ovs: section.
+func withOVS(text, keys string) string {
+	return strings.Replace(text, "      hw_offload: true\n", "      hw_offload: true\n"+keys, 1)
+}
+
+// TestOVSOtherConfig: tc-policy is set before hw-offload goes on (one
+// ovs.other-config step ahead of ovs.bridge); once offload is on, another
+// tc-policy is left alone (a restart of ovs-vswitchd would be needed) and
+// up stays converged; max-idle changes live; dropping them from the config
+// prunes them (the prior values back); down gives the baseline.
+func TestOVSOtherConfig(t *testing.T) {
+	d := startDaemons(t)
+	example := exampleConfig(t)
+	b := newConvergeBed(t, &d, example)
+	baseline := b.world()
+	oc := func(key string) string {
+		out, err := d.ovs.Vsctl("--if-exists", "get", "Open_vSwitch", ".", "other_config:"+key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Trim(strings.TrimSpace(out), `"`)
+	}
+	for _, tc := range []struct {
+		name, text        string
+		want              []string // changed ids
+		tcPolicy, maxIdle string   // after
+	}{
+		{"fresh: tc-policy before hw-offload", withOVS(example, "      tc_policy: skip_sw\n      max_idle: 2000\n"), nil, "skip_sw", "2000"},
+		{"tc-policy changed with offload on: left alone", withOVS(example, "      tc_policy: skip_hw\n      max_idle: 2000\n"), []string{}, "skip_sw", "2000"},
+		{"max-idle live", withOVS(example, "      tc_policy: skip_sw\n      max_idle: 5000\n"), []string{"ovs.other-config/max-idle"}, "skip_sw", "5000"},
+		{"both dropped: pruned", example, []string{"ovs.other-config/max-idle", "ovs.other-config/tc-policy"}, "", ""},
+	} {
+		plan := b.up(tc.text, true)
+		evs := b.up(tc.text, false)
+		got := changed(evs)
+		if !slices.Equal(changed(plan), got) {
+			t.Errorf("%s: plan %v, up %v", tc.name, changed(plan), got)
+		}
+		if tc.want != nil && !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: up changed %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.want == nil { // the fresh up: tc-policy's step strictly before the bridge's
+			tcAt, brAt := -1, -1
+			for i, ev := range evs {
+				switch {
+				case ev.ID == "ovs.other-config/tc-policy" && ev.Changed:
+					tcAt = i
+				case ev.ID == "ovs.bridge/br-lag" && ev.Changed:
+					brAt = i
+				}
+			}
+			if tcAt < 0 || brAt < 0 || tcAt > brAt {
+				t.Errorf("%s: tc-policy step at %d, bridge (hw-offload) at %d: want tc-policy first", tc.name, tcAt, brAt)
+			}
+		}
+		if g, m := oc("tc-policy"), oc("max-idle"); g != tc.tcPolicy || m != tc.maxIdle {
+			t.Errorf("%s: tc-policy %q max-idle %q, want %q %q", tc.name, g, m, tc.tcPolicy, tc.maxIdle)
+		}
+		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+			t.Errorf("%s: a second up changed %v", tc.name, again)
+		}
+	}
+	b.up(withOVS(example, "      tc_policy: skip_sw\n      max_idle: 2000\n"), false)
+	b.down()
+	if w := b.world(); w != baseline {
+		t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))
+	}
 }

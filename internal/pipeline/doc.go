@@ -8,7 +8,8 @@
 //	 0 preflight        before any write: PFs exist, are ports of one NIC, numvfs fits,
 //	                    bond name free, no VF held by a running domain, OVSDB/libvirt reachable
 //	 1 sriov.autoprobe  autoprobe off first, so the VFs made next get no host driver
-//	 1 devlink.param    flow_steering_mode: changeable in legacy mode only
+//	 1 devlink.param    flow_steering_mode: changeable in legacy mode only (default
+//	                    smfs for switchdev groups, only while the eswitch is legacy)
 //	 2 sriov.numvfs     both PFs in parallel (the slow part on real cards), wait for virtfnN
 //	 3 sriov.vfmac      through the PF; mlx5 refuses a VF VLAN in switchdev (tags go on OVS ports)
 //	 4 sriov.unbind     firmware fails the mode change and LAG activation while a VF is bound
@@ -32,9 +33,12 @@
 //	   link.mtu         the group's mtu on the bond (its slaves follow it); legacy: on the PFs
 //	 7 lag.wait         barrier: hardware LAG active (debugfs), up to lag_timeout
 //	 8 sriov.bind       host drivers strictly after LAG: QPs made before cannot use the other port
+//	   link.mtu         legacy: the group's mtu on the host netdevs of bound VFs
 //	 9 reps.up          representors by devlink port, then phys_port_name + switch id; set up
 //	   link.mtu         the group's mtu on the representors
-//	10 ovs.bridge       one OVSDB transaction: bridge, bond, representors, hw-offload
+//	10 ovs.other-config tc-policy (before hw-offload is on), max-idle
+//	   ovs.bridge       one OVSDB transaction: bridge, bond, representors (VLAN
+//	                    columns, mtu_request), hw-offload
 //	11 libvirt.attach   hostdev interfaces, one domain at a time
 //	12 verify           barrier: LAG, ofports, hw-offload, attachments
 //

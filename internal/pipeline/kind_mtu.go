@@ -133,6 +133,63 @@ func (run *groupRun) legacyMTU(context.Context) ([]batch, error) {
 	return one(mtuKind{}.step(run.e, strings.Join(pfs, "+"), g.MTU, pfs)), nil
 }
 
+// vfMTU: a legacy group's VFs bound to a host netdev driver get the
+// group's mtu on their netdev (found through sysfs, virtfnN/net/), after
+// the bind; one step per owning PF. A VF with no netdev (vfio-pci,
+// unbound) is left alone. In a plan, a VF not yet on its driver is
+// predicted.
+func (run *groupRun) vfMTU(context.Context) ([]batch, error) {
+	g := run.g
+	if g.MTU == 0 {
+		return nil, nil
+	}
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	names := map[int][]string{}
+	pending := map[int]bool{}
+	var order []int
+	for _, v := range g.VFs {
+		if v.Driver == "" || v.Driver == "vfio-pci" || v.PF < 0 || v.PF >= len(g.PFs) {
+			continue
+		}
+		if _, ok := names[v.PF]; !ok {
+			order = append(order, v.PF)
+			names[v.PF] = nil
+		}
+		a, ok := vfs[VFKey{v.PF, v.VF}]
+		if !ok {
+			pending[v.PF] = true
+			continue
+		}
+		if drv, err := run.e.pci.Driver(a); err != nil {
+			return nil, err
+		} else if drv != v.Driver {
+			pending[v.PF] = true
+			continue
+		}
+		nd, err := run.e.pci.Netdevs(a)
+		if err != nil {
+			return nil, err
+		}
+		names[v.PF] = append(names[v.PF], nd...)
+	}
+	var s []teardown.Step
+	for _, i := range order {
+		pf := g.PFs[i]
+		id := "vfs/" + pf.Netdev
+		switch {
+		case pending[i] && run.dry:
+			s = append(s, predicted(mtuKind{}.Name(), mtuKind{}.Name()+"/"+id,
+				fmt.Sprintf("mtu %d on the host netdevs of the VFs of %s (after the bind)", g.MTU, pf.Netdev)))
+		case len(names[i]) > 0:
+			s = append(s, mtuKind{}.step(run.e, id, g.MTU, names[i]))
+		}
+	}
+	return one(s...), nil
+}
+
 // repsMTU: each owning PF's representors, once they are mapped (repsUp).
 func (run *groupRun) repsMTU(context.Context) ([]batch, error) {
 	g := run.g

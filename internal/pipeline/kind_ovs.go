@@ -94,6 +94,9 @@ func ovsSummary(bridge string, ch ovs.Change) string {
 	if len(ch.Retag) > 0 {
 		parts = append(parts, "retag "+strings.Join(ch.Retag, " "))
 	}
+	if len(ch.SetMTU) > 0 {
+		parts = append(parts, "mtu_request "+abbreviate(ch.SetMTU, 4))
+	}
 	if ch.SetHWOffload {
 		parts = append(parts, "hw-offload "+OrDash(deref(ch.PriorHWOffload))+" -> true")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/teardown"
@@ -24,11 +25,21 @@ type paramRecord struct {
 func (paramKind) Name() string        { return "devlink.param" }
 func (paramKind) DependsOn() []string { return nil }
 
-func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string) teardown.Step {
+// step sets the param to value. With byDefault (the config leaves it
+// empty: vflag's default), the value applies only while the eswitch is
+// legacy at the time of the step, so that the default alone never makes up
+// cycle an eswitch already in switchdev; and a driver refusing it
+// (EOPNOTSUPP: no SW steering cap) is a warning, not an error.
+func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string, byDefault bool) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + d.String() + "/" + name,
 		Check: func(context.Context) (teardown.Change, error) {
 			cur, err := e.k.Param(d, name)
+			if err == nil && byDefault {
+				if m, merr := e.k.EswitchMode(d); merr != nil || m != eswitch.ModeLegacy {
+					return teardown.Change{Summary: fmt.Sprintf("%s: %s %s left alone (default %s applies only in legacy mode; eswitch %s)", d, name, cur, value, OrDash(m))}, nil
+				}
+			}
 			if errors.Is(err, eswitch.ErrNotSupported) {
 				return teardown.Change{Summary: fmt.Sprintf("%s: no devlink param %s, left alone", d, name)}, nil
 			}
@@ -38,7 +49,14 @@ func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string) teardown.
 			return teardown.Change{Needed: cur != value, Summary: fmt.Sprintf("%s: %s %s -> %s", d, name, cur, value),
 				Record: paramRecord{Devlink: d, Name: name, Prior: cur}}, nil
 		},
-		Apply: func(context.Context) error { return e.k.SetParam(d, name, value) },
+		Apply: func(context.Context) error {
+			err := e.k.SetParam(d, name, value)
+			if err != nil && byDefault && errors.Is(err, syscall.EOPNOTSUPP) {
+				e.log.Warn("the driver refuses the default flow_steering_mode; left as it is", "devlink", d.String(), "value", value, "err", err)
+				return nil
+			}
+			return err
+		},
 	}
 }
 

@@ -67,6 +67,7 @@ var Kinds = []Kind{
 	declare[vfPolicyRecord](vfRate),
 	declare[driversRecord](bindKind{}),
 	declare[linkUpRecord](repsUpKind{}),
+	declare[ovsConfigRecord](ovsConfigKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),

@@ -156,7 +156,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 	tests := []tc{
 		{name: autoprobeKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return autoprobeKind{}.step(se.Env, se.pfs[0]) }},
 		{name: paramKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
-			return paramKind{}.step(se.Env, se.pfs[0].Devlink, "flow_steering_mode", "smfs")
+			return paramKind{}.step(se.Env, se.pfs[0].Devlink, "flow_steering_mode", "smfs", false)
 		}},
 		{name: numVFsKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return numVFsKind{}.step(se.Env, se.pfs[1], 3) }},
 		{name: vfMACKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
@@ -238,6 +238,22 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			run, _ := reps(t, se)
 			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
 		}},
+		{name: ovsBridgeKind{}.Name() + " with mtu_request and trunks", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			se.apply(t, bondKind{}.step(se.Env, se.group()))
+			se.g.MTU = 9000
+			se.g.VFs = append(se.g.VFs, config.VFConfig{PF: 1, VF: 2, VLAN: 10, VLANMode: "native-untagged", Trunks: []int{30, 20}})
+			run, _ := reps(t, se)
+			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
+		}},
+		{name: ovsConfigKind{}.Name() + " tc-policy", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			return ovsConfigKind{}.step(se.Env, OVSKeyTCPolicy, "skip_sw")
+		}},
+		{name: ovsConfigKind{}.Name() + " max-idle over a prior value", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			d.ovs.MustVsctl("set", "Open_vSwitch", ".", "other_config:max-idle=10000")
+			t.Cleanup(func() { d.ovs.MustVsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle") })
+			return ovsConfigKind{}.step(se.Env, OVSKeyMaxIdle, "2000")
+		}},
 		{name: attachKind{}.Name(), real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
 			return attachKind{}.step(se.Env, "attach-test", libvirtx.Attachment{Domain: "vm1", PCI: string(se.vfAddr(t, 0, 2, 1)), MAC: "52:54:00:aa:bb:01", Owner: se.g.Name})
@@ -297,6 +313,66 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			}
 			if got := world(); got != before {
 				t.Fatalf("second undo changed the host:\n%s", testbed.DiffText(before, got))
+			}
+		})
+	}
+}
+
+// TestFlowSteeringDefault: left empty in the config, flow_steering_mode
+// becomes smfs only while the eswitch is legacy; an eswitch already in
+// switchdev is left as it is (the default never forces a mode cycle); an
+// explicit value is enforced as before.
+func TestFlowSteeringDefault(t *testing.T) {
+	tests := []struct {
+		name       string
+		switchdev  bool   // the eswitch is in switchdev before the step
+		prior      string // the param before ("" the simulator's default)
+		cfg        string // the config's flow_steering_mode
+		wantNeeded bool
+		wantAfter  string
+	}{
+		{name: "default, legacy: smfs", prior: "dmfs", wantNeeded: true, wantAfter: "smfs"},
+		{name: "default, legacy, already smfs", prior: "smfs", wantNeeded: false, wantAfter: "smfs"},
+		{name: "default, switchdev: left alone", switchdev: true, prior: "dmfs", wantNeeded: false, wantAfter: "dmfs"},
+		{name: "explicit dmfs, legacy", prior: "smfs", cfg: "dmfs", wantNeeded: true, wantAfter: "dmfs"},
+		{name: "explicit smfs, legacy", prior: "dmfs", cfg: "smfs", wantNeeded: true, wantAfter: "smfs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			se := newStepEnv(t, nil)
+			dl := se.pfs[0].Devlink
+			if err := se.host.SetParam(dl, "flow_steering_mode", tt.prior); err != nil {
+				t.Fatal(err)
+			}
+			if tt.switchdev {
+				if err := se.host.SetEswitchMode(dl, eswitch.ModeSwitchdev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			se.g.FlowSteeringMode = tt.cfg
+			run := &groupRun{e: se.Env, g: se.group()}
+			bs, err := run.params(context.Background())
+			if err != nil || len(bs) != 1 || len(bs[0]) == 0 {
+				t.Fatalf("params: %v %v", bs, err)
+			}
+			s := bs[0][0]
+			ch, err := s.Check(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.Needed != tt.wantNeeded {
+				t.Fatalf("%s: needed %v, want %v (%s)", s.ID, ch.Needed, tt.wantNeeded, ch.Summary)
+			}
+			if ch.Needed {
+				if err := s.Apply(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := se.host.Param(dl, "flow_steering_mode"); err != nil || got != tt.wantAfter {
+				t.Errorf("after: %q %v, want %q", got, err, tt.wantAfter)
+			}
+			if m, _ := se.host.EswitchMode(dl); (m == eswitch.ModeSwitchdev) != tt.switchdev {
+				t.Errorf("eswitch %s: the step changed the mode", m)
 			}
 		})
 	}

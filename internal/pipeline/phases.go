@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
@@ -66,8 +67,10 @@ var phases = []phase{
 	{"6", "MTU on the bond (its PFs follow it)", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).bondMTU},
 	{"7", "wait for hardware LAG", StageAll, switchdevGroups, nil, (*groupRun).waitLAG},
 	{"8", "host drivers, strictly after LAG", StageAll, allGroups, []string{bindKind{}.Name()}, (*groupRun).bind},
+	{"8", "MTU on the host's VF netdevs (legacy)", StageAll, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).vfMTU},
 	{"9", "representors up", StageAll, switchdevGroups, []string{repsUpKind{}.Name()}, (*groupRun).repsUp},
 	{"9", "MTU on the representors", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).repsMTU},
+	{"10", "OVS other_config tc-policy (before hw-offload), max-idle", StageAll, switchdevGroups, []string{ovsConfigKind{}.Name()}, (*groupRun).ovsConfig},
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
 	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},
 	{"12", "verify", StageAll, allGroups, nil, (*groupRun).verify},
@@ -160,16 +163,28 @@ func (run *groupRun) autoprobe(context.Context) ([]batch, error) {
 	return one(s...), nil
 }
 
+// params: flow_steering_mode as the config sets it; left empty, a
+// switchdev group defaults to smfs (SW steering, the one hardware offload
+// of OVS flows needs at scale) where the driver has the param and the
+// eswitch is still legacy (paramKind.step's byDefault).
 func (run *groupRun) params(context.Context) ([]batch, error) {
-	if run.g.FlowSteeringMode == "" {
-		return nil, nil
+	value, byDefault := run.g.FlowSteeringMode, false
+	if value == "" {
+		if !run.g.Switchdev() {
+			return nil, nil
+		}
+		value, byDefault = DefaultFlowSteeringMode, true
 	}
 	var s []teardown.Step
 	for _, d := range devlinks(run.g.PFs) {
-		s = append(s, paramKind{}.step(run.e, d, "flow_steering_mode", run.g.FlowSteeringMode))
+		s = append(s, paramKind{}.step(run.e, d, "flow_steering_mode", value, byDefault))
 	}
 	return one(s...), nil
 }
+
+// DefaultFlowSteeringMode is a switchdev group's flow_steering_mode when
+// the config leaves it empty.
+const DefaultFlowSteeringMode = "smfs"
 
 func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 	var s []teardown.Step
@@ -454,22 +469,31 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
-// the VLAN tag of its VF.
+// the VLAN columns of its VF; with the group's mtu, every interface's
+// mtu_request.
 func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	g := run.g
 	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
-	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name})
-	tags := map[VFKey]int{}
-	for _, v := range g.VFs {
-		tags[VFKey{v.PF, v.VF}] = v.VLAN
-	}
+	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
 	for _, pf := range g.Owners {
 		for vf := 0; vf < g.NumVFs; vf++ {
-			k := VFKey{pf, vf}
-			spec.Ports = append(spec.Ports, ovs.PortSpec{Name: run.reps[k], Tag: tags[k]})
+			spec.Ports = append(spec.Ports, RepPortSpec(g.Group, VFKey{pf, vf}, run.reps[VFKey{pf, vf}]))
 		}
 	}
 	return spec
+}
+
+// RepPortSpec is the OVS port of the representor rep of VF k: its VF's
+// tag, vlan_mode and trunks, and the group's mtu as mtu_request. The
+// bridge step and the qemu hook build it alike.
+func RepPortSpec(g *config.Group, k VFKey, rep string) ovs.PortSpec {
+	ps := ovs.PortSpec{Name: rep, MTURequest: g.MTU}
+	for _, v := range g.VFs {
+		if v.PF == k.PF && v.VF == k.VF {
+			ps.Tag, ps.VLANMode, ps.Trunks = v.VLAN, v.VLANMode, v.Trunks
+		}
+	}
+	return ps
 }
 
 // attach: one domain at a time (libvirt serialises them anyway).

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -42,24 +44,40 @@ type VFStatus struct {
 	RepMTU      int    `json:"representor_mtu,omitempty"`
 	OVSPort     string `json:"ovs_port,omitempty"`
 	OFPort      int    `json:"ofport,omitempty"`
-	Domain      string `json:"domain,omitempty"`
 	// Policy is the VF's legacy policy as the PF reports it (legacy
 	// groups, where the PF lists the VF).
 	Policy *eswitch.VFPolicy `json:"policy,omitempty"`
+	// The OVS port's VLAN columns and its interface's MTU: mtu as
+	// ovs-vswitchd reports it, mtu_request as vflag set it (0: unset).
+	VLANMode      string `json:"vlan_mode,omitempty"`
+	Tag           int    `json:"tag,omitempty"`
+	Trunks        []int  `json:"trunks,omitempty"`
+	OVSMTU        int    `json:"ovs_mtu,omitempty"`
+	OVSMTURequest int    `json:"ovs_mtu_request,omitempty"`
+	// Netdev is the VF's host netdev (a host netdev driver), with its MTU.
+	Netdev    string `json:"netdev,omitempty"`
+	NetdevMTU int    `json:"netdev_mtu,omitempty"`
+	Domain    string `json:"domain,omitempty"`
 }
 
 // GroupStatus is one LAG group.
 type GroupStatus struct {
-	Name      string             `json:"name"`
-	Eswitch   string             `json:"eswitch"` // the config's: switchdev or legacy
-	PFs       []PFStatus         `json:"pfs"`
-	Bond      *eswitch.BondInfo  `json:"bond,omitempty"`
-	SlavesUp  []string           `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
-	BondMTU   int                `json:"bond_mtu,omitempty"`
-	MTU       int                `json:"mtu,omitempty"` // the config's (0: MTUs left alone)
-	LAG       *eswitch.LAGStatus `json:"lag,omitempty"`
-	Bridge    string             `json:"bridge,omitempty"`
-	HWOffload string             `json:"hw_offload,omitempty"`
+	Name     string            `json:"name"`
+	Eswitch  string            `json:"eswitch"` // the config's: switchdev or legacy
+	PFs      []PFStatus        `json:"pfs"`
+	Bond     *eswitch.BondInfo `json:"bond,omitempty"`
+	SlavesUp []string          `json:"bond_slaves_up,omitempty"` // slaves whose operstate is up
+	BondMTU  int               `json:"bond_mtu,omitempty"`
+	// BondOVSMTU is the mtu OVS reports for the bond's interface.
+	BondOVSMTU int                `json:"bond_ovs_mtu,omitempty"`
+	MTU        int                `json:"mtu,omitempty"` // the config's (0: MTUs left alone)
+	LAG        *eswitch.LAGStatus `json:"lag,omitempty"`
+	Bridge     string             `json:"bridge,omitempty"`
+	HWOffload  string             `json:"hw_offload,omitempty"`
+	// TCPolicy and MaxIdle are Open_vSwitch other_config tc-policy and
+	// max-idle (ms; 0 unset), global settings shown with each bridge.
+	TCPolicy string `json:"tc_policy,omitempty"`
+	MaxIdle  int    `json:"max_idle,omitempty"`
 	// Datapath is the kernel datapath of a bridge of datapath_type system,
 	// where it can be read (not on the simulated host).
 	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
@@ -144,7 +162,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				}
 			}
 		}
-		ports := map[string]int{}
+		ports := map[string]ovs.PortStatus{}
 		if g.Switchdev() {
 			gs.Bridge = g.OVS.Bridge
 			if c, err := h.OVS(ctx); err != nil {
@@ -153,12 +171,15 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				problem("ovsdb: %v", err)
 			} else {
 				gs.HWOffload = bs.HWOffload
+				gs.TCPolicy = bs.TCPolicy
+				gs.MaxIdle, _ = strconv.Atoi(bs.MaxIdle)
 				if bs.HWOffload == "" {
 					gs.HWOffload = "unset"
 				}
 				for _, p := range bs.Ports {
-					ports[p.Name] = p.OFPort
+					ports[p.Name] = p
 				}
+				gs.BondOVSMTU = ports[g.Bond.Name].MTU
 			}
 			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
 				st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
@@ -216,9 +237,16 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				if vs.PCI != "" {
 					vs.Driver, _ = pci.Driver(sriov.Addr(vs.PCI))
 					vs.Domain = domains[vs.PCI]
+					if nd, err := pci.Netdevs(sriov.Addr(vs.PCI)); err == nil && len(nd) == 1 && vs.Driver != "" {
+						vs.Netdev = nd[0]
+						if l, err := k.Link(nd[0]); err == nil {
+							vs.NetdevMTU = l.MTU
+						}
+					}
 				}
-				if of, ok := ports[vs.Representor]; ok && vs.Representor != "" {
-					vs.OVSPort, vs.OFPort = vs.Representor, of
+				if p, ok := ports[vs.Representor]; ok && vs.Representor != "" {
+					vs.OVSPort, vs.OFPort = vs.Representor, p.OFPort
+					vs.VLANMode, vs.Tag, vs.Trunks, vs.OVSMTU, vs.OVSMTURequest = p.VLANMode, p.Tag, p.Trunks, p.MTU, p.MTURequest
 				}
 				gs.VFs = append(gs.VFs, vs)
 			}

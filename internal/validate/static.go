@@ -35,6 +35,11 @@ type Target struct {
 	// by netdev (RDMANetdevs), and a bond without one has no RDMA checks.
 	BondOnly    bool
 	RDMANetdevs []string
+	// MTU is the group's mtu (0: not configured, no mtu check); VFNetdevs
+	// are the host netdevs of its VFs on a host netdev driver (legacy
+	// groups), which carry it too.
+	MTU       int
+	VFNetdevs []string
 	// VFPolicies are the legacy VF settings the config sets (legacy groups).
 	VFPolicies []VFPolicyWant
 }
@@ -65,6 +70,7 @@ type Bridge struct {
 type BridgePort struct {
 	OFPort int
 	Error  string
+	MTU    int // Interface.mtu as ovs-vswitchd reports it (0: not reported)
 }
 
 // Attachment is one configured attachment as the caller found it.
@@ -103,6 +109,9 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		default:
 			add(pass(name, "%s in %s mode", pf.Devlink, m))
 		}
+	}
+	if t.MTU != 0 {
+		add(MTUCheck(k, f, t, facts))
 	}
 	if !t.Switchdev {
 		add(vfPolicyChecks(k, t)...)
@@ -211,6 +220,86 @@ func vfPolicyField(p eswitch.VFPolicy, field string) string {
 		return fmt.Sprintf("min_tx_rate %d max_tx_rate %d", p.MinTxRate, p.MaxTxRate)
 	}
 	return field + " ?"
+}
+
+// MTUCheck compares every interface that carries the group's mtu with it:
+// the PFs, the bond, the representors and their OVS Interface mtu column
+// (switchdev), the host VF netdevs (legacy); it names each one that
+// differs.
+//
+//	ip -o link show $if; ovs-vsctl get Interface $if mtu
+func MTUCheck(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) Check {
+	var differ []string
+	n := 0
+	link := func(name string) {
+		n++
+		l, err := k.Link(name)
+		switch {
+		case err != nil:
+			differ = append(differ, fmt.Sprintf("%s (%v)", name, err))
+		case l.MTU != t.MTU:
+			differ = append(differ, fmt.Sprintf("%s %d", name, l.MTU))
+		}
+	}
+	var ovsNames []string
+	for _, pf := range t.PFs {
+		link(pf.Netdev)
+	}
+	if t.Switchdev {
+		link(t.BondName)
+		ovsNames = append(ovsNames, t.BondName)
+		for _, i := range t.Owners {
+			if i >= len(t.PFs) {
+				continue
+			}
+			reps, err := eswitch.Representors(k, f, t.PFs[i])
+			if err != nil {
+				differ = append(differ, fmt.Sprintf("representors of %s (%v)", t.PFs[i].Netdev, err))
+				continue
+			}
+			for vf := 0; vf < t.NumVFs; vf++ {
+				rep, ok := reps[vf]
+				if !ok {
+					differ = append(differ, fmt.Sprintf("VF %d of %s (no representor)", vf, t.PFs[i].Netdev))
+					continue
+				}
+				link(rep)
+				ovsNames = append(ovsNames, rep)
+			}
+		}
+	}
+	for _, nd := range t.VFNetdevs {
+		link(nd)
+	}
+	switch br := facts.Bridge; {
+	case !t.Switchdev:
+	case facts.BridgeErr != nil:
+		differ = append(differ, fmt.Sprintf("OVS (%v)", facts.BridgeErr))
+	case br == nil || !br.Exists:
+		differ = append(differ, fmt.Sprintf("OVS bridge %s (missing)", t.Bridge))
+	default:
+		for _, name := range ovsNames {
+			n++
+			p, ok := br.Ports[name]
+			switch {
+			case !ok:
+				differ = append(differ, fmt.Sprintf("ovs:%s (no port)", name))
+			case p.MTU != t.MTU:
+				differ = append(differ, fmt.Sprintf("ovs:%s %s", name, orDash(mtuString(p.MTU))))
+			}
+		}
+	}
+	if len(differ) > 0 {
+		return failed("mtu", "want mtu %d; differ: %s", t.MTU, strings.Join(differ, ", "))
+	}
+	return pass("mtu", "mtu %d on %d interfaces", t.MTU, n)
+}
+
+func mtuString(m int) string {
+	if m == 0 {
+		return ""
+	}
+	return fmt.Sprint(m)
 }
 
 // BondStatic runs the static checks of a bare bond (vflag validate --bond):

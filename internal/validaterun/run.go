@@ -109,6 +109,10 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 		DatapathType: g.OVS.DatapathType,
 		RoCE:         validate.RoCEExpect{Required: g.Validate.RoCE},
 		VFPolicies:   pipeline.VFPolicyWants(g),
+		MTU:          g.MTU,
+	}
+	if g.MTU != 0 && !g.Switchdev() {
+		t.VFNetdevs = r.vfNetdevs(gh)
 	}
 	mode := r.o.RoCEMode
 	if mode == "" {
@@ -183,9 +187,30 @@ func (r *run) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge,
 	}
 	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
 	for _, p := range bs.Ports {
-		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error}
+		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error, MTU: p.MTU}
 	}
 	return b, nil
+}
+
+// vfNetdevs are the host netdevs of the group's VFs configured with a host
+// driver ("ls /sys/bus/pci/devices/$vf/net"); a VF without one (vfio-pci,
+// unbound, not created) has none.
+func (r *run) vfNetdevs(gh pipeline.Group) []string {
+	var out []string
+	for _, v := range gh.VFs {
+		if v.Driver == "" || v.Driver == "vfio-pci" {
+			continue
+		}
+		a, ok, err := r.pe.VFAddr(gh, pipeline.VFKey{PF: v.PF, VF: v.VF})
+		if err != nil || !ok {
+			continue
+		}
+		nd, err := r.h.PCI.Netdevs(a)
+		if err == nil {
+			out = append(out, nd...)
+		}
+	}
+	return out
 }
 
 func (r *run) attachmentFacts(gh pipeline.Group) []validate.Attachment {

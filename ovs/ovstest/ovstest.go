@@ -393,8 +393,8 @@ func (s *Server) dump() (string, error) {
 	out, err := s.Vsctl("--format=json", "--data=json",
 		"--columns=other_config", "list", "Open_vSwitch",
 		"--", "--columns=_uuid,name,datapath_type,ports,external_ids", "list", "Bridge",
-		"--", "--columns=_uuid,name,tag,interfaces,external_ids", "list", "Port",
-		"--", "--columns=_uuid,name,type", "list", "Interface")
+		"--", "--columns=_uuid,name,tag,vlan_mode,trunks,interfaces,external_ids", "list", "Port",
+		"--", "--columns=_uuid,name,type,mtu_request", "list", "Interface")
 	if err != nil {
 		return "", err
 	}
@@ -449,7 +449,22 @@ func (s *Server) dump() (string, error) {
 			if t := setOf(p["tag"]); len(t) == 1 {
 				tag = fmt.Sprint(t[0])
 			}
-			fmt.Fprintf(&b, "  port %q tag=%s owner=%q\n", str(p["name"]), tag, owner(p))
+			// vlan_mode and trunks only where set (most ports have neither).
+			extra := ""
+			if m := setOf(p["vlan_mode"]); len(m) == 1 {
+				extra += " vlan_mode=" + str(m[0])
+			}
+			if t := setOf(p["trunks"]); len(t) > 0 {
+				var ns []int
+				for _, v := range t {
+					if f, ok := v.(float64); ok {
+						ns = append(ns, int(f))
+					}
+				}
+				sort.Ints(ns)
+				extra += fmt.Sprintf(" trunks=%v", ns)
+			}
+			fmt.Fprintf(&b, "  port %q tag=%s owner=%q%s\n", str(p["name"]), tag, owner(p), extra)
 			var is []row
 			for _, u := range setOf(p["interfaces"]) {
 				if i, ok := ifaces[uuidOf(u)]; ok {
@@ -458,7 +473,11 @@ func (s *Server) dump() (string, error) {
 			}
 			sort.Slice(is, func(i, j int) bool { return str(is[i]["name"]) < str(is[j]["name"]) })
 			for _, i := range is {
-				fmt.Fprintf(&b, "    interface %q type=%q\n", str(i["name"]), str(i["type"]))
+				mtu := ""
+				if m := setOf(i["mtu_request"]); len(m) == 1 {
+					mtu = " mtu_request=" + str(m[0])
+				}
+				fmt.Fprintf(&b, "    interface %q type=%q%s\n", str(i["name"]), str(i["type"]), mtu)
 			}
 		}
 	}

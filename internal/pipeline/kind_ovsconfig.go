@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/teardown"
+)
+
+// ovsConfigKind sets one global Open_vSwitch other_config key that a
+// group's ovs: section gives (tc-policy, max-idle), before the group's
+// bridge step: tc-policy is read by ovs-vswitchd only when hw-offload is
+// first enabled, so it is set only while hw-offload is not "true" yet;
+// otherwise, as for hw-offload off (kind_hwoffload.go, ovs.Change's
+// RestartRequired), a warning says that a restart of ovs-vswitchd is
+// required and the key is left alone: vflag never restarts OVS. max-idle
+// applies live. One step per key (the first group giving it: config
+// validation makes every group agree); its record keeps the prior value,
+// which the undo restores.
+//
+//	ovs-vsctl set Open_vSwitch . other_config:$key=$value
+type ovsConfigKind struct{}
+
+type ovsConfigRecord struct {
+	Endpoint string  `json:"endpoint"`
+	Key      string  `json:"key"`
+	Value    string  `json:"value"`
+	Prior    *string `json:"prior"` // nil: the key was absent
+}
+
+func (ovsConfigKind) Name() string        { return "ovs.other-config" }
+func (ovsConfigKind) DependsOn() []string { return nil }
+
+// The other_config keys vflag sets from a group's ovs: section.
+const (
+	OVSKeyTCPolicy = "tc-policy"
+	OVSKeyMaxIdle  = "max-idle"
+)
+
+func (k ovsConfigKind) id(key string) string { return k.Name() + "/" + key }
+
+func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(key),
+		Check: func(ctx context.Context) (teardown.Change, error) {
+			c, err := e.h.OVS(ctx)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			oc, err := c.OtherConfig(ctx)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			cur, ok := oc[key]
+			if ok && cur == value {
+				return teardown.Change{Summary: fmt.Sprintf("other_config:%s=%s", key, value)}, nil
+			}
+			if key == OVSKeyTCPolicy && oc[ovs.HWOffloadKey] == "true" {
+				e.log.Warn("tc-policy differs but hw-offload is already on: changing it needs a restart of ovs-vswitchd; vflag never restarts OVS",
+					"tc-policy", OrDash(cur), "want", value)
+				return teardown.Change{Summary: fmt.Sprintf("other_config:%s %s left alone: hw-offload is on, %s needs a restart of ovs-vswitchd", key, OrDash(cur), value)}, nil
+			}
+			r := ovsConfigRecord{Endpoint: e.h.OVSDB, Key: key, Value: value}
+			if ok {
+				r.Prior = &cur
+			}
+			return teardown.Change{Needed: true, Record: r,
+				Summary: fmt.Sprintf("other_config:%s %s -> %s", key, OrDash(cur), value)}, nil
+		},
+		Apply: func(ctx context.Context) error {
+			c, err := e.h.OVS(ctx)
+			if err != nil {
+				return err
+			}
+			return c.SetOtherConfig(ctx, key, &value, nil)
+		},
+	}
+}
+
+func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) error {
+	c, err := ovs.Connect(ctx, r.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// Unconditional: the journal keeps the record of the first change, and a
+	// later up may have set another value (max-idle changed live) since.
+	if err := c.SetOtherConfig(ctx, r.Key, r.Prior, nil); err != nil {
+		return err
+	}
+	teardown.SayUndone(ctx, "other_config:%s -> %s", r.Key, OrDash(deref(r.Prior)))
+	return nil
+}
+
+// ovsConfig: the global other_config keys of the group's ovs: section,
+// unless an earlier group of the config gives them (the same value).
+func (run *groupRun) ovsConfig(context.Context) ([]batch, error) {
+	g := run.g
+	var s []teardown.Step
+	first := func(has func(o *config.OVSConfig) bool) bool {
+		if run.e.cfg == nil {
+			return true
+		}
+		for i := range run.e.cfg.Groups {
+			og := &run.e.cfg.Groups[i]
+			if og.Switchdev() && has(&og.OVS) {
+				return og.Name == g.Name
+			}
+		}
+		return true
+	}
+	if g.OVS.TCPolicy != "" && first(func(o *config.OVSConfig) bool { return o.TCPolicy != "" }) {
+		s = append(s, ovsConfigKind{}.step(run.e, OVSKeyTCPolicy, g.OVS.TCPolicy))
+	}
+	if g.OVS.MaxIdle != 0 && first(func(o *config.OVSConfig) bool { return o.MaxIdle != 0 }) {
+		s = append(s, ovsConfigKind{}.step(run.e, OVSKeyMaxIdle, strconv.Itoa(g.OVS.MaxIdle)))
+	}
+	return one(s...), nil
+}
