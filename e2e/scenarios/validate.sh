@@ -152,8 +152,9 @@ interrupted() {
 	wait_for 20 sh -c "ip -o link show $victim | grep -qv '[<,]UP[,>]'" || {
 		kill -INT $pid 2>/dev/null
 		wait $pid
+		rc=$?
 		cat "$OUT/interrupted.txt"
-		echo "$victim never went down (vflag exited $? before it set it down: its output above)"
+		echo "$victim never went down (vflag exited $rc before it set it down: its output above)"
 		return 1
 	}
 	echo "$victim is down; Ctrl-C"
