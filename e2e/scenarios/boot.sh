@@ -14,7 +14,7 @@
 # INIT: systemd
 # BOOTS: 3
 # DEB: yes
-# TIMEOUT: 900
+# TIMEOUT: 1200
 # EXPECT: boot_deb boot_install boot_install_nm_rules
 # EXPECT: boot_units_ok boot_pre_waited_for_pfs boot_eswitch boot_bond_slaves boot_bridge_ports boot_ofports boot_hw_offload
 # EXPECT: boot_rep_names boot_pf_names boot_validate boot_up_no_change boot_status_clean

@@ -17,7 +17,7 @@
 # INIT: systemd
 # BOOTS: 2
 # DEB: yes
-# TIMEOUT: 600
+# TIMEOUT: 900
 # EXPECT: bi_deb bi_install bi_first_up bi_define
 # EXPECT: bi_units_ok bi_vm_running bi_vm_vf bi_vm_mac bi_vm_deferred bi_vm_after_ready bi_refused
 . "$(dirname "$0")/lib.sh"
