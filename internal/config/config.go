@@ -48,12 +48,12 @@ type Group struct {
 	FlowSteeringMode string   `mapstructure:"flow_steering_mode"` // "", "smfs", "dmfs"
 	// MTU goes on the bond (its PFs follow it), every representor, or a
 	// legacy group's PFs (0: leave the MTUs alone). VF netdevs: not yet.
-	MTU         int          `mapstructure:"mtu"`
-	Bond        Bond         `mapstructure:"bond"`
-	VFs         []VFConfig   `mapstructure:"vfs"`
+	MTU  int        `mapstructure:"mtu"`
+	Bond Bond       `mapstructure:"bond"`
+	VFs  []VFConfig `mapstructure:"vfs"`
 	// RateGroups are devlink rate nodes (switchdev only): the VFs whose
 	// rate_group names one share its tx_max (a tenant's VFs).
-	RateGroups []RateGroup `mapstructure:"rate_groups"`
+	RateGroups  []RateGroup  `mapstructure:"rate_groups"`
 	OVS         OVSConfig    `mapstructure:"ovs"`
 	Attachments []Attachment `mapstructure:"attachments"`
 	// Validate holds the settings of `vflag validate` (validate.go).

@@ -62,6 +62,8 @@ var Kinds = []Kind{
 	declare[mtuRecord](mtuKind{}),
 	declare[driversRecord](bindKind{}),
 	declare[linkUpRecord](repsUpKind{}),
+	declare[rateNodeRecord](rateNodeKind{}),
+	declare[rateLeafRecord](rateLeafKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),

@@ -67,6 +67,12 @@ func (st *state) dump(now int64) string {
 				w("    vf %d %s driver=%s override=%s mac=%s vlan=%d netdev=%s rep=%s\n",
 					vf.Index, vf.PCI, orDash(vf.Driver), ov, vf.MAC, vf.Vlan,
 					orDash(st.visibleName(vf.Netdev, now)), orDash(st.visibleName(vf.Rep, now)))
+				if vf.Rep != "" && vf.Leaf != (rateLeaf{}) {
+					w("      rate leaf tx_share=%d tx_max=%d parent=%s\n", vf.Leaf.TxShare, vf.Leaf.TxMax, orDash(vf.Leaf.Parent))
+				}
+			}
+			for _, n := range pf.RateNodes {
+				w("    rate node %s tx_share=%d tx_max=%d\n", n.Name, n.TxShare, n.TxMax)
 			}
 		}
 		if len(nic.PFs) == 2 {
