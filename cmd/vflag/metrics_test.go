@@ -12,6 +12,7 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/status"
+	"github.com/vflag/vflag/internal/validate"
 )
 
 // legacyConfig is a legacy-mode group on the example's simulated NIC: VFs
@@ -366,5 +367,35 @@ func TestStatusRates(t *testing.T) {
 	})
 	if text := b.mustVflag(0, "status"); !strings.Contains(text, "problem: rate group tenant1: no devlink rate node on pci/0000:61:00.1") {
 		t.Errorf("status does not report the missing node:\n%s", text)
+	}
+}
+
+// TestValidateRates: vflag validate checks each rate group's node and each
+// VF's leaf against the config; a leaf changed behind vflag's back fails
+// its check, naming what it has and what the config wants.
+func TestValidateRates(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, rateConfig)
+	b.initSim()
+	b.upJSON(2)
+	defer b.mustVflag(0, "down")
+	rep := b.validateJSON(0, "--allow-skip")
+	pass := checksBy(rep, validate.Pass)
+	for _, n := range []string{"rate/pci/0000:61:00.0/tenant1", "rate/pci/0000:61:00.1/tenant1", "rate/ens1f0np0/vf0", "rate/ens1f1np1/vf0"} {
+		if _, ok := pass[n]; !ok {
+			t.Errorf("no passing check %s (failed: %v)", n, names(checksBy(rep, validate.Fail)))
+		}
+	}
+	if c := pass["rate/ens1f0np0/vf0"]; !strings.Contains(c.Detail, "tx_max 100Mbit tx_share 10Mbit parent tenant1") {
+		t.Errorf("rate/ens1f0np0/vf0: %q", c.Detail)
+	}
+	b.withSim(func(h *sim.Host) error {
+		return h.SetRateLeaf(eswitch.Devlink{Bus: "pci", Device: "0000:61:00.0"}, 1, 0, 5*eswitch.BytesPerMbit)
+	})
+	rep = b.validateJSON(1, "--allow-skip")
+	failed := checksBy(rep, validate.Fail)
+	c, ok := failed["rate/ens1f0np0/vf0"]
+	if !ok || !strings.Contains(c.Detail, "has tx_max 5Mbit tx_share - parent tenant1, want tx_max 100Mbit tx_share 10Mbit parent tenant1") {
+		t.Errorf("changed leaf: failed %v, detail %q", names(failed), c.Detail)
 	}
 }

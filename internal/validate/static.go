@@ -35,6 +35,10 @@ type Target struct {
 	// by netdev (RDMANetdevs), and a bond without one has no RDMA checks.
 	BondOnly    bool
 	RDMANetdevs []string
+	// RateNodes and RateLeaves are the configured devlink-rate objects
+	// (switchdev groups).
+	RateNodes  []RateNode
+	RateLeaves []RateLeaf
 }
 
 // RoCEExpect is what the RDMA checks expect.
@@ -118,6 +122,7 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	}
 
 	add(ovsChecks(k, f, t, facts)...)
+	add(rateChecks(k, t)...)
 	for _, a := range facts.Attachments {
 		name := fmt.Sprintf("libvirt/%s/pf%dvf%d", a.Domain, a.PF, a.VF)
 		switch {
