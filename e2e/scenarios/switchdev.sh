@@ -250,7 +250,7 @@ VFS="      - {pf: 0, vf: 1, tx_max: 200, rate_group: tenant1}"
 write_config 802.3ad "      lacp_rate: fast
       xmit_hash_policy: layer3+4"
 rate_up() { # up; prints the ids it changed
-	V up -o json >"$OUT/rate-up.json" || { jq -c '.error' "$OUT/rate-up.json"; return 1; }
+	V up -o json >"$OUT/rate-up.json" 2>>"$OUT/rate-up.err" || { jq -c '.error' "$OUT/rate-up.json"; return 1; }
 	changed_ids "$OUT/rate-up.json" | tr '\n' ' '
 }
 expect r_up "devlink.rate-leaf/$PF1/0 devlink.rate-leaf/$PF1/1 devlink.rate-node/$DL/tenant1" rate_up
