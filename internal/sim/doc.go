@@ -80,7 +80,8 @@
 //     second parent EBUSY, deleting a node with children EBUSY, any eswitch
 //     mode change while a node exists EBUSY "Rate node(s) exists.", rates
 //     in whole Mbit/s (else EINVAL), tx_share > tx_max accepted (net/core/devlink.c
-//     and mlx5 esw/qos.c of 6.1; checked on netdevsim in e2e switchdev.sh).
+//     and mlx5 esw/qos.c of 6.1; the EBUSY rules checked on netdevsim in e2e
+//     switchdev.sh).
 //   - §4 Bonding. Modes, miimon, lacp_rate (EACCES outside 802.3ad),
 //     xmit_hash_policy; bonds are born down; enslaving an up port: EPERM
 //     "Device can not be enslaved while up"; the bond takes its first slave's

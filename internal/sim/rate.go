@@ -21,8 +21,10 @@ import (
 //     Mbit/s: a rate that is not a multiple of 125000 is EINVAL "Provided
 //     rate is not in link speed units of 1Mbps". Neither the devlink core
 //     nor mlx5 compares tx_share with tx_max: tx_share > tx_max is accepted
-//     (checked on netdevsim; only the devlink tool refuses the two given in
-//     one command, a userspace check; vflag's config refuses it);
+//     (from the source: the core sets each on its own, netdevsim's and
+//     mlx5's setters compare nothing; not tried on the real kernel, as the
+//     devlink tool refuses it itself, reading the other value; vflag's
+//     config refuses it);
 //   - a node is created in switchdev only (mlx5: EOPNOTSUPP "Rate node
 //     creation supported only in switchdev mode"); a second node of the same
 //     name is EEXIST; an unknown node, leaf or parent is ENODEV (the core
@@ -36,8 +38,10 @@ import (
 //     node(s) exists." (checkModeChange).
 //
 // netdevsim (the e2e bed) implements the same leaf and node objects in 6.1
-// with the same core rules; its units check caps rates at its 5000 Mbit/s
-// link (EINVAL above), which mlx5 does not.
+// with the same core rules (e2e switchdev.sh: a second parent and deleting
+// a node with a child are EBUSY there); its units check caps rates at its
+// 5000 Mbit/s link (EINVAL "TX rate value exceed link maximum speed
+// 5000Mbps", seen there), which mlx5 does not.
 
 type rateLeaf struct {
 	TxShare uint64 `json:"tx_share,omitempty"`
