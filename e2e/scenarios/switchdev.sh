@@ -12,7 +12,7 @@
 # with a child are EBUSY).
 #
 # MACHINE: default
-# TIMEOUT: 420
+# TIMEOUT: 540
 # EXPECT: a_plan a_up a_plan_eq_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
 # EXPECT: a_ovs_ports a_ovs_hw_offload a_ovs_tag a_ovs_ofports a_status_json a_lag_unverified
 # EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_lacp_no_partner a_status_datapath a_status_prometheus a_down a_down_again
