@@ -121,6 +121,27 @@ type Kernel interface {
 	// SetParam sets it ("devlink dev param set $dev name $name value $v cmode runtime").
 	SetParam(d Devlink, name, value string) error
 
+	// Rates lists every devlink rate object, leaves and nodes
+	// ("devlink port function rate show"); rates in bytes per second.
+	Rates() ([]Rate, error)
+	// SetRateLeaf sets a VF port's leaf tx_share and tx_max, 0 = none
+	// ("devlink port function rate set pci/0000:61:00.0/1 tx_share 125000 tx_max 12500000").
+	SetRateLeaf(d Devlink, port uint32, txShare, txMax uint64) error
+	// SetRateLeafParent puts a leaf under a node, or under none for ""
+	// ("devlink port function rate set pci/0000:61:00.0/1 parent tenant1" / "... noparent").
+	// The kernel refuses a parent change while the leaf has one (EBUSY):
+	// leave the old node first.
+	SetRateLeafParent(d Devlink, port uint32, parent string) error
+	// AddRateNode creates a rate node
+	// ("devlink port function rate add pci/0000:61:00.0/tenant1 tx_share 0 tx_max 125000000").
+	AddRateNode(d Devlink, name string, txShare, txMax uint64) error
+	// SetRateNode sets a node's tx_share and tx_max
+	// ("devlink port function rate set pci/0000:61:00.0/tenant1 tx_max 125000000").
+	SetRateNode(d Devlink, name string, txShare, txMax uint64) error
+	// DelRateNode deletes a rate node; EBUSY while it has children
+	// ("devlink port function rate del pci/0000:61:00.0/tenant1").
+	DelRateNode(d Devlink, name string) error
+
 	// Link reads one interface ("ip -d link show $name"); ErrLinkNotFound if absent.
 	Link(name string) (Link, error)
 	// Links lists every interface ("ip -d link show").

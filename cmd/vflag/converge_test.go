@@ -32,6 +32,9 @@ type variant struct {
 	// pf 0 vf 0's OVS port: vlan_mode and trunks ("": not in the config)
 	vf0Mode, vf0Trunks string
 	maxIdle            int // lag0's ovs.max_idle (0: not in the config)
+	// rates: 0 none; 1 a rate group with per-VF tx_max/tx_share; 2 the
+	// same with the group's and one VF's tx_max changed.
+	rates int
 }
 
 func baseVariant() variant {
@@ -67,6 +70,8 @@ func variants() []variant {
 		v("max-idle-mtu", func(x *variant) { x.maxIdle, x.mtu = 15000, 9000 }),
 		v("mtu-trunks", func(x *variant) { x.mtu, x.vf0Mode, x.vf0Trunks = 4000, "native-untagged", "[20]" }),
 		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
+		v("rates", func(x *variant) { x.rates = 1 }),
+		v("rates-changed", func(x *variant) { x.rates = 2 }),
 	}
 }
 
@@ -93,6 +98,16 @@ func (x variant) config(d daemons) string {
 			fmt.Fprintf(&b, "      %s: %v\n", o.key, o.v)
 		}
 	}
+	var r00, r01, r10 string
+	if x.rates > 0 {
+		group, vf := 1000, 100
+		if x.rates == 2 {
+			group, vf = 1500, 150
+		}
+		fmt.Fprintf(&b, "    rate_groups:\n      - {name: tenant1, tx_max: %d}\n", group)
+		r00 = fmt.Sprintf(", tx_max: %d, tx_share: 10, rate_group: tenant1", vf)
+		r01, r10 = ", tx_max: 200, rate_group: tenant1", ", tx_max: 300"
+	}
 	b.WriteString("    vfs:\n")
 	vf0 := ""
 	if x.vf0Mode != "" {
@@ -101,9 +116,9 @@ func (x variant) config(d daemons) string {
 	if x.vf0Trunks != "" {
 		vf0 += ", trunks: " + x.vf0Trunks
 	}
-	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d%s}\n", x.vlan0, vf0)
-	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q, vlan: 100}\n", x.mac01)
-	b.WriteString("      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\", vlan: 200}\n")
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d%s%s}\n", x.vlan0, vf0, r00)
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q, vlan: 100%s}\n", x.mac01, r01)
+	fmt.Fprintf(&b, "      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\", vlan: 200%s}\n", r10)
 	if x.driver11 {
 		b.WriteString("      - {pf: 1, vf: 1, mac: \"52:54:00:10:01:01\", driver: mlx5_core}\n")
 	} else {
@@ -369,6 +384,14 @@ func TestConvergeMinimalWrites(t *testing.T) {
 		{"attach-moved", func(ids []string) error {
 			if strings.Join(ids, " ") != "libvirt.attach/vm1/ens1f1np1/vf0 libvirt.attach/vm2/ens1f1np1/vf0" {
 				return fmt.Errorf("want the detach from vm1 and the attach to vm2 only")
+			}
+			return nil
+		}},
+		{"rates", func(ids []string) error { // devlink-rate only: nodes on both PFs, three leaves
+			want := "devlink.rate-leaf/ens1f0np0/0 devlink.rate-leaf/ens1f0np0/1 devlink.rate-leaf/ens1f1np1/0 " +
+				"devlink.rate-node/pci/0000:61:00.0/tenant1 devlink.rate-node/pci/0000:61:00.1/tenant1"
+			if strings.Join(ids, " ") != want {
+				return fmt.Errorf("want only %s", want)
 			}
 			return nil
 		}},

@@ -71,6 +71,11 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		bridgePort = fam("vflag_ovs_bridge_ports", "VF representors that are ports of the group's bridge with an OpenFlow port number; switchdev groups only.")
 		vfs        = fam("vflag_vfs", "VFs of the group's PFs.")
 		attached   = fam("vflag_vfs_attached", "VFs of the group that a domain of the config's attachments has in its persistent XML.")
+		vfTxMax    = fam("vflag_vf_tx_max_mbps", "The VF port's devlink rate leaf tx_max in Mbit/s (0: no limit); switchdev VFs with a leaf only.")
+		vfTxShare  = fam("vflag_vf_tx_share_mbps", "The VF port's devlink rate leaf tx_share in Mbit/s (0: no guarantee); switchdev VFs with a leaf only.")
+		rgTxMax    = fam("vflag_rate_group_tx_max_mbps", "A rate group's devlink rate node tx_max in Mbit/s (0: no limit), per owning PF's devlink instance; absent nodes are left out.")
+		rgTxShare  = fam("vflag_rate_group_tx_share_mbps", "A rate group's devlink rate node tx_share in Mbit/s (0: no guarantee); absent nodes are left out.")
+		rgLeaves   = fam("vflag_rate_group_vfs", "VF rate leaves under a rate group's node.")
 		vfInfo     = fam("vflag_vf_info", "One VF: PF, index, PCI address, host driver, MAC set through the PF, representor, OVS port and domain (\"\" when none; value always 1).")
 		vfMaxRate  = fam("vflag_vf_max_tx_rate_mbps", "The VF's transmit rate limit set through the PF (max_tx_rate, Mbit/s; 0: no limit); legacy groups only.")
 		vfMinRate  = fam("vflag_vf_min_tx_rate_mbps", "The VF's guaranteed transmit rate set through the PF (min_tx_rate, Mbit/s; 0: none); legacy groups only.")
@@ -139,6 +144,10 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 			if v.Domain != "" {
 				nAttached++
 			}
+			if r := v.Rate; r != nil {
+				vfTxMax.add(float64(r.TxMax), "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index), "rate_group", r.Parent)
+				vfTxShare.add(float64(r.TxShare), "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index), "rate_group", r.Parent)
+			}
 			vfInfo.add(1, "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index), "pci", v.PCI, "driver", v.Driver,
 				"mac", v.MAC, "representor", v.Representor, "ovs_port", v.OVSPort, "domain", v.Domain)
 			if p := v.Policy; p != nil {
@@ -146,10 +155,17 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 				vfMinRate.add(float64(p.MinTxRate), "group", g.Name, "pf", v.PF, "vf", strconv.Itoa(v.Index))
 			}
 		}
+		for _, r := range g.RateGroups {
+			if r.Present {
+				rgTxMax.add(float64(r.TxMax), "group", g.Name, "rate_group", r.Name, "devlink", r.Devlink)
+				rgTxShare.add(float64(r.TxShare), "group", g.Name, "rate_group", r.Name, "devlink", r.Devlink)
+				rgLeaves.add(float64(r.Leaves), "group", g.Name, "rate_group", r.Name, "devlink", r.Devlink)
+			}
+		}
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, maxIdle, dpMissed, dpLost, bridgePort, ovsMTUFam, vfs, attached, vfInfo, vfMaxRate, vfMinRate}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, maxIdle, dpMissed, dpLost, bridgePort, ovsMTUFam, vfs, attached, vfInfo, vfMaxRate, vfMinRate, vfTxMax, vfTxShare, rgTxMax, rgTxShare, rgLeaves}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

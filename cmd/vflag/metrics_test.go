@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/status"
+	"github.com/vflag/vflag/internal/validate"
 )
 
 // legacyConfig is a legacy-mode group on the example's simulated NIC: VFs
@@ -299,5 +301,103 @@ func TestStatusPrometheusDatapath(t *testing.T) {
 	writeStatusText(&text, hs)
 	if want := "  ovs datapath ovs-system hit 0 missed 13 lost 13 flows 0 upcall dispatch per-cpu\n"; !strings.Contains(text.String(), want) {
 		t.Errorf("status text lacks %q:\n%s", want, text.String())
+	}
+}
+
+// rateConfig is the example with a rate group and per-VF limits.
+var rateConfig = strings.NewReplacer(
+	`      - {pf: 0, vf: 0, mac: "52:54:00:10:00:00", vlan: 100}`, `      - {pf: 0, vf: 0, mac: "52:54:00:10:00:00", vlan: 100, tx_max: 100, tx_share: 10, rate_group: tenant1}`,
+	`      - {pf: 1, vf: 0, mac: "52:54:00:10:01:00", vlan: 200}`, `      - {pf: 1, vf: 0, mac: "52:54:00:10:01:00", vlan: 200, tx_max: 300}`,
+	"    ovs:\n", "    rate_groups:\n      - {name: tenant1, tx_max: 1000, tx_share: 50}\n    ovs:\n",
+).Replace(exampleConfig)
+
+// TestStatusRates: after up with rates, status shows the leaves and nodes
+// in text, JSON and Prometheus; a node deleted behind vflag's back is a
+// problem.
+func TestStatusRates(t *testing.T) {
+	if rateConfig == exampleConfig {
+		t.Fatal("rateConfig edits nothing: the example changed")
+	}
+	d := startDaemons(t)
+	b := newBed(t, d, rateConfig)
+	b.initSim()
+	b.upJSON(2)
+	defer b.mustVflag(0, "down")
+	text := b.mustVflag(0, "status")
+	for _, w := range []string{
+		"domain vm1 rate tx_max 100Mbit tx_share 10Mbit group tenant1\n",
+		"rate tx_max 300Mbit tx_share - group -\n",
+		"  rate group tenant1 on pci/0000:61:00.0 tx_max 1000Mbit tx_share 50Mbit leaves 1\n",
+		"  rate group tenant1 on pci/0000:61:00.1 tx_max 1000Mbit tx_share 50Mbit leaves 0\n",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("status text lacks %q:\n%s", w, text)
+		}
+	}
+	hs := b.statusJSON()
+	g := hs.Groups[0]
+	var got []string
+	for _, v := range g.VFs {
+		if r := v.Rate; r != nil && r.TxMax != 0 {
+			got = append(got, fmt.Sprintf("%s/%d port %d max %d share %d group %s", v.PF, v.Index, r.Port, r.TxMax, r.TxShare, r.Parent))
+		}
+	}
+	if w := "ens1f0np0/0 port 1 max 100 share 10 group tenant1,ens1f1np1/0 port 65537 max 300 share 0 group "; strings.Join(got, ",") != w {
+		t.Errorf("status json leaves %q, want %q", strings.Join(got, ","), w)
+	}
+	if len(g.RateGroups) != 2 || !g.RateGroups[0].Present || g.RateGroups[0].TxMax != 1000 || g.RateGroups[0].Leaves != 1 {
+		t.Errorf("status json rate groups %+v", g.RateGroups)
+	}
+	out := b.mustVflag(0, "status", "-o", "prometheus")
+	checkExposition(t, out)
+	for _, w := range []string{
+		`vflag_vf_tx_max_mbps{group="lag0",pf="ens1f0np0",vf="0",rate_group="tenant1"} 100`,
+		`vflag_vf_tx_share_mbps{group="lag0",pf="ens1f0np0",vf="0",rate_group="tenant1"} 10`,
+		`vflag_vf_tx_max_mbps{group="lag0",pf="ens1f1np1",vf="0",rate_group=""} 300`,
+		`vflag_vf_tx_max_mbps{group="lag0",pf="ens1f1np1",vf="1",rate_group=""} 0`,
+		`vflag_rate_group_tx_max_mbps{group="lag0",rate_group="tenant1",devlink="pci/0000:61:00.0"} 1000`,
+		`vflag_rate_group_tx_share_mbps{group="lag0",rate_group="tenant1",devlink="pci/0000:61:00.1"} 50`,
+		`vflag_rate_group_vfs{group="lag0",rate_group="tenant1",devlink="pci/0000:61:00.0"} 1`,
+	} {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("no sample line %s", w)
+		}
+	}
+	// Behind vflag's back: the node on the second PF goes.
+	b.withSim(func(h *sim.Host) error {
+		return h.DelRateNode(eswitch.Devlink{Bus: "pci", Device: "0000:61:00.1"}, "tenant1")
+	})
+	if text := b.mustVflag(0, "status"); !strings.Contains(text, "problem: rate group tenant1: no devlink rate node on pci/0000:61:00.1") {
+		t.Errorf("status does not report the missing node:\n%s", text)
+	}
+}
+
+// TestValidateRates: vflag validate checks each rate group's node and each
+// VF's leaf against the config; a leaf changed behind vflag's back fails
+// its check, naming what it has and what the config wants.
+func TestValidateRates(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, rateConfig)
+	b.initSim()
+	b.upJSON(2)
+	defer b.mustVflag(0, "down")
+	rep := b.validateJSON(0, "--allow-skip")
+	pass := checksBy(rep, validate.Pass)
+	for _, n := range []string{"rate/pci/0000:61:00.0/tenant1", "rate/pci/0000:61:00.1/tenant1", "rate/ens1f0np0/vf0", "rate/ens1f1np1/vf0"} {
+		if _, ok := pass[n]; !ok {
+			t.Errorf("no passing check %s (failed: %v)", n, names(checksBy(rep, validate.Fail)))
+		}
+	}
+	if c := pass["rate/ens1f0np0/vf0"]; !strings.Contains(c.Detail, "tx_max 100Mbit tx_share 10Mbit parent tenant1") {
+		t.Errorf("rate/ens1f0np0/vf0: %q", c.Detail)
+	}
+	b.withSim(func(h *sim.Host) error {
+		return h.SetRateLeaf(eswitch.Devlink{Bus: "pci", Device: "0000:61:00.0"}, 1, 0, 5*eswitch.BytesPerMbit)
+	})
+	rep = b.validateJSON(1, "--allow-skip")
+	failed := checksBy(rep, validate.Fail)
+	c, ok := failed["rate/ens1f0np0/vf0"]
+	if !ok || !strings.Contains(c.Detail, "has tx_max 5Mbit tx_share - parent tenant1, want tx_max 100Mbit tx_share 10Mbit parent tenant1") {
+		t.Errorf("changed leaf: failed %v, detail %q", names(failed), c.Detail)
 	}
 }

@@ -129,7 +129,18 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 				policy = fmt.Sprintf(" vlan %d qos %d trust %s spoofchk %s link-state %s min_tx_rate %d max_tx_rate %d",
 					p.Vlan, p.Qos, onOff(p.Trust), onOff(p.Spoofchk), pipeline.OrDash(p.LinkState), p.MinTxRate, p.MaxTxRate)
 			}
-			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain), policy)
+			rate := ""
+			if r := v.Rate; r != nil && (r.TxMax != 0 || r.TxShare != 0 || r.Parent != "") {
+				rate = fmt.Sprintf(" rate tx_max %s tx_share %s group %s", mbit(r.TxMax), mbit(r.TxShare), pipeline.OrDash(r.Parent))
+			}
+			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s%s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain), policy, rate)
+		}
+		for _, r := range g.RateGroups {
+			if !r.Present {
+				fmt.Fprintf(w, "  rate group %s on %s absent\n", r.Name, r.Devlink)
+				continue
+			}
+			fmt.Fprintf(w, "  rate group %s on %s tx_max %s tx_share %s leaves %d\n", r.Name, r.Devlink, mbit(r.TxMax), mbit(r.TxShare), r.Leaves)
 		}
 		for _, p := range g.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)
@@ -154,3 +165,11 @@ func ovsMTU(m int) string {
 
 // HostStatus is the JSON `vflag status -o json` prints (hook_test.go decodes it).
 type HostStatus = status.HostStatus
+
+// mbit prints a rate in Mbit/s, "-" for none.
+func mbit(m int) string {
+	if m == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%dMbit", m)
+}

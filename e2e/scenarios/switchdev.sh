@@ -4,15 +4,21 @@
 # 4 VFs, 802.3ad then active-backup; every step checked against the kernel's
 # own tools; a second up changes nothing; iperf3 through vflag's bridge; down
 # returns the guest to its baseline and leaves a pre-existing bridge and
-# bond alone.
+# bond alone. devlink-rate (netdevsim has leaves and nodes in 6.1): a rate
+# group and per-VF tx_max/tx_share as devlink shows them, a one-VF change
+# in exactly one step (the other leaves and the node read back converged),
+# the group's removal deletes its node, down restores the
+# leaves; and the kernel rules the simulated host models (a second parent and deleting a node
+# with a child are EBUSY).
 #
 # MACHINE: default
-# TIMEOUT: 420
+# TIMEOUT: 540
 # EXPECT: a_plan a_up a_plan_eq_up a_eswitch a_reps_devlink a_reps_ppn a_bond_mode a_bond_slaves
 # EXPECT: a_ovs_ports a_ovs_hw_offload a_ovs_tag a_ovs_ofports a_status_json a_lag_unverified
 # EXPECT: a_second_up_no_change a_ping a_iperf3 a_validate_datapath a_lacp_no_partner a_status_datapath a_status_prometheus a_down a_down_again
 # EXPECT: a_baseline_link a_baseline_devlink a_baseline_ovs a_foreign_kept
 # EXPECT: ab_up ab_bond_mode ab_active_slave ab_down ab_baseline
+# EXPECT: r_kernel_rules r_up r_node r_leaves r_one_step r_validate r_prune_node r_down_restores
 . "$(dirname "$0")/lib.sh"
 
 ID=10
@@ -60,8 +66,10 @@ groups:
       mode: $1
       miimon: 100
 $2
+${RATE_GROUPS:-}
     vfs:
-      - {pf: 0, vf: 0, vlan: 100}   # netdevsim reports no VF info over netlink: no MACs
+      - {pf: 0, vf: 0, vlan: 100${VF0:-}}   # netdevsim reports no VF info over netlink: no MACs
+${VFS:-}
     ovs:
       bridge: br-vf
 EOF
@@ -212,8 +220,81 @@ prom() {
 check a_status_prometheus prom
 for i in 1 2; do ovs-vsctl del-port br-vf v${i}h; ip link del v${i}h; ip netns del ns$i; done
 
+step "A: devlink-rate"
+rate_json() { devlink -j port function rate show; }
+leaf_of() { # leaf_of VF: the devlink rate object name of the VF's port
+	devlink -j port show | jq -r --argjson v "$1" '.port | to_entries[] | select(.value.flavour == "pcivf" and .value.vfnum == $v) | .key'
+}
+LEAF0=$(leaf_of 0) LEAF1=$(leaf_of 1) LEAF3=$(leaf_of 3)
+kernel_rules() { # what internal/sim models, on the real kernel (tx in bytes/s in JSON)
+	local e=0
+	devlink port function rate add $DL/probe tx_max 100mbit || return 1
+	devlink port function rate set "$LEAF3" parent probe || e=1
+	devlink port function rate set "$LEAF3" parent probe 2>"$OUT/probe.err" && { echo "second parent accepted"; e=1; }
+	grep -q 'busy' "$OUT/probe.err" && echo "second parent: $(cat "$OUT/probe.err")" || e=1
+	devlink port function rate del $DL/probe 2>"$OUT/probe.err" && { echo "node with a child deleted"; e=1; }
+	grep -q 'busy' "$OUT/probe.err" && echo "del with child: $(cat "$OUT/probe.err")" || e=1
+	# tx_share > tx_max cannot be tried here: the devlink tool refuses it
+	# itself ("Invalid. Expected tx_share <= tx_max"), reading the current
+	# value when only one is given.
+	devlink port function rate set "$LEAF3" tx_max 10mbit tx_share 5mbit && echo "tx_max 10mbit tx_share 5mbit set" || e=1
+	devlink port function rate set "$LEAF3" tx_max 10000mbit 2>"$OUT/probe.err" && echo "10000mbit accepted" || echo "10000mbit: $(cat "$OUT/probe.err")"
+	devlink port function rate set "$LEAF3" noparent tx_max 0 tx_share 0 || e=1
+	devlink port function rate del $DL/probe || e=1
+	rate_json | jq -c . >"$OUT/rate-probe.json"
+	return $e
+}
+check r_kernel_rules kernel_rules
+RATE_GROUPS="    rate_groups:
+      - {name: tenant1, tx_max: 1000, tx_share: 100}"
+VF0=", tx_max: 300, tx_share: 50, rate_group: tenant1"
+VFS="      - {pf: 0, vf: 1, tx_max: 200, rate_group: tenant1}"
+write_config 802.3ad "      lacp_rate: fast
+      xmit_hash_policy: layer3+4"
+rate_up() { # up; prints the ids it changed
+	V up -o json >"$OUT/rate-up.json" 2>>"$OUT/rate-up.err" || { jq -c '.error' "$OUT/rate-up.json"; return 1; }
+	changed_ids "$OUT/rate-up.json" | tr '\n' ' '
+}
+expect r_up "devlink.rate-leaf/$PF1/0 devlink.rate-leaf/$PF1/1 devlink.rate-node/$DL/tenant1" rate_up
+rate_json >"$OUT/rate.json"
+expect r_node "node tx_max 1000Mbit tx_share 100Mbit" jq -r --arg n "$DL/tenant1" \
+	'.rate[$n] | "\(.type) tx_max \(.tx_max / 125000)Mbit tx_share \(.tx_share / 125000)Mbit"' "$OUT/rate.json"
+leaf_line() { # leaf_line OBJ: "tx_max N tx_share N parent P" in Mbit/s
+	jq -r --arg n "$1" '.rate[$n] | "\(.type) tx_max \((.tx_max // 0) / 125000) tx_share \((.tx_share // 0) / 125000) parent \(.parent // "-")"' "$OUT/rate.json"
+}
+leaves() { echo "vf0 $(leaf_line "$LEAF0"); vf1 $(leaf_line "$LEAF1"); vf3 $(leaf_line "$LEAF3")"; }
+expect r_leaves "vf0 leaf tx_max 300 tx_share 50 parent tenant1; vf1 leaf tx_max 200 tx_share 0 parent tenant1; vf3 leaf tx_max 0 tx_share 0 parent -" leaves
+VFS="      - {pf: 0, vf: 1, tx_max: 250, rate_group: tenant1}"
+write_config 802.3ad "      lacp_rate: fast
+      xmit_hash_policy: layer3+4"
+one_step() { rate_up && rate_json | jq -r --arg n "$LEAF1" '"; devlink: tx_max \(.rate[$n].tx_max / 125000)Mbit"'; }
+expect r_one_step "devlink.rate-leaf/$PF1/1 ; devlink: tx_max 250Mbit" one_step
+rate_checks() {
+	V validate -o json >"$OUT/rate-validate.json" 2>/dev/null
+	jq -r '[.groups[0].checks[] | select(.name | startswith("rate/")) | "\(.name) \(.verdict)"] | join(", ")' "$OUT/rate-validate.json"
+}
+expect r_validate "rate/$DL/tenant1 pass, rate/$PF1/vf0 pass, rate/$PF1/vf1 pass" rate_checks
+RATE_GROUPS="" VF0=", tx_max: 300, tx_share: 50" VFS="      - {pf: 0, vf: 1, tx_max: 250}"
+write_config 802.3ad "      lacp_rate: fast
+      xmit_hash_policy: layer3+4"
+prune() {
+	rate_up || return 1
+	echo -n "; "
+	rate_json | jq -r --arg n "$DL/tenant1" --arg l0 "$LEAF0" --arg l1 "$LEAF1" \
+		'"node \(if .rate[$n] then "present" else "gone" end); parents \(.rate[$l0].parent // "-") \(.rate[$l1].parent // "-")"'
+}
+expect r_prune_node "devlink.rate-node/$DL/tenant1 ; node gone; parents - -" prune
+RATE_GROUPS="" VF0="" VFS=""
+
 step "A: vflag down"
-check a_down V down
+down_json() { V down -o json >"$OUT/down.json"; local rc=$?; jq -r '"undid \(.changes) step(s)"' "$OUT/down.json"; return $rc; }
+check a_down down_json
+down_rates() { # the leaves got their prior values back (before the eswitch left switchdev, which a node would have refused)
+	local n
+	n=$(jq '[.steps[] | select(.kind == "devlink.rate-leaf" and .changed and (.summary | endswith("tx_max - tx_share - parent -")))] | length' "$OUT/down.json")
+	echo "$n leaves restored; $(rate_json | jq '[.rate[]? | select(.type == "node")] | length') node(s) left"
+}
+expect r_down_restores "2 leaves restored; 0 node(s) left" down_rates
 expect_match a_down_again 'nothing to undo' V down
 snapshot after
 check a_baseline_link same link base after

@@ -55,9 +55,12 @@ type Group struct {
 	// OVS Interface mtu_request of the bond's and representors' ports, or a
 	// legacy group's PFs and the host netdevs of its VFs bound to a netdev
 	// driver (0: leave the MTUs alone).
-	MTU         int          `mapstructure:"mtu"`
-	Bond        Bond         `mapstructure:"bond"`
-	VFs         []VFConfig   `mapstructure:"vfs"`
+	MTU  int        `mapstructure:"mtu"`
+	Bond Bond       `mapstructure:"bond"`
+	VFs  []VFConfig `mapstructure:"vfs"`
+	// RateGroups are devlink rate nodes (switchdev only): the VFs whose
+	// rate_group names one share its tx_max (a tenant's VFs).
+	RateGroups  []RateGroup  `mapstructure:"rate_groups"`
 	OVS         OVSConfig    `mapstructure:"ovs"`
 	Attachments []Attachment `mapstructure:"attachments"`
 	// Validate holds the settings of `vflag validate` (validate.go).
@@ -128,6 +131,47 @@ type VFConfig struct {
 	// Trunks are the VLANs a trunk or native-* port carries (1-4094, unique;
 	// empty: all VLANs).
 	Trunks []int `mapstructure:"trunks"`
+
+	// TxMax and TxShare (Mbit/s, 0 = none) go on the VF port's devlink
+	// rate leaf; RateGroup puts the leaf under one of the group's
+	// rate_groups (switchdev only).
+	TxMax     int    `mapstructure:"tx_max"`
+	TxShare   int    `mapstructure:"tx_share"`
+	RateGroup string `mapstructure:"rate_group"`
+}
+
+// HasRate tells whether the VF has a devlink-rate setting.
+func (v VFConfig) HasRate() bool { return v.TxMax != 0 || v.TxShare != 0 || v.RateGroup != "" }
+
+// RateGroup is a devlink rate node of a switchdev group, created on the
+// devlink instance of each PF that owns VFs.
+type RateGroup struct {
+	Name    string `mapstructure:"name"`
+	TxMax   int    `mapstructure:"tx_max"`   // Mbit/s, 0 = none
+	TxShare int    `mapstructure:"tx_share"` // Mbit/s, 0 = none
+}
+
+// MaxRateMbit bounds tx_max and tx_share: 400 Gbit/s, the fastest
+// ConnectX port; beyond it is a typo (the unit is Mbit/s).
+const MaxRateMbit = 400000
+
+// rateGroupNameRE: devlink node names; the first character is a letter,
+// since the devlink tool reads an all-digit name as a port index.
+var rateGroupNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+const legacyRateMsg = "needs eswitch switchdev (legacy groups: min_tx_rate/max_tx_rate through the PF)"
+
+// validRates checks a tx_max/tx_share pair at path p.
+func validRates(p string, txMax, txShare int, add func(string, any, string, ...any)) {
+	if txMax < 0 || txMax > MaxRateMbit {
+		add(p+".tx_max", txMax, "must be 0 (no limit) to %d Mbit/s", MaxRateMbit)
+	}
+	if txShare < 0 || txShare > MaxRateMbit {
+		add(p+".tx_share", txShare, "must be 0 (no guarantee) to %d Mbit/s", MaxRateMbit)
+	}
+	if txMax > 0 && txShare > txMax {
+		add(p+".tx_share", txShare, "exceeds tx_max (%d Mbit/s)", txMax)
+	}
 }
 
 // OVSConfig is the group's bridge.
@@ -398,6 +442,22 @@ func (c *Config) Validate() error {
 				add(p+".ovs.max_idle", g.OVS.MaxIdle, "is not allowed with eswitch legacy (no bridge)")
 			}
 		}
+		rateGroups := map[string]bool{}
+		for ri, r := range g.RateGroups {
+			rp := fmt.Sprintf("%s.rate_groups[%d]", p, ri)
+			if !g.Switchdev() {
+				add(rp, r.Name, legacyRateMsg)
+				continue
+			}
+			switch {
+			case !rateGroupNameRE.MatchString(r.Name):
+				add(rp+".name", r.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter")
+			case rateGroups[r.Name]:
+				add(rp+".name", r.Name, "is declared twice")
+			}
+			rateGroups[r.Name] = true
+			validRates(rp, r.TxMax, r.TxShare, add)
+		}
 		vfSeen := map[VFRef]bool{}
 		macSeen := map[string]string{}
 		for vi, v := range g.VFs {
@@ -429,6 +489,23 @@ func (c *Config) Validate() error {
 			}
 			validateVFPolicy(g.Switchdev(), vp, v, add)
 			validateVLANMode(v, vp, g.Switchdev(), add)
+			switch {
+			case !g.Switchdev():
+				if v.TxMax != 0 {
+					add(vp+".tx_max", v.TxMax, legacyRateMsg)
+				}
+				if v.TxShare != 0 {
+					add(vp+".tx_share", v.TxShare, legacyRateMsg)
+				}
+				if v.RateGroup != "" {
+					add(vp+".rate_group", v.RateGroup, legacyRateMsg)
+				}
+			default:
+				validRates(vp, v.TxMax, v.TxShare, add)
+				if v.RateGroup != "" && !rateGroups[v.RateGroup] {
+					add(vp+".rate_group", v.RateGroup, "is not a rate group of %s.rate_groups", p)
+				}
+			}
 		}
 		g.Validate.Check(p+".validate", add)
 		attSeen := map[VFRef]string{}

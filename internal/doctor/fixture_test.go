@@ -353,3 +353,18 @@ func buildRunner(t *testing.T) *fakeRunner {
 		},
 	}
 }
+
+func (plainKernel) Rates() ([]eswitch.Rate, error) { return nil, nil }
+func (plainKernel) SetRateLeaf(eswitch.Devlink, uint32, uint64, uint64) error {
+	return errors.New("read only")
+}
+func (plainKernel) SetRateLeafParent(eswitch.Devlink, uint32, string) error {
+	return errors.New("read only")
+}
+func (plainKernel) AddRateNode(eswitch.Devlink, string, uint64, uint64) error {
+	return errors.New("read only")
+}
+func (plainKernel) SetRateNode(eswitch.Devlink, string, uint64, uint64) error {
+	return errors.New("read only")
+}
+func (plainKernel) DelRateNode(eswitch.Devlink, string) error { return errors.New("read only") }

@@ -36,6 +36,14 @@
 //	   link.mtu         legacy: the group's mtu on the host netdevs of bound VFs
 //	 9 reps.up          representors by devlink port, then phys_port_name + switch id; set up
 //	   link.mtu         the group's mtu on the representors
+//	   devlink.rate-node  rate_groups as devlink rate nodes, on each owning PF's devlink:
+//	                    after switchdev (mlx5 makes nodes in switchdev only, and
+//	                    a node blocks the mode change back: undone before it)
+//	   devlink.rate-leaf  per-VF tx_max/tx_share/parent on the VF port's leaf: the leaf
+//	                    exists once the VF's devlink port does (switchdev, the VF
+//	                    made), the same port the representors were mapped by; after
+//	                    the nodes, which a leaf's parent must name (undo: leaves
+//	                    leave a node before it is deleted)
 //	10 ovs.other-config tc-policy (before hw-offload is on), max-idle
 //	   ovs.bridge       one OVSDB transaction: bridge, bond, representors (VLAN
 //	                    columns, mtu_request), hw-offload

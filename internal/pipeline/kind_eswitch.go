@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/teardown"
@@ -76,6 +77,13 @@ func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) error {
 		return nil
 	}
 	if err := e.k.SetEswitchMode(r.Devlink, r.Prior); err != nil {
+		if nodes := rateNodesOn(e.k, r.Devlink); len(nodes) > 0 {
+			// The kernel refuses any mode change while rate nodes exist
+			// (EBUSY "Rate node(s) exists."); vflag's own went before this
+			// undo, these are not its to delete.
+			return fmt.Errorf("set eswitch mode on %s: devlink rate node(s) %s exist and vflag did not make them; the kernel keeps the eswitch in %s while they do: delete them (devlink port function rate del %s/NAME) and run down again: %w",
+				r.Devlink, strings.Join(nodes, ", "), cur, r.Devlink, err)
+		}
 		return fmt.Errorf("set eswitch mode on %s: %w", r.Devlink, err)
 	}
 	teardown.SayUndone(ctx, "%s: eswitch %s -> %s", r.Devlink, cur, r.Prior)

@@ -68,6 +68,8 @@ var Kinds = []Kind{
 	declare[driversRecord](bindKind{}),
 	declare[linkUpRecord](repsUpKind{}),
 	declare[ovsConfigRecord](ovsConfigKind{}),
+	declare[rateNodeRecord](rateNodeKind{}),
+	declare[rateLeafRecord](rateLeafKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),

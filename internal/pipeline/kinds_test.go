@@ -232,6 +232,31 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			_, r := reps(t, se)
 			return repsUpKind{}.step(se.Env, se.pfs[0], []string{r[VFKey{0, 0}], r[VFKey{0, 3}]})
 		}},
+		{name: rateNodeKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			return rateNodeKind{}.step(se.Env, func(string) bool { return true }, se.pfs[0].Devlink, "tenant1", 1000, 100)
+		}},
+		{name: rateLeafKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
+			switchdev(t, se)
+			if err := se.host.AddRateNode(se.pfs[1].Devlink, "admins", 0, 0); err != nil { // an operator's node: the leaf leaves it, then returns
+				t.Fatal(err)
+			}
+			if err := se.host.AddRateNode(se.pfs[1].Devlink, "tenant1", 0, Mbit(1000)); err != nil {
+				t.Fatal(err)
+			}
+			ports, err := se.host.Ports()
+			if err != nil {
+				t.Fatal(err)
+			}
+			port, ok := vfPort(ports, se.pfs[1], 2)
+			if !ok {
+				t.Fatal("no devlink port for pf 1 vf 2")
+			}
+			if err := se.host.SetRateLeafParent(se.pfs[1].Devlink, port, "admins"); err != nil {
+				t.Fatal(err)
+			}
+			return rateLeafKind{}.step(se.Env, se.pfs[1], 2, port, leafRates{TxMax: Mbit(300), TxShare: Mbit(30), Parent: "tenant1"}, nil)
+		}},
 		{name: ovsBridgeKind{}.Name(), real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)
 			se.apply(t, bondKind{}.step(se.Env, se.group()))

@@ -70,6 +70,8 @@ var phases = []phase{
 	{"8", "MTU on the host's VF netdevs (legacy)", StageAll, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).vfMTU},
 	{"9", "representors up", StageAll, switchdevGroups, []string{repsUpKind{}.Name()}, (*groupRun).repsUp},
 	{"9", "MTU on the representors", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).repsMTU},
+	{"9", "devlink rate nodes (rate_groups)", StageAll, switchdevGroups, []string{rateNodeKind{}.Name()}, (*groupRun).rateNodes},
+	{"9", "devlink rate leaves of the VF ports", StageAll, switchdevGroups, []string{rateLeafKind{}.Name()}, (*groupRun).rateLeaves},
 	{"10", "OVS other_config tc-policy (before hw-offload), max-idle", StageAll, switchdevGroups, []string{ovsConfigKind{}.Name()}, (*groupRun).ovsConfig},
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
 	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},

@@ -74,6 +74,14 @@
 //     line is made up). Param flow_steering_mode: dmfs always, smfs
 //     EOPNOTSUPP in switchdev, anything else EINVAL "Bad parameter: supported
 //     values are [\"dmfs\", \"smfs\"]"; other parameters ErrNotSupported.
+//     devlink-rate (rate.go): a leaf per VF port in switchdev, born without
+//     limits or parent, gone with the VF; nodes in switchdev only (else
+//     EOPNOTSUPP), same name EEXIST, unknown node/leaf/parent ENODEV, a
+//     second parent EBUSY, deleting a node with children EBUSY, any eswitch
+//     mode change while a node exists EBUSY "Rate node(s) exists.", rates
+//     in whole Mbit/s (else EINVAL), tx_share > tx_max accepted (net/core/devlink.c
+//     and mlx5 esw/qos.c of 6.1; the EBUSY rules checked on netdevsim in e2e
+//     switchdev.sh).
 //   - §4 Bonding. Modes, miimon, lacp_rate (EACCES outside 802.3ad),
 //     xmit_hash_policy; bonds are born down; enslaving an up port: EPERM
 //     "Device can not be enslaved while up"; the bond takes its first slave's

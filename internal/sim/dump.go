@@ -68,6 +68,12 @@ func (st *state) dump(now int64) string {
 				w("    vf %d %s driver=%s override=%s mac=%s vlan=%d qos=%d trust=%s spoofchk=%s link-state=%s rate=%d-%d netdev=%s rep=%s\n",
 					vf.Index, vf.PCI, orDash(vf.Driver), ov, vf.MAC, vf.Vlan, vf.Qos, onOff(vf.Trust), onOff(vf.Spoofchk), in.LinkState, vf.MinTxRate, vf.MaxTxRate,
 					orDash(st.visibleName(vf.Netdev, now)), orDash(st.visibleName(vf.Rep, now)))
+				if vf.Rep != "" && vf.Leaf != (rateLeaf{}) {
+					w("      rate leaf tx_share=%d tx_max=%d parent=%s\n", vf.Leaf.TxShare, vf.Leaf.TxMax, orDash(vf.Leaf.Parent))
+				}
+			}
+			for _, n := range pf.RateNodes {
+				w("    rate node %s tx_share=%d tx_max=%d\n", n.Name, n.TxShare, n.TxMax)
 			}
 		}
 		if len(nic.PFs) == 2 {

@@ -194,6 +194,7 @@ func (st *state) addRep(nic *nicState, pf *pfState, vf *vfState, readyAt int64) 
 	nd.PermMAC = nd.MAC
 	st.addNetdev(nd)
 	vf.Rep = nd.Name
+	vf.Leaf = rateLeaf{} // a new VF port gets a new rate leaf: no limits, no parent
 }
 
 // removeNetdev unregisters a netdev: it leaves its master, a bond releases its slaves.
@@ -226,6 +227,10 @@ func (st *state) checkModeChange(now int64, nic *nicState, pf *pfState, mode str
 	}
 	if pf.Mode == mode {
 		return true, false, nil
+	}
+	if len(pf.RateNodes) > 0 {
+		// devlink core, devlink_rate_nodes_check (eswitch set).
+		return false, false, fail(syscall.EBUSY, "Rate node(s) exists.")
 	}
 	if mode == eswitch.ModeSwitchdev {
 		for _, vf := range pf.VFs {

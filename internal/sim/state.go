@@ -53,6 +53,8 @@ type pfState struct {
 	Autoprobe    bool        `json:"autoprobe"`
 	FlowSteering string      `json:"flow_steering_mode"`
 	VFs          []*vfState  `json:"vfs,omitempty"`
+	// RateNodes are the devlink rate nodes of the PF's devlink instance (rate.go).
+	RateNodes []*rateNode `json:"rate_nodes,omitempty"`
 }
 
 // modeChange is an eswitch mode change in progress (the devlink call blocks).
@@ -80,6 +82,9 @@ type vfState struct {
 	MaxTxRate int    `json:"max_tx_rate,omitempty"`
 	Netdev    string `json:"netdev,omitempty"` // VF netdev while bound to the NIC driver
 	Rep       string `json:"rep,omitempty"`    // representor while the PF is in switchdev
+	// Leaf is the devlink rate leaf of the VF's port (rate.go); it is
+	// created with the representor and goes with it.
+	Leaf rateLeaf `json:"rate_leaf,omitzero"`
 }
 
 // Roles of a netdev.

@@ -58,6 +58,27 @@ type VFStatus struct {
 	Netdev    string `json:"netdev,omitempty"`
 	NetdevMTU int    `json:"netdev_mtu,omitempty"`
 	Domain    string `json:"domain,omitempty"`
+	// Rate is the VF port's devlink rate leaf (switchdev), where one exists.
+	Rate *LeafRate `json:"rate,omitempty"`
+}
+
+// LeafRate is a VF port's devlink rate leaf ("devlink port function rate show").
+type LeafRate struct {
+	Port    uint32 `json:"port"`     // devlink port index
+	TxMax   int    `json:"tx_max"`   // Mbit/s, 0 = none
+	TxShare int    `json:"tx_share"` // Mbit/s, 0 = none
+	Parent  string `json:"rate_group,omitempty"`
+}
+
+// RateGroupStatus is one rate group of the config, as a devlink rate node
+// on one owning PF's devlink instance.
+type RateGroupStatus struct {
+	Name    string `json:"name"`
+	Devlink string `json:"devlink"`
+	Present bool   `json:"present"`  // the node exists
+	TxMax   int    `json:"tx_max"`   // Mbit/s, as the node has it
+	TxShare int    `json:"tx_share"` // Mbit/s
+	Leaves  int    `json:"leaves"`   // leaves under it
 }
 
 // GroupStatus is one LAG group.
@@ -82,7 +103,9 @@ type GroupStatus struct {
 	// where it can be read (not on the simulated host).
 	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
 	VFs      []VFStatus             `json:"vfs"`
-	Problems []string               `json:"problems,omitempty"`
+	// RateGroups are the config's rate groups, one per owning devlink instance.
+	RateGroups []RateGroupStatus `json:"rate_groups,omitempty"`
+	Problems   []string          `json:"problems,omitempty"`
 }
 
 // HostStatus is `vflag status`.
@@ -194,6 +217,23 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 			}
 		}
 		domains := attachedDomains(h, g, &gs)
+		var rates []eswitch.Rate
+		var devPorts []eswitch.Port
+		if g.Switchdev() {
+			var err error
+			if rates, err = k.Rates(); err != nil {
+				problem("devlink rate: %v", err)
+			}
+			if devPorts, err = k.Ports(); err != nil {
+				problem("devlink port: %v", err)
+			}
+			gs.RateGroups = rateGroups(g, gh, rates)
+			for _, r := range gs.RateGroups {
+				if !r.Present {
+					problem("rate group %s: no devlink rate node on %s", r.Name, r.Devlink)
+				}
+			}
+		}
 		for _, i := range gh.Owners {
 			pf := pfs[i]
 			var reps map[int]string
@@ -244,6 +284,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 						}
 					}
 				}
+				vs.Rate = leafRate(rates, devPorts, pf, id)
 				if p, ok := ports[vs.Representor]; ok && vs.Representor != "" {
 					vs.OVSPort, vs.OFPort = vs.Representor, p.OFPort
 					vs.VLANMode, vs.Tag, vs.Trunks, vs.OVSMTU, vs.OVSMTURequest = p.VLANMode, p.Tag, p.Trunks, p.MTU, p.MTURequest
@@ -280,6 +321,48 @@ func attachedDomains(h *host.Host, g *config.Group, gs *GroupStatus) map[string]
 		}
 		for _, i := range d.Interfaces {
 			out[i.PCI] = a.Domain
+		}
+	}
+	return out
+}
+
+// leafRate is VF vf of pf's rate leaf, nil when it has none.
+func leafRate(rates []eswitch.Rate, ports []eswitch.Port, pf eswitch.PF, vf int) *LeafRate {
+	for _, p := range ports {
+		if p.Flavour != eswitch.FlavourPCIVF || p.Devlink != pf.Devlink || p.PfNumber != pf.PfNumber || int(p.VfNumber) != vf {
+			continue
+		}
+		for _, r := range rates {
+			if r.Type == eswitch.RateLeaf && r.Devlink == pf.Devlink && r.PortIndex == p.Index {
+				return &LeafRate{Port: p.Index, TxMax: pipeline.ToMbit(r.TxMax), TxShare: pipeline.ToMbit(r.TxShare), Parent: r.Parent}
+			}
+		}
+	}
+	return nil
+}
+
+// rateGroups: each of the config's rate groups on each owning PF's devlink.
+func rateGroups(g *config.Group, gh pipeline.Group, rates []eswitch.Rate) []RateGroupStatus {
+	var out []RateGroupStatus
+	seen := map[eswitch.Devlink]bool{}
+	for _, i := range gh.Owners {
+		d := gh.PFs[i].Devlink
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		for _, rg := range g.RateGroups {
+			st := RateGroupStatus{Name: rg.Name, Devlink: d.String()}
+			for _, r := range rates {
+				switch {
+				case r.Devlink != d:
+				case r.Type == eswitch.RateNode && r.Name == rg.Name:
+					st.Present, st.TxMax, st.TxShare = true, pipeline.ToMbit(r.TxMax), pipeline.ToMbit(r.TxShare)
+				case r.Type == eswitch.RateLeaf && r.Parent == rg.Name:
+					st.Leaves++
+				}
+			}
+			out = append(out, st)
 		}
 	}
 	return out

@@ -42,6 +42,10 @@ type Target struct {
 	VFNetdevs []string
 	// VFPolicies are the legacy VF settings the config sets (legacy groups).
 	VFPolicies []VFPolicyWant
+	// RateNodes and RateLeaves are the configured devlink-rate objects
+	// (switchdev groups).
+	RateNodes  []RateNode
+	RateLeaves []RateLeaf
 }
 
 // VFPolicyWant is one VF's configured legacy policy: only the fields Set
@@ -139,6 +143,7 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	}
 
 	add(ovsChecks(k, f, t, facts)...)
+	add(rateChecks(k, t)...)
 	for _, a := range facts.Attachments {
 		name := fmt.Sprintf("libvirt/%s/pf%dvf%d", a.Domain, a.PF, a.VF)
 		switch {

@@ -114,6 +114,20 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 	if g.MTU != 0 && !g.Switchdev() {
 		t.VFNetdevs = r.vfNetdevs(gh)
 	}
+	if g.Switchdev() {
+		for _, rg := range g.RateGroups {
+			t.RateNodes = append(t.RateNodes, validate.RateNode{Name: rg.Name, TxMax: pipeline.Mbit(rg.TxMax), TxShare: pipeline.Mbit(rg.TxShare)})
+		}
+		owner := map[int]bool{}
+		for _, i := range gh.Owners {
+			owner[i] = true
+		}
+		for _, v := range g.VFs {
+			if v.HasRate() && owner[v.PF] { // as up: VFs of an owning PF only
+				t.RateLeaves = append(t.RateLeaves, validate.RateLeaf{PF: v.PF, VF: v.VF, TxMax: pipeline.Mbit(v.TxMax), TxShare: pipeline.Mbit(v.TxShare), Parent: v.RateGroup})
+			}
+		}
+	}
 	mode := r.o.RoCEMode
 	if mode == "" {
 		mode = g.Validate.RoCEMode
