@@ -524,6 +524,17 @@ func (c *Config) Validate() error {
 				add(ap+".vf", a.VF, "is already attached at %s", prev)
 			}
 			attSeen[VFRef{a.PF, a.VF}] = ap
+			if !g.Switchdev() {
+				// libvirt sets the VF's VLAN itself when the domain takes it
+				// through <interface type='hostdev'> (VLAN 0 without a <vlan>
+				// in the domain XML) and puts back only the VLAN, without the
+				// QoS, at release: seen on igb in the e2e bed.
+				for vi, v := range g.VFs {
+					if v.PF == a.PF && v.VF == a.VF && (v.VLAN != 0 || v.QoS != 0) {
+						add(fmt.Sprintf("%s.vfs[%d].vlan", p, vi), v.VLAN, "cannot hold on a VF attached to a domain (%s): libvirt sets the VF's VLAN itself when the domain starts (0 without a <vlan> in its interface) and drops the QoS at release; give the VLAN to a VF the host keeps, or attach another VF", ap)
+					}
+				}
+			}
 			mac := a.MAC
 			if mac == "" {
 				mac = g.VFMAC(a.PF, a.VF)

@@ -241,6 +241,9 @@ func TestValidateVFPolicy(t *testing.T) {
 			}
 			tt.vf.PF, tt.vf.VF, tt.vf.MAC = 0, 0, "52:54:00:00:00:01"
 			c.Groups[0].VFs[0] = tt.vf
+			// VF 0 stays the host's: the domain takes VF 1
+			// (TestLegacyVLANOnAttachedVF covers an attached VF).
+			c.Groups[0].Attachments[0].VF, c.Groups[0].Attachments[0].MAC = 1, "52:54:00:00:00:02"
 			err := c.Validate()
 			if tt.path == "" {
 				if err != nil {
@@ -254,6 +257,44 @@ func TestValidateVFPolicy(t *testing.T) {
 			want := tt.path + ": \"" + tt.value + "\""
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("error does not name %s with %q: %v", want, tt.msg, err)
+			}
+		})
+	}
+}
+
+// TestLegacyVLANOnAttachedVF: a legacy VF's VLAN (and QoS) through the PF
+// does not hold on a VF a domain takes through <interface type='hostdev'>
+// (libvirt sets the VF's VLAN itself, and drops the QoS at release): refused
+// at the VF's vlan, naming the attachment; the same VLAN on a VF the host
+// keeps is accepted, as is a switchdev group's vlan (the representor's tag).
+func TestLegacyVLANOnAttachedVF(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		switchdev bool
+		attachVF  int
+		vf        VFConfig
+		want      string // "" = accepted
+	}{
+		{"vlan on the attached VF", false, 0, VFConfig{VLAN: 100}, `groups[0].vfs[0].vlan: "100" cannot hold on a VF attached to a domain (groups[0].attachments[0])`},
+		{"vlan and qos on the attached VF", false, 0, VFConfig{VLAN: 100, QoS: 3}, `groups[0].vfs[0].vlan: "100" cannot hold on a VF attached to a domain`},
+		{"vlan on a VF the host keeps", false, 1, VFConfig{VLAN: 100, QoS: 3}, ""},
+		{"trust on the attached VF", false, 0, VFConfig{Trust: new(bool)}, ""},
+		{"switchdev: the representor's tag", true, 0, VFConfig{VLAN: 100}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := legacyConfig()
+			if tt.switchdev {
+				c = validConfig()
+			}
+			tt.vf.PF, tt.vf.VF, tt.vf.MAC = 0, 0, "52:54:00:00:00:01"
+			c.Groups[0].VFs[0] = tt.vf
+			c.Groups[0].Attachments[0].VF, c.Groups[0].Attachments[0].MAC = tt.attachVF, "52:54:00:00:00:02"
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("err %v, want %q", err, tt.want)
 			}
 		})
 	}
