@@ -2,7 +2,9 @@ package eswitch
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 )
 
 // Devlink names a devlink instance: "pci/0000:61:00.0", "netdevsim/netdevsim10".
@@ -58,6 +60,42 @@ type VFPolicy struct {
 	LinkState string `json:"link_state"`  // VF link states: auto, enable, disable
 	MinTxRate int    `json:"min_tx_rate"` // Mbit/s, 0: no guarantee
 	MaxTxRate int    `json:"max_tx_rate"` // Mbit/s, 0: no limit
+}
+
+// VFPolicyFields are the parts of a VF policy set one by one ("ip link set
+// $pf vf $n ..."), in the order vflag sets and shows them.
+var VFPolicyFields = []string{"vlan", "trust", "spoofchk", "link_state", "rate"}
+
+// Field shows one part of the policy ("vlan 100 qos 3", "trust on",
+// "spoofchk off", "link-state auto", "min_tx_rate 0 max_tx_rate 100"), as
+// status, validate and the steps' summaries print it.
+func (p VFPolicy) Field(name string) string {
+	switch name {
+	case "vlan":
+		return fmt.Sprintf("vlan %d qos %d", p.Vlan, p.Qos)
+	case "trust":
+		return "trust " + onOff(p.Trust)
+	case "spoofchk":
+		return "spoofchk " + onOff(p.Spoofchk)
+	case "link_state":
+		ls := p.LinkState
+		if ls == "" {
+			ls = "-"
+		}
+		return "link-state " + ls
+	case "rate":
+		return fmt.Sprintf("min_tx_rate %d max_tx_rate %d", p.MinTxRate, p.MaxTxRate)
+	}
+	return name + " ?"
+}
+
+// String is every field, in VFPolicyFields order.
+func (p VFPolicy) String() string {
+	parts := make([]string, len(VFPolicyFields))
+	for i, f := range VFPolicyFields {
+		parts[i] = p.Field(f)
+	}
+	return strings.Join(parts, " ")
 }
 
 // VF link states (IFLA_VF_LINK_STATE_AUTO, _ENABLE, _DISABLE).

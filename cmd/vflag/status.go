@@ -126,8 +126,7 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			}
 			policy := ""
 			if p := v.Policy; p != nil {
-				policy = fmt.Sprintf(" vlan %d qos %d trust %s spoofchk %s link-state %s min_tx_rate %d max_tx_rate %d",
-					p.Vlan, p.Qos, onOff(p.Trust), onOff(p.Spoofchk), pipeline.OrDash(p.LinkState), p.MinTxRate, p.MaxTxRate)
+				policy = " " + p.String()
 			}
 			rate := ""
 			if r := v.Rate; r != nil && (r.TxMax != 0 || r.TxShare != 0 || r.Parent != "") {
@@ -146,13 +145,6 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			fmt.Fprintf(w, "  problem: %s\n", p)
 		}
 	}
-}
-
-func onOff(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
 }
 
 // ovsMTU is the mtu ovs-vswitchd reports, "-" before it did.

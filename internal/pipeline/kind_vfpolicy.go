@@ -47,7 +47,6 @@ type vfSetting struct {
 	field string // config field(s), for messages
 	ndo   string // the driver's ndo_set_vf_<ndo>
 	equal func(a, b eswitch.VFPolicy) bool
-	show  func(p eswitch.VFPolicy) string
 	set   func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error
 }
 
@@ -55,7 +54,6 @@ var (
 	vfTrust = vfPolicyKind{&vfSetting{
 		name: "sriov.vftrust", key: "trust", field: "trust", ndo: "trust",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.Trust == b.Trust },
-		show:  func(p eswitch.VFPolicy) string { return "trust " + onOff(p.Trust) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
 			return k.SetVFTrust(pf, vf, p.Trust)
 		},
@@ -63,7 +61,6 @@ var (
 	vfSpoofchk = vfPolicyKind{&vfSetting{
 		name: "sriov.vfspoofchk", key: "spoofchk", field: "spoofchk", ndo: "spoofchk",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.Spoofchk == b.Spoofchk },
-		show:  func(p eswitch.VFPolicy) string { return "spoofchk " + onOff(p.Spoofchk) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
 			return k.SetVFSpoofchk(pf, vf, p.Spoofchk)
 		},
@@ -71,7 +68,6 @@ var (
 	vfLinkState = vfPolicyKind{&vfSetting{
 		name: "sriov.vflinkstate", key: "link_state", field: "link_state", ndo: "link_state",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.LinkState == b.LinkState },
-		show:  func(p eswitch.VFPolicy) string { return "link-state " + OrDash(p.LinkState) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
 			return k.SetVFLinkState(pf, vf, p.LinkState)
 		},
@@ -79,9 +75,6 @@ var (
 	vfRate = vfPolicyKind{&vfSetting{
 		name: "sriov.vfrate", key: "rate", field: "min_tx_rate/max_tx_rate", ndo: "rate",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.MinTxRate == b.MinTxRate && a.MaxTxRate == b.MaxTxRate },
-		show: func(p eswitch.VFPolicy) string {
-			return fmt.Sprintf("min_tx_rate %d max_tx_rate %d", p.MinTxRate, p.MaxTxRate)
-		},
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
 			return k.SetVFRate(pf, vf, p.MinTxRate, p.MaxTxRate)
 		},
@@ -89,7 +82,6 @@ var (
 	vfVlan = vfPolicyKind{&vfSetting{
 		name: "sriov.vfvlan", key: "vlan", field: "vlan/qos", ndo: "vlan",
 		equal: func(a, b eswitch.VFPolicy) bool { return a.Vlan == b.Vlan && a.Qos == b.Qos },
-		show:  func(p eswitch.VFPolicy) string { return fmt.Sprintf("vlan %d qos %d", p.Vlan, p.Qos) },
 		set: func(k eswitch.Kernel, pf string, vf int, p eswitch.VFPolicy) error {
 			return k.SetVFVlanQos(pf, vf, p.Vlan, p.Qos)
 		},
@@ -158,14 +150,14 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 					// trust off, link-state auto, no rates); its spoof
 					// checking is the driver's default (mlx5 off, Intel on).
 					if s.ndo != "spoofchk" && s.equal(newVFPolicy, want) {
-						return teardown.Change{Summary: fmt.Sprintf("%s vf %d: %s (a new VF's)", pf.Netdev, vf, s.show(want))}, nil
+						return teardown.Change{Summary: fmt.Sprintf("%s vf %d: %s (a new VF's)", pf.Netdev, vf, want.Field(s.key))}, nil
 					}
-					return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s vf %d: %s (after VF creation)", pf.Netdev, vf, s.show(want))}, nil
+					return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s vf %d: %s (after VF creation)", pf.Netdev, vf, want.Field(s.key))}, nil
 				}
 				// vflag could set it but never read it back: no idempotence, no undo.
 				return teardown.Change{}, fmt.Errorf("VF %d %s on %s: the PF reports no such VF over netlink (IFLA_VFINFO_LIST), so vflag cannot read back or undo it; remove %s from the config for this VF", vf, s.field, pf.Netdev, s.field)
 			}
-			return teardown.Change{Needed: !s.equal(cur, want), Summary: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, s.show(cur), s.show(want)),
+			return teardown.Change{Needed: !s.equal(cur, want), Summary: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, cur.Field(s.key), want.Field(s.key)),
 				Record: vfPolicyRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {
@@ -248,9 +240,9 @@ func (k vfPolicyKind) Undo(ctx context.Context, e *Env, r vfPolicyRecord) error 
 		return nil
 	}
 	if err := k.s.set(e.k, r.PF, r.VF, r.Prior); err != nil {
-		return fmt.Errorf("%s vf %d: restore %s: %w", r.PF, r.VF, k.s.show(r.Prior), err)
+		return fmt.Errorf("%s vf %d: restore %s: %w", r.PF, r.VF, r.Prior.Field(k.s.key), err)
 	}
-	teardown.SayUndone(ctx, "%s vf %d: %s", r.PF, r.VF, k.s.show(r.Prior))
+	teardown.SayUndone(ctx, "%s vf %d: %s", r.PF, r.VF, r.Prior.Field(k.s.key))
 	return nil
 }
 
@@ -301,11 +293,4 @@ func (run *groupRun) vfPolicy(context.Context) ([]batch, error) {
 		}
 	}
 	return one(s...), nil
-}
-
-func onOff(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
 }

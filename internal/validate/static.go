@@ -190,7 +190,7 @@ func vfPolicyChecks(k eswitch.Kernel, t Target) []Check {
 		}
 		var got, bad []string
 		for _, field := range w.Set {
-			c, want := vfPolicyField(*cur, field), vfPolicyField(w.Want, field)
+			c, want := cur.Field(field), w.Want.Field(field)
 			got = append(got, c)
 			if c != want {
 				bad = append(bad, fmt.Sprintf("%s, want %s", c, want))
@@ -203,28 +203,6 @@ func vfPolicyChecks(k eswitch.Kernel, t Target) []Check {
 		}
 	}
 	return out
-}
-
-func vfPolicyField(p eswitch.VFPolicy, field string) string {
-	onOff := func(b bool) string {
-		if b {
-			return "on"
-		}
-		return "off"
-	}
-	switch field {
-	case "vlan":
-		return fmt.Sprintf("vlan %d qos %d", p.Vlan, p.Qos)
-	case "trust":
-		return "trust " + onOff(p.Trust)
-	case "spoofchk":
-		return "spoofchk " + onOff(p.Spoofchk)
-	case "link_state":
-		return "link-state " + p.LinkState
-	case "rate":
-		return fmt.Sprintf("min_tx_rate %d max_tx_rate %d", p.MinTxRate, p.MaxTxRate)
-	}
-	return field + " ?"
 }
 
 // MTUCheck compares every interface that carries the group's mtu with it:
