@@ -352,37 +352,21 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	return a.report(command, r.Results(), runErr)
 }
 
-// markReady records that the VF-LAG is up in this boot, then starts the
+// markReady records that the VF-LAG is up in this boot and starts the
 // autostarted domains the qemu hook deferred until now (internal/bootgate).
-// A domain that does not start is logged with libvirt's reason (the hook's
-// refusal among them); it does not fail up, whose work is done.
+// A domain that does not start is logged with libvirt's reason; it does not
+// fail up, whose work is done.
 func (a *app) markReady(e *pipeline.Env) {
-	g := bootgate.New(a.stateDir())
-	if err := g.MarkReady(); err != nil {
-		a.log.Warn("domains holding VFs stay refused by the hook", "err", err)
-		return
-	}
-	names, err := g.Deferred()
+	res, err := bootgate.New(a.stateDir()).ReadyAndStart(func() (bootgate.Starter, error) { return e.Host().Virt() })
 	if err != nil {
-		a.log.Warn("deferred domains not read", "err", err)
-		return
+		a.log.Warn("boot readiness", "err", err)
 	}
-	if len(names) == 0 {
-		return
-	}
-	conn, err := e.Host().Virt()
-	if err != nil {
-		a.log.Warn("deferred domains not started", "domains", names, "err", err)
-		return
-	}
-	for _, d := range names {
-		started, err := conn.StartAutostarted(d)
-		_ = g.Undefer(d)
+	for _, r := range res {
 		switch {
-		case err != nil:
-			a.log.Warn("autostart deferred at boot: domain did not start", "step", "libvirt.start", "domain", d, "err", err)
-		case started:
-			fmt.Fprintf(a.stderr, "vflag: started domain %s (the hook deferred its autostart until the VF-LAG was up)\n", d)
+		case r.Err != nil:
+			a.log.Warn("autostart deferred at boot: domain did not start", "step", "libvirt.start", "domain", r.Domain, "err", r.Err)
+		case r.Started:
+			fmt.Fprintf(a.stderr, "vflag: started domain %s (the hook deferred its autostart until the VF-LAG was up)\n", r.Domain)
 		}
 	}
 }

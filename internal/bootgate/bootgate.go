@@ -135,3 +135,40 @@ func (g Gate) Deferred() ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// Starter starts a deferred domain if it is still autostarted and shut off
+// (libvirtx.Conn.StartAutostarted).
+type Starter interface {
+	StartAutostarted(domain string) (bool, error)
+}
+
+// Started is what StartDeferred did with one deferred domain.
+type Started struct {
+	Domain  string
+	Started bool  // false: running already, undefined, or no longer autostarted
+	Err     error // libvirt's reason (the hook's refusal among them)
+}
+
+// ReadyAndStart marks this boot ready, then starts the domains deferred in
+// it, in that order (see doc.go); each deferral is forgotten once tried.
+// connect is called only when a domain was deferred.
+func (g Gate) ReadyAndStart(connect func() (Starter, error)) ([]Started, error) {
+	if err := g.MarkReady(); err != nil {
+		return nil, err
+	}
+	names, err := g.Deferred()
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	s, err := connect()
+	if err != nil {
+		return nil, fmt.Errorf("start deferred domains %s: %w", strings.Join(names, ", "), err)
+	}
+	out := make([]Started, 0, len(names))
+	for _, d := range names {
+		ok, err := s.StartAutostarted(d)
+		_ = g.Undefer(d)
+		out = append(out, Started{Domain: d, Started: ok, Err: err})
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package bootgate
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,5 +74,59 @@ func TestDeferredListsThisBootOnly(t *testing.T) {
 	}
 	if got, _ := g.Deferred(); !reflect.DeepEqual(got, []string{"vm 1"}) {
 		t.Fatalf("after Undefer: %q", got)
+	}
+}
+
+type fakeStarter struct {
+	g       Gate
+	fail    map[string]error
+	started []string
+	ready   []bool // Ready() as each start saw it
+}
+
+func (f *fakeStarter) StartAutostarted(d string) (bool, error) {
+	ok, _ := f.g.Ready()
+	f.ready = append(f.ready, ok)
+	if err := f.fail[d]; err != nil {
+		return false, err
+	}
+	f.started = append(f.started, d)
+	return true, nil
+}
+
+// TestReadyAndStart: the mark is written before any deferred domain is
+// started (the hook's order relies on it), every deferral is tried once
+// and forgotten, a failure is reported per domain, and libvirt is not
+// connected when nothing was deferred.
+func TestReadyAndStart(t *testing.T) {
+	boot := "boot-1"
+	g := gate(t, t.TempDir(), &boot)
+	connects := 0
+	f := &fakeStarter{g: g, fail: map[string]error{"vm3": errors.New("hook refused")}}
+	connect := func() (Starter, error) { connects++; return f, nil }
+
+	if res, err := g.ReadyAndStart(connect); err != nil || len(res) != 0 || connects != 0 {
+		t.Fatalf("nothing deferred: res %v err %v connects %d; want none, no connect", res, err, connects)
+	}
+	if err := g.Unready(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"vm3", "vm1"} {
+		if err := g.Defer(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := g.ReadyAndStart(connect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Domain != "vm1" || !res[0].Started || res[1].Domain != "vm3" || res[1].Started || res[1].Err == nil {
+		t.Fatalf("results %+v: want vm1 started, vm3 failed with its error", res)
+	}
+	if !reflect.DeepEqual(f.ready, []bool{true, true}) {
+		t.Fatalf("Ready() seen by the starts: %v, want the mark written first", f.ready)
+	}
+	if left, _ := g.Deferred(); len(left) != 0 {
+		t.Fatalf("deferrals left: %q", left)
 	}
 }
