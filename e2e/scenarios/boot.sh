@@ -113,17 +113,7 @@ for u in vflag-pre.service vflag.service; do
 	systemctl --no-pager status $u | head -n 12
 	journalctl -b --no-pager -u $u | tail -n 20
 done
-
-units_ok() {
-	local u r=0
-	for u in vflag-pre.service vflag.service; do
-		st="$(systemctl show -p ActiveState --value $u) $(systemctl show -p Result --value $u)"
-		echo "$u: $st"
-		[ "$st" = "active success" ] || r=1
-	done
-	return $r
-}
-check boot_units_ok units_ok
+check boot_units_ok units_ok vflag-pre.service vflag.service
 expect_match boot_pre_waited_for_pfs 'waiting for PFs to appear' journalctl -b --no-pager -u vflag-pre.service
 expect_match boot_eswitch 'mode switchdev' devlink dev eswitch show netdevsim/netdevsim10
 slaves() { s=$(cat /sys/class/net/bond0/bonding/slaves) && echo "$s" && [[ " $s " == *" $PF1 "* && " $s " == *" $PF2 "* ]]; }

@@ -113,16 +113,7 @@ systemctl --no-pager list-units --failed
 journalctl -b --no-pager -u vflag.service | tail -n 15
 journalctl -b --no-pager -u libvirtd.service | grep -i 'vflag\|hook' | tail -n 8
 PF=$(pf_netdev)
-units_ok() {
-	local u st r=0
-	for u in vflag-pre.service vflag.service; do
-		st="$(systemctl show -p ActiveState --value $u) $(systemctl show -p Result --value $u)"
-		echo "$u: $st"
-		[ "$st" = "active success" ] || r=1
-	done
-	return $r
-}
-check bi_units_ok units_ok
+check bi_units_ok units_ok vflag-pre.service vflag.service
 wait_for 60 sh -c '[ "$(virsh domstate vm1)" = running ]'
 expect bi_vm_running running virsh domstate vm1
 VF0=$(basename "$(readlink "$PFDIR/virtfn0")")

@@ -107,18 +107,6 @@ up_json() { # up_json NAME: up -o json, the report kept in $OUT/NAME.json
 	[ $rc = 0 ] || cat "$OUT/$1.err"
 	return $rc
 }
-again() { # a second up changes nothing: exit 0 with --detailed-exit-codes
-	local out rc
-	out=$(V up --detailed-exit-codes 2>&1)
-	rc=$?
-	echo "$out"
-	[ $rc = 0 ] || { echo "exit $rc"; return 1; }
-}
-# reps ID: the representor netdevs of netdevsim<ID>, per the kernel's devlink.
-reps() {
-	devlink -j port show | jq -r --arg d "netdevsim/netdevsim$1/" \
-		'.port | to_entries[] | select((.key | startswith($d)) and .value.flavour == "pcivf") | .value.netdev' | sort
-}
 rep_of() { netdev_by_ppn "$1" "pf0vf$2"; }
 # ports_ok BRIDGE BOND ID: the bridge's ports are exactly the bond and
 # netdevsim<ID>'s representors, each with an ofport.

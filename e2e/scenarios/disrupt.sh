@@ -110,7 +110,6 @@ expect_match d_other_vf1_mac "vf 1 .*$MAC1" ip link show "$PF"
 vm2_xml() { virsh dumpxml --inactive vm2 | grep -A6 "<interface type='hostdev'"; }
 expect_match d_other_vm2_attached "$MAC1" vm2_xml
 check d_other_vm1_kept vm1_ok
-again() { V up --detailed-exit-codes; }
 expect_match d_other_again 'no changes' again
 
 step "down once vm1 is stopped"

@@ -192,3 +192,30 @@ libvirt_start() {
 	wait_for 60 virsh -c qemu:///system version || return 1
 	echo "libvirtd $(virsh -c qemu:///system version --daemon | sed -n 's/^Running against daemon: //p') up"
 }
+
+# again: a second `V up` (the scenario's vflag wrapper) changes nothing:
+# exit 0 with --detailed-exit-codes.
+again() {
+	local out rc
+	out=$(V up --detailed-exit-codes 2>&1)
+	rc=$?
+	echo "$out"
+	[ $rc = 0 ] || { echo "exit $rc"; return 1; }
+}
+
+# reps ID: the representor netdevs of netdevsim<ID>, per the kernel's devlink.
+reps() {
+	devlink -j port show | jq -r --arg d "netdevsim/netdevsim$1/" \
+		'.port | to_entries[] | select((.key | startswith($d)) and .value.flavour == "pcivf") | .value.netdev' | sort
+}
+
+# units_ok UNIT...: each unit active with result success (systemd boots).
+units_ok() {
+	local u st r=0
+	for u in "$@"; do
+		st="$(systemctl show -p ActiveState --value "$u") $(systemctl show -p Result --value "$u")"
+		echo "$u: $st"
+		[ "$st" = "active success" ] || r=1
+	done
+	return $r
+}

@@ -91,7 +91,7 @@ no_stale() {
 		return 1
 	fi
 	local want got
-	want=$(printf '%s\n' bond0 $(reps) | sort | tr '\n' ' ')
+	want=$(printf '%s\n' bond0 $(reps $ID) | sort | tr '\n' ' ')
 	got=$(ovs-vsctl list-ports br-vf | sort | tr '\n' ' ')
 	[ "$want" = "$got" ] || { echo "br-vf has [$got], want bond0 and the representors [$want]"; return 1; }
 	echo "no Interface error; br-vf: $got"
@@ -112,17 +112,6 @@ validated() {
 	[ -z "$other" ] && [ $rc = 1 ] && echo "$failed" | grep -q "bond/lacp" ||
 		{ echo "exit $rc, failed [$failed], want exit 1 with only the netdevsim ones (bond/lacp, bond/slave/*): $(jq -c '[.groups[].checks[] | select(.verdict == "fail")]' "$OUT/$1.json")"; return 1; }
 	echo "exit 1: only the netdevsim checks fail ($failed)"
-}
-again() {
-	local out rc
-	out=$(V up --detailed-exit-codes 2>&1)
-	rc=$?
-	echo "$out"
-	[ $rc = 0 ] || { echo "exit $rc"; return 1; }
-}
-reps() {
-	devlink -j port show | jq -r --arg d "netdevsim/netdevsim$ID/" \
-		'.port | to_entries[] | select((.key | startswith($d)) and .value.flavour == "pcivf") | .value.netdev' | sort
 }
 # sim_reboot NAME...: what a reboot keeps and loses; dummies NAME... stand for
 # other NICs that probe first and take those names.
