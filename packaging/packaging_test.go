@@ -66,7 +66,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "exec /usr/bin/vflag --config /etc/vflag/vflag.yaml --state-dir /var/lib/vflag hook qemu \"$@\"") {
+	if !strings.Contains(string(b), "exec /usr/bin/vflag --config /etc/vflag/vflag.yaml --state-dir /var/lib/vflag hook qemu -- \"$@\"") {
 		t.Errorf("hook:\n%s", b)
 	}
 }

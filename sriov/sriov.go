@@ -427,7 +427,7 @@ func (h Host) AddrOfNetdev(name string) (a Addr, ok bool, err error) {
 var driverRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func validDriver(d string) error {
-	if !driverRE.MatchString(d) {
+	if !driverRE.MatchString(d) || d == "." || d == ".." {
 		return fmt.Errorf("invalid driver name %q", d)
 	}
 	return nil

@@ -5,8 +5,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +52,33 @@ vflag's pass at once, silently. It never calls libvirt.`,
 	qemu.Flags().String("domain-xml", "-", "read the domain XML from this file instead of stdin (testing, debugging)")
 	hookCmd.AddCommand(qemu)
 	return hookCmd
+}
+
+// hookArgsAreLibvirts refuses a `hook qemu` command line in which an
+// argument after "qemu" would be read as a flag although libvirt put it
+// there: libvirt passes the domain's name first, and a domain named
+// "--state-dir=/tmp/x" or "--config=..." must not steer the hook, which
+// runs as root. The installed hook passes "--" before libvirt's arguments
+// (everything after it is an argument); without it (a hook script of an
+// earlier release, a call by hand), only --domain-xml may follow "qemu".
+func hookArgsAreLibvirts(args []string) error {
+	i := slices.Index(args, "qemu")
+	if i < 1 || args[i-1] != "hook" {
+		return nil
+	}
+	for j := i + 1; j < len(args); j++ {
+		a := args[j]
+		switch {
+		case a == "--":
+			return nil
+		case a == "--domain-xml":
+			j++ // its value
+		case strings.HasPrefix(a, "--domain-xml="), a == "-" || !strings.HasPrefix(a, "-"):
+		default:
+			return fmt.Errorf("hook qemu: argument %q would be read as an option, but libvirt passes a domain name there: refused (a hook script must pass \"--\" before libvirt's arguments: run `vflag install-hook`)", a)
+		}
+	}
+	return nil
 }
 
 // runHook is the qemu hook for one event.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -80,7 +82,7 @@ func (b *bed) openSim(t *testing.T) *sim.Host {
 // (its journal, STATE_DIR/hook/<domain>/journal.json, exists: an empty
 // journal is removed).
 func (b *bed) hookStateExists(domain string) bool {
-	_, err := os.Stat(filepath.Join(hook.Dir(b.state, domain), "journal.json"))
+	_, err := os.Stat(filepath.Join(mustHookDir(b.state, domain), "journal.json"))
 	return err == nil
 }
 
@@ -344,5 +346,50 @@ func TestHookReadsStdin(t *testing.T) {
 	}
 	if got := b.dump(); got != base {
 		t.Fatalf("release did not reset the host:\n%s", testbed.DiffText(base, got))
+	}
+}
+
+func mustHookDir(state, domain string) string {
+	d, err := hook.Dir(state, domain)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// TestHookArgsAreLibvirts: a domain name that looks like an option must not
+// steer the root hook (its state dir, its config) when a hook script does
+// not pass "--"; after "--" it is just the domain's name.
+func TestHookArgsAreLibvirts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{args: []string{"--config", "/etc/vflag/vflag.yaml", "hook", "qemu", "vm1", "prepare", "begin", "-"}},
+		{args: []string{"hook", "qemu", "--domain-xml", "/tmp/d.xml", "vm1", "release", "end", "-"}},
+		{args: []string{"hook", "qemu", "--domain-xml=/tmp/d.xml", "vm1", "release", "end", "-"}},
+		{args: []string{"--state-dir", "/var/lib/vflag", "hook", "qemu", "--", "--state-dir=/tmp/x", "prepare", "begin", "-"}},
+		{args: []string{"up", "--state-dir=/tmp/x"}},
+		{args: []string{"hook", "qemu", "--state-dir=/tmp/x", "prepare", "begin", "-"}, err: `argument "--state-dir=/tmp/x" would be read as an option`},
+		{args: []string{"hook", "qemu", "-v", "prepare", "begin", "-"}, err: `argument "-v"`},
+		{args: []string{"hook", "qemu", "vm1", "prepare", "begin", "--config=/home/u/evil.yaml"}, err: `"--config=/home/u/evil.yaml"`},
+	} {
+		err := hookArgsAreLibvirts(tc.args)
+		if tc.err == "" && err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: err %v, want %q", tc.args, err, tc.err)
+		}
+	}
+	// Through the binary's entry point: nothing runs.
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	code := run(context.Background(), []string{"--state-dir", dir, "hook", "qemu", "--state-dir=" + dir + "/evil", "release", "end", "-"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "would be read as an option") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+	if _, err := os.Stat(dir + "/evil"); !os.IsNotExist(err) {
+		t.Errorf("the hook used the state dir its domain name gave: %v", err)
 	}
 }

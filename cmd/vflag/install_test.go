@@ -102,7 +102,7 @@ func TestInstallIdempotentAndUninstall(t *testing.T) {
 		"etc/udev/rules.d/69-vflag-nm-unmanaged.rules -rw-r--r--",
 		`KERNELS=="0000:61:00.1", ENV{NM_UNMANAGED}="1"`,
 		`KERNEL=="bond0", ENV{NM_UNMANAGED}="1"`,
-		"exec /usr/bin/vflag --config " + c.config + " --state-dir " + c.state + " hook qemu \"$@\"",
+		"exec /usr/bin/vflag --config " + c.config + " --state-dir " + c.state + " hook qemu -- \"$@\"",
 		`KERNELS=="0000:61:00.0", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f0np0"`,
 		`KERNELS=="0000:61:00.1", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f1np1"`,
 		`KERNELS=="0000:61:00.0", ATTR{phys_port_name}=="pf0vf3", NAME="ens1f0np0_3"`,
@@ -184,7 +184,7 @@ func TestHookScript(t *testing.T) {
 		t.Fatalf("hook script: %v\n%s", err, out)
 	}
 	data, _ := os.ReadFile(got)
-	want := "--config " + c.config + " --state-dir " + c.state + " hook qemu vm1 prepare begin -\n<domain/>"
+	want := "--config " + c.config + " --state-dir " + c.state + " hook qemu -- vm1 prepare begin -\n<domain/>"
 	if string(data) != want {
 		t.Fatalf("fake vflag got %q, want %q", data, want)
 	}

@@ -72,6 +72,10 @@ type app struct {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{v: newViper(), stdout: stdout, stderr: stderr}
+	if err := hookArgsAreLibvirts(args); err != nil {
+		fmt.Fprintln(stderr, "vflag:", err)
+		return 1
+	}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/vflag/vflag/internal/atomicfile"
+	"github.com/vflag/vflag/internal/pathsafe"
 )
 
 // BootIDPath is where the kernel gives this boot's id.
@@ -36,8 +36,11 @@ func New(stateDir string) Gate {
 
 func (g Gate) readyPath() string   { return filepath.Join(g.Dir, "ready") }
 func (g Gate) deferredDir() string { return filepath.Join(g.Dir, "deferred") }
-func (g Gate) deferredPath(domain string) string {
-	return filepath.Join(g.deferredDir(), url.PathEscape(domain))
+
+// deferredPath is deferred/<pathsafe.Component(domain)>: never outside
+// deferred/, whatever libvirt's name.
+func (g Gate) deferredPath(domain string) (string, error) {
+	return pathsafe.Join(g.deferredDir(), "domain", domain)
 }
 
 // thisBoot tells whether the file at path holds the current boot id.
@@ -91,7 +94,15 @@ func (g Gate) Unready() error {
 
 // Defer records that the hook refused to start domain until up is done.
 func (g Gate) Defer(domain string) error {
-	if err := g.write(g.deferredPath(domain)); err != nil {
+	path, err := g.deferredPath(domain)
+	if err == nil {
+		// Written as root by the hook: no link planted on the way.
+		err = pathsafe.EnsureDir(g.deferredDir(), 0o755)
+	}
+	if err == nil {
+		err = g.write(path)
+	}
+	if err != nil {
 		return fmt.Errorf("record deferred domain %s: %w", domain, err)
 	}
 	return nil
@@ -99,7 +110,11 @@ func (g Gate) Defer(domain string) error {
 
 // Undefer forgets a deferral.
 func (g Gate) Undefer(domain string) error {
-	if err := os.Remove(g.deferredPath(domain)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	path, err := g.deferredPath(domain)
+	if err != nil {
+		return nil // never deferred: Defer refuses such a name
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -117,8 +132,8 @@ func (g Gate) Deferred() ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		name, err := url.PathUnescape(e.Name())
-		if err != nil || strings.HasPrefix(e.Name(), ".") {
+		name, ok := pathsafe.Decode(e.Name())
+		if !ok {
 			continue // not ours (atomicfile's temp files start with a dot)
 		}
 		path := filepath.Join(g.deferredDir(), e.Name())

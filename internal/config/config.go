@@ -237,6 +237,10 @@ const maxBondDelay = 60000
 // MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
 const MaxVFsLAG = 64
 
+// isDotName: "." and "..", which every name pattern with '.' lets through
+// and which leave their directory in any path.
+func isDotName(s string) bool { return s == "." || s == ".." }
+
 var (
 	groupNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 	bridgeNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
@@ -396,8 +400,8 @@ func (c *Config) Validate() error {
 			if g.Bond.Name != "" {
 				claim("netdev", g.Bond.Name, p+".bond.name")
 			}
-			if !bridgeNameRE.MatchString(g.OVS.Bridge) {
-				add(p+".ovs.bridge", g.OVS.Bridge, "must be 1-15 characters of [A-Za-z0-9_.-]")
+			if !bridgeNameRE.MatchString(g.OVS.Bridge) || isDotName(g.OVS.Bridge) {
+				add(p+".ovs.bridge", g.OVS.Bridge, "must be 1-15 characters of [A-Za-z0-9_.-], not \".\" or \"..\"")
 			} else {
 				claim("bridge", g.OVS.Bridge, p+".ovs.bridge")
 			}
@@ -511,8 +515,8 @@ func (c *Config) Validate() error {
 		attSeen := map[VFRef]string{}
 		for ai, a := range g.Attachments {
 			ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
-			if !domainNameRE.MatchString(a.Domain) {
-				add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-])")
+			if !domainNameRE.MatchString(a.Domain) || isDotName(a.Domain) {
+				add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-], not \".\" or \"..\")")
 			}
 			if a.PF < 0 || a.PF >= len(g.PFs) {
 				add(ap+".pf", a.PF, "is not an index into pfs (0..%d)", len(g.PFs)-1)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/vflag/vflag/internal/bootgate"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/pathsafe"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
@@ -75,6 +75,11 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Autostart == nil {
 		o.Autostart = func(domain string) bool {
+			// libvirt names the link after the domain, unescaped: a name
+			// that is not one plain path element has no link there.
+			if domain == "." || domain == ".." || strings.ContainsAny(domain, "/\x00") {
+				return false
+			}
 			_, err := os.Lstat(filepath.Join(AutostartDir, domain+".xml"))
 			return err == nil
 		}
@@ -82,15 +87,28 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Dir is the directory of a domain's journal and lock.
-func Dir(stateDir, domain string) string {
-	return filepath.Join(stateDir, "hook", url.PathEscape(domain))
+// Dir is the directory of a domain's journal and lock,
+// STATE_DIR/hook/<pathsafe.Component(domain)>: never outside STATE_DIR/hook,
+// whatever the name (a domain may be named ".." or "../x"). A name that
+// cannot be encoded (empty, too long) is an error.
+func Dir(stateDir, domain string) (string, error) {
+	return pathsafe.Join(filepath.Join(stateDir, "hook"), "domain", domain)
 }
 
 // oldStatePath is the state file of vflag releases before the per-domain
-// journal.
-func oldStatePath(stateDir, domain string) string {
-	return filepath.Join(stateDir, "hook", url.PathEscape(domain)+".json")
+// journal (the directory's path plus ".json").
+func oldStatePath(dir string) string { return dir + ".json" }
+
+// domainName is the name the hook keeps the domain's state under: libvirt's
+// argument, else the XML's. It fails when that name cannot be used for a
+// path (pathsafe.Component), before anything is opened or locked.
+func (o Options) domainName(d libvirtx.HookDomain) (name, dir string, err error) {
+	name = o.Domain
+	if name == "" {
+		name = d.Name
+	}
+	dir, err = Dir(o.StateDir, name)
+	return name, dir, err
 }
 
 // Run is the qemu hook for one event.
@@ -114,16 +132,21 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(o.Stderr, "vflag hook: domain %s: %v; not checked\n", o.Domain, err)
 		return nil
 	}
-	if d.Name == "" {
-		d.Name = o.Domain
-	}
+	name, dir, nameErr := o.domainName(d)
+	d.Name = name
 	if action == libvirtx.HookRelease {
-		return release(ctx, o, d.Name)
+		if nameErr != nil {
+			// No journal can exist under a name that has no path: nothing
+			// of vflag's is the domain's, and nothing is touched.
+			fmt.Fprintf(o.Stderr, "vflag hook: release of %v: vflag kept no state for it; nothing to undo\n", nameErr)
+			return nil
+		}
+		return release(ctx, o, name, dir)
 	}
 	if len(d.Devices) == 0 {
 		return nil // the fast path: no PCI passthrough at all
 	}
-	return prepare(ctx, o, d)
+	return prepare(ctx, o, d, dir, nameErr)
 }
 
 // domainJournal is a domain's journal, under its lock.
@@ -135,9 +158,11 @@ type domainJournal struct {
 
 // openDomain locks and opens a domain's journal, adopting an old-format
 // state file first.
-func openDomain(ctx context.Context, o Options, domain string) (*domainJournal, error) {
+func openDomain(ctx context.Context, o Options, domain, dir string) (*domainJournal, error) {
 	o = o.withDefaults()
-	dir := Dir(o.StateDir, domain)
+	if err := pathsafe.EnsureDir(dir, 0o700); err != nil {
+		return nil, err
+	}
 	lock, err := teardown.AcquireLock(dir)
 	if err != nil {
 		return nil, fmt.Errorf("hook journal of domain %s: %w", domain, err)
@@ -145,7 +170,7 @@ func openDomain(ctx context.Context, o Options, domain string) (*domainJournal, 
 	dj := &domainJournal{dir: dir, lock: lock}
 	dj.j, err = teardown.OpenJournal(dir)
 	if err == nil {
-		err = adoptOldState(ctx, o, domain, dj.j)
+		err = adoptOldState(ctx, o, dir, dj.j)
 	}
 	if err != nil {
 		dj.close()
@@ -171,14 +196,13 @@ func (o Options) runner(j *teardown.Journal, e *pipeline.Env) *teardown.Runner {
 
 // release is down of the domain's journal. Nothing journaled: nothing to do
 // (and no host opened).
-func release(ctx context.Context, o Options, domain string) error {
-	dir := Dir(o.StateDir, domain)
-	_, jErr := os.Stat(filepath.Join(dir, "journal.json"))
-	_, sErr := os.Stat(oldStatePath(o.StateDir, domain))
+func release(ctx context.Context, o Options, domain, dir string) error {
+	_, jErr := os.Lstat(filepath.Join(dir, "journal.json"))
+	_, sErr := os.Lstat(oldStatePath(dir))
 	if errors.Is(jErr, fs.ErrNotExist) && errors.Is(sErr, fs.ErrNotExist) {
 		return nil
 	}
-	dj, err := openDomain(ctx, o, domain)
+	dj, err := openDomain(ctx, o, domain, dir)
 	if err != nil {
 		return fmt.Errorf("release of domain %s: %w", domain, err)
 	}
@@ -223,8 +247,8 @@ type oldVFRec struct {
 // equivalent entries (write-ahead, through the runner: the changes are
 // already on the host, so nothing is applied), then removes the file. A
 // crash in between adopts again: the journal keeps its first capture.
-func adoptOldState(ctx context.Context, o Options, domain string, j *teardown.Journal) error {
-	path := oldStatePath(o.StateDir, domain)
+func adoptOldState(ctx context.Context, o Options, dir string, j *teardown.Journal) error {
+	path := oldStatePath(dir)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -312,7 +336,11 @@ type preparer struct {
 	r   *teardown.Runner
 }
 
-func prepare(ctx context.Context, o Options, d libvirtx.HookDomain) error {
+func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, nameErr error) error {
+	if err := pathsafe.CheckDir(o.StateDir); err != nil {
+		// The main journal is read below, as root.
+		return fmt.Errorf("refusing to start domain %q: %w", d.Name, err)
+	}
 	cfg, cfgErr := o.Config()
 	j, jErr := teardown.OpenJournal(o.StateDir)
 	if cfg == nil && (jErr != nil || len(j.Entries()) == 0) {
@@ -351,10 +379,15 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain) error {
 	if len(conflicts) > 0 {
 		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(conflicts, "; "))
 	}
+	if nameErr != nil {
+		// Its changes could not be journaled, nor released: it must not
+		// take vflag's VFs.
+		return fmt.Errorf("refusing to start %v: vflag cannot keep the state of its VFs under that name; rename the domain", nameErr)
+	}
 	if err := gate(o, d.Name); err != nil {
 		return err
 	}
-	dj, err := openDomain(ctx, o, d.Name)
+	dj, err := openDomain(ctx, o, d.Name, dir)
 	if err != nil {
 		return fmt.Errorf("refusing to start domain %s: %w", d.Name, err)
 	}

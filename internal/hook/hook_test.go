@@ -1,13 +1,18 @@
 package hook
 
 import (
+	"bytes"
 	"context"
-	"github.com/vflag/vflag/internal/bootgate"
+	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/bootgate"
+	"github.com/vflag/vflag/sriov"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
@@ -110,14 +115,23 @@ func (b *bed) host() *host.Host {
 	return h
 }
 
-func (b *bed) opts(op, sub string) Options {
-	xml := `<domain type='kvm'><name>vm-a</name><devices>
+func (b *bed) opts(op, sub string) Options { return b.optsFor("vm-a", op, sub) }
+
+// optsFor is one hook event of a domain named name that takes VF 1 of
+// ens1f0np0 (the name is in the XML too where XML can hold it).
+func (b *bed) optsFor(name, op, sub string) Options {
+	var esc bytes.Buffer
+	if err := xml.EscapeText(&esc, []byte(name)); err != nil || strings.ContainsRune(name, 0) {
+		esc.Reset()
+		esc.WriteString("unnamed")
+	}
+	xml := `<domain type='kvm'><name>` + esc.String() + `</name><devices>
     <interface type='hostdev' managed='yes'>
       <mac address='` + domMAC + `'/>
       <source><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x3'/></source>
     </interface>
   </devices></domain>`
-	return Options{StateDir: b.state, Domain: "vm-a", Op: op, SubOp: sub, XML: strings.NewReader(xml),
+	return Options{StateDir: b.state, Domain: name, Op: op, SubOp: sub, XML: strings.NewReader(xml),
 		Config: func() (*config.Config, error) { return b.cfg, nil },
 		Host: func(*config.Config) (*host.Host, error) {
 			return host.Open(host.Options{SimDir: b.simDir, SimSpec: b.cfg.Sim, OVSDB: b.cfg.OVSDB, Libvirt: b.cfg.Libvirt})
@@ -150,8 +164,18 @@ func (b *bed) hasPort() bool {
 	return false
 }
 
+// dir is the domain's journal directory.
+func (b *bed) dir(domain string) string {
+	b.t.Helper()
+	d, err := Dir(b.state, domain)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return d
+}
+
 func (b *bed) journal(domain string) []teardown.Entry {
-	j, err := teardown.OpenJournal(Dir(b.state, domain))
+	j, err := teardown.OpenJournal(b.dir(domain))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -168,7 +192,7 @@ func (b *bed) assertReleased() {
 	if b.hasPort() {
 		b.t.Errorf("port %s still on br-lag after release", b.rep)
 	}
-	if _, err := os.Stat(Dir(b.state, "vm-a")); !os.IsNotExist(err) {
+	if _, err := os.Stat(b.dir("vm-a")); !os.IsNotExist(err) {
 		b.t.Errorf("hook journal directory left after release: %v", err)
 	}
 }
@@ -220,7 +244,7 @@ func TestReleaseAdoptsOldState(t *testing.T) {
 	if b.vfMAC() != domMAC || !b.hasPort() {
 		t.Fatal("prepare did not set the MAC and add the port")
 	}
-	if err := os.RemoveAll(Dir(b.state, "vm-a")); err != nil {
+	if err := os.RemoveAll(b.dir("vm-a")); err != nil {
 		t.Fatal(err)
 	}
 	fixture, err := os.ReadFile("testdata/old-state.json")
@@ -257,7 +281,11 @@ func TestAdoptOldStateEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, "hook", "vm-old.json"), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dj, err := openDomain(context.Background(), Options{StateDir: state}, "vm-old")
+	dir, err := Dir(state, "vm-old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dj, err := openDomain(context.Background(), Options{StateDir: state}, "vm-old", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,5 +361,203 @@ func TestBootGate(t *testing.T) {
 	o.Autostart = func(string) bool { return false }
 	if err := Run(ctx, o); err == nil {
 		t.Fatal("prepare after a reboot, before up: no refusal")
+	}
+}
+
+// hostState renders what a domain's hook must never change for another:
+// the main journal (bytes), numvfs and every VF MAC of both PFs, the
+// bridge's ports, and every file under STATE_DIR outside hook/.
+func (b *bed) hostState() string {
+	b.t.Helper()
+	var out strings.Builder
+	j, err := os.ReadFile(filepath.Join(b.state, "journal.json"))
+	if err != nil {
+		b.t.Fatalf("main journal: %v", err)
+	}
+	fmt.Fprintf(&out, "journal %d bytes %x\n", len(j), j)
+	h := b.host()
+	defer h.Close()
+	for _, pf := range []string{"ens1f0np0", "ens1f1np1"} {
+		a, _, err := h.PCI.AddrOfNetdev(pf)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		n, err := h.PCI.NumVFs(sriov.Addr(a))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		l, err := h.Kernel.Link(pf)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		fmt.Fprintf(&out, "%s numvfs %d", pf, n)
+		for _, v := range l.VFs {
+			fmt.Fprintf(&out, " vf%d=%s", v.ID, v.MAC)
+		}
+		out.WriteString("\n")
+	}
+	fmt.Fprintf(&out, "ports %s\n", strings.Join(strings.Fields(b.srv.MustVsctl("list-ports", "br-lag")), ","))
+	_ = filepath.WalkDir(b.state, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(b.state, p)
+		if rel == "hook" || rel == "deferred" {
+			return filepath.SkipDir
+		}
+		if rel != "." && rel != "lock" {
+			fmt.Fprintf(&out, "file %s\n", rel)
+		}
+		return nil
+	})
+	return out.String()
+}
+
+// TestHostileDomainNames: the hook runs as root for whoever may create a
+// domain, with the domain's name as its argument. A name that is not a plain
+// path element ("..": STATE_DIR/hook/.. is STATE_DIR, whose journal is the
+// host's) must neither reach the host's journal nor touch anything of
+// vflag's beyond the domain's own VF, and a whole prepare, start, stopped,
+// release cycle leaves the host as it was. A name with no path (too long)
+// is refused at prepare and ignored at release.
+func TestHostileDomainNames(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	// The representor port back on the bridge: the host as up left it.
+	b.srv.MustVsctl("add-port", "br-lag", b.rep, "tag=100")
+	before := b.hostState()
+	events := [][2]string{{"prepare", "begin"}, {"start", "begin"}, {"started", "begin"}, {"stopped", "end"}, {"release", "end"}}
+	for _, tc := range []struct {
+		label, name string
+		refused     string // prepare's error; "" for a name that is used
+	}{
+		{label: "dotdot", name: ".."},
+		{label: "dot", name: "."},
+		{label: "dotdot-slash", name: "../x"},
+		{label: "slash", name: "a/b"},
+		{label: "deep", name: "../../../../etc/vflag"},
+		{label: "long", name: strings.Repeat("v", 300), refused: "name of 300 bytes is too long"},
+		{label: "nul", name: "vm\x00.."},
+		{label: "newline", name: "vm\n.."},
+		{label: "flag-like", name: "--state-dir=/tmp"},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			// A release first, as libvirt runs after an aborted start: it
+			// must not take the host's journal for the domain's.
+			if err := Run(ctx, b.optsFor(tc.name, "release", "end")); err != nil {
+				t.Fatalf("release before any prepare: %v", err)
+			}
+			if got := b.hostState(); got != before {
+				t.Fatalf("release of a domain named %q changed the host:\n%s\nwant\n%s", tc.name, got, before)
+			}
+			for _, ev := range events {
+				err := Run(ctx, b.optsFor(tc.name, ev[0], ev[1]))
+				prep := libvirtHookPrepares(ev)
+				switch {
+				case prep && tc.refused != "":
+					if err == nil || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "refusing to start domain") {
+						t.Fatalf("%s: err %v, want a refusal with %q", ev, err, tc.refused)
+					}
+					if got := b.vfMAC(); got != priorMAC {
+						t.Fatalf("%s of a refused domain set the VF MAC %s", ev, got)
+					}
+				case err != nil:
+					t.Fatalf("%s: %v", ev, err)
+				case prep:
+					if got := b.vfMAC(); got != domMAC {
+						t.Fatalf("%s: VF MAC %s, want the domain's %s", ev, got, domMAC)
+					}
+					dir := b.dir(tc.name)
+					if filepath.Dir(dir) != filepath.Join(b.state, "hook") {
+						t.Fatalf("domain %q journal directory %s is outside STATE_DIR/hook", tc.name, dir)
+					}
+					if len(b.journal(tc.name)) == 0 {
+						t.Fatalf("%s: nothing journaled in %s", ev, dir)
+					}
+				}
+			}
+			if got := b.hostState(); got != before {
+				t.Errorf("after prepare, start, stopped, release of %q the host differs:\n%s\nwant\n%s", tc.name, got, before)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(b.state, "hook")); len(ents) != 0 {
+				t.Errorf("hook directory not empty after release: %v", ents)
+			}
+		})
+	}
+}
+
+func libvirtHookPrepares(ev [2]string) bool {
+	return (ev[0] == "prepare" || ev[0] == "start") && ev[1] == "begin"
+}
+
+// TestHostileNamesDeferred: the boot gate's record of a deferred domain
+// stays in STATE_DIR/deferred whatever its name, and up finds the name.
+func TestHostileNamesDeferred(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	before := b.hostState()
+	g := bootgate.Gate{Dir: b.state, BootID: func() (string, error) { return "boot-1", nil }}
+	names := []string{"..", ".", "../x", "a/b", "vm\n1"}
+	for _, n := range names {
+		o := b.optsFor(n, "prepare", "begin")
+		o.Gate = &g
+		o.Autostart = func(string) bool { return true }
+		if err := Run(ctx, o); err == nil || !strings.Contains(err.Error(), "deferring the autostart") {
+			t.Fatalf("prepare %q before ready: %v", n, err)
+		}
+	}
+	got, err := g.Deferred()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".", "..", "../x", "a/b", "vm\n1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("deferred = %q, want %q", got, want)
+	}
+	ents, _ := os.ReadDir(filepath.Join(b.state, "deferred"))
+	if len(ents) != len(names) {
+		t.Errorf("deferred/ holds %d entries, want %d", len(ents), len(names))
+	}
+	if after := b.hostState(); after != before {
+		t.Errorf("deferrals changed the host:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// TestUnsafeStateDir: a state directory that someone other than root could
+// redirect (a parent writable by others, a link planted in it) is refused
+// before the hook opens anything there.
+func TestUnsafeStateDir(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	if err := os.Chmod(b.state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	err := Run(ctx, b.opts("prepare", "begin"))
+	if err == nil || !strings.Contains(err.Error(), "is writable by users other than root (mode 0777)") {
+		t.Fatalf("prepare with a world-writable state dir: %v", err)
+	}
+	if got := b.vfMAC(); got != priorMAC {
+		t.Errorf("VF MAC changed: %s", got)
+	}
+	if err := os.Chmod(b.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A link planted as the domain's directory by another user.
+	if err := os.MkdirAll(filepath.Join(b.state, "hook"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(b.state, "hook", "vm-a")
+	if err := os.Symlink(b.state, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	err = Run(ctx, b.opts("prepare", "begin"))
+	if err == nil || !strings.Contains(err.Error(), "vm-a is owned by uid 65534") {
+		t.Fatalf("prepare with a planted link: %v", err)
+	}
+	if got := b.vfMAC(); got != priorMAC {
+		t.Errorf("VF MAC changed: %s", got)
 	}
 }
