@@ -8,6 +8,10 @@
 # starts with the hook having set the domain's MAC; destroy resets it and
 # drops the per-domain state; vm2 (no passthrough) starts untouched; vm3
 # (VF 1, which the config keeps for the host) is refused with vflag's message.
+# A transient domain named ".." (virsh create) takes VF 0: the hook keeps its
+# state in hook/%2E. (STATE_DIR/hook/.. would be STATE_DIR, the host's own
+# journal), and its destroy leaves the host's VF-LAG and journal as they
+# were. A domain named "--state-dir=/root/evil" is a name, not an option.
 #
 # MACHINE: igb
 # TIMEOUT: 240
@@ -16,6 +20,8 @@
 # EXPECT: h_destroy h_release_mac_reset h_release_state_removed
 # EXPECT: h_unmanaged_starts h_unmanaged_untouched
 # EXPECT: h_refused_start h_refused_untouched h_release_after_refusal
+# EXPECT: h_dotdot_start h_dotdot_state_inside h_dotdot_destroy h_dotdot_host_intact
+# EXPECT: h_flaglike_start h_flaglike_released
 . "$(dirname "$0")/lib.sh"
 
 ZERO=00:00:00:00:00:00
@@ -181,5 +187,64 @@ after_refusal() {
 	echo "release end ran for vm3; no hook state"
 }
 check h_release_after_refusal after_refusal
+
+step "a transient domain named '..' takes VF 0; its destroy leaves the host's VF-LAG"
+# transient NAME PCI MAC: virsh create of a domain with PCI as a hostdev interface.
+transient() {
+	local d=${2%%:*} rest=${2#*:}
+	local b=${rest%%:*} sf=${rest#*:}
+	cat >/root/transient.xml <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <interface type='hostdev' managed='yes'><mac address='$3'/><source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source></interface>
+  </devices>
+</domain>
+EOF
+	virsh create /root/transient.xml
+}
+# host_sig: what the domain's hook must not change: the host's journal, the
+# VF count, VF 1's driver.
+host_sig() { echo "journal $(sha256sum <"$STATE/journal.json" | cut -c1-16) numvfs $(cat "$PFDIR/sriov_numvfs") vf1 $(driver_of "$VF1")"; }
+SIG=$(host_sig)
+echo "host before: $SIG"
+check h_dotdot_start transient .. "$VF0" $MAC1
+dotdot_inside() {
+	local f="$STATE/hook/%2E./journal.json"
+	test -f "$f" || { ls -la "$STATE" "$STATE/hook"; echo "no $f"; return 1; }
+	[ "$(host_sig)" = "$SIG" ] || { echo "host now: $(host_sig), before: $SIG"; return 1; }
+	[ "$(vf_mac 0)" = $MAC1 ] || { echo "VF 0 MAC $(vf_mac 0), want $MAC1"; return 1; }
+	echo "domain '..' journaled in $f; VF 0 MAC $MAC1; host journal and VFs unchanged ($SIG)"
+}
+check h_dotdot_state_inside dotdot_inside
+check h_dotdot_destroy virsh destroy ..
+dotdot_intact() {
+	local now
+	now=$(host_sig)
+	grep '^\.\. ' $PROBE_LOG | tail -n 3
+	[ "$now" = "$SIG" ] || { echo "host after: $now, before: $SIG"; return 1; }
+	[ "$(vf_mac 0)" = $ZERO ] || { echo "VF 0 MAC $(vf_mac 0) after destroy, want $ZERO"; return 1; }
+	! test -e "$STATE/hook/%2E." || { echo "state of '..' left"; return 1; }
+	V status >/dev/null || { V status; echo "status after the destroy of '..' fails"; return 1; }
+	echo "after the destroy of '..': $now, VF 0 MAC $ZERO, its state gone"
+}
+check h_dotdot_host_intact dotdot_intact
+
+step "a domain named --state-dir=/root/evil: a name, not an option"
+check h_flaglike_start transient --state-dir=/root/evil "$VF0" $MAC1
+flaglike() {
+	local mac
+	mac=$(vf_mac 0)
+	virsh destroy --domain --state-dir=/root/evil >/dev/null || return 1
+	[ "$mac" = $MAC1 ] || { echo "VF 0 MAC while it ran: $mac, want $MAC1 (the hook did not handle it)"; return 1; }
+	! test -e /root/evil || { ls -la /root/evil; echo "the hook used /root/evil as its state dir"; return 1; }
+	[ "$(vf_mac 0)" = $ZERO ] && [ "$(host_sig)" = "$SIG" ] || { echo "after destroy: VF 0 MAC $(vf_mac 0), host $(host_sig)"; return 1; }
+	echo "hook handled domain --state-dir=/root/evil (VF 0 MAC $mac while it ran, $ZERO after); no /root/evil"
+}
+check h_flaglike_released flaglike
 cp $PROBE_LOG "$OUT/hook-events.log" 2>/dev/null
 exit 0

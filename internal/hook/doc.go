@@ -10,7 +10,7 @@
 // without its lock: up may hold it).
 //
 // What the hook changes for a domain goes through a teardown.Runner on the
-// domain's own journal, STATE_DIR/hook/<url.PathEscape(domain)>/journal.json,
+// domain's own journal, STATE_DIR/hook/<pathsafe.Component(domain)>/journal.json,
 // under that directory's lock, with the pipeline's kinds: the VF MAC is a
 // sriov.vfmac step (Env.VFMACStep), a representor port the hook adds to the
 // group's bridge an ovs.port step (Env.PortStep). So it is write-ahead like
