@@ -11,7 +11,7 @@
 # A transient domain named ".." (virsh create) takes VF 0: the hook keeps its
 # state in hook/%2E. (STATE_DIR/hook/.. would be STATE_DIR, the host's own
 # journal), and its destroy leaves the host's VF-LAG and journal as they
-# were. A domain named "--state-dir=/root/evil" is a name, not an option.
+# were. A domain named "--state-dir=evil" is a name, not an option.
 #
 # MACHINE: igb
 # TIMEOUT: 240
@@ -234,16 +234,16 @@ dotdot_intact() {
 }
 check h_dotdot_host_intact dotdot_intact
 
-step "a domain named --state-dir=/root/evil: a name, not an option"
-check h_flaglike_start transient --state-dir=/root/evil "$VF0" $MAC1
+step "a domain named --state-dir=evil: a name, not an option"
+check h_flaglike_start transient --state-dir=evil "$VF0" $MAC1
 flaglike() {
 	local mac
 	mac=$(vf_mac 0)
-	virsh destroy --domain --state-dir=/root/evil >/dev/null || return 1
+	virsh destroy --domain --state-dir=evil >/dev/null || return 1
 	[ "$mac" = $MAC1 ] || { echo "VF 0 MAC while it ran: $mac, want $MAC1 (the hook did not handle it)"; return 1; }
-	! test -e /root/evil || { ls -la /root/evil; echo "the hook used /root/evil as its state dir"; return 1; }
+	! test -e /evil && ! test -e /root/evil || { ls -la /evil /root/evil; echo "the hook used evil as its state dir"; return 1; }
 	[ "$(vf_mac 0)" = $ZERO ] && [ "$(host_sig)" = "$SIG" ] || { echo "after destroy: VF 0 MAC $(vf_mac 0), host $(host_sig)"; return 1; }
-	echo "hook handled domain --state-dir=/root/evil (VF 0 MAC $mac while it ran, $ZERO after); no /root/evil"
+	echo "hook handled domain --state-dir=evil (VF 0 MAC $mac while it ran, $ZERO after); no evil state dir"
 }
 check h_flaglike_released flaglike
 cp $PROBE_LOG "$OUT/hook-events.log" 2>/dev/null
