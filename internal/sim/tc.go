@@ -227,11 +227,26 @@ func (st *state) dumpTC(w func(string, ...any), nds []*netdev, now int64) {
 		if nd.Ingress.Block == 0 {
 			fs, devs = nd.Ingress.Filters, []*netdev{nd}
 		}
-		w("  %s ingress block=%d filters=%d", nd.Name, nd.Ingress.Block, len(fs))
+		w("  %s ingress block=%s filters=%d", nd.Name, st.blockName(nd.Ingress.Block, now), len(fs))
 		for _, f := range fs {
 			v := st.filterView(f, devs)
 			w(" [prio %d in_hw_count %d]", v.Prio, v.InHWCount)
 		}
 		w("\n")
 	}
+}
+
+// blockName shows a block by the netdev whose ifindex it is ("ifindex of
+// bond0"), which stays the same when the bond is made again with another
+// index; else by number.
+func (st *state) blockName(b uint32, now int64) string {
+	if b == 0 {
+		return "own"
+	}
+	for _, nd := range st.visibleNetdevs(now) {
+		if uint32(nd.Ifindex) == b {
+			return "ifindex-of-" + nd.Name
+		}
+	}
+	return fmt.Sprint(b)
 }

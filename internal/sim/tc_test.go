@@ -79,7 +79,8 @@ func TestTCInHW(t *testing.T) {
 }
 
 // TestTCBlockLifetime: a shared block lives while a qdisc holds it; the
-// last qdisc's deletion frees it with its rules; qdiscs show their block.
+// last qdisc's deletion frees it with its rules; qdiscs show their block
+// (7 is the ifindex of eth3 here, and the dump names it so).
 func TestTCBlockLifetime(t *testing.T) {
 	x := newTH(t, testSpec())
 	x.setupLAG(lagSetup{mode: "active-backup"})
@@ -95,7 +96,7 @@ func TestTCBlockLifetime(t *testing.T) {
 	if in, _ := x.h.Ingress("p1"); in != (eswitch.Ingress{Present: true, Block: 7}) {
 		t.Errorf("p1: %v, want ingress_block 7", in)
 	}
-	if !strings.Contains(x.h.Dump(), "p1 ingress block=7 filters=1 [prio 2 in_hw_count 2]") {
+	if !strings.Contains(x.h.Dump(), "p1 ingress block=ifindex-of-eth3 filters=1 [prio 2 in_hw_count 2]") {
 		t.Errorf("dump lacks p1's block:\n%s", x.h.Dump())
 	}
 	x.ok(x.h.DelIngress("p0"))
