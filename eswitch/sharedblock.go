@@ -21,8 +21,8 @@ type SharedBlock struct {
 	// OK: every member is on the block.
 	OK bool `json:"ok"`
 	// Rules is the number of filters in the block; InHW how many of them
-	// some device holds in hardware; AllPFs how many every PF on the block
-	// holds (in_hw_count >= the number of PFs bound).
+	// some device holds in hardware; AllPFs how many every PF of the bond
+	// holds (in_hw_count >= the number of PFs: 2 under VF-LAG).
 	Rules  int `json:"rules"`
 	InHW   int `json:"in_hw"`
 	AllPFs int `json:"in_hw_all_pfs"`
@@ -64,7 +64,7 @@ func (s SharedBlock) String() string {
 	if s.RulesErr != "" {
 		fmt.Fprintf(&b, "; rules unreadable: %s", s.RulesErr)
 	} else {
-		fmt.Fprintf(&b, "; %d rules, %d in hardware (%d on every PF on the block)", s.Rules, s.InHW, s.AllPFs)
+		fmt.Fprintf(&b, "; %d rules, %d in hardware (%d in every PF)", s.Rules, s.InHW, s.AllPFs)
 	}
 	return b.String()
 }
@@ -83,17 +83,13 @@ func ReadSharedBlock(k Kernel, bond string, pfs []string) (SharedBlock, error) {
 		return SharedBlock{}, fmt.Errorf("shared block of %s: %w", bond, err)
 	}
 	s := SharedBlock{Bond: bond, Block: uint32(l.Index), OK: true}
-	pfsOn := 0
-	for i, n := range append([]string{bond}, pfs...) {
+	for _, n := range append([]string{bond}, pfs...) {
 		in, err := t.Ingress(n)
 		if err != nil {
 			return SharedBlock{}, fmt.Errorf("shared block of %s: %w", bond, err)
 		}
 		m := BlockMember{Netdev: n, Ingress: in, OK: in.Present && in.Block == s.Block}
 		s.OK = s.OK && m.OK
-		if m.OK && i > 0 {
-			pfsOn++
-		}
 		s.Members = append(s.Members, m)
 	}
 	fs, err := t.BlockFilters(s.Block)
@@ -108,7 +104,7 @@ func ReadSharedBlock(k Kernel, bond string, pfs []string) (SharedBlock, error) {
 		if f.InHW {
 			s.InHW++
 		}
-		if f.InHW && pfsOn > 0 && int(f.InHWCount) >= pfsOn {
+		if f.InHW && len(pfs) > 0 && int(f.InHWCount) >= len(pfs) {
 			s.AllPFs++
 		}
 	}

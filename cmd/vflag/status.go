@@ -99,6 +99,9 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 		if d := g.Datapath; d != nil {
 			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())
 		}
+		if sb := g.SharedBlock; sb != nil {
+			fmt.Fprintf(w, "  tc shared block %s\n", sb)
+		}
 		for _, v := range g.VFs {
 			port := "-"
 			if v.OVSPort != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
@@ -102,7 +103,11 @@ type GroupStatus struct {
 	// Datapath is the kernel datapath of a bridge of datapath_type system,
 	// where it can be read (not on the simulated host).
 	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
-	VFs      []VFStatus             `json:"vfs"`
+	// SharedBlock is the bond's shared tc ingress block: whether the bond
+	// and its PFs are on it, its rules and how many are in hardware
+	// (switchdev groups with hw-offload, where the host has tc).
+	SharedBlock *eswitch.SharedBlock `json:"shared_block,omitempty"`
+	VFs         []VFStatus           `json:"vfs"`
 	// RateGroups are the config's rate groups, one per owning devlink instance.
 	RateGroups []RateGroupStatus `json:"rate_groups,omitempty"`
 	Problems   []string          `json:"problems,omitempty"`
@@ -213,6 +218,15 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				// or one that lost every upcall is a problem.
 				if c := validate.DatapathCheck(st, err); c.Verdict == validate.Fail {
 					problem("%s", c.Detail)
+				}
+			}
+			// vflag validate's tc/shared-block judgement, once the bond exists.
+			if gs.Bond != nil && gs.Bond.Mode != "absent" {
+				c, sb := validate.SharedBlockCheck(k, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
+				gs.SharedBlock = sb
+				if c.Verdict == validate.Fail {
+					first, _, _ := strings.Cut(c.Detail, "\n")
+					problem("shared tc block: %s", first)
 				}
 			}
 		}
@@ -364,6 +378,14 @@ func rateGroups(g *config.Group, gh pipeline.Group, rates []eswitch.Rate) []Rate
 			}
 			out = append(out, st)
 		}
+	}
+	return out
+}
+
+func netdevNames(pfs []eswitch.PF) []string {
+	out := make([]string, len(pfs))
+	for i, pf := range pfs {
+		out[i] = pf.Netdev
 	}
 	return out
 }
