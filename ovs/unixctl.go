@@ -122,7 +122,9 @@ func ParseDumpFlows(out string) ([]DPFlow, error) {
 	var flows []DPFlow
 	for i, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" {
+		// The userspace datapath heads each thread's flows with
+		// "flow-dump from the main thread:" / "flow-dump from pmd on cpu core: N".
+		if line == "" || strings.HasPrefix(line, "flow-dump from ") {
 			continue
 		}
 		f, err := parseDPFlow(line)

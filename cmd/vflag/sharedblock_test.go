@@ -80,4 +80,18 @@ func TestSharedBlockDrift(t *testing.T) {
 	}
 	b.validateJSON(0, "--allow-skip")
 	b.upJSON(0)
+
+	// The offload check asks the real ovs-vswitchd (userspace datapath
+	// here: its flows are none of the group's ports'), so it has nothing
+	// to judge; status counts the group's flows.
+	vrep := b.validateJSON(0, "--allow-skip", "--offload")
+	if c := checksBy(vrep, validate.Skip)[validate.OffloadName]; !strings.Contains(c.Detail, "no datapath flow of the group has traffic") {
+		t.Errorf("validate --offload: %+v", checksBy(vrep, validate.Fail)[validate.OffloadName])
+	}
+	if g := sb(); g.Flows == nil {
+		t.Errorf("status has no flow counts (ovs-vswitchd's control socket not read)")
+	}
+	if m := b.mustVflag(0, "status", "-o", "prometheus"); !strings.Contains(m, `vflag_ovs_flows{group="lag0",bridge="br-lag",where="hardware"} 0`) {
+		t.Errorf("metrics lack vflag_ovs_flows")
+	}
 }

@@ -102,6 +102,9 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 		if sb := g.SharedBlock; sb != nil {
 			fmt.Fprintf(w, "  tc shared block %s\n", sb)
 		}
+		if fc := g.Flows; fc != nil {
+			fmt.Fprintf(w, "  ovs flows with traffic: %d in hardware, %d in tc software, %d in the kernel datapath (%d idle)\n", fc.Hardware, fc.TCSoftware, fc.KernelDP, fc.Idle)
+		}
 		for _, v := range g.VFs {
 			port := "-"
 			if v.OVSPort != "" {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
@@ -107,7 +108,11 @@ type GroupStatus struct {
 	// and its PFs are on it, its rules and how many are in hardware
 	// (switchdev groups with hw-offload, where the host has tc).
 	SharedBlock *eswitch.SharedBlock `json:"shared_block,omitempty"`
-	VFs         []VFStatus           `json:"vfs"`
+	// Flows counts the datapath flows ovs-vswitchd has for the group's
+	// ports (the bond and the representors in its bridge), by where they
+	// run; nil when ovs-vswitchd's control socket could not be read.
+	Flows *FlowCounts `json:"flows,omitempty"`
+	VFs   []VFStatus  `json:"vfs"`
 	// RateGroups are the config's rate groups, one per owning devlink instance.
 	RateGroups []RateGroupStatus `json:"rate_groups,omitempty"`
 	Problems   []string          `json:"problems,omitempty"`
@@ -208,6 +213,13 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 					ports[p.Name] = p
 				}
 				gs.BondOVSMTU = ports[g.Bond.Name].MTU
+				if bs.Exists {
+					fc, err := countFlows(h.OVSDB, ports, g.OVS.Bridge)
+					if err != nil {
+						problem("datapath flows: %v", err)
+					}
+					gs.Flows = fc
+				}
 			}
 			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
 				st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
@@ -388,4 +400,49 @@ func netdevNames(pfs []eswitch.PF) []string {
 		out[i] = pf.Netdev
 	}
 	return out
+}
+
+// FlowCounts are a group's datapath flows with traffic by where they run
+// (validate.Where), and those without packets.
+type FlowCounts struct {
+	Hardware   int `json:"hardware"`    // offloaded:yes or partial
+	TCSoftware int `json:"tc_software"` // dp:tc, not in hardware
+	KernelDP   int `json:"kernel_datapath"`
+	Idle       int `json:"idle"`
+}
+
+// countFlows reads ovs-vswitchd's datapath flows ("ovs-appctl
+// dpctl/dump-flows -m") and counts those whose in_port is a port of the
+// group's bridge. No ovs-vswitchd control socket: nil, no error (a host
+// whose daemon runs elsewhere shows no counts rather than a problem).
+func countFlows(endpoint string, ports map[string]ovs.PortStatus, bridge string) (*FlowCounts, error) {
+	sock, err := ovs.VswitchdSocket(ovs.RunDirOf(endpoint))
+	if err != nil {
+		return nil, nil
+	}
+	out, err := ovs.Appctl(sock, "dpctl/dump-flows", []string{"-m"}, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	flows, err := ovs.ParseDumpFlows(out)
+	if err != nil {
+		return nil, err
+	}
+	var c FlowCounts
+	for _, f := range flows {
+		if _, ok := ports[f.InPort]; !ok || f.InPort == bridge {
+			continue
+		}
+		switch {
+		case f.Packets == 0:
+			c.Idle++
+		case validate.Where(f) == validate.WhereTCSW:
+			c.TCSoftware++
+		case validate.Where(f) == validate.WhereKernelDP:
+			c.KernelDP++
+		default:
+			c.Hardware++
+		}
+	}
+	return &c, nil
 }
