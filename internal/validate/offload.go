@@ -171,8 +171,11 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	if x.HWOffload != "true" {
 		out = append(out, fmt.Sprintf("hw-offload off (other_config:hw-offload=%s): ovs-vswitchd puts no flow in tc", orDash(x.HWOffload)))
 	}
-	if x.TCPolicy == "skip_hw" {
+	switch {
+	case x.TCPolicy == "skip_hw":
 		out = append(out, "tc-policy skip_hw: ovs-vswitchd asks tc to keep every rule out of hardware")
+	case x.TCPolicy == "skip_sw" && f.DP != "tc":
+		out = append(out, "tc-policy skip_sw: a rule no device takes into hardware is refused by tc and the flow stays in the OVS kernel datapath")
 	}
 	p, known := x.Ports[f.InPort]
 	switch {

@@ -60,7 +60,7 @@ func TestOffloadCheck(t *testing.T) {
 		{name: "a device without tc offload (veth)", flows: []string{flowRepOVS}, hwoff: "true", ports: map[string]PortTC{"rep0": {Driver: "veth"}}, want: Fail,
 			detail: []string{"rep0 has no hw-tc-offload feature (driver veth)"}, inSW: 1},
 		{name: "skip_sw refused by the driver, from the log", flows: []string{flowRepOVS}, hwoff: "true", policy: "skip_sw", ports: nsim,
-			refusals: []string{refusalOther, refusalRep0}, want: Fail, detail: []string{"the driver refused it: " + refusalRep0}, inSW: 1},
+			refusals: []string{refusalOther, refusalRep0}, want: Fail, detail: []string{"tc-policy skip_sw: a rule no device takes", "the driver refused it: " + refusalRep0}, inSW: 1},
 		{name: "bond flow with a PF off the shared block", flows: []string{flowBondOVS}, hwoff: "true", ports: mlx5, block: blockOnePF, want: Fail,
 			detail: []string{"port missing from the shared block: p1 (no ingress qdisc)"}, inSW: 1},
 		{name: "bond's rule in hardware on one PF only", flows: []string{flowBondHW}, hwoff: "true", ports: mlx5, block: blockOnePF, want: Fail,
