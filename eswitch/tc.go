@@ -240,7 +240,7 @@ func parseFilter(msg []byte) (TCFilter, bool, error) {
 	f := TCFilter{Prio: uint16(tcm.Info >> 16), Handle: tcm.Handle}
 	var opts []byte
 	for _, a := range attrs {
-		switch a.Attr.Type {
+		switch a.Attr.Type & nl.NLA_TYPE_MASK {
 		case nl.TCA_KIND:
 			f.Kind = nl.BytesToString(a.Value)
 		case nl.TCA_CHAIN:
@@ -262,7 +262,7 @@ func parseFilter(msg []byte) (TCFilter, bool, error) {
 		return TCFilter{}, false, fmt.Errorf("flower options: %w", err)
 	}
 	for _, a := range fa {
-		switch a.Attr.Type {
+		switch a.Attr.Type & nl.NLA_TYPE_MASK {
 		case nl.TCA_FLOWER_FLAGS:
 			if len(a.Value) >= 4 {
 				fl := binary.NativeEndian.Uint32(a.Value)
