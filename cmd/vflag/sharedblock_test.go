@@ -50,6 +50,9 @@ func TestSharedBlockDrift(t *testing.T) {
 	if !strings.Contains(strings.Join(g.Problems, "\n"), "shared tc block: not on bond0's ingress_block") {
 		t.Errorf("status problems %q lack the shared block", g.Problems)
 	}
+	if text := b.mustVflag(0, "status"); !strings.Contains(text, "tc shared block not on bond0's ingress_block") {
+		t.Errorf("status text lacks the shared block:\n%s", text)
+	}
 	metrics := b.mustVflag(0, "status", "-o", "prometheus")
 	for _, w := range []string{
 		`vflag_shared_block_ok{group="lag0",bond="bond0"} 0`,
