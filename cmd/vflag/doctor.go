@@ -84,7 +84,8 @@ func doctorTarget(cfg *config.Config) doctor.Target {
 			Name: g.Name, PFs: g.PFs, NumVFs: g.NumVFs,
 			Switchdev: g.Eswitch == eswitch.ModeSwitchdev,
 			BondName:  g.Bond.Name, BondMode: g.Bond.Mode, DatapathType: g.OVS.DatapathType,
-			OVSDB: cfg.OVSDB, Libvirt: cfg.Libvirt,
+			HWOffload: g.OVS.HWOffload != nil && *g.OVS.HWOffload,
+			OVSDB:     cfg.OVSDB, Libvirt: cfg.Libvirt,
 		})
 	}
 	return t

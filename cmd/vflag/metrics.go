@@ -79,6 +79,10 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfInfo     = fam("vflag_vf_info", "One VF: PF, index, PCI address, host driver, MAC set through the PF, representor, OVS port and domain (\"\" when none; value always 1).")
 		vfMaxRate  = fam("vflag_vf_max_tx_rate_mbps", "The VF's transmit rate limit set through the PF (max_tx_rate, Mbit/s; 0: no limit); legacy groups only.")
 		vfMinRate  = fam("vflag_vf_min_tx_rate_mbps", "The VF's guaranteed transmit rate set through the PF (min_tx_rate, Mbit/s; 0: none); legacy groups only.")
+		blockOK    = fam("vflag_shared_block_ok", "1 when the bond and each of its PFs are on the bond's shared tc ingress block (ingress_block = the bond's ifindex), where ovs-vswitchd keeps the bond port's rules; 0 when one is off it (what arrives on that PF is not offloaded; vflag up binds it again); switchdev groups with hw-offload only.")
+		blockOn    = fam("vflag_shared_block_member", "1 when this device (the bond or one of its PFs) is on the bond's shared tc ingress block, 0 when not.")
+		flowsFam   = fam("vflag_ovs_flows", "ovs-vswitchd's datapath flows with traffic whose in_port is the bond or a representor of the group's bridge, by where they run: hardware (offloaded:yes or partial), tc_software (dp:tc, not in hardware), kernel_datapath (dp:ovs); idle: flows without packets. vflag validate --offload says why a flow is not in hardware.")
+		blockRules = fam("vflag_shared_block_rules", "Rules (tc filters) in the bond's shared block, by where they run: hw (some device holds it in hardware), hw_all_pfs (every PF of the bond does: in_hw_count), sw (no device does: software only).")
 	)
 	for _, g := range hs.Groups {
 		groupInfo.add(1, "group", g.Name, "eswitch", g.Eswitch)
@@ -134,6 +138,25 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 					}
 				}
 			}
+			if fc := g.Flows; fc != nil {
+				for _, w := range []struct {
+					where string
+					n     int
+				}{{"hardware", fc.Hardware}, {"tc_software", fc.TCSoftware}, {"kernel_datapath", fc.KernelDP}, {"idle", fc.Idle}} {
+					flowsFam.add(float64(w.n), "group", g.Name, "bridge", g.Bridge, "where", w.where)
+				}
+			}
+			if sb := g.SharedBlock; sb != nil {
+				blockOK.add(boolGauge(sb.OK), "group", g.Name, "bond", sb.Bond)
+				for _, m := range sb.Members {
+					blockOn.add(boolGauge(m.OK), "group", g.Name, "bond", sb.Bond, "netdev", m.Netdev)
+				}
+				if sb.RulesErr == "" {
+					blockRules.add(float64(sb.InHW), "group", g.Name, "bond", sb.Bond, "where", "hw")
+					blockRules.add(float64(sb.AllPFs), "group", g.Name, "bond", sb.Bond, "where", "hw_all_pfs")
+					blockRules.add(float64(sb.Rules-sb.InHW), "group", g.Name, "bond", sb.Bond, "where", "sw")
+				}
+			}
 			if d := g.Datapath; d != nil {
 				dpMissed.add(float64(d.Missed), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
 				dpLost.add(float64(d.Lost), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
@@ -165,7 +188,7 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		vfs.add(float64(len(g.VFs)), "group", g.Name)
 		attached.add(float64(nAttached), "group", g.Name)
 	}
-	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, maxIdle, dpMissed, dpLost, bridgePort, ovsMTUFam, vfs, attached, vfInfo, vfMaxRate, vfMinRate, vfTxMax, vfTxShare, rgTxMax, rgTxShare, rgLeaves}
+	return []*metricFamily{groupInfo, problems, pfUp, numVFs, pfMTU, lagActive, lagInfo, slaves, slavesUp, bondMTU, minLinks, upDelay, downDelay, lacpPorts, lacpPeer, offload, maxIdle, dpMissed, dpLost, blockOK, blockOn, blockRules, flowsFam, bridgePort, ovsMTUFam, vfs, attached, vfInfo, vfMaxRate, vfMinRate, vfTxMax, vfTxShare, rgTxMax, rgTxShare, rgLeaves}
 }
 
 // writeStatusPrometheus writes the status in the text exposition format.

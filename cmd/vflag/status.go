@@ -99,6 +99,12 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 		if d := g.Datapath; d != nil {
 			fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())
 		}
+		if sb := g.SharedBlock; sb != nil {
+			fmt.Fprintf(w, "  tc shared block %s\n", sb)
+		}
+		if fc := g.Flows; fc != nil {
+			fmt.Fprintf(w, "  ovs flows with traffic: %d in hardware, %d in tc software, %d in the kernel datapath (%d idle)\n", fc.Hardware, fc.TCSoftware, fc.KernelDP, fc.Idle)
+		}
 		for _, v := range g.VFs {
 			port := "-"
 			if v.OVSPort != "" {

@@ -57,7 +57,9 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.String("bond-mode", "", "with --bond: the bond mode it must have (default: any)")
 	f.String("junit", "", "also write the verdicts as JUnit XML to this file")
 	f.Bool("allow-skip", false, "exit 0 when no check failed, even if some were skipped (e.g. LAG unverified)")
-	f.Bool("traffic", false, "run the traffic check (iperf3)")
+	f.Bool("traffic", false, "run the traffic check (iperf3), then the offload check")
+	f.Bool("offload", false, "run the offload check: where each datapath flow of the group runs (hardware, tc software, OVS kernel datapath) and why not in hardware")
+	f.String("ovs-log", validaterun.DefaultVswitchdLog, "ovs-vswitchd's log, read by the offload check for its \"failed to offload flow\" lines")
 	f.Bool("failover", false, "run the failover check (implies traffic): one slave down during traffic, then restored")
 	f.Bool("manual", false, "failover: ask the operator to pull and replug the cable instead of setting the slave down")
 	f.String("fail-slave", "", "failover: the slave to fail (default: the active slave, or the first)")
@@ -75,7 +77,7 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.String("rdma-dev", "", "RDMA device for ib_send_bw -d (default: the device behind the PFs, or on the --bond)")
 	f.Int("rdma-iters", 0, "ib_send_bw: send this many messages (-n) instead of running for --duration (-D); -D's timing is unreliable under emulation")
 	f.String("roce-mode", "", "expected default RoCE mode: v1 or v2 (default groups[].validate.roce_mode)")
-	for _, name := range []string{"group", "bond", "bond-mode", "rdma-iters", "junit", "allow-skip", "traffic", "failover", "manual", "fail-slave", "peer", "server",
+	for _, name := range []string{"group", "bond", "bond-mode", "rdma-iters", "junit", "allow-skip", "traffic", "offload", "ovs-log", "failover", "manual", "fail-slave", "peer", "server",
 		"duration", "parallel", "interval", "min-share", "max-gap", "rdma", "rdma-peer", "rdma-server", "rdma-tool", "rdma-dev", "roce-mode"} {
 		_ = a.v.BindPFlag("validate-"+name, f.Lookup(name))
 	}
@@ -137,6 +139,7 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	o := validaterun.Options{
 		Group: a.vget("group"), Bond: bond, BondMode: a.vget("bond-mode"), AllowSkip: a.v.GetBool("validate-allow-skip"),
 		RoCEMode: a.vget("roce-mode"), Traffic: a.v.GetBool("validate-traffic"), Failover: a.v.GetBool("validate-failover"),
+		Offload: a.v.GetBool("validate-offload"), VswitchdLog: a.vget("ovs-log"),
 		Manual: a.v.GetBool("validate-manual"), FailSlave: a.vget("fail-slave"), Peer: a.vget("peer"),
 		Server: a.v.GetBool("validate-server"), Duration: a.v.GetDuration("validate-duration"),
 		Parallel: a.v.GetInt("validate-parallel"), Interval: a.v.GetDuration("validate-interval"),

@@ -152,6 +152,13 @@ func TestValidateStatic(t *testing.T) {
 			failed: "bond/lacp", detail: []string{"no LACP partner answers on bond bond0", "ens1f0np0:1 ens1f1np1:2"},
 		},
 		{
+			name: "PF off the bond's shared tc block",
+			fault: func(t *testing.T, b *bed) {
+				b.withSim(func(h *sim.Host) error { return h.DelIngress("ens1f1np1") })
+			},
+			failed: "tc/shared-block", detail: []string{"ens1f1np1 (no ingress qdisc)", "vflag up"},
+		},
+		{
 			name: "RDMA device did not bond",
 			fault: func(t *testing.T, b *bed) {
 				b.withSim(func(h *sim.Host) error { return h.SetRDMABondFault("cx6lx", true) })

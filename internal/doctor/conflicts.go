@@ -35,6 +35,7 @@ func (d *doctor) conflicts(g *groupState) {
 	}
 	if g.Switchdev && g.BondName != "" {
 		d.checkBondName(g)
+		d.checkSharedBlock(g)
 	}
 	for _, p := range g.Ports {
 		d.checkVFCount(g, p)
@@ -212,4 +213,36 @@ func (d *doctor) checkVFCount(g *groupState, p *port) {
 		fmt.Sprintf("%s: sriov_numvfs is already %d and neither vflag's journal nor a vflag bond claims it: another tool sets VFs (NetworkManager sriov.total-vfs, systemd-networkd [SR-IOV], a udev rule or boot script) and may fight vflag%s", p.where(), p.NumVFs, want),
 		"find who sets it: grep -rs sriov_numvfs /etc/udev/rules.d /etc/systemd /etc/rc.local /etc/network; nmcli -f NAME,sriov.total-vfs connection show; "+
 			"remove that setting and let vflag own the VF count (groups[].numvfs)")
+}
+
+// checkSharedBlock: once vflag's bond exists and hw-offload is wanted, the
+// bond and its PFs must be on the bond's shared tc block (vflag validate's
+// tc/shared-block): a PF off it offloads nothing that arrives on it.
+func (d *doctor) checkSharedBlock(g *groupState) {
+	const name = "tc/shared-block"
+	if !g.HWOffload {
+		return
+	}
+	if _, err := d.env.Kernel.Link(g.BondName); err != nil {
+		d.add(AreaConflicts, name, "", Skip, fmt.Sprintf("bond %s does not exist yet: `vflag up` makes it and binds its PFs to its block", g.BondName), "")
+		return
+	}
+	var pfs []string
+	for _, p := range g.Ports {
+		if p.Netdev != "" {
+			pfs = append(pfs, p.Netdev)
+		}
+	}
+	s, err := eswitch.ReadSharedBlock(d.env.Kernel, g.BondName, pfs)
+	switch {
+	case errors.Is(err, eswitch.ErrNotSupported):
+		d.add(AreaConflicts, name, "", Skip, "this host's kernel interface has no tc", "")
+	case err != nil:
+		d.add(AreaConflicts, name, "", Warn, err.Error(), "")
+	case s.OK:
+		d.add(AreaConflicts, name, "", Pass, s.String(), "")
+	default:
+		d.add(AreaConflicts, name, "", Warn, s.String()+": traffic arriving on a PF off the block is not offloaded",
+			"`vflag up` binds them again (it shows as drift in `vflag plan`); it happens after an OVS restart or a deleted ingress qdisc")
+	}
 }

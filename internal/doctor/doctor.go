@@ -109,6 +109,7 @@ type Group struct {
 	BondName     string   // "" unknown (discovery)
 	BondMode     string   // active-backup, balance-xor, 802.3ad; "" unknown
 	DatapathType string   // the bridge's datapath_type: "", "system" or "netdev"
+	HWOffload    bool     // the bridge wants hw-offload: the bond's shared tc block is checked
 	OVSDB        string   // OVSDB endpoint ("" DefaultOVSDB)
 	Libvirt      string   // libvirt URI ("" DefaultLibvirt)
 	discovered   bool

@@ -47,6 +47,10 @@
 //	10 ovs.other-config tc-policy (before hw-offload is on), max-idle
 //	   ovs.bridge       one OVSDB transaction: bridge, bond, representors (VLAN
 //	                    columns, mtu_request), hw-offload
+//	   tc.ingress-block with hw-offload: bond and PFs on the bond's shared tc block
+//	                    (ingress_block = the bond's ifindex); after the bond (its
+//	                    ifindex) and the bridge (ovs-vswitchd then puts the bond's
+//	                    rules in that block); undone before the bond is deleted
 //	11 libvirt.attach   hostdev interfaces, one domain at a time
 //	12 verify           barrier: LAG, ofports, hw-offload, attachments
 //

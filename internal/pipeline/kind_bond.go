@@ -375,10 +375,18 @@ func (enslaveKind) Undo(ctx context.Context, e *Env, r enslaveRecord) error {
 	}
 	var did []string
 	if l.Master == r.Bond {
+		b, berr := e.k.Link(r.Bond)
 		if err := e.k.SetMaster(r.Slave, r.PriorMaster); err != nil && !gone(err) {
 			return err
 		}
 		did = append(did, "release "+r.Slave+" from "+r.Bond)
+		if berr == nil {
+			if unbound, err := leaveSharedBlock(e, r.Slave, uint32(b.Index)); err != nil {
+				return err
+			} else if unbound {
+				did = append(did, r.Slave+": ingress_block "+strconv.Itoa(b.Index)+" qdisc deleted")
+			}
+		}
 	}
 	if l.AdminUp != r.PriorUp {
 		if err := e.k.SetLinkUp(r.Slave, r.PriorUp); err != nil && !gone(err) {

@@ -71,6 +71,7 @@ var Kinds = []Kind{
 	declare[rateNodeRecord](rateNodeKind{}),
 	declare[rateLeafRecord](rateLeafKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),
+	declare[tcBlockRecord](tcBlockKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),
 	declare[hwOffloadRecord](hwOffloadKind),

@@ -74,6 +74,7 @@ var phases = []phase{
 	{"9", "devlink rate leaves of the VF ports", StageAll, switchdevGroups, []string{rateLeafKind{}.Name()}, (*groupRun).rateLeaves},
 	{"10", "OVS other_config tc-policy (before hw-offload), max-idle", StageAll, switchdevGroups, []string{ovsConfigKind{}.Name()}, (*groupRun).ovsConfig},
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
+	{"10", "the bond and its PFs on the bond's shared tc block (hw-offload)", StageAll, switchdevGroups, []string{tcBlockKind{}.Name()}, (*groupRun).sharedBlock},
 	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},
 	{"12", "verify", StageAll, allGroups, nil, (*groupRun).verify},
 }

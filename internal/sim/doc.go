@@ -155,6 +155,16 @@
 //   - §7 ethtool. Only hw-tc-offload: PF off in legacy, on in switchdev (the
 //     uplink representor's default), representors on, VF netdevs off; all
 //     settable. Bonds, lo and other features: ErrNotSupported.
+//   - §9/§10 tc (tc.go, eswitch.TC): one ingress qdisc per netdev, on a block
+//     of its own or on a shared block (ingress_block N); a shared block lives
+//     while a qdisc holds it and starts empty when bound again after its last
+//     qdisc went. Flower rules are added with Host.AddFlower (what
+//     ovs-vswitchd does); where a rule runs is computed when read, from the
+//     devices bound to its block now (the kernel replays a block's rules to a
+//     device that binds): in_hw_count counts the devices whose driver takes
+//     flower rules (mlx5 uplinks in switchdev and representors, with
+//     hw-tc-offload on; not bonds, VF netdevs or other drivers), skip_hw
+//     rules are in none, and skip_sw with no such device is EINVAL.
 //   - §8 VF settings through the PF netdev: MAC in both modes (multicast
 //     EINVAL), VLAN 0..4095 with QoS 0..7 in legacy (else EINVAL), VLAN≠0
 //     in switchdev EOPNOTSUPP and VLAN 0 a no-op; trust, spoofchk and link

@@ -117,6 +117,7 @@ func (st *state) dump(now int64) string {
 			nd.Name, what, orDash(nd.Master), nd.Alias, map[bool]string{true: "up", false: "down"}[nd.AdminUp],
 			st.operState(nd, now), nd.MAC, nd.MTU, feat)
 	}
+	st.dumpTC(w, nds, now)
 	w("bonds:\n")
 	for _, nd := range nds {
 		if nd.Bond == nil {

@@ -21,6 +21,8 @@ type state struct {
 	MACSeq      int                `json:"mac_seq"`
 	Dmesg       []logEntry         `json:"dmesg"`
 	RDMA        *rdmaState         `json:"rdma,omitempty"` // rdma.go
+	// Blocks are the shared tc blocks' filters, by block index (tc.go).
+	Blocks map[uint32][]simFilter `json:"tc_blocks,omitempty"`
 }
 
 type nicState struct {
@@ -114,6 +116,8 @@ type netdev struct {
 	ReadyAt int64      `json:"ready_at,omitempty"`
 	Bond    *bondState `json:"bond,omitempty"`
 	Stats   *netStats  `json:"stats,omitempty"` // counters.go
+	// Ingress is the netdev's ingress qdisc (tc.go); nil: none.
+	Ingress *ingressState `json:"ingress,omitempty"`
 }
 
 type bondState struct {

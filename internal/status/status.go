@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
@@ -102,7 +104,15 @@ type GroupStatus struct {
 	// Datapath is the kernel datapath of a bridge of datapath_type system,
 	// where it can be read (not on the simulated host).
 	Datapath *eswitch.DatapathStats `json:"datapath,omitempty"`
-	VFs      []VFStatus             `json:"vfs"`
+	// SharedBlock is the bond's shared tc ingress block: whether the bond
+	// and its PFs are on it, its rules and how many are in hardware
+	// (switchdev groups with hw-offload, where the host has tc).
+	SharedBlock *eswitch.SharedBlock `json:"shared_block,omitempty"`
+	// Flows counts the datapath flows ovs-vswitchd has for the group's
+	// ports (the bond and the representors in its bridge), by where they
+	// run; nil when ovs-vswitchd's control socket could not be read.
+	Flows *FlowCounts `json:"flows,omitempty"`
+	VFs   []VFStatus  `json:"vfs"`
 	// RateGroups are the config's rate groups, one per owning devlink instance.
 	RateGroups []RateGroupStatus `json:"rate_groups,omitempty"`
 	Problems   []string          `json:"problems,omitempty"`
@@ -203,6 +213,13 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 					ports[p.Name] = p
 				}
 				gs.BondOVSMTU = ports[g.Bond.Name].MTU
+				if bs.Exists {
+					fc, err := countFlows(h.OVSDB, ports, g.OVS.Bridge)
+					if err != nil {
+						problem("datapath flows: %v", err)
+					}
+					gs.Flows = fc
+				}
 			}
 			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
 				st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
@@ -213,6 +230,15 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				// or one that lost every upcall is a problem.
 				if c := validate.DatapathCheck(st, err); c.Verdict == validate.Fail {
 					problem("%s", c.Detail)
+				}
+			}
+			// vflag validate's tc/shared-block judgement, once the bond exists.
+			if gs.Bond != nil && gs.Bond.Mode != "absent" {
+				c, sb := validate.SharedBlockCheck(k, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
+				gs.SharedBlock = sb
+				if c.Verdict == validate.Fail {
+					first, _, _ := strings.Cut(c.Detail, "\n")
+					problem("shared tc block: %s", first)
 				}
 			}
 		}
@@ -366,4 +392,57 @@ func rateGroups(g *config.Group, gh pipeline.Group, rates []eswitch.Rate) []Rate
 		}
 	}
 	return out
+}
+
+func netdevNames(pfs []eswitch.PF) []string {
+	out := make([]string, len(pfs))
+	for i, pf := range pfs {
+		out[i] = pf.Netdev
+	}
+	return out
+}
+
+// FlowCounts are a group's datapath flows with traffic by where they run
+// (validate.Where), and those without packets.
+type FlowCounts struct {
+	Hardware   int `json:"hardware"`    // offloaded:yes or partial
+	TCSoftware int `json:"tc_software"` // dp:tc, not in hardware
+	KernelDP   int `json:"kernel_datapath"`
+	Idle       int `json:"idle"`
+}
+
+// countFlows reads ovs-vswitchd's datapath flows ("ovs-appctl
+// dpctl/dump-flows -m") and counts those whose in_port is a port of the
+// group's bridge. No ovs-vswitchd control socket: nil, no error (a host
+// whose daemon runs elsewhere shows no counts rather than a problem).
+func countFlows(endpoint string, ports map[string]ovs.PortStatus, bridge string) (*FlowCounts, error) {
+	sock, err := ovs.VswitchdSocket(ovs.RunDirOf(endpoint))
+	if err != nil {
+		return nil, nil
+	}
+	out, err := ovs.Appctl(sock, "dpctl/dump-flows", []string{"-m"}, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	flows, err := ovs.ParseDumpFlows(out)
+	if err != nil {
+		return nil, err
+	}
+	var c FlowCounts
+	for _, f := range flows {
+		if _, ok := ports[f.InPort]; !ok || f.InPort == bridge {
+			continue
+		}
+		switch {
+		case f.Packets == 0:
+			c.Idle++
+		case validate.Where(f) == validate.WhereTCSW:
+			c.TCSoftware++
+		case validate.Where(f) == validate.WhereKernelDP:
+			c.KernelDP++
+		default:
+			c.Hardware++
+		}
+	}
+	return &c, nil
 }

@@ -487,7 +487,12 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
 		out = append(out, DatapathCheck(st, err))
 	}
-	return out
+	pfs := make([]string, len(t.PFs))
+	for i, pf := range t.PFs {
+		pfs[i] = pf.Netdev
+	}
+	c, _ := SharedBlockCheck(k, t.BondName, pfs, t.HWOffload)
+	return append(out, c)
 }
 
 // DatapathCheck judges the kernel datapath's lookup counters: a datapath

@@ -30,17 +30,21 @@ type Options struct {
 	AllowSkip bool   // OK when no check failed, even if some were skipped
 	RoCEMode  string // expected default RoCE mode: v1 or v2
 
-	Traffic   bool // run the traffic check
-	Failover  bool // run the failover check (implies Traffic)
-	Manual    bool // failover: the operator pulls the cable
-	FailSlave string
-	Peer      string // iperf3 server address
-	Server    bool   // be the iperf3 server
-	Duration  time.Duration
-	Parallel  int
-	Interval  time.Duration
-	MinShare  float64
-	MaxGap    time.Duration
+	Traffic bool // run the traffic check, then the offload check
+	Offload bool // run the offload check
+	// VswitchdLog is ovs-vswitchd's log ("" DefaultVswitchdLog), read by
+	// the offload check.
+	VswitchdLog string
+	Failover    bool // run the failover check (implies Traffic)
+	Manual      bool // failover: the operator pulls the cable
+	FailSlave   string
+	Peer        string // iperf3 server address
+	Server      bool   // be the iperf3 server
+	Duration    time.Duration
+	Parallel    int
+	Interval    time.Duration
+	MinShare    float64
+	MaxGap      time.Duration
 
 	RDMA       bool
 	RDMAPeer   string
@@ -149,6 +153,9 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 	tt := trafficTarget{bond: g.Bond.Name, v: g.Validate, pcis: pcis}
 	if (r.o.Traffic || r.o.Failover) && g.Switchdev() {
 		out = append(out, r.trafficChecks(ctx, tt)...)
+	}
+	if (r.o.Offload || r.o.Traffic || r.o.Failover) && g.Switchdev() {
+		out = append(out, r.offloadCheck(ctx, g, gh))
 	}
 	if r.o.RDMA {
 		out = append(out, r.rdmaCheck(ctx, tt))

@@ -1,0 +1,206 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/ovs"
+)
+
+// SharedBlockName is the name of the shared tc block check.
+const SharedBlockName = "tc/shared-block"
+
+// SharedBlockCheck judges whether bond and its PFs are on the bond's shared
+// tc ingress block (eswitch.SharedBlock): a PF off the block gets none of
+// ovs-vswitchd's rules, so what arrives on it is not offloaded. hwOffload
+// false: skip (ovs-vswitchd uses no tc then). The check's Data is the
+// eswitch.SharedBlock, with the rules and how many are in hardware.
+func SharedBlockCheck(k eswitch.Kernel, bond string, pfs []string, hwOffload bool) (Check, *eswitch.SharedBlock) {
+	if !hwOffload {
+		return skip(SharedBlockName, "hw-offload is not wanted by the config: ovs-vswitchd puts no rules in tc"), nil
+	}
+	s, err := eswitch.ReadSharedBlock(k, bond, pfs)
+	switch {
+	case errors.Is(err, eswitch.ErrNotSupported):
+		return skip(SharedBlockName, "this host's kernel interface has no tc"), nil
+	case err != nil:
+		return failed(SharedBlockName, "%v", err), nil
+	}
+	var c Check
+	if s.OK {
+		c = pass(SharedBlockName, "%s", s)
+	} else {
+		c = failed(SharedBlockName, "%s\ntraffic arriving on a PF off the block meets none of ovs-vswitchd's rules and is not offloaded (lost after an OVS restart or a deleted qdisc); `vflag up` binds them again", s)
+	}
+	c.Data = s
+	return c, &s
+}
+
+// OffloadName is the name of the offload check (validate --offload).
+const OffloadName = "offload"
+
+// Where a datapath flow runs.
+const (
+	WhereHW       = "hardware"
+	WherePartial  = "hardware (partial)"
+	WhereTCSW     = "tc software"
+	WhereKernelDP = "OVS kernel datapath"
+)
+
+// PortTC is what the caller read of one port's device for the offload
+// check: hw-tc-offload, the driver, and where its ingress rules run.
+type PortTC struct {
+	HWTC    *bool  `json:"hw_tc_offload,omitempty"` // nil: the device has no such feature
+	Driver  string `json:"driver,omitempty"`
+	Rules   int    `json:"rules"`
+	InHW    int    `json:"in_hw"`
+	SkipHW  int    `json:"skip_hw"`
+	ReadErr string `json:"error,omitempty"`
+}
+
+// OffloadFacts are what the offload check judges: ovs-vswitchd's datapath
+// flows ("ovs-appctl dpctl/dump-flows -m"), the Open_vSwitch offload
+// settings, the group's ports and their devices, the bond's shared block
+// and ovs-vswitchd's "failed to offload flow" log lines.
+type OffloadFacts struct {
+	Flows     []ovs.DPFlow
+	FlowsErr  error
+	HWOffload string // other_config:hw-offload ("" unset)
+	TCPolicy  string // other_config:tc-policy ("" none)
+	Bond      string
+	Reps      []string // the group's representor ports
+	Ports     map[string]PortTC
+	Block     *eswitch.SharedBlock
+	Refusals  []string // ovs-vswitchd log lines "failed to offload flow: ERR: PORT", oldest first
+}
+
+// FlowVerdict is one flow of the group with where it runs and why not in
+// hardware.
+type FlowVerdict struct {
+	InPort    string   `json:"in_port"`
+	Match     string   `json:"match"`
+	Packets   uint64   `json:"packets"`
+	Offloaded string   `json:"offloaded,omitempty"`
+	DP        string   `json:"dp,omitempty"`
+	Where     string   `json:"where"`
+	Reasons   []string `json:"reasons,omitempty"`
+	Actions   string   `json:"actions"`
+}
+
+// OffloadData is the offload check's evidence (Check.Data).
+type OffloadData struct {
+	Flows     []FlowVerdict        `json:"flows"`
+	InHW      int                  `json:"in_hw"`       // flows with traffic in hardware (yes or partial)
+	InSW      int                  `json:"in_software"` // flows with traffic in tc software or the kernel datapath
+	Idle      int                  `json:"idle"`        // the group's flows without packets
+	Ports     map[string]PortTC    `json:"ports,omitempty"`
+	Block     *eswitch.SharedBlock `json:"shared_block,omitempty"`
+	HWOffload string               `json:"hw_offload"`
+	TCPolicy  string               `json:"tc_policy,omitempty"`
+	Refusals  []string             `json:"refusals,omitempty"`
+}
+
+// Where says where a flow runs from its dp and offloaded fields.
+func Where(f ovs.DPFlow) string {
+	switch {
+	case f.Offloaded == "yes":
+		return WhereHW
+	case f.Offloaded == "partial":
+		return WherePartial
+	case f.DP == "tc":
+		return WhereTCSW
+	}
+	return WhereKernelDP
+}
+
+// OffloadCheck judges where the group's flows run: pass when every flow of
+// the group with traffic is in hardware (and, for the bond's rules, on
+// every PF: in_hw_count), fail naming each other flow's place and the
+// reasons found, skip when the group has no flow with traffic.
+func OffloadCheck(x OffloadFacts) Check {
+	if x.FlowsErr != nil {
+		return failed(OffloadName, "cannot read ovs-vswitchd's datapath flows: %v", x.FlowsErr)
+	}
+	ours := map[string]bool{x.Bond: true}
+	for _, r := range x.Reps {
+		ours[r] = true
+	}
+	d := OffloadData{Ports: x.Ports, Block: x.Block, HWOffload: x.HWOffload, TCPolicy: x.TCPolicy, Refusals: x.Refusals, Flows: []FlowVerdict{}}
+	var bad []string
+	bondInHW := false
+	for _, f := range x.Flows {
+		if !ours[f.InPort] {
+			continue
+		}
+		if f.Packets == 0 {
+			d.Idle++
+			continue
+		}
+		v := FlowVerdict{InPort: f.InPort, Match: f.Match, Packets: f.Packets, Offloaded: f.Offloaded, DP: f.DP, Where: Where(f), Actions: f.Actions}
+		if v.Where == WhereHW || v.Where == WherePartial {
+			d.InHW++
+			bondInHW = bondInHW || f.InPort == x.Bond
+		} else {
+			d.InSW++
+			v.Reasons = notInHWReasons(x, f)
+			bad = append(bad, fmt.Sprintf("in_port(%s) %d packets: %s: %s", f.InPort, f.Packets, v.Where, strings.Join(v.Reasons, "; ")))
+		}
+		d.Flows = append(d.Flows, v)
+	}
+	var c Check
+	switch {
+	case d.InHW+d.InSW == 0:
+		c = skip(OffloadName, "no datapath flow of the group has traffic (%d idle): nothing to judge; run it with --traffic or while the VMs talk", d.Idle)
+	case len(bad) > 0:
+		c = failed(OffloadName, "%d of %d flows with traffic NOT in hardware\n%s", d.InSW, d.InHW+d.InSW, strings.Join(bad, "\n"))
+	case bondInHW && x.Block != nil && x.Block.InHW > x.Block.AllPFs:
+		c = failed(OffloadName, "%d flows in hardware, but %d of the bond's %d rules in hardware are not on every PF (in_hw_count below the PF count): traffic arriving on the other PF is not offloaded; %s",
+			d.InHW, x.Block.InHW-x.Block.AllPFs, x.Block.InHW, x.Block)
+	default:
+		c = pass(OffloadName, "%d flows with traffic, all in hardware", d.InHW)
+	}
+	c.Data = d
+	return c
+}
+
+// notInHWReasons finds why a flow is not in hardware, most general first.
+func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
+	var out []string
+	if x.HWOffload != "true" {
+		out = append(out, fmt.Sprintf("hw-offload off (other_config:hw-offload=%s): ovs-vswitchd puts no flow in tc", orDash(x.HWOffload)))
+	}
+	switch {
+	case x.TCPolicy == "skip_hw":
+		out = append(out, "tc-policy skip_hw: ovs-vswitchd asks tc to keep every rule out of hardware")
+	case x.TCPolicy == "skip_sw" && f.DP != "tc":
+		out = append(out, "tc-policy skip_sw: a rule no device takes into hardware is refused by tc and the flow stays in the OVS kernel datapath")
+	}
+	p, known := x.Ports[f.InPort]
+	switch {
+	case !known:
+	case p.ReadErr != "":
+		out = append(out, fmt.Sprintf("%s: %s", f.InPort, p.ReadErr))
+	case p.HWTC == nil:
+		out = append(out, fmt.Sprintf("%s has no hw-tc-offload feature (driver %s): no tc offload", f.InPort, orDash(p.Driver)))
+	case !*p.HWTC:
+		out = append(out, fmt.Sprintf("hw-tc-offload off on %s: its driver takes no tc rule", f.InPort))
+	}
+	if f.InPort == x.Bond && x.Block != nil && !x.Block.OK {
+		out = append(out, "port missing from the shared block: "+strings.Join(x.Block.Missing(), ", "))
+	}
+	for i := len(x.Refusals) - 1; i >= 0; i-- {
+		if strings.HasSuffix(x.Refusals[i], ": "+f.InPort) {
+			out = append(out, "the driver refused it: "+x.Refusals[i])
+			break
+		}
+	}
+	if known && p.ReadErr == "" && p.HWTC != nil && *p.HWTC && x.TCPolicy != "skip_hw" && f.DP == "tc" && p.Rules > 0 && p.InHW == 0 && p.SkipHW < p.Rules {
+		out = append(out, fmt.Sprintf("the driver of %s (%s) holds none of its %d tc rules in hardware (not_in_hw): the device has no tc flower offload", f.InPort, orDash(p.Driver), p.Rules))
+	}
+	if len(out) == 0 {
+		out = append(out, "no reason found (see ovs-vswitchd's log with vlog/set dpif_netlink:dbg netdev_offload_tc:dbg)")
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package validate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/ovs"
+)
+
+// Flows as "ovs-appctl dpctl/dump-flows -m" prints them (ovs-dpctl(8)).
+const (
+	flowBondHW   = "ufid:1, recirc_id(0),in_port(bond0),eth(src=0c:42:a1:00:00:01,dst=0c:42:a1:00:00:02),eth_type(0x0800),ipv4(frag=no), packets:1000, bytes:1500000, used:0.1s, offloaded:yes, dp:tc, actions:rep0"
+	flowRepHW    = "ufid:2, recirc_id(0),in_port(rep0),eth(src=0c:42:a1:00:00:02,dst=0c:42:a1:00:00:01),eth_type(0x0800),ipv4(frag=no), packets:900, bytes:59400, used:0.1s, offloaded:yes, dp:tc, actions:bond0"
+	flowRepTCSW  = "ufid:3, recirc_id(0),in_port(rep0),eth(src=0c:42:a1:00:00:02,dst=0c:42:a1:00:00:01),eth_type(0x0800),ipv4(frag=no), packets:900, bytes:59400, used:0.1s, dp:tc, actions:bond0"
+	flowRepOVS   = "ufid:4, recirc_id(0),in_port(rep0),eth(src=0c:42:a1:00:00:02,dst=0c:42:a1:00:00:01),eth_type(0x0800),ipv4(frag=no), packets:900, bytes:59400, used:0.1s, dp:ovs, actions:bond0"
+	flowBondOVS  = "ufid:5, recirc_id(0),in_port(bond0),eth_type(0x0800),ipv4(frag=no), packets:50, bytes:5000, used:0.1s, dp:ovs, actions:rep0"
+	flowRepIdle  = "ufid:6, recirc_id(0),in_port(rep1),eth_type(0x0806), packets:0, bytes:0, used:never, dp:tc, actions:bond0"
+	flowOtherSW  = "ufid:7, recirc_id(0),in_port(other0),eth_type(0x0800), packets:77, bytes:7700, used:0.1s, dp:ovs, actions:other1"
+	flowPartial  = "ufid:8, recirc_id(0),in_port(rep0),eth_type(0x0800), packets:5, bytes:500, used:0.1s, offloaded:partial, dp:ovs, actions:bond0"
+	refusalRep0  = "failed to offload flow: Invalid argument: rep0"
+	refusalOther = "failed to offload flow: Invalid argument: other0"
+)
+
+func on(b bool) *bool { return &b }
+
+func TestOffloadCheck(t *testing.T) {
+	mlx5 := map[string]PortTC{"rep0": {HWTC: on(true), Driver: "mlx5_core", Rules: 1, InHW: 1}, "bond0": {Driver: ""}}
+	nsim := map[string]PortTC{"rep0": {HWTC: on(true), Driver: "netdevsim", Rules: 1}}
+	blockOK := &eswitch.SharedBlock{Bond: "bond0", Block: 9, OK: true, Rules: 1, InHW: 1, AllPFs: 1,
+		Members: []eswitch.BlockMember{{Netdev: "bond0", OK: true}, {Netdev: "p0", OK: true}, {Netdev: "p1", OK: true}}}
+	blockOnePF := &eswitch.SharedBlock{Bond: "bond0", Block: 9, Rules: 1, InHW: 1, AllPFs: 0,
+		Members: []eswitch.BlockMember{{Netdev: "bond0", OK: true}, {Netdev: "p0", OK: true}, {Netdev: "p1", Ingress: eswitch.Ingress{}}}}
+	tests := []struct {
+		name     string
+		flows    []string
+		flowsErr error
+		hwoff    string
+		policy   string
+		ports    map[string]PortTC
+		block    *eswitch.SharedBlock
+		refusals []string
+		want     Verdict
+		detail   []string
+		inHW     int
+		inSW     int
+	}{
+		{name: "every flow in hardware, the bond's rule on both PFs", flows: []string{flowBondHW, flowRepHW, flowRepIdle, flowOtherSW},
+			hwoff: "true", ports: mlx5, block: blockOK, want: Pass, detail: []string{"2 flows with traffic, all in hardware"}, inHW: 2},
+		{name: "partial offload counts as hardware", flows: []string{flowPartial}, hwoff: "true", ports: mlx5, want: Pass, inHW: 1},
+		{name: "netdevsim of 6.1: tc software, no flower offload", flows: []string{flowRepTCSW}, hwoff: "true", ports: nsim, want: Fail,
+			detail: []string{"in_port(rep0) 900 packets: tc software", "the driver of rep0 (netdevsim) holds none of its 1 tc rules in hardware"}, inSW: 1},
+		{name: "hw-offload off", flows: []string{flowRepOVS}, hwoff: "false", ports: mlx5, want: Fail,
+			detail: []string{"OVS kernel datapath", "hw-offload off (other_config:hw-offload=false)"}, inSW: 1},
+		{name: "tc-policy skip_hw", flows: []string{flowRepTCSW}, hwoff: "true", policy: "skip_hw", ports: map[string]PortTC{"rep0": {HWTC: on(true), Rules: 1, SkipHW: 1}}, want: Fail,
+			detail: []string{"tc-policy skip_hw"}, inSW: 1},
+		{name: "hw-tc-offload off on the port", flows: []string{flowRepOVS}, hwoff: "true", ports: map[string]PortTC{"rep0": {HWTC: on(false), Driver: "mlx5_core"}}, want: Fail,
+			detail: []string{"hw-tc-offload off on rep0"}, inSW: 1},
+		{name: "a device without tc offload (veth)", flows: []string{flowRepOVS}, hwoff: "true", ports: map[string]PortTC{"rep0": {Driver: "veth"}}, want: Fail,
+			detail: []string{"rep0 has no hw-tc-offload feature (driver veth)"}, inSW: 1},
+		{name: "skip_sw refused by the driver, from the log", flows: []string{flowRepOVS}, hwoff: "true", policy: "skip_sw", ports: nsim,
+			refusals: []string{refusalOther, refusalRep0}, want: Fail, detail: []string{"tc-policy skip_sw: a rule no device takes", "the driver refused it: " + refusalRep0}, inSW: 1},
+		{name: "bond flow with a PF off the shared block", flows: []string{flowBondOVS}, hwoff: "true", ports: mlx5, block: blockOnePF, want: Fail,
+			detail: []string{"port missing from the shared block: p1 (no ingress qdisc)"}, inSW: 1},
+		{name: "bond's rule in hardware on one PF only", flows: []string{flowBondHW}, hwoff: "true", ports: mlx5, block: blockOnePF, want: Fail,
+			detail: []string{"not on every PF (in_hw_count below the PF count)"}, inHW: 1},
+		{name: "no traffic", flows: []string{flowRepIdle, flowOtherSW}, hwoff: "true", want: Skip, detail: []string{"(1 idle)"}},
+		{name: "unreadable", flowsErr: errors.New("ovs-vswitchd's pid file: no such file"), want: Fail, detail: []string{"cannot read ovs-vswitchd's datapath flows"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flows, err := ovs.ParseDumpFlows(strings.Join(tt.flows, "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := OffloadCheck(OffloadFacts{Flows: flows, FlowsErr: tt.flowsErr, HWOffload: tt.hwoff, TCPolicy: tt.policy, Bond: "bond0",
+				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals})
+			if c.Verdict != tt.want {
+				t.Fatalf("verdict %s, want %s: %s", c.Verdict, tt.want, c.Detail)
+			}
+			for _, s := range tt.detail {
+				if !strings.Contains(c.Detail, s) {
+					t.Errorf("detail %q lacks %q", c.Detail, s)
+				}
+			}
+			if d, ok := c.Data.(OffloadData); ok {
+				if d.InHW != tt.inHW || d.InSW != tt.inSW {
+					t.Errorf("in_hw %d in_software %d, want %d %d", d.InHW, d.InSW, tt.inHW, tt.inSW)
+				}
+				for _, f := range d.Flows {
+					if f.InPort == "other0" {
+						t.Errorf("another group's flow judged: %+v", f)
+					}
+				}
+			} else if tt.flowsErr == nil {
+				t.Errorf("no OffloadData: %#v", c.Data)
+			}
+			t.Logf("%s: %s", c.Verdict, c.Detail)
+		})
+	}
+}

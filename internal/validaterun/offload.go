@@ -1,0 +1,154 @@
+package validaterun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs"
+)
+
+// DefaultVswitchdLog is where Debian's and Red Hat's packages have
+// ovs-vswitchd log.
+const DefaultVswitchdLog = "/var/log/openvswitch/ovs-vswitchd.log"
+
+// vswitchdLogTail is how much of the end of ovs-vswitchd's log the offload
+// check reads.
+const vswitchdLogTail = 1 << 20
+
+// offloadCheck gathers what validate.OffloadCheck judges: the datapath
+// flows from ovs-vswitchd ("ovs-appctl dpctl/dump-flows -m" over its
+// control socket), the offload settings from OVSDB, the tc state of the
+// ports the flows come in on, the bond's shared block and the log's
+// refusals.
+func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Group) validate.Check {
+	start := time.Now()
+	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}}
+	if c, err := r.h.OVS(ctx); err != nil {
+		x.FlowsErr = err
+	} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {
+		x.FlowsErr = err
+	} else {
+		x.HWOffload, x.TCPolicy = bs.HWOffload, bs.TCPolicy
+		for _, p := range bs.Ports {
+			if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge {
+				x.Reps = append(x.Reps, p.Name)
+			}
+		}
+	}
+	if x.FlowsErr == nil {
+		x.Flows, x.FlowsErr = dumpFlows(ovs.RunDirOf(r.h.OVSDB))
+	}
+	if sb, err := eswitch.ReadSharedBlock(r.h.Kernel, g.Bond.Name, netdevs(gh.PFs)); err == nil {
+		x.Block = &sb
+	}
+	for _, f := range x.Flows {
+		if _, seen := x.Ports[f.InPort]; f.Packets > 0 && !seen && f.InPort != "" {
+			x.Ports[f.InPort] = r.portTC(f.InPort)
+		}
+	}
+	logPath := r.o.VswitchdLog
+	if logPath == "" {
+		logPath = DefaultVswitchdLog
+	}
+	x.Refusals = refusals(logPath)
+	c := validate.OffloadCheck(x)
+	c.Duration = time.Since(start)
+	return c
+}
+
+func netdevs(pfs []eswitch.PF) []string {
+	out := make([]string, len(pfs))
+	for i, pf := range pfs {
+		out[i] = pf.Netdev
+	}
+	return out
+}
+
+// dumpFlows asks ovs-vswitchd for its datapath flows with their layer and
+// offload state.
+func dumpFlows(runDir string) ([]ovs.DPFlow, error) {
+	sock, err := ovs.VswitchdSocket(runDir)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ovs.Appctl(sock, "dpctl/dump-flows", []string{"-m"}, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return ovs.ParseDumpFlows(out)
+}
+
+// portTC reads one port's device: hw-tc-offload, its driver (sysfs), and
+// where its ingress rules run (its shared block's for a bond member).
+func (r *run) portTC(port string) validate.PortTC {
+	var p validate.PortTC
+	if err := eswitch.ValidIfName(port); err != nil {
+		p.ReadErr = err.Error()
+		return p
+	}
+	on, err := r.h.Kernel.Feature(port, "hw-tc-offload")
+	switch {
+	case err == nil:
+		p.HWTC = &on
+	case !errors.Is(err, eswitch.ErrNotSupported):
+		p.ReadErr = err.Error()
+		return p
+	}
+	if target, err := r.h.FS.Readlink(filepath.Join("/sys/class/net", port, "device/driver")); err == nil {
+		p.Driver = filepath.Base(target)
+	}
+	tc, err := eswitch.AsTC(r.h.Kernel)
+	if err != nil {
+		return p
+	}
+	fs, err := tc.Filters(port)
+	if err != nil {
+		p.ReadErr = err.Error()
+		return p
+	}
+	for _, f := range fs {
+		p.Rules++
+		if f.InHW {
+			p.InHW++
+		}
+		if f.SkipHW {
+			p.SkipHW++
+		}
+	}
+	return p
+}
+
+// refusals are ovs-vswitchd's "failed to offload flow: ERR: PORT" lines
+// (lib/dpif-netlink.c; EOPNOTSUPP and ENOSPC only at debug level) in the
+// last vswitchdLogTail bytes of its log, the message part only; none when
+// the log cannot be read.
+func refusals(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > vswitchdLogTail {
+		if _, err := f.Seek(st.Size()-vswitchdLogTail, 0); err != nil {
+			return nil
+		}
+	}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if _, msg, ok := strings.Cut(sc.Text(), "failed to offload flow: "); ok {
+			out = append(out, "failed to offload flow: "+msg)
+		}
+	}
+	return out
+}
