@@ -355,13 +355,20 @@ ITERS=500
 rdma_check() {
 	local active a1 a2 bw
 	active=$(cat /sys/class/net/bond0/bonding/active_slave)
-	timeout 90 ib_send_bw -R -F --report_gbits -d rxe1 -n $ITERS >"$OUT/ib_send_bw-server.log" 2>&1 &
+	# A server for each of vflag's runs: a run whose perftest timing gave 0
+	# under TCG is run again (at most twice), and says so in its detail.
+	: >"$OUT/ib_send_bw-server.log"
+	(for _ in 1 2 3; do timeout 90 ib_send_bw -R -F --report_gbits -d rxe1 -n $ITERS >>"$OUT/ib_send_bw-server.log" 2>&1 || break; done) &
+	local srv=$!
 	sleep 1
 	a1=$(ctr "$active" tx_bytes)
 	VNAME=rdma V --bond bond0 --rdma --rdma-peer 10.99.0.2 --rdma-iters $ITERS --roce-mode v2
 	local rc=$?
 	a2=$(ctr "$active" tx_bytes)
+	kill $srv 2>/dev/null
+	pkill -f 'ib_send_bw -R -F --report_gbits -d rxe1' 2>/dev/null
 	wait
+	detail "$OUT/rdma.json" rdma/ib_send_bw
 	[ $rc = 0 ] || { cat "$OUT/rdma.json" "$OUT/ib_send_bw-server.log"; return 1; }
 	bw=$(jq -r '.groups[].checks[] | select(.name == "rdma/ib_send_bw") | "\(.data.bw_average) \(.data.unit)"' "$OUT/rdma.json")
 	# 500 messages of 64 KiB: at least 32 MB went out through the active slave.

@@ -419,3 +419,43 @@ func TestLACPCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestRDMACheckRetriesAMeasuredZero: ib_send_bw -n that printed 0 (its
+// timing under emulation) is run again, at most zeroRetries times, and the
+// detail says so; a zero every time still fails.
+func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ib_send_bw"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	result := func(bw string) []byte {
+		return []byte(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536      500              0.00               " + bw + "            0.000000\n")
+	}
+	old := rdmaTool
+	t.Cleanup(func() { rdmaTool = old })
+	for _, tc := range []struct {
+		name    string
+		outputs []string
+		runs    int
+		verdict Verdict
+		detail  string
+	}{
+		{"first run measures", []string{"0.18"}, 1, Pass, "average 0.18 Gb/sec"},
+		{"zero then a measure", []string{"0.000000", "0.21"}, 2, Pass, "average 0.21 Gb/sec (after 1 run(s) that measured 0 Gb/sec: perftest's timing, retried)"},
+		{"zero every time", []string{"0.000000", "0.000000", "0.000000", "0.5"}, 3, Fail, "measured no bandwidth (average 0.00 Gb/sec (after 3 run(s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			rdmaTool = func(_ context.Context, _ string, _ []string) ([]byte, error) {
+				out := result(tc.outputs[runs])
+				runs++
+				return out, nil
+			}
+			ch := RDMACheck(context.Background(), RDMAPerf{Peer: "10.0.0.2", Iters: 500})
+			if runs != tc.runs || ch.Verdict != tc.verdict || !strings.Contains(ch.Detail, tc.detail) {
+				t.Errorf("%d runs, %s %q; want %d runs, %s with %q", runs, ch.Verdict, ch.Detail, tc.runs, tc.verdict, tc.detail)
+			}
+		})
+	}
+}
