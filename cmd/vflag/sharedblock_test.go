@@ -84,11 +84,12 @@ func TestSharedBlockDrift(t *testing.T) {
 	b.validateJSON(0, "--allow-skip")
 	b.upJSON(0)
 
-	// The offload check asks the real ovs-vswitchd (userspace datapath
-	// here: its flows are none of the group's ports'), so it has nothing
-	// to judge; status counts the group's flows.
+	// The offload check asks the real ovs-vswitchd, whose bridge here has
+	// the userspace datapath (the build machines have no openvswitch
+	// module): tc offload does not apply, which it says instead of judging
+	// flows that never go to tc; status counts the group's flows.
 	vrep := b.validateJSON(0, "--allow-skip", "--offload")
-	if c := checksBy(vrep, validate.Skip)[validate.OffloadName]; !strings.Contains(c.Detail, "no datapath flow of the group has traffic") {
+	if c := checksBy(vrep, validate.Skip)[validate.OffloadName]; !strings.Contains(c.Detail, "datapath_type netdev") {
 		t.Errorf("validate --offload: %+v", checksBy(vrep, validate.Fail)[validate.OffloadName])
 	}
 	if g := sb(); g.Flows == nil {

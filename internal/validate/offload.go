@@ -74,6 +74,10 @@ type OffloadFacts struct {
 	Ports     map[string]PortTC
 	Block     *eswitch.SharedBlock
 	Refusals  []string // ovs-vswitchd log lines "failed to offload flow: ERR: PORT", oldest first
+	// DatapathType is the bridge's datapath_type ("" or "system": the
+	// kernel datapath, whose flows tc can offload; "netdev": the userspace
+	// datapath, which tc offload does not apply to).
+	DatapathType string
 }
 
 // FlowVerdict is one flow of the group with where it runs and why not in
@@ -122,6 +126,10 @@ func Where(f ovs.DPFlow) string {
 func OffloadCheck(x OffloadFacts) Check {
 	if x.FlowsErr != nil {
 		return failed(OffloadName, "cannot read ovs-vswitchd's datapath flows: %v", x.FlowsErr)
+	}
+	if x.DatapathType == "netdev" {
+		// Not a verdict on the NIC: this bridge's flows never go to tc.
+		return skip(OffloadName, "datapath_type netdev: the flows run in ovs-vswitchd's userspace datapath, and tc hardware offload applies to the kernel datapath (system) only")
 	}
 	ours := map[string]bool{x.Bond: true}
 	for _, r := range x.Reps {

@@ -41,6 +41,7 @@ func TestOffloadCheck(t *testing.T) {
 		ports    map[string]PortTC
 		block    *eswitch.SharedBlock
 		refusals []string
+		dpType   string
 		want     Verdict
 		detail   []string
 		inHW     int
@@ -48,6 +49,8 @@ func TestOffloadCheck(t *testing.T) {
 	}{
 		{name: "every flow in hardware, the bond's rule on both PFs", flows: []string{flowBondHW, flowRepHW, flowRepIdle, flowOtherSW},
 			hwoff: "true", ports: mlx5, block: blockOK, want: Pass, detail: []string{"2 flows with traffic, all in hardware"}, inHW: 2},
+		{name: "userspace datapath: tc offload does not apply", flows: []string{flowRepTCSW}, hwoff: "true", ports: nsim, dpType: "netdev", want: Skip,
+			detail: []string{"datapath_type netdev: the flows run in ovs-vswitchd's userspace datapath"}},
 		{name: "partial offload counts as hardware", flows: []string{flowPartial}, hwoff: "true", ports: mlx5, want: Pass, inHW: 1},
 		{name: "netdevsim of 6.1: tc software, no flower offload", flows: []string{flowRepTCSW}, hwoff: "true", ports: nsim, want: Fail,
 			detail: []string{"in_port(rep0) 900 packets: tc software", "the driver of rep0 (netdevsim) holds none of its 1 tc rules in hardware"}, inSW: 1},
@@ -75,7 +78,7 @@ func TestOffloadCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := OffloadCheck(OffloadFacts{Flows: flows, FlowsErr: tt.flowsErr, HWOffload: tt.hwoff, TCPolicy: tt.policy, Bond: "bond0",
-				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals})
+				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals, DatapathType: tt.dpType})
 			if c.Verdict != tt.want {
 				t.Fatalf("verdict %s, want %s: %s", c.Verdict, tt.want, c.Detail)
 			}
@@ -93,7 +96,7 @@ func TestOffloadCheck(t *testing.T) {
 						t.Errorf("another group's flow judged: %+v", f)
 					}
 				}
-			} else if tt.flowsErr == nil {
+			} else if tt.flowsErr == nil && tt.dpType == "" {
 				t.Errorf("no OffloadData: %#v", c.Data)
 			}
 			t.Logf("%s: %s", c.Verdict, c.Detail)

@@ -31,7 +31,7 @@ const vswitchdLogTail = 1 << 20
 // refusals.
 func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Group) validate.Check {
 	start := time.Now()
-	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}}
+	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType}
 	if c, err := r.h.OVS(ctx); err != nil {
 		x.FlowsErr = err
 	} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {
