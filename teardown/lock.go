@@ -2,11 +2,13 @@ package teardown
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +24,7 @@ const lockName = "lock"
 type lockOwner struct {
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
+	Command string    `json:"command,omitempty"` // the holder's arguments, to say who waits for whom
 }
 
 // Lock is an exclusive flock on <stateDir>/lock, held until Release (or
@@ -56,7 +59,7 @@ func AcquireLock(stateDir string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("acquire lock %s: flock: %w", path, err)
 	}
-	owner, err := json.Marshal(lockOwner{PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)})
+	owner, err := json.Marshal(lockOwner{PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second), Command: ownCommand()})
 	if err == nil {
 		err = f.Truncate(0)
 	}
@@ -85,7 +88,60 @@ func lockHolder(path string) string {
 	if err := json.Unmarshal(bytes.TrimSpace(data), &o); err != nil || o.PID == 0 {
 		return "holder unknown: lock file not written yet"
 	}
+	if o.Command != "" {
+		return fmt.Sprintf("pid %d, %q, started %s", o.PID, o.Command, o.Started.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("pid %d, started %s", o.PID, o.Started.UTC().Format(time.RFC3339))
+}
+
+// ownCommand is this process's command line, shortened: "vflag up -o json".
+func ownCommand() string {
+	if len(os.Args) == 0 {
+		return ""
+	}
+	c := strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " ")
+	if len(c) > 160 {
+		c = c[:157] + "..."
+	}
+	return c
+}
+
+// lockPoll is how often WaitLock tries the lock again.
+const lockPoll = 50 * time.Millisecond
+
+// WaitLock takes the lock as AcquireLock does, waiting at most bound while
+// another vflag holds it: boot units, an Ansible run, the qemu hook and an
+// operator do collide, and the later one should run after the earlier
+// rather than fail. waiting is called once, with the holder, when it has to
+// wait. When the bound passes it fails with ErrLocked, the holder and how
+// long it waited; a bound of 0 tries once. ctx cancels the wait.
+func WaitLock(ctx context.Context, stateDir string, bound time.Duration, waiting func(holder string)) (*Lock, error) {
+	start := time.Now()
+	told := false
+	for {
+		l, err := AcquireLock(stateDir)
+		if err == nil || !errors.Is(err, ErrLocked) {
+			return l, err
+		}
+		waited := time.Since(start)
+		if waited >= bound {
+			if bound > 0 {
+				return nil, fmt.Errorf("%w; waited --lock-wait %s for it", err, bound)
+			}
+			return nil, err
+		}
+		if !told && waiting != nil {
+			waiting(lockHolder(filepath.Join(stateDir, lockName)))
+			told = true
+		}
+		t := time.NewTimer(min(lockPoll, bound-waited))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("waiting for the lock of %s (%s): %w", stateDir, lockHolder(filepath.Join(stateDir, lockName)), ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // Path is the lock file's path.

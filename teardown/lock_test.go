@@ -1,6 +1,7 @@
 package teardown
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,8 +46,11 @@ func TestLockContention(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Errorf("error does not wrap ErrLocked: %v", err)
 	}
-	want := fmt.Sprintf("another vflag is running (pid %d, started %s); lock %s",
-		os.Getpid(), owner.Started.UTC().Format(time.RFC3339), path)
+	if owner.Command != ownCommand() || !strings.HasPrefix(owner.Command, filepath.Base(os.Args[0])) {
+		t.Errorf("lock file command %q, want %q", owner.Command, ownCommand())
+	}
+	want := fmt.Sprintf("another vflag is running (pid %d, %q, started %s); lock %s",
+		os.Getpid(), ownCommand(), owner.Started.UTC().Format(time.RFC3339), path)
 	if err.Error() != want {
 		t.Errorf("error:\n got %q\nwant %q", err, want)
 	}
@@ -82,5 +86,49 @@ func TestLockErrors(t *testing.T) {
 	}
 	if _, err := AcquireLock(f); err == nil || errors.Is(err, ErrLocked) {
 		t.Errorf("AcquireLock on a file: %v", err)
+	}
+}
+
+// TestWaitLock: a second run waits for the holder (told once, with who
+// holds it) and proceeds when the holder releases; with the bound passed it
+// fails with ErrLocked, the holder and the time waited; a cancelled context
+// ends the wait.
+func TestWaitLock(t *testing.T) {
+	dir := t.TempDir()
+	l1, err := AcquireLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	l2, err := WaitLock(context.Background(), dir, time.Hour, func(holder string) {
+		told = append(told, holder)
+		// The holder finishes while the second run waits.
+		go func() {
+			time.Sleep(3 * lockPoll)
+			_ = l1.Release()
+		}()
+	})
+	if err != nil {
+		t.Fatalf("wait for a released lock: %v", err)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("waiting told %q, want once with pid %d", told, os.Getpid())
+	}
+
+	_, err = WaitLock(context.Background(), dir, 2*lockPoll, nil)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "waited") || !strings.Contains(err.Error(), "--lock-wait") {
+		t.Errorf("bound passed: %v", err)
+	}
+	_, err = WaitLock(context.Background(), dir, 0, nil)
+	if !errors.Is(err, ErrLocked) || strings.Contains(err.Error(), "waited") {
+		t.Errorf("bound 0: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := WaitLock(ctx, dir, time.Hour, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	if err := l2.Release(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -236,21 +237,57 @@ func TestSecondUpMakesNoWrite(t *testing.T) {
 	b.mustVflag(0, "down")
 }
 
-// TestConcurrentRunFailsFast: a second vflag while one holds the lock.
-func TestConcurrentRunFailsFast(t *testing.T) {
+// TestConcurrentRuns: a second vflag waits for the one holding the lock,
+// bounded by --lock-wait (0: fail at once), saying whom it waits for; two
+// ups started together both succeed, one after the other, and leave one
+// converged host with its journal whole.
+func TestConcurrentRuns(t *testing.T) {
 	d := startDaemons(t)
 	b := newBed(t, d, "")
 	b.initSim()
+	base := b.dump()
 	lockPath := filepath.Join(b.state, "lock")
 	if err := os.MkdirAll(b.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	held := holdLock(t, lockPath)
-	_, errs, code := b.vflag("up")
-	if code != 1 || !strings.Contains(errs, "another vflag is running") {
-		t.Fatalf("exit %d: %s", code, errs)
+	_, errs, code := b.vflag("up", "--lock-wait", "0")
+	if code != 1 || !strings.Contains(errs, "another vflag is running") || strings.Contains(errs, "waited") {
+		t.Fatalf("--lock-wait 0: exit %d: %s", code, errs)
+	}
+	_, errs, code = b.vflag("down", "--lock-wait", "300ms")
+	if code != 1 || !strings.Contains(errs, "another vflag is running") || !strings.Contains(errs, "waited --lock-wait 300ms for it") ||
+		!strings.Contains(errs, "waiting for another vflag to finish") {
+		t.Fatalf("--lock-wait 300ms: exit %d: %s", code, errs)
 	}
 	held()
-	b.upJSON(2)
+
+	type res struct {
+		out, errs string
+		code      int
+	}
+	results := make(chan res, 2)
+	for range 2 {
+		go func() {
+			out, errs, code := b.vflag("up", "--detailed-exit-codes")
+			results <- res{out, errs, code}
+		}()
+	}
+	var codes []int
+	for range 2 {
+		r := <-results
+		codes = append(codes, r.code)
+		if r.code != 0 && r.code != 2 {
+			t.Errorf("concurrent up: exit %d\n%s\n%s", r.code, r.out, r.errs)
+		}
+	}
+	slices.Sort(codes)
+	if !slices.Equal(codes, []int{0, 2}) {
+		t.Errorf("concurrent ups exited %v, want one change (2) and one converged run (0)", codes)
+	}
+	b.mustVflag(0, "up", "--detailed-exit-codes")
 	b.mustVflag(0, "down")
+	if got := b.dump(); got != base {
+		t.Errorf("down after concurrent ups: not at baseline:\n%s", testbed.DiffText(base, got))
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -123,7 +124,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.String("sim", "", "run against the simulated host kept in this directory (created from the config's sim section)")
 	pf.Bool("detailed-exit-codes", false, "exit 0 when nothing changed, 2 when something changed, 1 on error")
 	pf.BoolP("verbose", "v", false, "debug logs on stderr")
-	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose"} {
+	pf.Duration("lock-wait", 2*time.Minute, "how long up and down wait for another vflag (boot units, Ansible, an operator) to finish; 0: fail at once")
+	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose", "lock-wait"} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
 	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -283,6 +285,18 @@ func (a *app) openEnv(cfg, envCfg *config.Config) (e *pipeline.Env, done func(),
 	return e, h.Close, nil
 }
 
+// lock takes the state directory's lock, waiting at most --lock-wait while
+// another vflag holds it (saying whom it waits for).
+func (a *app) lock(ctx context.Context) (*teardown.Lock, error) {
+	bound := a.v.GetDuration("lock-wait")
+	if bound < 0 {
+		return nil, fmt.Errorf("--lock-wait: %s is negative", bound)
+	}
+	return teardown.WaitLock(ctx, a.stateDir(), bound, func(holder string) {
+		a.log.Warn("waiting for another vflag to finish", "holder", holder, "bound", bound)
+	})
+}
+
 func (a *app) stateDir() string {
 	if d := a.v.GetString("state-dir"); d != defaultStateDir || a.v.GetString("sim") == "" {
 		return d
@@ -324,7 +338,7 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 		if err := e.WaitPFs(ctx, cfg.PFWait); err != nil {
 			return fail(err)
 		}
-		lock, err := teardown.AcquireLock(a.stateDir())
+		lock, err := a.lock(ctx)
 		if err != nil {
 			return fail(err)
 		}
@@ -386,7 +400,7 @@ func (a *app) runDown(ctx context.Context) error {
 		return a.failed("down", err)
 	}
 	defer closeEnv()
-	lock, err := teardown.AcquireLock(a.stateDir())
+	lock, err := a.lock(ctx)
 	if err != nil {
 		return a.failed("down", err)
 	}

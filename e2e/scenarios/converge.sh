@@ -11,7 +11,9 @@
 # bond options updelay, downdelay, min_links, ad_select, mtu 9000 (bond,
 # PFs, representors, OVS mtu_request) and a native-untagged VLAN with
 # trunks on a representor port; trunks [20, 30] -> [20] changes that one
-# port; OVS other_config max-idle. down returns the guest to its baseline
+# port; OVS other_config max-idle. Then all of those settings dropped: the
+# host equals a fresh up of that config (every MTU back, no mtu_request,
+# the bond's defaults, no trunks, no max-idle). down returns the guest to its baseline
 # (every MTU, no OVS row, other_config as before).
 #
 # MACHINE: default
@@ -26,6 +28,7 @@
 # EXPECT: cv_drop_up cv_drop_bond cv_drop_bridge cv_drop_vfs cv_drop_pfs cv_drop_g1_steps cv_drop_g1_state cv_drop_again
 # EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_max_idle
 # EXPECT: cv_trunk_up cv_trunk_steps cv_trunk_port cv_trunk_again
+# EXPECT: cv_unset_up cv_unset_again cv_unset_fresh
 # EXPECT: cv_down cv_down_mtu cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
 . "$(dirname "$0")/lib.sh"
 
@@ -373,6 +376,34 @@ trunk_port() {
 }
 check cv_trunk_port trunk_port
 check cv_trunk_again again
+
+step "settings dropped (mtu, bond options, vlan_mode/trunks, max_idle): the host of a fresh up"
+MODE1=802.3ad OPTS1="" MTU1="" OVS1="" VF0=""
+write_config unset
+check cv_unset_up up_json unset
+lag0_state() { # what the dropped settings touch, in the kernel's and OVS's view
+	# (representors by VF number: a fresh up re-creates them under new names)
+	local n o p v label
+	label() { local v; for v in 0 1 2 3; do [ "$1" = "$(rep_of 10 $v)" ] && { echo "rep-vf$v"; return; }; done; echo "$1"; }
+	for n in $A1 $A2 bond0 $(reps 10); do
+		echo "link $(label $n) mtu $(cat /sys/class/net/$n/mtu) master $(basename "$(readlink /sys/class/net/$n/master 2>/dev/null)" 2>/dev/null)"
+	done
+	for o in mode miimon updelay downdelay min_links ad_select lacp_rate xmit_hash_policy; do
+		echo "bond0 $o $(cat /sys/class/net/bond0/bonding/$o)"
+	done
+	for p in $(ovs-vsctl list-ports "$BR1"); do
+		echo "port $(label $p) $(ovs-vsctl get Port "$p" vlan_mode tag trunks | tr '\n' ' ')mtu_request $(ovs-vsctl get Interface "$p" mtu_request) mtu $(ovs-vsctl get Interface "$p" mtu)"
+	done
+	echo "other_config max-idle $(ovs-vsctl --if-exists get Open_vSwitch . other_config:max-idle)"
+}
+wait_for 5 sh -c "[ \"\$(cat /sys/class/net/bond0/mtu)\" = 1500 ]" >/dev/null
+lag0_state | sort >"$OUT/unset.state"
+check cv_unset_again again
+V down >"$OUT/unset.down" 2>&1 || cat "$OUT/unset.down"
+V up >"$OUT/unset.fresh" 2>&1 || cat "$OUT/unset.fresh"
+wait_for 10 ports_ok "$BR1" bond0 10 >/dev/null
+lag0_state | sort >"$OUT/fresh.state"
+check cv_unset_fresh same state unset fresh
 
 step "down"
 check cv_down V down

@@ -2,11 +2,12 @@
 # Scenario C: faults on the real kernel. vflag is stopped between steps
 # (the hidden --stop-after N, as if killed) at several points: a following
 # up resumes to the converged state, and down from the stopped state returns
-# the guest to its baseline. A config naming a missing PF changes nothing.
+# the guest to its baseline. A config naming a missing PF changes nothing;
+# one naming a bond or a dummy as a PF is refused at once for what it is.
 #
 # MACHINE: default
 # TIMEOUT: 420
-# EXPECT: c_missing_pf_refused c_missing_pf_no_change
+# EXPECT: c_missing_pf_refused c_missing_pf_no_change c_notpf_bond c_notpf_dummy c_notpf_no_change
 # EXPECT: c_stop_3 c_resume_3 c_resumed_converged_3 c_down_3 c_baseline_3
 # EXPECT: c_stop_9 c_resume_9 c_resumed_converged_9 c_down_9 c_baseline_9
 # EXPECT: c_stopdown_6 c_stopdown_baseline_6
@@ -76,6 +77,29 @@ refused() {
 check c_missing_pf_refused refused
 snapshot missing
 check c_missing_pf_no_change same base missing
+
+step "a config naming a bond and a dummy as the second PF (pf_wait 60s)"
+# They exist and will never be PFs: refused at once for what they are, not
+# after pf_wait with "did not appear".
+ip link add bondx type bond
+ip link add dumx type dummy
+notpf() { # notpf NETDEV WHAT
+	local out t0 t1
+	config "$1" 60s
+	t0=$(date +%s)
+	out=$(V up 2>&1) && { echo "up succeeded"; return 1; }
+	t1=$(date +%s)
+	echo "$out" | tail -n 3
+	grep -qF "groups[0].pfs[1]: \"$1\" is $2, not a physical port" <<<"$out" || { echo "no 'is $2' for $1"; return 1; }
+	[ $((t1 - t0)) -lt 20 ] || { echo "refused after $((t1 - t0)) s"; return 1; }
+	echo "$1 refused after $((t1 - t0)) s as $2"
+}
+check c_notpf_bond notpf bondx "a bond"
+check c_notpf_dummy notpf dumx "a virtual interface"
+ip link del bondx
+ip link del dumx
+snapshot notpf
+check c_notpf_no_change same base notpf
 
 config "$PF2"
 # The converged state, for comparison with resumed runs.

@@ -23,7 +23,10 @@ import (
 //  3. a disruptive change (numvfs, eswitch mode, a bond re-form, or the
 //     prune of one) is refused, before any write, while running domains hold
 //     VFs it would break;
-//  4. the forward pass applies what differs.
+//  4. the forward pass applies what differs;
+//  5. the late prunes run: a removed setting that an object the forward
+//     pass keeps still refers to goes only after that object stopped
+//     referring to it (pruneLate).
 //
 // With r.DryRun (plan) it reports 2 and 4 and annotates 3. Stage pre (boot)
 // runs the forward pass of its phases only: no prune, no domain runs yet.
@@ -88,19 +91,20 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(ids, ", "), strings.Join(pruneDoms, ", ")))
 	}
 
+	early, late := splitLatePrunes(prune)
 	if r.DryRun {
-		if err := r.Prune(ctx, prune); err != nil {
+		if err := r.Prune(ctx, early); err != nil {
 			return err
 		}
 		for _, ev := range planned {
 			r.Note(ev)
 		}
-		return nil
+		return r.Prune(ctx, late)
 	}
 	if len(refusals) > 0 {
 		return fmt.Errorf("refusing a disruptive change while domains hold the VFs it touches (it breaks the hardware LAG, and mlx5 fails LAG activation while a VF is bound): %s; shut those domains down (or move them) and run up again; changes that are not disruptive can go alone: revert the disruptive part of the config", strings.Join(refusals, "; "))
 	}
-	if err := e.pruneAll(ctx, r, prune, keep); err != nil {
+	if err := e.pruneAll(ctx, r, early, keep); err != nil {
 		return fmt.Errorf("remove what the config no longer wants: %w", err)
 	}
 	// What the plan pass found converged is not checked again until the
@@ -108,7 +112,7 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	// every other step read once).
 	r.Converged = map[string]string{}
 	for _, ev := range planned {
-		if len(prune) > 0 {
+		if len(early) > 0 {
 			break // the prune wrote: check everything again
 		}
 		if !ev.Changed && ev.Err == nil && ev.Phase == teardown.PhaseSkip {
@@ -116,8 +120,35 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		}
 	}
 	e.planned = runs
-	_, _, err = e.forward(ctx, r, gs)
-	return err
+	if _, _, err = e.forward(ctx, r, gs); err != nil {
+		return err
+	}
+	if err := r.Prune(ctx, late); err != nil {
+		return fmt.Errorf("remove what the config no longer wants (after the changes that referred to it): %w", err)
+	}
+	return nil
+}
+
+// pruneLate are the kinds whose removal must follow the forward pass,
+// because an object the forward pass keeps may still refer to what they
+// set until it changes: a group MTU dropped from the config is still the
+// mtu_request of the bond's and the representors' OVS interfaces, and
+// ovs-vswitchd sets that MTU again on a link whose MTU changes under it
+// (netdev_linux_set_mtu on its next reconfigure). So the OVS column is
+// cleared first (forward pass) and the link MTU undone after it; undone
+// before, the links end at the old MTU with the columns cleared.
+var pruneLate = map[string]bool{mtuKind{}.Name(): true}
+
+// splitLatePrunes keeps the journal order within each part.
+func splitLatePrunes(prune []teardown.Entry) (early, late []teardown.Entry) {
+	for _, en := range prune {
+		if pruneLate[en.Kind] {
+			late = append(late, en)
+		} else {
+			early = append(early, en)
+		}
+	}
+	return early, late
 }
 
 // disruptivePrune are the kinds whose removal breaks the VFs of running domains.

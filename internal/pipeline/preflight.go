@@ -155,6 +155,11 @@ func (e *Env) notAPort(netdev string) string {
 	if _, err := e.fs.Readlink("/sys/class/net/" + netdev + "/device/physfn"); err == nil {
 		return "a VF"
 	}
+	if _, err := e.k.Link(netdev); err == nil {
+		if _, err := e.fs.Readlink("/sys/class/net/" + netdev + "/device"); err != nil {
+			return "a virtual interface (no device behind it)"
+		}
+	}
 	return ""
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vflag/vflag/internal/config"
 )
 
 // PFWaitError is the end of a bounded wait for PFs that never appeared.
@@ -24,7 +26,9 @@ func (e *PFWaitError) Error() string {
 // udev starts (mlx5, or openibd reloading it), and vflag-pre.service may
 // start before that. It returns at once when they are all there, and a
 // *PFWaitError naming each missing one when the bound passes; a bound of 0
-// checks once. Poll sets the interval (default 200 ms). Preflight then
+// checks once. A reference to a netdev that exists and is not a PF (a bond,
+// a representor, a VF, a virtual link) ends the wait at once with
+// HostErrors naming it: it will not turn into a PF. Poll sets the interval (default 200 ms). Preflight then
 // checks the PFs in full.
 func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 	poll := e.Poll
@@ -35,7 +39,13 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 	deadline := start.Add(bound)
 	logged := false
 	for {
-		missing := e.missingPFs()
+		missing, wrong := e.missingPFs()
+		if len(wrong) > 0 {
+			// A netdev that exists and can never be a PF (a bond, a
+			// representor, a VF, a virtual link) is a config error now,
+			// not a PF still to come.
+			return wrong
+		}
 		if len(missing) == 0 {
 			if logged {
 				e.log.Warn("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
@@ -59,14 +69,21 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 	}
 }
 
-// missingPFs lists the PF references that do not resolve now.
-func (e *Env) missingPFs() []string {
+// missingPFs lists the PF references that do not resolve now, and as
+// errors those that name a netdev that exists and is no PF.
+func (e *Env) missingPFs() ([]string, HostErrors) {
 	var out []string
+	var wrong HostErrors
 	for gi := range e.cfg.Groups {
 		_, errs := ResolveGroup(e.k, e.fs, &e.cfg.Groups[gi])
 		for _, pe := range errs {
+			if what := e.notAPort(pe.Ref); what != "" {
+				wrong = append(wrong, config.FieldError{Path: fmt.Sprintf("groups[%d].pfs[%d]", gi, pe.Index), Value: pe.Ref,
+					Msg: fmt.Sprintf("is %s, not a physical port (PF) of an SR-IOV NIC", what)})
+				continue
+			}
 			out = append(out, fmt.Sprintf("groups[%d].pfs[%d] %q: %v", gi, pe.Index, pe.Ref, pe.Err))
 		}
 	}
-	return out
+	return out, wrong
 }
