@@ -8,6 +8,7 @@
 # MACHINE: default
 # TIMEOUT: 420
 # EXPECT: c_missing_pf_refused c_missing_pf_no_change c_notpf_bond c_notpf_dummy c_notpf_no_change
+# EXPECT: c_nopool_refused c_nopool_no_change c_nopool_validate
 # EXPECT: c_stop_3 c_resume_3 c_resumed_converged_3 c_down_3 c_baseline_3
 # EXPECT: c_stop_9 c_resume_9 c_resumed_converged_9 c_down_9 c_baseline_9
 # EXPECT: c_stopdown_6 c_stopdown_baseline_6
@@ -101,9 +102,30 @@ ip link del dumx
 snapshot notpf
 check c_notpf_no_change same base notpf
 
+step "VF entries on the second port, which has no VFs of its own (netdevsim: one pool, on the first port)"
+config "$PF2" 2s
+sed -i 's/- {pf: 0, vf: 2, vlan: 42}/- {pf: 1, vf: 0, vlan_mode: native-untagged, vlan: 7, trunks: [8, 9]}/' /root/vflag.yaml
+nopool() {
+	local out
+	out=$(V up 2>&1) && { echo "up succeeded"; return 1; }
+	grep -F 'groups[0].vfs[0].pf: "1" has no VFs of its own' <<<"$out" || { echo "$out"; return 1; }
+}
+check c_nopool_refused nopool
+snapshot nopool
+check c_nopool_no_change same base nopool
+
 config "$PF2"
 # The converged state, for comparison with resumed runs.
-V up >/dev/null && snapshot converged mask && V down >/dev/null
+V up >/dev/null && snapshot converged mask
+# validate of that host against a config with the unrealizable entry fails it.
+sed 's/- {pf: 0, vf: 2, vlan: 42}/- {pf: 1, vf: 0, vlan: 7}/' /root/vflag.yaml >/root/nopool.yaml
+nopool_validate() {
+	local out
+	out=$("$VFLAG" --config /root/nopool.yaml --state-dir /root/state validate --allow-skip 2>&1) && { echo "$out"; echo "validate passed"; return 1; }
+	grep -E 'FAIL +vf/pf1vf0 ' <<<"$out" || { echo "$out"; return 1; }
+}
+check c_nopool_validate nopool_validate
+V down >/dev/null
 
 for k in 3 9; do
 	step "stop after $k steps, resume, down"

@@ -101,6 +101,9 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 				}
 			}
 		}
+		if len(g.PFs) == len(cg.PFs) {
+			e.refuseVFsWithoutPool(g, p, add)
+		}
 		if len(g.Attachments) > 0 {
 			needVirt = true
 		}
@@ -127,6 +130,41 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 		return nil, errs
 	}
 	return out, nil
+}
+
+// refuseVFsWithoutPool refuses a VF entry or attachment on a PF that has
+// no VFs of its own: its device's VFs hang off an earlier PF of the group
+// (netdevsim: one devlink instance, one VF pool for both ports, all VFs and
+// representors on the first port). Nothing would realize it: no VF, no
+// representor, no port.
+func (e *Env) refuseVFsWithoutPool(g Group, p string, add func(path string, v any, format string, args ...any)) {
+	owner := map[int]bool{}
+	for _, i := range g.Owners {
+		owner[i] = true
+	}
+	ownerOf := func(pf int) int {
+		for _, i := range g.Owners {
+			if g.PFs[i].Dev == g.PFs[pf].Dev {
+				return i
+			}
+		}
+		return -1
+	}
+	why := func(pf int) string {
+		o := ownerOf(pf)
+		return fmt.Sprintf("has no VFs of its own: %s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]; name the VF with pf: %d",
+			g.PFs[pf].Netdev, o, g.PFs[o].Netdev, g.PFs[pf].Dev, o, o)
+	}
+	for i, v := range g.VFs {
+		if v.PF >= 0 && v.PF < len(g.PFs) && !owner[v.PF] {
+			add(fmt.Sprintf("%s.vfs[%d].pf", p, i), v.PF, "%s", why(v.PF))
+		}
+	}
+	for i, a := range g.Attachments {
+		if a.PF >= 0 && a.PF < len(g.PFs) && !owner[a.PF] {
+			add(fmt.Sprintf("%s.attachments[%d].pf", p, i), a.PF, "%s", why(a.PF))
+		}
+	}
 }
 
 // indexOfRef is the index in refs of the reference that resolved to pf

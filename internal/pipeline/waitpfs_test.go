@@ -3,11 +3,14 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
 )
 
 func TestWaitPFs(t *testing.T) {
@@ -68,6 +71,37 @@ func TestWaitPFsRefusesANetdevThatIsNoPF(t *testing.T) {
 		}
 		if len(he) != 1 || he[0].Error() != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.ref, err, tc.want)
+		}
+	}
+}
+
+// TestRefuseVFsWithoutPool: on a NIC whose two ports are one device with one
+// VF pool (netdevsim: every VF on the first port), a VF entry or attachment
+// on the second port has nothing to realize it and is refused with its
+// field path; on two devices (mlx5) both ports take VFs.
+func TestRefuseVFsWithoutPool(t *testing.T) {
+	cg := &config.Group{
+		VFs:         []config.VFConfig{{PF: 0, VF: 0}, {PF: 1, VF: 0, VLAN: 7}},
+		Attachments: []config.Attachment{{Domain: "vm1", PF: 1, VF: 1}},
+	}
+	for _, tc := range []struct {
+		name string
+		pfs  []eswitch.PF
+		want []string
+	}{
+		{"netdevsim: one device", []eswitch.PF{{Dev: "netdevsim/netdevsim10", Netdev: "eth1"}, {Dev: "netdevsim/netdevsim10", Netdev: "eth2"}}, []string{
+			`groups[0].vfs[1].pf: "1" has no VFs of its own: eth2 and pfs[0] eth1 are one device (netdevsim/netdevsim10) with one VF pool, on pfs[0]; name the VF with pf: 0`,
+			`groups[0].attachments[0].pf: "1" has no VFs of its own: eth2 and pfs[0] eth1 are one device (netdevsim/netdevsim10) with one VF pool, on pfs[0]; name the VF with pf: 0`,
+		}},
+		{"mlx5: a device per port", []eswitch.PF{{Dev: "pci/0000:61:00.0", Netdev: "p0"}, {Dev: "pci/0000:61:00.1", Netdev: "p1"}}, nil},
+	} {
+		g := Group{Group: cg, PFs: tc.pfs, Owners: Owners(tc.pfs)}
+		var got []string
+		(&Env{}).refuseVFsWithoutPool(g, "groups[0]", func(path string, v any, format string, args ...any) {
+			got = append(got, config.FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)}.Error())
+		})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -107,6 +107,7 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 	if len(errs) > 0 {
 		return out
 	}
+	out = append(out, unrealizableVFs(g, gh)...)
 	t := validate.Target{
 		Group: g.Name, Switchdev: g.Switchdev(), PFs: gh.PFs, Owners: gh.Owners, NumVFs: g.NumVFs,
 		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
@@ -159,6 +160,33 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 	}
 	if r.o.RDMA {
 		out = append(out, r.rdmaCheck(ctx, tt))
+	}
+	return out
+}
+
+// unrealizableVFs fails each configured VF entry and attachment whose PF
+// has no VFs of its own (netdevsim's second port: one VF pool on the
+// first), which up refuses: no VF, representor, port or leaf exists for it.
+func unrealizableVFs(g *config.Group, gh pipeline.Group) []validate.Check {
+	owner := map[int]bool{}
+	for _, i := range gh.Owners {
+		owner[i] = true
+	}
+	var out []validate.Check
+	seen := map[[2]int]bool{}
+	flag := func(pf, vf int, what string) {
+		if pf < 0 || pf >= len(gh.PFs) || owner[pf] || seen[[2]int{pf, vf}] {
+			return
+		}
+		seen[[2]int{pf, vf}] = true
+		out = append(out, validate.Check{Name: fmt.Sprintf("vf/pf%dvf%d", pf, vf), Verdict: validate.Fail,
+			Detail: fmt.Sprintf("%s names VF %d of %s, which has no VFs of its own (its device %s has one VF pool, on another port): nothing realizes it", what, vf, gh.PFs[pf].Netdev, gh.PFs[pf].Dev)})
+	}
+	for i, v := range g.VFs {
+		flag(v.PF, v.VF, fmt.Sprintf("vfs[%d]", i))
+	}
+	for i, a := range g.Attachments {
+		flag(a.PF, a.VF, fmt.Sprintf("attachments[%d]", i))
 	}
 	return out
 }
