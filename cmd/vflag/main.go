@@ -69,6 +69,9 @@ type app struct {
 	// journalIDs are the journal's entries before this run (a report's
 	// add versus change).
 	journalIDs map[string]bool
+	// force: up/down --force (a disruptive change that cannot be shown
+	// safe goes ahead, noted).
+	force bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -158,9 +161,11 @@ func (a *app) upCommand() *cobra.Command {
 		Short: "Converge the host to the config (idempotent; resumes an interrupted run)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.force, _ = cmd.Flags().GetBool("force")
 			return a.runUp(cmd.Context(), false)
 		},
 	}
+	cmd.Flags().Bool("force", false, forceHelp)
 	cmd.Flags().Bool("no-rollback", false, "on failure keep what this run changed (the journal lets up resume and down clean up)")
 	cmd.Flags().String("stage", string(pipeline.StageAll), "pre: only the steps that need neither the network, OVS nor libvirt (legacy settings, VFs, VF MACs, unbind, switchdev; vflag-pre.service at boot); all: everything")
 	cmd.Flags().Int("stop-after", 0, "testing: stop after this many applied steps, as if killed")
@@ -184,15 +189,21 @@ func (a *app) planCommand() *cobra.Command {
 	}
 }
 
+// forceHelp is the --force of up and down.
+const forceHelp = "let a disruptive change (numvfs, eswitch mode, bond re-form, VF removal) go ahead when vflag cannot tell whether a running domain holds its VFs (VFs or libvirt unreadable); noted in the report and the log. Running domains that are known to hold them still refuse it"
+
 func (a *app) downCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Undo, in reverse, what up recorded in its journal (no config needed; repeatable)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.force, _ = cmd.Flags().GetBool("force")
 			return a.runDown(cmd.Context())
 		},
 	}
+	cmd.Flags().Bool("force", false, forceHelp)
+	return cmd
 }
 
 func (a *app) statusCommand() *cobra.Command {
@@ -330,6 +341,7 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	}
 	defer closeEnv()
 	e.Stage = stage
+	e.Force = a.force
 
 	var j *teardown.Journal
 	if !dry {
@@ -400,6 +412,7 @@ func (a *app) runDown(ctx context.Context) error {
 		return a.failed("down", err)
 	}
 	defer closeEnv()
+	e.Force = a.force
 	lock, err := a.lock(ctx)
 	if err != nil {
 		return a.failed("down", err)

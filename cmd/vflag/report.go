@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -106,11 +107,12 @@ func writeReportText(w io.Writer, rep report) {
 	}
 	fmt.Fprintf(w, "vflag %s: %s %d step(s)\n", rep.Command, verb, rep.Changes)
 	for _, s := range rep.Steps {
-		if !s.Changed && s.Error == "" {
+		force := s.Kind == pipeline.KindForce
+		if !s.Changed && s.Error == "" && !force {
 			continue
 		}
 		mark := map[string]string{"add": "+", "change": "~", "remove": "-"}[s.Action]
-		if s.Error != "" {
+		if s.Error != "" || force {
 			mark = "!"
 		} else if mark == "" {
 			mark = "+"

@@ -96,7 +96,7 @@ notpf() { # notpf NETDEV WHAT
 	echo "$1 refused after $((t1 - t0)) s as $2"
 }
 check c_notpf_bond notpf bondx "a bond"
-check c_notpf_dummy notpf dumx "a virtual interface"
+check c_notpf_dummy notpf dumx "a virtual interface (no device behind it)"
 ip link del bondx
 ip link del dumx
 snapshot notpf

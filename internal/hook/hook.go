@@ -210,7 +210,12 @@ func release(ctx context.Context, o Options, domain, dir string) error {
 	if len(dj.j.Entries()) == 0 {
 		return nil
 	}
-	cfg, _ := o.Config()
+	cfg, cfgErr := o.Config()
+	if cfgErr != nil {
+		// As down: the domain's journal alone says what to undo.
+		o.Log.Warn("config not usable; the release works from the domain's journal alone", "domain", domain, "err", cfgErr)
+		cfg = nil
+	}
 	h, err := o.Host(cfg)
 	if err != nil {
 		return fmt.Errorf("release of domain %s: %w", domain, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
@@ -50,9 +51,23 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	for _, ev := range planned {
 		desired[ev.ID] = true
 	}
-	prune, keep := e.pruneList(r.Journal, desired, gs)
+	prune, keep, err := e.pruneList(r.Journal, desired, gs)
+	if err != nil {
+		return err
+	}
 
 	// 3. Disruption: which running domains each disruptive change breaks.
+	// Fail closed: a disruptive change whose VFs or their holders cannot be
+	// read is refused, unless --force (noted in the report and the log).
+	unshown := func(what string, err error) error {
+		if !e.Force {
+			return fmt.Errorf("refusing %s: cannot tell whether a running domain holds the VFs it breaks: %w; fix that (or shut the domains down and run up --force to go ahead unchecked)", what, err)
+		}
+		e.log.Warn("--force: disruptive change not checked against running domains", "change", what, "err", err)
+		r.Note(teardown.Event{Kind: KindForce, ID: KindForce + "/" + what, Phase: teardown.PhaseSkip, DryRun: r.DryRun,
+			Summary: fmt.Sprintf("--force: %s goes ahead without knowing whether a running domain holds its VFs (%v)", what, err)})
+		return nil
+	}
 	var refusals []string
 	for gi, g := range gs {
 		var ids []string
@@ -64,9 +79,15 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		if len(ids) == 0 {
 			continue
 		}
-		doms, err := e.domainsHolding(e.groupVFs(g))
+		vfs, err := e.groupVFs(g)
+		var doms []string
+		if err == nil {
+			doms, err = e.domainsHolding(vfs)
+		}
 		if err != nil {
-			return err
+			if err := unshown(strings.Join(ids, ","), err); err != nil {
+				return err
+			}
 		}
 		for i := spans[gi][0]; i < spans[gi][1]; i++ {
 			if planned[i].Changed && planned[i].Disruptive {
@@ -77,17 +98,24 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 			refusals = append(refusals, fmt.Sprintf("group %s: %s would break running domain(s) %s", g.Name, strings.Join(ids, ", "), strings.Join(doms, ", ")))
 		}
 	}
-	pruneDoms, err := e.domainsHolding(e.prunedVFs(prune))
+	var pruneIDs []string
+	for _, en := range prune {
+		if disruptivePrune[en.Kind] {
+			pruneIDs = append(pruneIDs, en.ID)
+		}
+	}
+	prunedVFs, err := e.prunedVFs(prune)
+	var pruneDoms []string
+	if err == nil {
+		pruneDoms, err = e.domainsHolding(prunedVFs)
+	}
 	if err != nil {
-		return err
+		if err := unshown("removing "+strings.Join(pruneIDs, ","), err); err != nil {
+			return err
+		}
 	}
 	if len(pruneDoms) > 0 {
-		var ids []string
-		for _, en := range prune {
-			if disruptivePrune[en.Kind] {
-				ids = append(ids, en.ID)
-			}
-		}
+		ids := pruneIDs
 		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(ids, ", "), strings.Join(pruneDoms, ", ")))
 	}
 
@@ -158,7 +186,7 @@ var disruptivePrune = map[string]bool{KindNumVFs: true, modeKind{}.Name(): true,
 // longer implies, in journal order. keep maps a renamed bridge's entry to
 // the entry that replaces it (its prior hw-offload, kept for down while a
 // bridge of vflag's still wants hw-offload).
-func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group) ([]teardown.Entry, map[string]teardown.Entry) {
+func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group) ([]teardown.Entry, map[string]teardown.Entry, error) {
 	known := map[string]bool{}
 	for _, k := range Kinds {
 		known[k.Name] = true
@@ -184,14 +212,17 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 		if en.Kind == KindOVSBridge {
 			r, err := decode[ovsRecord](en.Record)
 			if err == nil && r.Bridge.HWOffloadSet && wantsOffload[r.Endpoint] {
-				rec := hwOffloadRecord{Endpoint: r.Endpoint, Prior: r.Bridge.PriorHWOffload}
+				rec, err := recordJSON(hwOffloadRecord{Endpoint: r.Endpoint, Prior: r.Bridge.PriorHWOffload})
+				if err != nil {
+					return nil, nil, err
+				}
 				keep[en.ID] = teardown.Entry{Kind: hwOffloadKind.Name(), ID: hwOffloadKind.id(r.Endpoint), Summary: "hw-offload prior kept for down",
-					Record: mustJSON(rec), State: teardown.StateApplied, Run: en.Run, Batch: en.Batch, Time: en.Time}
+					Record: rec, State: teardown.StateApplied, Run: en.Run, Batch: en.Batch, Time: en.Time}
 			}
 		}
 		out = append(out, en)
 	}
-	return out, keep
+	return out, keep, nil
 }
 
 // pruneAll removes the entries: those with a replacement first become it
@@ -204,12 +235,15 @@ func (e *Env) pruneAll(ctx context.Context, r *teardown.Runner, prune []teardown
 			undo = append(undo, en)
 			continue
 		}
+		rec, err := decode[ovsRecord](en.Record)
+		if err != nil {
+			return fmt.Errorf("journal entry %s: %w", en.ID, err)
+		}
 		if err := r.Journal.Replace(en.ID, rep); err != nil {
 			return err
 		}
-		rec, _ := decode[ovsRecord](en.Record)
 		start := time.Now()
-		err := removeOwned(ctx, rec)
+		err = removeOwned(ctx, rec)
 		r.Note(teardown.Event{Kind: en.Kind, ID: en.ID, Phase: teardown.PhaseUndo, Changed: err == nil, Duration: time.Since(start), Err: err,
 			Summary: fmt.Sprintf("remove bridge %s's rows of %s (the config renamed it); hw-offload stays", rec.Bridge.Bridge, rec.Bridge.Owner)})
 		if err != nil {
@@ -219,32 +253,42 @@ func (e *Env) pruneAll(ctx context.Context, r *teardown.Runner, prune []teardown
 	return r.Prune(ctx, undo)
 }
 
-// groupVFs are the VFs of a group's owning PFs, as the host shows them.
-func (e *Env) groupVFs(g Group) []string {
+// groupVFs are the VFs of a group's owning PFs, as the host shows them. A
+// PF whose VFs cannot be listed is an error: the change cannot be shown safe.
+func (e *Env) groupVFs(g Group) ([]string, error) {
 	var out []string
 	for _, i := range g.Owners {
 		list, err := e.pci.VFs(g.PFs[i].Dev)
 		if err != nil {
-			continue
+			return nil, err
 		}
 		for _, v := range list {
 			out = append(out, string(v.Addr))
 		}
 	}
-	return out
+	return out, nil
 }
 
-// prunedVFs are the VFs that removing the disruptive entries would break.
-func (e *Env) prunedVFs(prune []teardown.Entry) []string {
+// prunedVFs are the VFs that removing the disruptive entries would break. A
+// PF that is gone holds none; one whose VFs cannot be listed is an error.
+func (e *Env) prunedVFs(prune []teardown.Entry) ([]string, error) {
 	devs := map[sriov.Device]bool{}
 	for _, en := range prune {
 		switch en.Kind {
 		case KindNumVFs:
-			if r, err := decode[numVFsRecord](en.Record); err == nil && validDevice(r.PF) == nil {
+			r, err := decode[numVFsRecord](en.Record)
+			if err != nil {
+				return nil, fmt.Errorf("journal entry %s: %w", en.ID, err)
+			}
+			if validDevice(r.PF) == nil {
 				devs[r.PF] = true
 			}
 		case modeKind{}.Name():
-			if r, err := decode[modeRecord](en.Record); err == nil && r.Devlink.Bus == "pci" {
+			r, err := decode[modeRecord](en.Record)
+			if err != nil {
+				return nil, fmt.Errorf("journal entry %s: %w", en.ID, err)
+			}
+			if r.Devlink.Bus == "pci" {
 				if a, err := sriov.ParseAddr(r.Devlink.Device); err == nil {
 					devs[sriov.PCIDevice(a)] = true
 				}
@@ -253,15 +297,19 @@ func (e *Env) prunedVFs(prune []teardown.Entry) []string {
 	}
 	var out []string
 	for d := range devs {
+		if !e.pci.Exists(d) {
+			continue // gone with its VFs
+		}
 		list, err := e.pci.VFs(d)
 		if err != nil {
-			continue
+			return nil, err
 		}
 		for _, v := range list {
 			out = append(out, string(v.Addr))
 		}
 	}
-	return out
+	sort.Strings(out)
+	return out, nil
 }
 
 // domainsHolding names the running domains that hold any of the VFs.
@@ -295,16 +343,32 @@ func removeOwned(ctx context.Context, r ovsRecord) error {
 	return c.RemoveOwned(ctx, r.Bridge.Owner, r.Bridge.Bridge)
 }
 
-// holding asks libvirt (or e.Holding) which running domain holds each VF;
-// nil when libvirt cannot be asked.
+// holding asks libvirt (or e.Holding) which running domain holds each VF.
+// libvirt that cannot be asked is an error: the caller fails closed.
 func (e *Env) holding(vfs []string) (map[string]string, error) {
 	if e.Holding != nil {
 		return e.Holding(vfs)
 	}
-	c, err := e.h.Virt()
-	if err != nil {
-		e.log.Warn("cannot ask libvirt whether a domain holds a VF", "uri", e.h.Libvirt, "err", err)
-		return nil, nil
+	return e.holdingAt(e.h.Libvirt, vfs)
+}
+
+// holdingAt asks the libvirt at uri (the host's own connection for its URI,
+// a short-lived one for another, e.g. a journaled attachment's).
+func (e *Env) holdingAt(uri string, vfs []string) (map[string]string, error) {
+	if e.Holding != nil {
+		return e.Holding(vfs)
 	}
+	if uri == e.h.Libvirt {
+		c, err := e.h.Virt()
+		if err != nil {
+			return nil, fmt.Errorf("ask libvirt %s which domains hold VFs: %w", uri, err)
+		}
+		return c.HoldingDomains(vfs)
+	}
+	c, err := libvirtx.Open(uri)
+	if err != nil {
+		return nil, fmt.Errorf("ask libvirt %s which domains hold VFs: %w", uri, err)
+	}
+	defer c.Close()
 	return c.HoldingDomains(vfs)
 }

@@ -3,16 +3,21 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -173,5 +178,78 @@ func TestVerifyFailureDegradesWithoutRollback(t *testing.T) {
 	}
 	if !strings.Contains(ce.sim.Dump(), "bond0 mode=802.3ad") {
 		t.Fatalf("the bond is gone after a degraded up")
+	}
+}
+
+// vfListFails is the host's sysfs with the VF listing of one PCI function
+// failing (EIO on its virtfn0 link), as a PF in a bad state or a racing driver reload can.
+type vfListFails struct {
+	sysfs.FS
+	dir string
+}
+
+func (f vfListFails) Readlink(p string) (string, error) {
+	if path.Clean(p) == f.dir+"/virtfn0" {
+		return "", &fs.PathError{Op: "readlink", Path: p, Err: syscall.EIO}
+	}
+	return f.FS.Readlink(p)
+}
+
+// TestDisruptionGateFailsClosed: a disruptive change (numvfs 4 -> 2, a bond
+// re-form, with VFs in place) that cannot be shown safe, because libvirt cannot be asked
+// or the VFs cannot be listed, is refused before any write, saying why;
+// --force (Env.Force) lets it through with a note in the report.
+func TestDisruptionGateFailsClosed(t *testing.T) {
+	d := startDaemons(t)
+	ce := newConvergeEnv(t, d)
+	// No attachments: preflight then needs no libvirt, and only the gate
+	// asks it.
+	noAttach := func(c *config.Config) { c.Groups[0].Attachments = nil }
+	if _, err := ce.run(false, noAttach); err != nil {
+		t.Fatalf("first up: %v", err)
+	}
+	numvfs := func(c *config.Config) { noAttach(c); c.Groups[0].NumVFs = 2 }
+	libvirtDown := func(e *Env) { // the real path: libvirtd's socket is not there
+		e.Holding = nil
+		e.h.Libvirt = "qemu+unix:///system?socket=" + filepath.Join(t.TempDir(), "no-libvirt-sock")
+	}
+	// A VF list that cannot be read stops the plan pass itself (the unbind
+	// phase lists the VFs) before the gate: refused either way.
+	reform := func(c *config.Config) { noAttach(c); c.Groups[0].Bond.Mode = "active-backup" }
+	for _, tc := range []struct {
+		name string
+		edit func(*config.Config)
+		tune func(*Env)
+		want string
+	}{
+		{"libvirt cannot be asked", numvfs, libvirtDown, "cannot tell whether a running domain holds the VFs it breaks: ask libvirt qemu+unix:///system?socket="},
+		{"VFs cannot be listed", reform, func(e *Env) {
+			e.pci.FS = vfListFails{FS: e.pci.FS, dir: "/sys/bus/pci/devices/0000:61:00.1"}
+		}, "read virtfn0 of pci/0000:61:00.1"},
+	} {
+		before := ce.sim.Dump()
+		_, err := ce.runWith(false, tc.edit, tc.tune)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: up %v, want a refusal with %q", tc.name, err, tc.want)
+		}
+		if ce.sim.Dump() != before {
+			t.Errorf("%s: the refused up changed the host", tc.name)
+		}
+	}
+	r, err := ce.runWith(false, numvfs, func(e *Env) { libvirtDown(e); e.Force = true })
+	if err != nil {
+		t.Fatalf("up --force: %v", err)
+	}
+	forced := false
+	for _, ev := range r.Results() {
+		if ev.Kind == KindForce && strings.Contains(ev.Summary, "--force") && strings.Contains(ev.Summary, "no-libvirt-sock") {
+			forced = true
+		}
+	}
+	if !forced {
+		t.Errorf("up --force: no %s note in the report", KindForce)
+	}
+	if n, _ := (sriov.Host{FS: ce.sim.FS()}).NumVFs(sriov.PCIDevice("0000:61:00.0")); n != 2 {
+		t.Errorf("up --force: numvfs %d, want 2", n)
 	}
 }

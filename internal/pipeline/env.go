@@ -54,6 +54,10 @@ type Env struct {
 	// of libvirt (tests: no domain here can hold a VF without VFIO; the
 	// libvirt path is covered on the real kernel, e2e scenario B).
 	Holding func(vfs []string) (map[string]string, error)
+	// Force lets a disruptive change go ahead when vflag cannot tell
+	// whether a running domain holds its VFs (up --force): noted in the
+	// report and the log. Without it such a change is refused.
+	Force bool
 
 	planned map[string]*groupRun // the plan pass's runs, by group (Up)
 }

@@ -39,7 +39,11 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 			// (representors, LAG): disruptive.
 			vfs := 0
 			for _, pf := range pfs {
-				n, _ := e.pci.NumVFs(pf.Dev)
+				n, err := e.pci.NumVFs(pf.Dev)
+				if err != nil && cur != mode {
+					// Fail closed: unknown VFs may be running domains'.
+					return teardown.Change{}, fmt.Errorf("eswitch %s -> %s on %s: cannot tell whether VFs exist (a mode change with VFs is disruptive): %w", cur, mode, d, err)
+				}
 				vfs += n
 			}
 			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode), Disruptive: cur != mode && vfs > 0,
@@ -52,7 +56,11 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 					return err
 				}
 				for _, vf := range vfs {
-					if drv, _ := e.pci.Driver(vf.Addr); drv != "" {
+					drv, err := e.pci.Driver(vf.Addr)
+					if err != nil {
+						return fmt.Errorf("set eswitch mode on %s: %w (a bound VF blocks the change)", d, err)
+					}
+					if drv != "" {
 						return fmt.Errorf("set eswitch mode on %s: VF %s is bound to %s; unbind every VF first", d, vf.Addr, drv)
 					}
 				}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
@@ -42,10 +43,12 @@ func (hwOffloadKindT) Undo(ctx context.Context, e *Env, r hwOffloadRecord) error
 	return nil
 }
 
-func mustJSON(v any) json.RawMessage {
+// recordJSON encodes a journal record (plain structs of strings and
+// numbers: an error here is a programming error, returned, never a panic).
+func recordJSON(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(err)
+		return nil, fmt.Errorf("encode journal record %T: %w", v, err)
 	}
-	return b
+	return b, nil
 }

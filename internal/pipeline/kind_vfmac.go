@@ -27,10 +27,14 @@ func (vfMACKind) DependsOn() []string { return []string{numVFsKind{}.Name()} }
 func (k vfMACKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.Name(), pf, vf) }
 
 func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step {
-	want, _ := net.ParseMAC(mac)
+	want, macErr := net.ParseMAC(mac)
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(pf.Netdev, vf),
 		Check: func(context.Context) (teardown.Change, error) {
+			if macErr != nil || len(want) != 6 {
+				// The config and the hook check MACs first: never a zero MAC.
+				return teardown.Change{}, fmt.Errorf("VF %d MAC on %s: %q is not an Ethernet MAC: %v", vf, pf.Netdev, mac, macErr)
+			}
 			cur, err := e.VFMAC(pf, vf)
 			if err != nil {
 				return teardown.Change{}, err

@@ -92,6 +92,9 @@ const (
 	KindNumVFs    = "sriov.numvfs"
 	KindOVSBridge = "ovs.bridge"
 	KindAttach    = "libvirt.attach"
+	// KindForce marks a report note, not a journaled kind: a disruptive
+	// change let through by --force without knowing who holds its VFs.
+	KindForce = "force"
 )
 
 func decode[T any](raw json.RawMessage) (T, error) {

@@ -203,13 +203,23 @@ func (e *Env) notAPort(netdev string) string {
 
 var repRE = regexp.MustCompile(`^(?:c\d+)?pf\d+vf\d+$`)
 
-func (e *Env) refuseHeld(vfs []string, verb string) error {
+func (e *Env) refuseHeld(vfs []string, verb string, uris []string) error {
 	if len(vfs) == 0 {
 		return nil
 	}
-	held, err := e.holding(vfs)
-	if err != nil {
-		return err
+	held := map[string]string{}
+	for _, uri := range uris {
+		h, err := e.holdingAt(uri, vfs)
+		if err != nil && e.Force {
+			e.log.Warn("--force: VFs removed without knowing whether a running domain holds one", "libvirt", uri, "err", err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("refusing to %s VFs: cannot tell whether a running domain holds one: %w; fix that (or shut the domains down and use --force)", verb, err)
+		}
+		for vf, dom := range h {
+			held[vf] = dom
+		}
 	}
 	if len(held) == 0 {
 		return nil
@@ -237,9 +247,12 @@ func (e *Env) DownPreflight(j *teardown.Journal, haveConfig bool) error {
 			if err := validDevice(r.PF); err != nil {
 				return err
 			}
+			if !e.pci.Exists(r.PF) {
+				continue // the PF is gone: nothing to hold
+			}
 			list, err := e.pci.VFs(r.PF)
 			if err != nil {
-				continue // the PF is gone: nothing to hold
+				return fmt.Errorf("refusing to remove VFs: %w", err)
 			}
 			for _, v := range list {
 				vfs = append(vfs, string(v.Addr))
@@ -258,8 +271,15 @@ func (e *Env) DownPreflight(j *teardown.Journal, haveConfig bool) error {
 	if len(uris) == 0 && !haveConfig {
 		return nil // nothing tells which libvirt to ask
 	}
-	for uri := range uris {
-		e.h.Libvirt = uri
+	// Every libvirt that may hold them: the config's, and each one an
+	// attachment was made through.
+	if haveConfig {
+		uris[e.h.Libvirt] = true
 	}
-	return e.refuseHeld(vfs, "remove")
+	ask := make([]string, 0, len(uris))
+	for uri := range uris {
+		ask = append(ask, uri)
+	}
+	sort.Strings(ask)
+	return e.refuseHeld(vfs, "remove", ask)
 }
