@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vflag/vflag/internal/bootgate"
+	"github.com/vflag/vflag/internal/cfgdecode"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
@@ -223,36 +225,41 @@ func (a *app) exampleCommand() *cobra.Command {
 }
 
 // loadConfig reads and validates the config file. missingOK lets down run
-// from the journal alone.
+// from the journal alone. Errors name the file, then the line of a YAML
+// syntax error, or each field path with its value.
 func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 	path := a.v.GetString("config")
-	cv := viper.New()
-	cv.SetConfigFile(path)
-	cv.SetConfigType("yaml")
-	cv.SetEnvPrefix("VFLAG")
-	// Only the top-level scalars below are read from the environment: an
-	// automatic mapping would let VFLAG_SIM (the --sim directory) replace the
-	// config's sim: section.
-	if err := cv.ReadInConfig(); err != nil {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		var pe *os.PathError
 		if missingOK && (errors.As(err, &pe) || errors.Is(err, os.ErrNotExist)) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
+	// YAML's own parse first: viper's error would name the line where the
+	// enclosing block starts, not the line at fault.
+	if _, err := cfgdecode.YAML(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cv := viper.New()
+	cv.SetConfigType("yaml")
+	cv.SetEnvPrefix("VFLAG")
+	// Only the top-level scalars below are read from the environment: an
+	// automatic mapping would let VFLAG_SIM (the --sim directory) replace the
+	// config's sim: section.
+	if err := cv.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
 	// Environment overrides for the top-level scalars (VFLAG_OVSDB, VFLAG_LIBVIRT, ...).
 	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"} {
 		_ = cv.BindEnv(k)
 	}
-	var cfg config.Config
-	if err := cv.UnmarshalExact(&cfg); err != nil {
+	cfg, err := config.Decode(cv.AllSettings())
+	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	return &cfg, nil
+	return cfg, nil
 }
 
 // openHost opens the host: the simulated one with --sim (its spec from
