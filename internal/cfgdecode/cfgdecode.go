@@ -144,12 +144,19 @@ func (e *valueError) Error() string { return fmt.Sprintf("%q %s", fmt.Sprint(e.v
 
 // strictHook refuses what mapstructure would read silently wrong: a
 // duration without a unit (mapstructure takes 30 as 30ns) and a fraction
-// for an integer (4.5 as 4).
+// for an integer (4.5 as 4); and names the value of a scalar given for a
+// mapping.
 func strictHook(from, to reflect.Type, data any) (any, error) {
 	if to == durationType {
 		return durationValue(from, data)
 	}
 	switch to.Kind() {
+	case reflect.Struct:
+		switch from.Kind() {
+		case reflect.Map, reflect.Struct, reflect.Pointer, reflect.Interface:
+		default:
+			return nil, &valueError{data, wantType(to)}
+		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		switch from.Kind() {
@@ -203,15 +210,22 @@ func durationValue(from reflect.Type, data any) (any, error) {
 
 // flatten turns mapstructure's joined errors into one FieldError each.
 func flatten(err error, root string, es *Errors) {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			flatten(e, root, es)
+	de, ok := err.(*mapstructure.DecodeError)
+	if !ok {
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range e.Unwrap() {
+				flatten(e, root, es)
+			}
+		case interface{ Unwrap() error }:
+			flatten(e.Unwrap(), root, es)
+		default:
+			path := root
+			if path == "" {
+				path = "config"
+			}
+			*es = append(*es, FieldError{Path: path, Msg: err.Error()})
 		}
-		return
-	}
-	var de *mapstructure.DecodeError
-	if !errors.As(err, &de) {
-		*es = append(*es, FieldError{Path: join(root, ""), Msg: err.Error()})
 		return
 	}
 	inner := de.Unwrap()
