@@ -128,12 +128,6 @@ func (a *app) rootCommand() *cobra.Command {
 	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose"} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
-	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if cmd.CommandPath() == "vflag status" {
-			return []string{"text", "json", "prometheus"}, cobra.ShellCompDirectiveNoFileComp
-		}
-		return []string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp
-	})
 	a.v.SetEnvPrefix("VFLAG")
 	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	a.v.AutomaticEnv()
@@ -143,7 +137,9 @@ func (a *app) rootCommand() *cobra.Command {
 		a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.validateCommand(),
 		a.roceCommand(), a.hookCommand(), a.installHookCommand(), a.installCommand(), a.uninstallCommand(),
 		a.udevRulesCommand(), a.udevNameCommand(), a.doctorCommand(), a.exampleCommand(), a.genDocsCommand(),
+		a.versionCommand(),
 	)
+	a.registerCompletions(root)
 	root.Version = version
 	root.SetVersionTemplate("vflag {{.Version}}\n")
 	return root
