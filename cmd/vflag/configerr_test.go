@@ -35,9 +35,9 @@ func TestConfigErrorsAtTheCause(t *testing.T) {
 		{name: "lag_timeout 30", from: "lag_timeout: 30s", to: "lag_timeout: 30",
 			want: "invalid config:\n  lag_timeout: \"30\" is a duration without a unit: write \"30s\" (units ms, s, m, h)"},
 		{name: "VFLAG_LAG_TIMEOUT=30", env: "VFLAG_LAG_TIMEOUT=30",
-			want: "invalid config:\n  lag_timeout: \"30\" is a duration without a unit: write \"30s\" (units ms, s, m, h)"},
+			want: "invalid config:\n  lag_timeout (VFLAG_LAG_TIMEOUT): \"30\" is a duration without a unit: write \"30s\" (units ms, s, m, h)"},
 		{name: "VFLAG_PF_WAIT=60", env: "VFLAG_PF_WAIT=60",
-			want: "invalid config:\n  pf_wait: \"60\" is a duration without a unit: write \"60s\" (units ms, s, m, h)"},
+			want: "invalid config:\n  pf_wait (VFLAG_PF_WAIT): \"60\" is a duration without a unit: write \"60s\" (units ms, s, m, h)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -248,11 +249,22 @@ func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	// Environment overrides for the top-level scalars (VFLAG_OVSDB, VFLAG_LIBVIRT, ...).
-	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"} {
+	envKeys := []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"}
+	for _, k := range envKeys {
 		_ = cv.BindEnv(k)
 	}
 	cfg, err := config.Decode(cv.AllSettings())
 	if err != nil {
+		// A value from the environment is not in the file: say where it is.
+		var es config.Errors
+		if errors.As(err, &es) {
+			for i, e := range es {
+				env := "VFLAG_" + strings.ToUpper(e.Path)
+				if slices.Contains(envKeys, e.Path) && os.Getenv(env) != "" {
+					es[i].Path += " (" + env + ")"
+				}
+			}
+		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
