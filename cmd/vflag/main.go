@@ -193,7 +193,7 @@ func (a *app) downCommand() *cobra.Command {
 }
 
 func (a *app) statusCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains",
 		Long: `Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains.
@@ -201,12 +201,16 @@ It only reads. -o json prints the same as JSON; -o prometheus prints gauges in t
 Prometheus text format for node_exporter's textfile collector (vflag_lag_active,
 vflag_bond_slaves_up, vflag_vfs_attached, vflag_ovs_hw_offload, vflag_vf_info, ...;
 see the README). Write the textfile atomically:
-  vflag status -o prometheus >DIR/vflag.prom.$$ && mv DIR/vflag.prom.$$ DIR/vflag.prom`,
+  vflag status -o prometheus >DIR/vflag.prom.$$ && mv DIR/vflag.prom.$$ DIR/vflag.prom
+--tree draws each group as a tree: PFs, bond, bridge, representors, VFs, domains.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runStatus(cmd.Context())
 		},
 	}
+	cmd.Flags().Bool("tree", false, "draw each group as a tree: PFs, bond, bridge, representors, VFs, domains (text output)")
+	_ = a.v.BindPFlag("status-tree", cmd.Flags().Lookup("tree"))
+	return cmd
 }
 
 func (a *app) exampleCommand() *cobra.Command {
