@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vflag/vflag/internal/bootgate"
+	"github.com/vflag/vflag/internal/cfgdecode"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
@@ -131,12 +134,6 @@ func (a *app) rootCommand() *cobra.Command {
 	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose", "lock-wait"} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
-	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if cmd.CommandPath() == "vflag status" {
-			return []string{"text", "json", "prometheus"}, cobra.ShellCompDirectiveNoFileComp
-		}
-		return []string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp
-	})
 	a.v.SetEnvPrefix("VFLAG")
 	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	a.v.AutomaticEnv()
@@ -146,7 +143,9 @@ func (a *app) rootCommand() *cobra.Command {
 		a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.validateCommand(),
 		a.roceCommand(), a.hookCommand(), a.installHookCommand(), a.installCommand(), a.uninstallCommand(),
 		a.udevRulesCommand(), a.udevNameCommand(), a.doctorCommand(), a.exampleCommand(), a.genDocsCommand(),
+		a.versionCommand(),
 	)
+	a.registerCompletions(root)
 	root.Version = version
 	root.SetVersionTemplate("vflag {{.Version}}\n")
 	return root
@@ -207,7 +206,7 @@ func (a *app) downCommand() *cobra.Command {
 }
 
 func (a *app) statusCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains",
 		Long: `Show the host as it is: PFs, bond, LAG, VFs, representors, OVS ports, domains.
@@ -215,12 +214,16 @@ It only reads. -o json prints the same as JSON; -o prometheus prints gauges in t
 Prometheus text format for node_exporter's textfile collector (vflag_lag_active,
 vflag_bond_slaves_up, vflag_vfs_attached, vflag_ovs_hw_offload, vflag_vf_info, ...;
 see the README). Write the textfile atomically:
-  vflag status -o prometheus >DIR/vflag.prom.$$ && mv DIR/vflag.prom.$$ DIR/vflag.prom`,
+  vflag status -o prometheus >DIR/vflag.prom.$$ && mv DIR/vflag.prom.$$ DIR/vflag.prom
+--tree draws each group as a tree: PFs, bond, bridge, representors, VFs, domains.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runStatus(cmd.Context())
 		},
 	}
+	cmd.Flags().Bool("tree", false, "draw each group as a tree: PFs, bond, bridge, representors, VFs, domains (text output)")
+	_ = a.v.BindPFlag("status-tree", cmd.Flags().Lookup("tree"))
+	return cmd
 }
 
 func (a *app) exampleCommand() *cobra.Command {
@@ -236,36 +239,52 @@ func (a *app) exampleCommand() *cobra.Command {
 }
 
 // loadConfig reads and validates the config file. missingOK lets down run
-// from the journal alone.
+// from the journal alone. Errors name the file, then the line of a YAML
+// syntax error, or each field path with its value.
 func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 	path := a.v.GetString("config")
-	cv := viper.New()
-	cv.SetConfigFile(path)
-	cv.SetConfigType("yaml")
-	cv.SetEnvPrefix("VFLAG")
-	// Only the top-level scalars below are read from the environment: an
-	// automatic mapping would let VFLAG_SIM (the --sim directory) replace the
-	// config's sim: section.
-	if err := cv.ReadInConfig(); err != nil {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		var pe *os.PathError
 		if missingOK && (errors.As(err, &pe) || errors.Is(err, os.ErrNotExist)) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
+	// YAML's own parse first: viper's error would name the line where the
+	// enclosing block starts, not the line at fault.
+	if _, err := cfgdecode.YAML(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cv := viper.New()
+	cv.SetConfigType("yaml")
+	cv.SetEnvPrefix("VFLAG")
+	// Only the top-level scalars below are read from the environment: an
+	// automatic mapping would let VFLAG_SIM (the --sim directory) replace the
+	// config's sim: section.
+	if err := cv.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
 	// Environment overrides for the top-level scalars (VFLAG_OVSDB, VFLAG_LIBVIRT, ...).
-	for _, k := range []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"} {
+	envKeys := []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"}
+	for _, k := range envKeys {
 		_ = cv.BindEnv(k)
 	}
-	var cfg config.Config
-	if err := cv.UnmarshalExact(&cfg); err != nil {
+	cfg, err := config.Decode(cv.AllSettings())
+	if err != nil {
+		// A value from the environment is not in the file: say where it is.
+		var es config.Errors
+		if errors.As(err, &es) {
+			for i, e := range es {
+				env := "VFLAG_" + strings.ToUpper(e.Path)
+				if slices.Contains(envKeys, e.Path) && os.Getenv(env) != "" {
+					es[i].Path += " (" + env + ")"
+				}
+			}
+		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	return &cfg, nil
+	return cfg, nil
 }
 
 // openHost opens the host: the simulated one with --sim (its spec from

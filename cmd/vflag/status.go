@@ -14,6 +14,10 @@ import (
 )
 
 func (a *app) runStatus(ctx context.Context) error {
+	tree := a.v.GetBool("status-tree")
+	if out := a.v.GetString("output"); tree && out != "text" {
+		return fmt.Errorf("--tree is a picture for the terminal: not with -o %s", out)
+	}
 	cfg, err := a.loadConfig(false)
 	if err != nil {
 		return err
@@ -33,6 +37,10 @@ func (a *app) runStatus(ctx context.Context) error {
 		return enc.Encode(st)
 	case "prometheus":
 		return writeStatusPrometheus(a.stdout, st)
+	}
+	if tree {
+		writeStatusTree(a.stdout, st)
+		return nil
 	}
 	writeStatusText(a.stdout, st)
 	return nil

@@ -12,10 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/cfgdecode"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/sriov"
 )
@@ -202,26 +200,10 @@ type Attachment struct {
 type VFRef struct{ PF, VF int }
 
 // FieldError is a config error naming the field path and the bad value.
-type FieldError struct {
-	Path  string
-	Value any
-	Msg   string
-}
-
-func (e FieldError) Error() string {
-	return fmt.Sprintf("%s: %q %s", e.Path, fmt.Sprint(e.Value), e.Msg)
-}
+type FieldError = cfgdecode.FieldError
 
 // Errors is every error found in a config.
-type Errors []FieldError
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return "invalid config:\n  " + strings.Join(lines, "\n  ")
-}
+type Errors = cfgdecode.Errors
 
 // MinMTU and MaxMTU bound a group's mtu: the kernel's minimum for
 // Ethernet and the usual jumbo frame limit of switches (mlx5 takes up to 9978).
@@ -326,7 +308,15 @@ func validPFRef(s string) error {
 // every error, each naming its field path and value.
 func (c *Config) Validate() error {
 	var errs Errors
+	// add keeps the first error of each field: its root cause (the checks
+	// below run from the cause to what depends on it, and skip what only
+	// follows from an error already found).
+	reported := map[string]bool{}
 	add := func(path string, v any, format string, args ...any) {
+		if reported[path] {
+			return
+		}
+		reported[path] = true
 		errs = append(errs, FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
 	}
 	if !endpointRE.MatchString(c.OVSDB) {
@@ -366,14 +356,24 @@ func (c *Config) Validate() error {
 		} else {
 			claim("group", g.Name, p+".name")
 		}
-		if g.Eswitch != eswitch.ModeSwitchdev && g.Eswitch != eswitch.ModeLegacy {
+		// With an unknown eswitch mode only the checks that hold in both
+		// modes run: the others would report what follows from the mode.
+		switchdev := g.Eswitch == eswitch.ModeSwitchdev
+		legacy := g.Eswitch == eswitch.ModeLegacy
+		modeOK := switchdev || legacy
+		if !modeOK {
 			add(p+".eswitch", g.Eswitch, "must be switchdev or legacy")
 		}
-		if g.Switchdev() && len(g.PFs) != 2 {
+		// pfsOK, numvfsOK: the pf and vf indexes of vfs and attachments
+		// are checked against pfs and numvfs only when those are valid.
+		pfsOK := true
+		switch {
+		case switchdev && len(g.PFs) != 2:
 			add(p+".pfs", strings.Join(g.PFs, ","), "must name exactly the two ports of one NIC")
-		}
-		if !g.Switchdev() && (len(g.PFs) < 1 || len(g.PFs) > 2) {
+			pfsOK = false
+		case !switchdev && (len(g.PFs) < 1 || len(g.PFs) > 2):
 			add(p+".pfs", strings.Join(g.PFs, ","), "must name one or two PFs")
+			pfsOK = false
 		}
 		for i, ref := range g.PFs {
 			if err := validPFRef(ref); err != nil {
@@ -382,9 +382,10 @@ func (c *Config) Validate() error {
 			}
 			claim("pf", strings.ToLower(ref), fmt.Sprintf("%s.pfs[%d]", p, i))
 		}
-		if g.NumVFs < 1 || g.NumVFs > 4096 {
+		numvfsOK := g.NumVFs >= 1 && g.NumVFs <= 4096
+		if !numvfsOK {
 			add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
-		} else if g.Switchdev() && g.NumVFs > MaxVFsLAG {
+		} else if switchdev && g.NumVFs > MaxVFsLAG {
 			add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
 		}
 		if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
@@ -395,8 +396,8 @@ func (c *Config) Validate() error {
 		default:
 			add(p+".flow_steering_mode", g.FlowSteeringMode, "must be smfs or dmfs (or empty to leave it)")
 		}
-		if g.Switchdev() {
-			c.validateBond(g, p, add)
+		if switchdev {
+			c.validateBond(g, p, pfsOK, add)
 			if g.Bond.Name != "" {
 				claim("netdev", g.Bond.Name, p+".bond.name")
 			}
@@ -430,7 +431,7 @@ func (c *Config) Validate() error {
 					global["max_idle"] = globalSetting{p + ".ovs.max_idle", v}
 				}
 			}
-		} else if g.Bond.Name != "" || g.OVS.Bridge != "" {
+		} else if legacy && (g.Bond.Name != "" || g.OVS.Bridge != "") {
 			if g.Bond.Name != "" {
 				add(p+".bond.name", g.Bond.Name, "is not allowed with eswitch legacy (no VF-LAG)")
 			}
@@ -438,7 +439,7 @@ func (c *Config) Validate() error {
 				add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
 			}
 		}
-		if !g.Switchdev() {
+		if legacy {
 			if g.OVS.TCPolicy != "" {
 				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "is not allowed with eswitch legacy (no bridge)")
 			}
@@ -449,8 +450,10 @@ func (c *Config) Validate() error {
 		rateGroups := map[string]bool{}
 		for ri, r := range g.RateGroups {
 			rp := fmt.Sprintf("%s.rate_groups[%d]", p, ri)
-			if !g.Switchdev() {
-				add(rp, r.Name, legacyRateMsg)
+			if !switchdev {
+				if legacy {
+					add(rp, r.Name, legacyRateMsg)
+				}
 				continue
 			}
 			switch {
@@ -466,12 +469,7 @@ func (c *Config) Validate() error {
 		macSeen := map[string]string{}
 		for vi, v := range g.VFs {
 			vp := fmt.Sprintf("%s.vfs[%d]", p, vi)
-			if v.PF < 0 || v.PF >= len(g.PFs) {
-				add(vp+".pf", v.PF, "is not an index into pfs (0..%d)", len(g.PFs)-1)
-			}
-			if v.VF < 0 || v.VF >= g.NumVFs {
-				add(vp+".vf", v.VF, "is not a VF index (0..%d, numvfs %d)", g.NumVFs-1, g.NumVFs)
-			}
+			checkIndexes(vp, v.PF, v.VF, g, pfsOK, numvfsOK, add)
 			if vfSeen[VFRef{v.PF, v.VF}] {
 				add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is configured twice")
 			}
@@ -488,13 +486,12 @@ func (c *Config) Validate() error {
 			if v.Driver != "" && !regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`).MatchString(v.Driver) {
 				add(vp+".driver", v.Driver, "is not a driver name")
 			}
-			if v.VLAN < 0 || v.VLAN > 4094 {
-				add(vp+".vlan", v.VLAN, "must be 0 (untagged) or 1-4094")
+			validateVFPolicy(g.Eswitch, vp, v, add)
+			if modeOK {
+				validateVLANMode(v, vp, switchdev, add)
 			}
-			validateVFPolicy(g.Switchdev(), vp, v, add)
-			validateVLANMode(v, vp, g.Switchdev(), add)
 			switch {
-			case !g.Switchdev():
+			case legacy:
 				if v.TxMax != 0 {
 					add(vp+".tx_max", v.TxMax, legacyRateMsg)
 				}
@@ -504,7 +501,7 @@ func (c *Config) Validate() error {
 				if v.RateGroup != "" {
 					add(vp+".rate_group", v.RateGroup, legacyRateMsg)
 				}
-			default:
+			case switchdev:
 				validRates(vp, v.TxMax, v.TxShare, add)
 				if v.RateGroup != "" && !rateGroups[v.RateGroup] {
 					add(vp+".rate_group", v.RateGroup, "is not a rate group of %s.rate_groups", p)
@@ -518,17 +515,12 @@ func (c *Config) Validate() error {
 			if !domainNameRE.MatchString(a.Domain) || isDotName(a.Domain) {
 				add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-], not \".\" or \"..\")")
 			}
-			if a.PF < 0 || a.PF >= len(g.PFs) {
-				add(ap+".pf", a.PF, "is not an index into pfs (0..%d)", len(g.PFs)-1)
-			}
-			if a.VF < 0 || a.VF >= g.NumVFs {
-				add(ap+".vf", a.VF, "is an unknown VF (numvfs %d)", g.NumVFs)
-			}
+			checkIndexes(ap, a.PF, a.VF, g, pfsOK, numvfsOK, add)
 			if prev, ok := attSeen[VFRef{a.PF, a.VF}]; ok {
 				add(ap+".vf", a.VF, "is already attached at %s", prev)
 			}
 			attSeen[VFRef{a.PF, a.VF}] = ap
-			if !g.Switchdev() {
+			if legacy {
 				// libvirt sets the VF's VLAN itself when the domain takes it
 				// through <interface type='hostdev'> (VLAN 0 without a <vlan>
 				// in the domain XML) and puts back only the VLAN, without the
@@ -539,14 +531,13 @@ func (c *Config) Validate() error {
 					}
 				}
 			}
-			mac := a.MAC
-			if mac == "" {
-				mac = g.VFMAC(a.PF, a.VF)
-			}
-			if mac == "" {
+			// A MAC taken from vfs is checked there.
+			if a.MAC != "" {
+				if err := validMAC(a.MAC); err != nil {
+					add(ap+".mac", a.MAC, "%v", err)
+				}
+			} else if g.VFMAC(a.PF, a.VF) == "" {
 				add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
-			} else if err := validMAC(mac); err != nil {
-				add(ap+".mac", mac, "%v", err)
 			}
 		}
 	}
@@ -554,6 +545,25 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+// checkIndexes checks the pf and vf indexes of a VF reference at path p
+// (vfs[i], attachments[i]) against the group's pfs and numvfs, where those
+// are valid (pfsOK, numvfsOK): else only a negative index is an error of
+// its own.
+func checkIndexes(p string, pf, vf int, g *Group, pfsOK, numvfsOK bool, add func(string, any, string, ...any)) {
+	switch {
+	case pfsOK && (pf < 0 || pf >= len(g.PFs)):
+		add(p+".pf", pf, "is not an index into pfs (0..%d)", len(g.PFs)-1)
+	case pf < 0:
+		add(p+".pf", pf, "is not an index into pfs (0 or more)")
+	}
+	switch {
+	case numvfsOK && (vf < 0 || vf >= g.NumVFs):
+		add(p+".vf", vf, "is not a VF index (0..%d, numvfs %d)", g.NumVFs-1, g.NumVFs)
+	case vf < 0:
+		add(p+".vf", vf, "is not a VF index (0 or more)")
+	}
 }
 
 // validateVLANMode checks a VF's vlan_mode and trunks against its vlan
@@ -601,20 +611,24 @@ func validateVLANMode(v VFConfig, vp string, switchdev bool, add func(string, an
 	}
 }
 
-func (c *Config) validateBond(g *Group, p string, add func(string, any, string, ...any)) {
+// validateBond checks a switchdev group's bond; what depends on the mode,
+// miimon or the number of PFs (pfsOK) is checked only when those are valid.
+func (c *Config) validateBond(g *Group, p string, pfsOK bool, add func(string, any, string, ...any)) {
 	b := g.Bond
+	modeOK := bondModes[b.Mode]
+	miimonOK := b.Miimon >= 1 && b.Miimon <= 10000
 	if err := eswitch.ValidIfName(b.Name); err != nil {
 		add(p+".bond.name", b.Name, "is not a valid interface name (1-15 characters, no '/')")
 	}
-	if !bondModes[b.Mode] {
+	if !modeOK {
 		add(p+".bond.mode", b.Mode, "must be active-backup, balance-xor or 802.3ad (the only modes that enter hardware LAG)")
 	}
-	if b.Miimon < 1 || b.Miimon > 10000 {
+	if !miimonOK {
 		add(p+".bond.miimon", b.Miimon, "must be 1-10000 ms")
 	}
 	switch b.LacpRate {
 	case "", "slow", "fast":
-		if b.LacpRate != "" && b.Mode != "802.3ad" {
+		if b.LacpRate != "" && modeOK && b.Mode != "802.3ad" {
 			add(p+".bond.lacp_rate", b.LacpRate, "only applies to mode 802.3ad")
 		}
 	default:
@@ -622,19 +636,20 @@ func (c *Config) validateBond(g *Group, p string, add func(string, any, string, 
 	}
 	if b.UpDelay < 0 || b.UpDelay > maxBondDelay {
 		add(p+".bond.updelay", b.UpDelay, "must be 0-%d ms", maxBondDelay)
-	} else if b.Miimon > 0 && b.UpDelay%b.Miimon != 0 {
+	} else if miimonOK && b.UpDelay%b.Miimon != 0 {
 		add(p+".bond.updelay", b.UpDelay, "must be a multiple of bond.miimon (%d ms): the kernel rounds it down", b.Miimon)
 	}
 	if b.DownDelay < 0 || b.DownDelay > maxBondDelay {
 		add(p+".bond.downdelay", b.DownDelay, "must be 0-%d ms", maxBondDelay)
-	} else if b.Miimon > 0 && b.DownDelay%b.Miimon != 0 {
+	} else if miimonOK && b.DownDelay%b.Miimon != 0 {
 		add(p+".bond.downdelay", b.DownDelay, "must be a multiple of bond.miimon (%d ms): the kernel rounds it down", b.Miimon)
 	}
-	if b.MinLinks < 0 || b.MinLinks > len(g.PFs) {
+	if pfsOK && (b.MinLinks < 0 || b.MinLinks > len(g.PFs)) {
 		add(p+".bond.min_links", b.MinLinks, "must be 0-%d (the bond's slaves are the group's %d PFs; more keeps its carrier off)", len(g.PFs), len(g.PFs))
 	}
 	if b.Primary != "" {
 		switch {
+		case !modeOK:
 		case b.Mode != "active-backup":
 			add(p+".bond.primary", b.Primary, "only applies to mode active-backup")
 		case g.PrimaryIndex() < 0:
@@ -643,7 +658,7 @@ func (c *Config) validateBond(g *Group, p string, add func(string, any, string, 
 	}
 	switch b.AdSelect {
 	case "", "stable", "bandwidth", "count":
-		if b.AdSelect != "" && b.Mode != "802.3ad" {
+		if b.AdSelect != "" && modeOK && b.Mode != "802.3ad" {
 			add(p+".bond.ad_select", b.AdSelect, "only applies to mode 802.3ad")
 		}
 	default:
@@ -711,8 +726,10 @@ func (v *ValidateConfig) Check(p string, add func(string, any, string, ...any)) 
 // link_state, min/max_tx_rate, qos; vlan in a legacy group). A switchdev
 // group refuses them: mlx5 answers EOPNOTSUPP for them there (a rate
 // through the PF programs the vport QoS that devlink-rate owns in
-// switchdev), and each message names the switchdev way.
-func validateVFPolicy(switchdev bool, vp string, v VFConfig, add func(string, any, string, ...any)) {
+// switchdev), and each message names the switchdev way. With an unknown
+// mode only the checks of both modes run.
+func validateVFPolicy(mode string, vp string, v VFConfig, add func(string, any, string, ...any)) {
+	switchdev, legacy := mode == eswitch.ModeSwitchdev, mode == eswitch.ModeLegacy
 	const eopnotsupp = "is a legacy (eswitch legacy) VF setting: mlx5 returns EOPNOTSUPP for it in switchdev"
 	if switchdev {
 		na := "not applicable in switchdev: the eswitch's OVS flows decide what a VF may send, and the representor's link state is the VF's"
@@ -741,7 +758,7 @@ func validateVFPolicy(switchdev bool, vp string, v VFConfig, add func(string, an
 	}
 	if v.QoS < 0 || v.QoS > 7 {
 		add(vp+".qos", v.QoS, "must be an 802.1p priority 0-7")
-	} else if v.QoS != 0 && v.VLAN == 0 && !switchdev {
+	} else if v.QoS != 0 && v.VLAN == 0 && legacy {
 		add(vp+".qos", v.QoS, "needs vlan (the priority goes in the VF's VLAN tag)")
 	}
 	switch v.LinkState {
@@ -760,25 +777,27 @@ func validateVFPolicy(switchdev bool, vp string, v VFConfig, add func(string, an
 	}
 }
 
-// Parse decodes a config file's YAML as cmd/vflag's loader does (unknown
-// keys are errors; durations as "30s"), applies the defaults and validates.
-// cmd/vflag reads files through viper (flags and VFLAG_* overrides); tests
-// and tools use Parse.
+// Parse decodes a config file's YAML as cmd/vflag's loader does (see
+// Decode), applies the defaults and validates. A YAML syntax error is a
+// *cfgdecode.SyntaxError naming the line. cmd/vflag reads files through
+// viper (VFLAG_* overrides) and then calls Decode; tests and tools use Parse.
 func Parse(data []byte) (*Config, error) {
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, err
-	}
-	var c Config
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook:  mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(",")),
-		ErrorUnused: true,
-		Result:      &c,
-	})
+	raw, err := cfgdecode.YAML(data)
 	if err != nil {
 		return nil, err
 	}
-	if err := dec.Decode(raw); err != nil {
+	return Decode(raw)
+}
+
+// Decode decodes a config's settings (YAML decoded into maps) into a
+// Config, applies the defaults and validates. Unknown keys are errors, a
+// duration needs a unit ("30s"), a value of the wrong type is an error
+// naming its field and value; when decoding fails, its errors alone are
+// returned (validating what was not read would add errors that only
+// follow from them). Every error is a FieldError in Errors.
+func Decode(raw map[string]any) (*Config, error) {
+	var c Config
+	if err := cfgdecode.Decode(raw, &c, ""); err != nil {
 		return nil, err
 	}
 	c.ApplyDefaults()

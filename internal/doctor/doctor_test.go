@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,8 +246,8 @@ func TestSingleCases(t *testing.T) {
 			setup: func(t *testing.T, r *readyEnv, g *Group) {
 				r.run.out["ovs-vswitchd --version"] = "ovs-vswitchd (Open vSwitch) 3.1.0\n"
 			},
-			check: "daemons/ovs-version", status: Warn, ready: true,
-			words: []string{"ExecStartPre", "/proc/uptime", "other than 3.1.0"},
+			check: "daemons/ovs-version", status: Pass, ready: true,
+			words: []string{"Open vSwitch 3.1.0, not affected: pid 4242 started 60.0 s after boot"},
 		},
 		{
 			name: "Open vSwitch 3.1.0 started 4 s after boot",
@@ -702,5 +703,60 @@ func TestModuleAvailable(t *testing.T) {
 	}
 	if m := d.module("openvswitch"); m.state != modMissing {
 		t.Errorf("openvswitch: %+v", m)
+	}
+}
+
+// TestOVSVersionTrap: the 3.1.0 early-boot trap is reported for 3.1.0
+// alone, a Fail when a running ovs-vswitchd started in the first 10 s, a
+// Pass (no warning) when every one started later, a Warn when none runs or
+// the start is unknown; other versions on both sides of 3.1.0 pass at any
+// start time. daemons/ovs-upcalls' fix names the 3.1.0 drop-in only on 3.1.0.
+func TestOVSVersionTrap(t *testing.T) {
+	const dropIn = "ExecStartPre"
+	tests := []struct {
+		version    string
+		startTicks int // -1: not running, -2: start unknown
+		status     Status
+		detail     string // a part of the check's detail
+	}{
+		{"3.0.9", 400, Pass, "Open vSwitch 3.0.9 (no known VF-LAG problem)"},
+		{"3.0.9", 6000, Pass, "Open vSwitch 3.0.9 (no known VF-LAG problem)"},
+		{"3.1.0", 400, Fail, "pid 4242 started 4.0 s after boot"},
+		{"3.1.0", 999, Fail, "pid 4242 started 10.0 s after boot"},
+		{"3.1.0", 1000, Pass, "Open vSwitch 3.1.0, not affected: pid 4242 started 10.0 s after boot"},
+		{"3.1.0", 6000, Pass, "Open vSwitch 3.1.0, not affected: pid 4242 started 60.0 s after boot"},
+		{"3.1.0", -1, Warn, "Open vSwitch 3.1.0 (not running now)"},
+		{"3.1.0", -2, Warn, "Open vSwitch 3.1.0 (running, its start time unknown)"},
+		{"3.1.1", 400, Pass, "Open vSwitch 3.1.1 (no known VF-LAG problem)"},
+		{"3.2.0", 400, Pass, "Open vSwitch 3.2.0 (no known VF-LAG problem)"},
+		{"13.1.0", 400, Pass, "Open vSwitch 13.1.0 (no known VF-LAG problem)"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.version, tt.startTicks), func(t *testing.T) {
+			r := newReady(t)
+			r.run.out["ovs-vswitchd --version"] = "ovs-vswitchd (Open vSwitch) " + tt.version + "\n"
+			switch tt.startTicks {
+			case -1:
+				r.machine.remove("/proc/4242")
+			case -2:
+				r.machine.file("/proc/4242/stat", "4242 (ovs-vswitchd) S 1\n")
+			default:
+				r.machine.file("/proc/4242/stat", statLine(4242, "ovs-vswitchd", tt.startTicks))
+			}
+			// Every upcall lost: the fix names the drop-in on 3.1.0 only.
+			r.env.Kernel = dpKernel{Kernel: r.h, st: eswitch.DatapathStats{Name: "ovs-system", Missed: 50, Lost: 50, PerCPUDispatch: true}}
+			rep := runDoctor(t, r.env, Target{Groups: []Group{lagGroup()}, StateDir: r.stateDir})
+			c := mustFind(t, rep, "daemons/ovs-version")
+			if c.Status != tt.status || !strings.Contains(c.Detail, tt.detail) {
+				t.Fatalf("daemons/ovs-version: %s (%s), want %s with %q", c.Status, c.Detail, tt.status, tt.detail)
+			}
+			if c.Status == Pass && c.Fix != "" {
+				t.Errorf("a pass with a fix: %q", c.Fix)
+			}
+			up := mustFind(t, rep, "daemons/ovs-upcalls")
+			if got, want := strings.Contains(up.Fix, dropIn), tt.version == "3.1.0"; got != want {
+				t.Errorf("daemons/ovs-upcalls fix names the 3.1.0 drop-in: %v, want %v: %q", got, want, up.Fix)
+			}
+		})
 	}
 }

@@ -47,3 +47,34 @@ mirror_netns: /run/netns/sim
 		t.Fatalf("normalized %+v", n)
 	}
 }
+
+// TestDecodeSpecRefusesUnitlessLatency: every latency of the sim section
+// needs a unit; a bare number is refused naming its path, not read as ns.
+func TestDecodeSpecRefusesUnitlessLatency(t *testing.T) {
+	for _, tt := range []struct {
+		key  string
+		want string
+	}{
+		{"vf_create", `invalid config:
+  sim.latency.vf_create: "2" is a duration without a unit: write "2s" (units ms, s, m, h)`},
+		{"mode_change", `invalid config:
+  sim.latency.mode_change: "2" is a duration without a unit: write "2s" (units ms, s, m, h)`},
+		{"lag_activation", `invalid config:
+  sim.latency.lag_activation: "2" is a duration without a unit: write "2s" (units ms, s, m, h)`},
+	} {
+		raw := map[string]any{
+			"nics":    []any{map[string]any{"pfs": []any{map[string]any{"pci": "0000:61:00.0", "netdev": "p0"}}}},
+			"latency": map[string]any{tt.key: 2},
+		}
+		_, err := DecodeSpec(raw)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: error:\n%v\nwant:\n%s", tt.key, err, tt.want)
+		}
+		raw["latency"] = map[string]any{tt.key: "2ms"}
+		if s, err := DecodeSpec(raw); err != nil {
+			t.Errorf("%s: 2ms rejected: %v", tt.key, err)
+		} else if got := s.Latency.VFCreate + s.Latency.ModeChange + s.Latency.LAGActivation; got != 2*time.Millisecond {
+			t.Errorf("%s: 2ms read as %v", tt.key, got)
+		}
+	}
+}

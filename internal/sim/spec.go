@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
+	"github.com/vflag/vflag/internal/cfgdecode"
 )
 
 // Spec describes the simulated host. It is also the `sim:` section of
@@ -299,24 +299,17 @@ func isZeroMAC(hw net.HardwareAddr) bool {
 }
 
 // DecodeSpec decodes a config's raw sim: section (YAML decoded into maps)
-// into a Spec, with durations as strings ("2ms"). Unknown keys are errors
-// naming the key. A nil section gives a nil Spec.
+// into a Spec, as internal/config decodes the rest of the config: unknown
+// keys are errors naming the key, a duration needs a unit ("2ms"; a bare
+// number is refused, not read as nanoseconds), each error names its path
+// under sim. A nil section gives a nil Spec.
 func DecodeSpec(raw map[string]any) (*Spec, error) {
 	if raw == nil {
 		return nil, nil
 	}
 	var s Spec
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook:       mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(",")),
-		ErrorUnused:      true,
-		WeaklyTypedInput: true,
-		Result:           &s,
-	})
-	if err != nil {
+	if err := cfgdecode.Decode(raw, &s, "sim"); err != nil {
 		return nil, err
-	}
-	if err := dec.Decode(raw); err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return &s, nil
 }
