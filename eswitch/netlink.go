@@ -82,13 +82,13 @@ func (c *conn) pin() error {
 	}
 	h, err := newHandle(netns.None())
 	if err != nil {
-		ns.Close()
+		_ = ns.Close()
 		return err
 	}
 	et, err := ethtool.NewEthtool()
 	if err != nil {
-		h.Close()
-		ns.Close()
+		_ = h.Close()
+		_ = ns.Close()
 		return fmt.Errorf("ethtool socket: %w", err)
 	}
 	c.pinned, c.ns, c.free, c.et = true, ns, append(c.free, h), et
@@ -158,7 +158,7 @@ func newHandle(ns netns.NsHandle) (*netlink.Handle, error) {
 		return nil, fmt.Errorf("netlink handle: %w", err)
 	}
 	if err := h.SetSocketTimeout(netlink.GetSocketTimeout()); err != nil {
-		h.Close()
+		_ = h.Close()
 		return nil, fmt.Errorf("netlink handle: socket timeout: %w", err)
 	}
 	return h, nil
@@ -172,7 +172,7 @@ func (n Netlink) handle() (*netlink.Handle, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return h, func() { h.Close() }, nil
+		return h, func() { _ = h.Close() }, nil
 	}
 	h, err := n.c.get()
 	if err != nil {

@@ -93,7 +93,7 @@ func (n Netlink) rateExec(cmd uint8, flags int, attrs func(req *nl.NetlinkReques
 	if err != nil {
 		return nil, fmt.Errorf("generic netlink socket: %w", err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	tv := netlink.GetSocketTimeout()
 	tval := unix.NsecToTimeval(tv.Nanoseconds())
 	_ = s.SetSendTimeout(&tval)

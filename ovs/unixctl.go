@@ -58,7 +58,7 @@ func Appctl(sock, method string, params []string, timeout time.Duration) (string
 	if err != nil {
 		return "", fmt.Errorf("ovs-appctl %s: %w", method, err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return "", fmt.Errorf("ovs-appctl %s: %w", method, err)
 	}

@@ -41,7 +41,7 @@ vflag's pass at once, silently. It never calls libvirt.`,
 				if err != nil {
 					return err
 				}
-				defer f.Close()
+				defer func() { _ = f.Close() }()
 				in = f
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hook.Timeout)

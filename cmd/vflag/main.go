@@ -47,7 +47,7 @@ func main() {
 	if path := os.Getenv("VFLAG_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
-				defer f.Close()
+				defer func() { _ = f.Close() }()
 				defer pprof.StopCPUProfile()
 			}
 		}
@@ -373,7 +373,7 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 		if err != nil {
 			return fail(err)
 		}
-		defer lock.Release()
+		defer func() { _ = lock.Release() }()
 	}
 	if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
 		return fail(err)
@@ -392,7 +392,7 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 		runErr = fmt.Errorf("host degraded: every step succeeded and stays (no rollback), but %w", runErr)
 	}
 	if runErr != nil && errors.Is(runErr, teardown.ErrStopped) {
-		a.report(command, r.Results(), nil)
+		_ = a.report(command, r.Results(), nil) // the stop's exit code (3) wins
 		return exitError{code: 3}
 	}
 	if !dry && stage == pipeline.StageAll && (runErr == nil || errors.Is(runErr, teardown.ErrDegraded)) {
@@ -436,7 +436,7 @@ func (a *app) runDown(ctx context.Context) error {
 	if err != nil {
 		return a.failed("down", err)
 	}
-	defer lock.Release()
+	defer func() { _ = lock.Release() }()
 	// From here on the hook refuses domains holding VFs until the next up.
 	if err := bootgate.New(a.stateDir()).Unready(); err != nil {
 		return a.failed("down", err)

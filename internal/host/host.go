@@ -67,7 +67,7 @@ func Open(o Options) (*Host, error) {
 		if err != nil {
 			return nil, fmt.Errorf("simulated host %s: %w", o.SimDir, err)
 		}
-		h.sim, h.Kernel, h.FS, h.closeKern = s, s, s.FS(), func() { s.Close() }
+		h.sim, h.Kernel, h.FS, h.closeKern = s, s, s.FS(), func() { _ = s.Close() }
 	}
 	h.PCI = sriov.Host{FS: h.FS}
 	return h, nil
@@ -118,7 +118,7 @@ func (h *Host) Close() {
 		h.ovsc = nil
 	}
 	if h.virt != nil {
-		h.virt.Close()
+		_ = h.virt.Close()
 		h.virt = nil
 	}
 	h.mu.Unlock()

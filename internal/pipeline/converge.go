@@ -369,6 +369,6 @@ func (e *Env) holdingAt(uri string, vfs []string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ask libvirt %s which domains hold VFs: %w", uri, err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	return c.HoldingDomains(vfs)
 }

@@ -45,7 +45,7 @@ func (k attachKind) step(e *Env, id string, a libvirtx.Attachment) teardown.Step
 				return teardown.Change{}, err
 			}
 			return teardown.Change{Needed: needed, Summary: why,
-				Record: attachRecord{URI: e.h.Libvirt, Attachment: libvirtx.Record{Domain: a.Domain, PCI: a.PCI, MAC: a.MAC, Live: a.Live, Owner: a.Owner}}}, nil
+				Record: attachRecord{URI: e.h.Libvirt, Attachment: libvirtx.Record(a)}}, nil
 		},
 		Apply: func(ctx context.Context) error {
 			c, err := e.h.Virt()
@@ -63,7 +63,7 @@ func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Detach(r.Attachment); err != nil {
 		return err
 	}

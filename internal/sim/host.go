@@ -74,13 +74,13 @@ func open(dir string, spec *Spec, now func() time.Time, sleep func(time.Duration
 	}
 	h := &Host{dir: dir, lock: lf, now: now, sleep: sleep}
 	if err := h.flock(syscall.LOCK_EX); err != nil {
-		lf.Close()
+		_ = lf.Close()
 		return nil, err
 	}
 	err = h.openLocked(spec)
 	h.funlock()
 	if err != nil {
-		lf.Close()
+		_ = lf.Close()
 		return nil, err
 	}
 	if h.st.Spec.MirrorNetns != "" {
@@ -90,7 +90,7 @@ func open(dir string, spec *Spec, now func() time.Time, sleep func(time.Duration
 		h.mu.Unlock()
 		if err != nil {
 			h.mirror.close()
-			lf.Close()
+			_ = lf.Close()
 			return nil, err
 		}
 	}
@@ -186,7 +186,7 @@ func (h *Host) save() error {
 		werr = os.Rename(tmp.Name(), h.statePath())
 	}
 	if werr != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		h.stamp = fileStamp{}
 		return fmt.Errorf("sim: save state: %w", werr)
 	}

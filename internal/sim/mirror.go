@@ -149,12 +149,12 @@ func (m *mirror) apply(want map[string]mirrorWant, delta map[string]*mirrorWant)
 	if err != nil {
 		return err
 	}
-	defer ns.Close()
+	defer func() { _ = ns.Close() }()
 	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return err
 	}
-	defer nh.Close()
+	defer func() { _ = nh.Close() }()
 	have := map[string]netlink.Link{}
 	var only map[string]bool // with a delta: the names it concerns, both ends
 	if delta != nil {
@@ -259,7 +259,7 @@ func listLinks(ns netns.NsHandle) ([]netlink.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer sock.Close()
+	defer func() { _ = sock.Close() }()
 	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
 	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
@@ -351,7 +351,7 @@ func (m *mirror) deleteGroup(ns netns.NsHandle, nh *netlink.Handle, links []netl
 	if err != nil {
 		return err
 	}
-	defer sock.Close()
+	defer func() { _ = sock.Close() }()
 	req := nl.NewNetlinkRequest(unix.RTM_DELLINK, unix.NLM_F_ACK)
 	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
 	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))

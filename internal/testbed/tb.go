@@ -38,7 +38,7 @@ func (r *Runner) TempDir() string {
 	if err != nil {
 		r.Fatalf("temp dir: %v", err)
 	}
-	r.Cleanup(func() { os.RemoveAll(d) })
+	r.Cleanup(func() { _ = os.RemoveAll(d) })
 	return d
 }
 

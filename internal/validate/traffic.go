@@ -477,10 +477,11 @@ func FailoverCheck(ctx context.Context, c FailoverConfig, total time.Duration) (
 		r, err := c.Load.Run(lctx)
 		loadDone <- loadOut{r, err}
 	}()
-	finish := func() (LoadResult, error, []Point) {
+	finish := func() (LoadResult, []Point, error) {
 		cancel()
 		lo := <-loadDone
-		return lo.res, lo.err, stop()
+		points := stop()
+		return lo.res, points, lo.err
 	}
 	sleep := func(d time.Duration) error {
 		t := time.NewTimer(d)
@@ -533,7 +534,7 @@ func FailoverCheck(ctx context.Context, c FailoverConfig, total time.Duration) (
 	tBack := s.Now()
 	// Let the restored slave settle and carry some traffic.
 	_ = sleep(c.Hold / 2)
-	res, lerr, points := finish()
+	res, points, lerr := finish()
 	if err := s.Err(); err != nil {
 		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("cannot read counters: %v", err)
 		return ch

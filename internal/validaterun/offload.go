@@ -136,7 +136,7 @@ func refusals(path string) []string {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if st, err := f.Stat(); err == nil && st.Size() > vswitchdLogTail {
 		if _, err := f.Seek(st.Size()-vswitchdLogTail, 0); err != nil {
 			return nil

@@ -188,7 +188,7 @@ func Start(t testbed.TB) *Daemon {
 	if err != nil {
 		t.Fatalf("virttest: %v", err)
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	d.cmd = exec.Command(bins["unshare"], args...)
 	d.cmd.Stdout = logf
 	d.cmd.Stderr = logf
@@ -470,7 +470,7 @@ func (d *Daemon) waitSocket(deadline time.Time) error {
 	defer tick.Stop()
 	for {
 		if c, err := net.DialTimeout("unix", d.sock, time.Second); err == nil {
-			c.Close()
+			_ = c.Close()
 			return nil
 		}
 		select {
@@ -659,7 +659,7 @@ func copyXMLFiles(src, dst string) (int, error) {
 			werr = os.Rename(tmp.Name(), filepath.Join(dst, e.Name()))
 		}
 		if werr != nil {
-			os.Remove(tmp.Name())
+			_ = os.Remove(tmp.Name())
 			return n, werr
 		}
 		n++

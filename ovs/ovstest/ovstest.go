@@ -110,7 +110,7 @@ func Start(tb testbed.TB) *Server {
 		if err != nil {
 			tb.Fatalf("ovstest: %v", err)
 		}
-		tb.Cleanup(func() { os.RemoveAll(d) })
+		tb.Cleanup(func() { _ = os.RemoveAll(d) })
 		dir = d
 	}
 	reapOnce.Do(reapStaleNetns)
@@ -191,7 +191,7 @@ func (s *Server) spawn(name string, args ...string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer out.Close()
+	defer func() { _ = out.Close() }()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", s.netns, name}, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Per-instance run/log/db dirs: ovs-vswitchd puts <bridge>.mgmt sockets in
@@ -238,7 +238,7 @@ func (s *Server) waitSocket() error {
 	for {
 		c, err := net.Dial("unix", s.sock)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			return nil
 		}
 		select {

@@ -245,11 +245,11 @@ func (s *scenario) setLatency(lat sim.Latency) {
 	if err != nil {
 		fatal(err)
 	}
-	defer lf.Close()
+	defer func() { _ = lf.Close() }()
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
 		fatal(err)
 	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) }()
 	path := filepath.Join(s.simDir, "host.json")
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -70,7 +70,7 @@ func demo(r *testbed.Runner, bin string) int {
 		if err != nil {
 			r.Fatalf("%v", err)
 		}
-		defer h.Close()
+		defer func() { _ = h.Close() }()
 		kernel, _, _ := strings.Cut(h.Dump(), "dmesg:\n")
 		xml, _ := virt.Virsh("dumpxml", "--inactive", "vm1")
 		return kernel + srv.Dump() + strings.ReplaceAll(xml, "  <metadata/>\n", "")
@@ -96,6 +96,7 @@ func demo(r *testbed.Runner, bin string) int {
 
 	step("vflag status")
 	out, code := vflag("status")
+	expect("status exits 0 (no problem)", code == 0)
 	expect("LAG active", strings.Contains(out, "lag active"))
 	expect("every representor in the bridge with an ofport", strings.Count(out, "(ofport ") == 8)
 	expect("hw-offload on", strings.Contains(out, "hw-offload true"))

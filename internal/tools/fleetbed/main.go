@@ -75,7 +75,7 @@ func main() {
 	if err := os.Rename(tmp, *envFile); err != nil {
 		r.Fatalf("fleetbed: %v", err)
 	}
-	r.Cleanup(func() { os.Remove(*envFile) })
+	r.Cleanup(func() { _ = os.Remove(*envFile) })
 	<-sigs
 	r.Close()
 	if r.Failed() {

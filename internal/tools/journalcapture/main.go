@@ -149,7 +149,7 @@ func capture(r *testbed.Runner, bin, configPath, out, rawOut string) error {
 		return err
 	}
 	if _, err := f.WriteString(fixture); err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
