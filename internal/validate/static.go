@@ -477,7 +477,7 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	}
 	switch {
 	case !t.HWOffload:
-		out = append(out, skip("ovs/hw-offload", "not wanted by the config (hw-offload is %s)", orDash(br.HWOffload)))
+		out = append(out, notApplicable("ovs/hw-offload", "not wanted by the config (hw_offload: false; hw-offload is %s)", orDash(br.HWOffload)))
 	case br.HWOffload == "true":
 		out = append(out, pass("ovs/hw-offload", "other_config:hw-offload=true"))
 	default:
@@ -542,12 +542,17 @@ func rdmaChecks(f sysfs.FS, t Target, lag eswitch.LAGStatus) []Check {
 			if t.RoCE.Required {
 				return []Check{failed("rdma/devices", "no RDMA device on %s (no GID on them, no device under their PCI functions; Soft-RoCE: rdma link add rxe0 type rxe netdev %s)", strings.Join(t.RDMANetdevs, " "), t.BondName)}
 			}
-			return nil // a plain Ethernet bond: nothing to check
+			// A plain Ethernet bond: nothing to check, and none asked for.
+			return []Check{notApplicable("rdma/devices", "no RDMA device on %s, and no RoCE asked for (--rdma, --roce-mode)", strings.Join(t.RDMANetdevs, " "))}
 		}
-		if t.RoCE.Required {
+		switch {
+		case t.RoCE.Required:
 			return []Check{failed("rdma/devices", "no RDMA device behind %s (mlx5_ib not loaded, or RoCE disabled)", strings.Join(pcis, " "))}
+		case t.RoCE.Mode != "":
+			// RoCE is configured (a mode to check), but there is nothing to check it on.
+			return []Check{skip("rdma/devices", "no RDMA device behind %s, so the configured RoCE mode %q cannot be checked (mlx5_ib not loaded, or RoCE disabled; validate.roce: true makes this a failure)", strings.Join(pcis, " "), t.RoCE.Mode)}
 		}
-		return []Check{skip("rdma/devices", "no RDMA device behind the PFs: RoCE not in use")}
+		return []Check{notApplicable("rdma/devices", "no RDMA device behind the PFs, and the config asks for no RoCE (validate.roce, validate.roce_mode)")}
 	}
 	var list []string
 	for _, d := range devs {
@@ -604,6 +609,8 @@ func roceLagEnable(f sysfs.FS, pcis []string) string {
 func roceModeCheck(f sysfs.FS, name, dev string, port int, want string) Check {
 	m, err := ReadRoCEMode(f, dev, port)
 	switch {
+	case errors.Is(err, ErrNoCMGroup) && want == "":
+		return notApplicable(name, "no RoCE mode configured (validate.roce_mode, --roce-mode), and configfs rdma_cm/%s is not created, so the default RoCE mode is not read (`vflag roce show` creates it)", dev)
 	case errors.Is(err, ErrNoCMGroup):
 		return skip(name, "configfs rdma_cm/%s not created, so the default RoCE mode is not readable without a change (`vflag roce set %s --mode v2` creates it)", dev, dev)
 	case err != nil:
