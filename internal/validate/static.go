@@ -114,11 +114,13 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 			add(pass(name, "%s in %s mode", pf.Devlink, m))
 		}
 	}
+	add(numVFsChecks(f, t)...)
 	if t.MTU != 0 {
 		add(MTUCheck(k, f, t, facts))
 	}
 	if !t.Switchdev {
 		add(vfPolicyChecks(k, t)...)
+		add(attachmentChecks(facts.Attachments)...)
 		return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
 	}
 
@@ -144,18 +146,49 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 
 	add(ovsChecks(k, f, t, facts)...)
 	add(rateChecks(k, t)...)
-	for _, a := range facts.Attachments {
+	add(attachmentChecks(facts.Attachments)...)
+	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// attachmentChecks: each configured attachment is in its domain's
+// persistent XML (libvirt/<domain>/pf<n>vf<m>).
+func attachmentChecks(as []Attachment) []Check {
+	var out []Check
+	for _, a := range as {
 		name := fmt.Sprintf("libvirt/%s/pf%dvf%d", a.Domain, a.PF, a.VF)
 		switch {
 		case a.Err != "":
-			add(failed(name, "%s", a.Err))
+			out = append(out, failed(name, "%s", a.Err))
 		case a.Present:
-			add(pass(name, "domain %s has VF %d of PF %d", a.Domain, a.VF, a.PF))
+			out = append(out, pass(name, "domain %s has VF %d of PF %d", a.Domain, a.VF, a.PF))
 		default:
-			add(failed(name, "domain %s lacks its interface for VF %d of PF %d", a.Domain, a.VF, a.PF))
+			out = append(out, failed(name, "domain %s lacks its interface for VF %d of PF %d", a.Domain, a.VF, a.PF))
 		}
 	}
-	return append(out, rdmaChecks(f, t, lag)...)
+	return out
+}
+
+// numVFsChecks: each PF that owns VFs has the configured number
+// (sriov_numvfs; pf/<netdev>/numvfs).
+func numVFsChecks(f sysfs.FS, t Target) []Check {
+	var out []Check
+	for _, i := range t.Owners {
+		if i < 0 || i >= len(t.PFs) {
+			continue
+		}
+		pf := t.PFs[i]
+		name := "pf/" + pf.Netdev + "/numvfs"
+		n, err := sriov.Host{FS: f}.NumVFs(pf.Dev)
+		switch {
+		case err != nil:
+			out = append(out, failed(name, "cannot read the VF count of %s: %v", pf.Netdev, err))
+		case n != t.NumVFs:
+			out = append(out, failed(name, "%s has %d VFs (sriov_numvfs), want %d", pf.Netdev, n, t.NumVFs))
+		default:
+			out = append(out, pass(name, "%s has %d VFs", pf.Netdev, n))
+		}
+	}
+	return out
 }
 
 // vfPolicyChecks: every configured VF policy is what the PF reports
