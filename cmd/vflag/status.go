@@ -51,8 +51,8 @@ func (a *app) runStatus(ctx context.Context) error {
 }
 
 // exitProblems is status's exit code when a group has a problem (its
-// output is complete; 1 is an error that stopped status itself, 2 and 3
-// are up's and plan's).
+// output is complete). No other command uses it: 1 is an error, 2 a change
+// (--detailed-exit-codes), 3 up's test-only stop between steps.
 const exitProblems = 4
 
 // addJournalProblem gives every group a problem when the journal cannot
