@@ -29,6 +29,12 @@ func TestValidateAskedForIsNeverAbsent(t *testing.T) {
 	if c, ok := checksBy(rep, validate.NA)["rdma/devices"]; !ok || rep.NotApplicable != 1 || rep.Skipped != 0 || !rep.OK {
 		t.Fatalf("static checks of leg0: rdma/devices %+v, report %+v", c, rep)
 	}
+	// A legacy group's VF count and attachments are checked too.
+	for _, n := range []string{"pf/ens1f0np0/numvfs", "libvirt/vm1/pf0vf0"} {
+		if _, ok := checksBy(rep, validate.Pass)[n]; !ok {
+			t.Errorf("no passing %s: %+v", n, rep)
+		}
+	}
 
 	rep = b.validateJSON(1, "--group", "leg0", "--traffic", "--failover", "--duration", "1s")
 	skipped := checksBy(rep, validate.Skip)

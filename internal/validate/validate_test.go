@@ -229,6 +229,43 @@ func TestRDMAChecksWithoutDevice(t *testing.T) {
 	}
 }
 
+// TestNumVFsChecks: each PF that owns VFs has the configured sriov_numvfs;
+// a PF that shares its device with the owner (netdevsim) is not checked.
+func TestNumVFsChecks(t *testing.T) {
+	root := t.TempDir()
+	for dev, n := range map[string]string{"0000:61:00.0": "4", "0000:61:00.1": "2"} {
+		dir := filepath.Join(root, "sys/bus/pci/devices", dev)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sriov_numvfs"), []byte(n+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pfs := []eswitch.PF{{Netdev: "p0", Dev: "pci/0000:61:00.0"}, {Netdev: "p1", Dev: "pci/0000:61:00.1"}, {Netdev: "p2", Dev: "pci/0000:62:00.0"}}
+	got := numVFsChecks(sysfs.Dir(root), Target{PFs: pfs, Owners: []int{0, 1, 2}, NumVFs: 4})
+	var lines []string
+	for _, c := range got {
+		lines = append(lines, fmt.Sprintf("%s %s %s", c.Verdict, c.Name, c.Detail))
+	}
+	want := []string{
+		"pass pf/p0/numvfs p0 has 4 VFs",
+		"fail pf/p1/numvfs p1 has 2 VFs (sriov_numvfs), want 4",
+		"fail pf/p2/numvfs cannot read the VF count of p2: read numvfs of pci/0000:62:00.0: ",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("checks %q", lines)
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("check %d: %q, want %q...", i, lines[i], want[i])
+		}
+	}
+	if got := numVFsChecks(sysfs.Dir(root), Target{PFs: pfs, Owners: []int{0}, NumVFs: 4}); len(got) != 1 {
+		t.Errorf("owner p0 only: %+v", got)
+	}
+}
+
 // fakeBond is an in-memory active-backup or hashing bond: a load ticks
 // packets onto the slaves that are up.
 type fakeBond struct {
