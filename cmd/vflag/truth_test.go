@@ -196,6 +196,7 @@ func TestStatusCountsWhatValidateFails(t *testing.T) {
 		}
 		t.Cleanup(func() { b.mustVflag(0, "down") })
 		problems, gauge := b.statusProblems(exitProblems, "lag0")
+		t.Logf("problems: %q", problems)
 		rep := b.validateJSON(1)
 		failed := checksBy(rep, validate.Fail)
 		if len(problems) != len(failed) || gauge != `vflag_group_problems{group="lag0"} `+strconv.Itoa(len(failed)) {
