@@ -107,8 +107,20 @@ func (b *bed) dump() string {
 }
 
 // initSim creates the simulated host from the config without changing it
-// (a status run opens it), so a baseline dump can be taken.
+// (a status run opens it), so a baseline dump can be taken. Before up the
+// host differs from the config: status exits exitProblems.
 func (b *bed) initSim() {
 	b.t.Helper()
-	b.mustVflag(0, "status")
+	b.mustVflag(exitProblems, "status")
+}
+
+// statusAny runs `vflag status` with args on a host that may differ from
+// the config: exit 0 or exitProblems.
+func (b *bed) statusAny(args ...string) string {
+	b.t.Helper()
+	out, errs, code := b.vflag(append([]string{"status"}, args...)...)
+	if code != 0 && code != exitProblems {
+		b.t.Fatalf("vflag status %s: exit %d, want 0 or %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, exitProblems, out, errs)
+	}
+	return out
 }

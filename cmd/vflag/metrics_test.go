@@ -67,7 +67,9 @@ func TestStatusPrometheus(t *testing.T) {
 			name: "switchdev before up",
 			want: []string{
 				`vflag_group_info{group="lag0",eswitch="switchdev"} 1`,
-				`vflag_group_problems{group="lag0"} 0`,
+				// What validate fails before up: 2 eswitch modes, 2 VF
+				// counts, bond, 2 slaves, lag, bridge, 2 attachments.
+				`vflag_group_problems{group="lag0"} 11`,
 				`vflag_lag_active{group="lag0"} 0`,
 				`vflag_bond_slaves{group="lag0",bond="bond0"} 0`,
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 0`,
@@ -110,7 +112,7 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_bond_slaves{group="lag0",bond="bond0"} 2`,
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 1`,
 				`vflag_bond_lacp_ports{group="lag0",bond="bond0"} 1`,
-				`vflag_group_problems{group="lag0"} 0`, // the slave is down, LACP is fine
+				`vflag_group_problems{group="lag0"} 1`, // validate's bond/slave/ens1f1np1; LACP is fine
 			},
 		},
 		{
@@ -150,7 +152,7 @@ func TestStatusPrometheus(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, b)
 			}
-			out := b.mustVflag(0, "status", "-o", "prometheus")
+			out := b.statusAny("-o", "prometheus")
 			t.Log(out)
 			fams := checkExposition(t, out)
 			lines := map[string]bool{}
@@ -195,12 +197,23 @@ func TestStatusPrometheus(t *testing.T) {
 	}
 }
 
-// statusJSON runs `status -o json` and decodes it.
+// statusJSON runs `status -o json` and decodes it; it exits 0 when no
+// group has a problem, exitProblems when one has.
 func (b *bed) statusJSON() status.HostStatus {
 	b.t.Helper()
+	out, errs, code := b.vflag("status", "-o", "json")
 	var hs status.HostStatus
-	if err := json.Unmarshal([]byte(b.mustVflag(0, "status", "-o", "json")), &hs); err != nil {
-		b.t.Fatal(err)
+	if err := json.Unmarshal([]byte(out), &hs); err != nil {
+		b.t.Fatalf("status -o json: exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	want := 0
+	for _, g := range hs.Groups {
+		if len(g.Problems) > 0 {
+			want = exitProblems
+		}
+	}
+	if code != want {
+		b.t.Fatalf("status -o json: exit %d, want %d\n%s\n%s", code, want, out, errs)
 	}
 	return hs
 }
@@ -367,7 +380,7 @@ func TestStatusRates(t *testing.T) {
 	b.withSim(func(h *sim.Host) error {
 		return h.DelRateNode(eswitch.Devlink{Bus: "pci", Device: "0000:61:00.1"}, "tenant1")
 	})
-	if text := b.mustVflag(0, "status"); !strings.Contains(text, "problem: rate group tenant1: no devlink rate node on pci/0000:61:00.1") {
+	if text := b.mustVflag(exitProblems, "status"); !strings.Contains(text, "problem: rate/pci/0000:61:00.1/tenant1: no rate node tenant1 on pci/0000:61:00.1\n") {
 		t.Errorf("status does not report the missing node:\n%s", text)
 	}
 }

@@ -34,8 +34,9 @@ func TestBootStages(t *testing.T) {
 	if rep.Error != "" {
 		t.Fatalf("stage pre: %+v", rep)
 	}
-	status := b.mustVflag(0, "status")
-	for _, want := range []string{"numvfs 4/8 eswitch switchdev"} {
+	// No bond, no LAG, OVS and libvirt unreachable: problems.
+	status := b.mustVflag(exitProblems, "status")
+	for _, want := range []string{"numvfs 4/8 eswitch switchdev", "problem: bond: bond bond0 does not exist\n"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("after stage pre, status lacks %q:\n%s", want, status)
 		}

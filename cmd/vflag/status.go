@@ -11,6 +11,7 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/status"
+	"github.com/vflag/vflag/teardown"
 )
 
 func (a *app) runStatus(ctx context.Context) error {
@@ -30,20 +31,48 @@ func (a *app) runStatus(ctx context.Context) error {
 	st := status.Gather(ctx, cfg, h)
 	st.Version = version
 	addBootProblems(&st, a.failedBootUnits(ctx))
+	addJournalProblem(&st, a.stateDir())
+	var err2 error
 	switch a.v.GetString("output") {
 	case "json":
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		err2 = enc.Encode(st)
 	case "prometheus":
-		return writeStatusPrometheus(a.stdout, st)
+		err2 = writeStatusPrometheus(a.stdout, st)
+	default:
+		if tree {
+			writeStatusTree(a.stdout, st)
+		} else {
+			writeStatusText(a.stdout, st)
+		}
 	}
-	if tree {
-		writeStatusTree(a.stdout, st)
-		return nil
+	if err2 != nil {
+		return err2
 	}
-	writeStatusText(a.stdout, st)
+	for _, g := range st.Groups {
+		if len(g.Problems) > 0 {
+			return exitError{code: exitProblems}
+		}
+	}
 	return nil
+}
+
+// exitProblems is status's exit code when a group has a problem (its
+// output is complete). No other command uses it: 1 is an error, 2 a change
+// (--detailed-exit-codes), 3 up's test-only stop between steps.
+const exitProblems = 4
+
+// addJournalProblem gives every group a problem when the journal cannot
+// be read: down and a resuming up refuse to run on it, and what it
+// records is unknown.
+func addJournalProblem(hs *status.HostStatus, stateDir string) {
+	if _, err := teardown.OpenJournal(stateDir); err != nil {
+		p := fmt.Sprintf("journal: %v", err)
+		for i := range hs.Groups {
+			hs.Groups[i].Problems = append(hs.Groups[i].Problems, p)
+		}
+	}
 }
 
 func writeStatusText(w io.Writer, hs status.HostStatus) {

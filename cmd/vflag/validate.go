@@ -23,14 +23,21 @@ import (
 func (a *app) validateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate",
-		Short: "Check a provisioned group: static checks, and with flags traffic, failover and RDMA (exit 0 only if all pass)",
+		Short: "Check a provisioned group: static checks, and with flags traffic, failover and RDMA (exit 0 only if none failed or skipped)",
 		Long: `validate runs, per group, the static checks (eswitch modes, bond and slaves,
 hardware LAG, representors in the bridge with an ofport, hw-offload,
 attachments, RDMA devices, RoCE mode, GID table) and, when asked, the
 traffic check (--traffic: iperf3 while sampling both slaves' counters), the
 failover check (--failover: one slave down during traffic, or --manual) and
-the RDMA check (--rdma: ib_send_bw -R or rping). It exits 0 only if every
-check passed (with --allow-skip: if none failed), 1 otherwise.
+the RDMA check (--rdma: ib_send_bw -R or rping).
+
+Each check is pass, fail, skip or n/a. skip: the check applies to the
+group's config, or was asked for by a flag, and could not run here (the
+detail says why; e.g. --traffic on a legacy group, which has no bond).
+n/a: the config does not call for it (no RoCE configured and no RDMA
+device, hw_offload: false, a datapath_type netdev bridge for the offload
+check). It exits 0 when no check failed or was skipped (with --allow-skip:
+when none failed), 1 otherwise; n/a never fails the run.
 With --sim the traffic is simulated: packets pushed through the simulated bond.
 
 --bond NAME validates one bond instead of the config's groups, and needs no
@@ -56,7 +63,7 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.String("bond", "", "validate this bond alone instead of the config's groups (no config needed; see above)")
 	f.String("bond-mode", "", "with --bond: the bond mode it must have (default: any)")
 	f.String("junit", "", "also write the verdicts as JUnit XML to this file")
-	f.Bool("allow-skip", false, "exit 0 when no check failed, even if some were skipped (e.g. LAG unverified)")
+	f.Bool("allow-skip", false, "exit 0 when no check failed, even if some were skipped (e.g. LAG unverified, --traffic on a legacy group)")
 	f.Bool("traffic", false, "run the traffic check (iperf3), then the offload check")
 	f.Bool("offload", false, "run the offload check: where each datapath flow of the group runs (hardware, tc software, OVS kernel datapath) and why not in hardware")
 	f.String("ovs-log", validaterun.DefaultVswitchdLog, "ovs-vswitchd's log, read by the offload check for its \"failed to offload flow\" lines")

@@ -213,7 +213,7 @@ func TestVFPolicyFields(t *testing.T) {
 				}
 			}
 			check := "vf/ens1f0np0/0/policy"
-			if c, ok := checksBy(b.validateJSON(1), validate.Pass)[check]; !ok || !strings.Contains(c.Detail, tt.status) {
+			if c, ok := checksBy(b.validateJSON(0), validate.Pass)[check]; !ok || !strings.Contains(c.Detail, tt.status) {
 				t.Fatalf("validate: no passing %s with %q: %+v", check, tt.status, c)
 			}
 			b.withSim(tt.tamper)

@@ -229,7 +229,9 @@ dotdot_intact() {
 	[ "$now" = "$SIG" ] || { echo "host after: $now, before: $SIG"; return 1; }
 	[ "$(vf_mac 0)" = $ZERO ] || { echo "VF 0 MAC $(vf_mac 0) after destroy, want $ZERO"; return 1; }
 	! test -e "$STATE/hook/%2E." || { echo "state of '..' left"; return 1; }
-	V status >/dev/null || { V status; echo "status after the destroy of '..' fails"; return 1; }
+	# 4: status ran and found problems; anything else: it failed.
+	V status >/dev/null
+	case $? in 0 | 4) ;; *) V status; echo "status after the destroy of '..' fails"; return 1 ;; esac
 	echo "after the destroy of '..': $now, VF 0 MAC $ZERO, its state gone"
 }
 check h_dotdot_host_intact dotdot_intact

@@ -14,6 +14,7 @@ import (
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/internal/validaterun"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 )
@@ -133,11 +134,22 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 		g := &cfg.Groups[gi]
 		gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}, MTU: g.MTU}
 		problem := func(format string, args ...any) { gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...)) }
+		// Every static check of vflag validate that fails is a problem,
+		// named as validate names it: a PF that does not resolve, an
+		// eswitch mode, the bond, the LAG, OVS ports without an ofport,
+		// hw-offload, the kernel datapath, the shared tc block, rates,
+		// attachments, RDMA. What follows only reads what is shown, and
+		// adds a problem only for what those checks do not cover.
+		for _, c := range validaterun.Static(ctx, cfg, h, g, "") {
+			if c.Verdict == validate.Fail {
+				first, _, _ := strings.Cut(c.Detail, "\n")
+				problem("%s: %s", c.Name, first)
+			}
+		}
 		gh, errs := pipeline.ResolveGroup(k, f, g)
 		failed := map[int]bool{}
 		for _, err := range errs {
-			problem("%v", err.Err)
-			failed[err.Index] = true
+			failed[err.Index] = true // validate's pf/<n> check said why
 		}
 		var refs []string // the refs of gh.PFs
 		for i, ref := range g.PFs {
@@ -175,34 +187,20 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 						gs.SlavesUp = append(gs.SlavesUp, sl)
 					}
 				}
-				// vflag validate's judgement: no LACP partner, or slaves with
-				// link left out of the aggregator, is a problem.
-				if b.LACP != nil {
-					if c := validate.LACPCheck(k, b, b.LACP); c.Verdict == validate.Fail {
-						problem("%s", c.Detail)
-					}
-				}
 			} else if errors.Is(err, fs.ErrNotExist) {
 				gs.Bond = &eswitch.BondInfo{Name: g.Bond.Name, Mode: "absent"}
-			} else {
-				problem("bond %s: %v", g.Bond.Name, err)
 			}
 			if len(pfs) > 0 {
 				if l, err := eswitch.ReadLAG(f, pfs[0].Addr); err == nil {
 					gs.LAG = &l
-				} else {
-					problem("%v", err)
 				}
 			}
 		}
 		ports := map[string]ovs.PortStatus{}
 		if g.Switchdev() {
 			gs.Bridge = g.OVS.Bridge
-			if c, err := h.OVS(ctx); err != nil {
-				problem("ovsdb: %v", err)
-			} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {
-				problem("ovsdb: %v", err)
-			} else {
+			// An unreadable OVSDB is validate's ovs/bridge problem.
+			if bs, err := bridgeStatus(ctx, h, g.OVS.Bridge); err == nil {
 				gs.HWOffload = bs.HWOffload
 				gs.TCPolicy = bs.TCPolicy
 				gs.MaxIdle, _ = strconv.Atoi(bs.MaxIdle)
@@ -222,27 +220,15 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				}
 			}
 			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
-				st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath)
-				if err == nil {
+				if st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath); err == nil {
 					gs.Datapath = &st
 				}
-				// The same judgement as vflag validate's: a missing datapath
-				// or one that lost every upcall is a problem.
-				if c := validate.DatapathCheck(st, err); c.Verdict == validate.Fail {
-					problem("%s", c.Detail)
-				}
 			}
-			// vflag validate's tc/shared-block judgement, once the bond exists.
 			if gs.Bond != nil && gs.Bond.Mode != "absent" {
-				c, sb := validate.SharedBlockCheck(k, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
-				gs.SharedBlock = sb
-				if c.Verdict == validate.Fail {
-					first, _, _ := strings.Cut(c.Detail, "\n")
-					problem("shared tc block: %s", first)
-				}
+				_, gs.SharedBlock = validate.SharedBlockCheck(k, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
 			}
 		}
-		domains := attachedDomains(h, g, &gs)
+		domains := attachedDomains(h, g)
 		var rates []eswitch.Rate
 		var devPorts []eswitch.Port
 		if g.Switchdev() {
@@ -253,12 +239,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 			if devPorts, err = k.Ports(); err != nil {
 				problem("devlink port: %v", err)
 			}
-			gs.RateGroups = rateGroups(g, gh, rates)
-			for _, r := range gs.RateGroups {
-				if !r.Present {
-					problem("rate group %s: no devlink rate node on %s", r.Name, r.Devlink)
-				}
-			}
+			gs.RateGroups = rateGroups(g, gh, rates) // a missing node is validate's rate/<devlink>/<name> problem
 		}
 		for _, i := range gh.Owners {
 			pf := pfs[i]
@@ -323,15 +304,25 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 	return hs
 }
 
+// bridgeStatus reads the bridge from OVSDB.
+func bridgeStatus(ctx context.Context, h *host.Host, bridge string) (ovs.BridgeStatus, error) {
+	c, err := h.OVS(ctx)
+	if err != nil {
+		return ovs.BridgeStatus{}, err
+	}
+	return c.Status(ctx, bridge)
+}
+
 // attachedDomains maps VF PCI address to the configured domain holding it.
-func attachedDomains(h *host.Host, g *config.Group, gs *GroupStatus) map[string]string {
+func attachedDomains(h *host.Host, g *config.Group) map[string]string {
 	out := map[string]string{}
 	if len(g.Attachments) == 0 {
 		return out
 	}
+	// libvirt unreachable, a domain missing or without its VF: validate's
+	// libvirt/<domain>/pf<n>vf<m> problems.
 	c, err := h.Virt()
 	if err != nil {
-		gs.Problems = append(gs.Problems, fmt.Sprintf("libvirt: %v", err))
 		return out
 	}
 	seen := map[string]bool{}
@@ -342,7 +333,6 @@ func attachedDomains(h *host.Host, g *config.Group, gs *GroupStatus) map[string]
 		seen[a.Domain] = true
 		d, err := c.Domain(a.Domain)
 		if err != nil {
-			gs.Problems = append(gs.Problems, fmt.Sprintf("libvirt: %v", err))
 			continue
 		}
 		for _, i := range d.Interfaces {

@@ -20,10 +20,16 @@ import (
 // Verdict is a check's outcome.
 type Verdict string
 
+// Pass and Fail are judgements. Skip is a check that applies to this
+// group's config (or was asked for by a flag) and could not run here: it
+// fails the run unless --allow-skip. NA (not applicable) is a check the
+// config does not call for (no RoCE configured and no RDMA device,
+// hw-offload off, a userspace datapath): reported, never failing the run.
 const (
 	Pass Verdict = "pass"
 	Fail Verdict = "fail"
-	Skip Verdict = "skip" // not applicable or not verifiable here (never a guessed pass)
+	Skip Verdict = "skip" // applies, could not run here (never a guessed pass)
+	NA   Verdict = "n/a"  // does not apply to this config
 )
 
 // Check is one verdict.
@@ -47,6 +53,10 @@ func skip(name, format string, args ...any) Check {
 	return Check{Name: name, Verdict: Skip, Detail: fmt.Sprintf(format, args...)}
 }
 
+func notApplicable(name, format string, args ...any) Check {
+	return Check{Name: name, Verdict: NA, Detail: fmt.Sprintf(format, args...)}
+}
+
 // GroupReport is every check of one group.
 type GroupReport struct {
 	Group  string  `json:"group"`
@@ -60,14 +70,17 @@ type Report struct {
 	Passed  int           `json:"passed"`
 	Failed  int           `json:"failed"`
 	Skipped int           `json:"skipped"`
-	// OK is true only when every check passed (with AllowSkip: none failed).
+	// NotApplicable counts the n/a checks (never failing the run).
+	NotApplicable int `json:"not_applicable"`
+	// OK is true only when no check failed or was skipped (with AllowSkip:
+	// none failed); n/a checks do not count.
 	OK        bool `json:"ok"`
 	AllowSkip bool `json:"allow_skip,omitempty"`
 }
 
 // Tally counts the verdicts and sets OK.
 func (r *Report) Tally() {
-	r.Passed, r.Failed, r.Skipped = 0, 0, 0
+	r.Passed, r.Failed, r.Skipped, r.NotApplicable = 0, 0, 0, 0
 	for _, g := range r.Groups {
 		for _, c := range g.Checks {
 			switch c.Verdict {
@@ -75,7 +88,9 @@ func (r *Report) Tally() {
 				r.Passed++
 			case Fail:
 				r.Failed++
-			default:
+			case NA:
+				r.NotApplicable++
+			default: // Skip, and anything unknown: never a silent pass
 				r.Skipped++
 			}
 		}
@@ -106,7 +121,11 @@ func (r *Report) WriteText(w io.Writer) {
 	if !r.OK {
 		verdict = "NOT OK"
 	}
-	fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped\n", verdict, r.Passed, r.Failed, r.Skipped)
+	allow := ""
+	if r.Skipped > 0 && r.AllowSkip && r.Failed == 0 {
+		allow = " (skips allowed: --allow-skip)"
+	}
+	fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped, %d n/a%s\n", verdict, r.Passed, r.Failed, r.Skipped, r.NotApplicable, allow)
 }
 
 // WriteJSON prints the report as one JSON document.
@@ -165,6 +184,11 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 				s.Failures++
 			case Skip:
 				tc.Skipped = &junitMessage{Message: first}
+				s.Skipped++
+			case NA:
+				// JUnit has no "not applicable": a skipped testcase whose
+				// message says so.
+				tc.Skipped = &junitMessage{Message: "n/a: " + first}
 				s.Skipped++
 			default:
 				tc.SystemOut = c.Detail

@@ -15,11 +15,11 @@ const SharedBlockName = "tc/shared-block"
 // SharedBlockCheck judges whether bond and its PFs are on the bond's shared
 // tc ingress block (eswitch.SharedBlock): a PF off the block gets none of
 // ovs-vswitchd's rules, so what arrives on it is not offloaded. hwOffload
-// false: skip (ovs-vswitchd uses no tc then). The check's Data is the
+// false: n/a (ovs-vswitchd uses no tc then). The check's Data is the
 // eswitch.SharedBlock, with the rules and how many are in hardware.
 func SharedBlockCheck(k eswitch.Kernel, bond string, pfs []string, hwOffload bool) (Check, *eswitch.SharedBlock) {
 	if !hwOffload {
-		return skip(SharedBlockName, "hw-offload is not wanted by the config: ovs-vswitchd puts no rules in tc"), nil
+		return notApplicable(SharedBlockName, "hw-offload is not wanted by the config: ovs-vswitchd puts no rules in tc"), nil
 	}
 	s, err := eswitch.ReadSharedBlock(k, bond, pfs)
 	switch {
@@ -129,7 +129,7 @@ func OffloadCheck(x OffloadFacts) Check {
 	}
 	if x.DatapathType == "netdev" {
 		// Not a verdict on the NIC: this bridge's flows never go to tc.
-		return skip(OffloadName, "datapath_type netdev: the flows run in ovs-vswitchd's userspace datapath, and tc hardware offload applies to the kernel datapath (system) only")
+		return notApplicable(OffloadName, "datapath_type netdev: the flows run in ovs-vswitchd's userspace datapath, and tc hardware offload applies to the kernel datapath (system) only")
 	}
 	ours := map[string]bool{x.Bond: true}
 	for _, r := range x.Reps {

@@ -114,11 +114,13 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 			add(pass(name, "%s in %s mode", pf.Devlink, m))
 		}
 	}
+	add(numVFsChecks(f, t)...)
 	if t.MTU != 0 {
 		add(MTUCheck(k, f, t, facts))
 	}
 	if !t.Switchdev {
 		add(vfPolicyChecks(k, t)...)
+		add(attachmentChecks(facts.Attachments)...)
 		return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
 	}
 
@@ -144,18 +146,49 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 
 	add(ovsChecks(k, f, t, facts)...)
 	add(rateChecks(k, t)...)
-	for _, a := range facts.Attachments {
+	add(attachmentChecks(facts.Attachments)...)
+	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// attachmentChecks: each configured attachment is in its domain's
+// persistent XML (libvirt/<domain>/pf<n>vf<m>).
+func attachmentChecks(as []Attachment) []Check {
+	var out []Check
+	for _, a := range as {
 		name := fmt.Sprintf("libvirt/%s/pf%dvf%d", a.Domain, a.PF, a.VF)
 		switch {
 		case a.Err != "":
-			add(failed(name, "%s", a.Err))
+			out = append(out, failed(name, "%s", a.Err))
 		case a.Present:
-			add(pass(name, "domain %s has VF %d of PF %d", a.Domain, a.VF, a.PF))
+			out = append(out, pass(name, "domain %s has VF %d of PF %d", a.Domain, a.VF, a.PF))
 		default:
-			add(failed(name, "domain %s lacks its interface for VF %d of PF %d", a.Domain, a.VF, a.PF))
+			out = append(out, failed(name, "domain %s lacks its interface for VF %d of PF %d", a.Domain, a.VF, a.PF))
 		}
 	}
-	return append(out, rdmaChecks(f, t, lag)...)
+	return out
+}
+
+// numVFsChecks: each PF that owns VFs has the configured number
+// (sriov_numvfs; pf/<netdev>/numvfs).
+func numVFsChecks(f sysfs.FS, t Target) []Check {
+	var out []Check
+	for _, i := range t.Owners {
+		if i < 0 || i >= len(t.PFs) {
+			continue
+		}
+		pf := t.PFs[i]
+		name := "pf/" + pf.Netdev + "/numvfs"
+		n, err := sriov.Host{FS: f}.NumVFs(pf.Dev)
+		switch {
+		case err != nil:
+			out = append(out, failed(name, "cannot read the VF count of %s: %v", pf.Netdev, err))
+		case n != t.NumVFs:
+			out = append(out, failed(name, "%s has %d VFs (sriov_numvfs), want %d", pf.Netdev, n, t.NumVFs))
+		default:
+			out = append(out, pass(name, "%s has %d VFs", pf.Netdev, n))
+		}
+	}
+	return out
 }
 
 // vfPolicyChecks: every configured VF policy is what the PF reports
@@ -477,7 +510,7 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	}
 	switch {
 	case !t.HWOffload:
-		out = append(out, skip("ovs/hw-offload", "not wanted by the config (hw-offload is %s)", orDash(br.HWOffload)))
+		out = append(out, notApplicable("ovs/hw-offload", "not wanted by the config (hw_offload: false; hw-offload is %s)", orDash(br.HWOffload)))
 	case br.HWOffload == "true":
 		out = append(out, pass("ovs/hw-offload", "other_config:hw-offload=true"))
 	default:
@@ -542,12 +575,17 @@ func rdmaChecks(f sysfs.FS, t Target, lag eswitch.LAGStatus) []Check {
 			if t.RoCE.Required {
 				return []Check{failed("rdma/devices", "no RDMA device on %s (no GID on them, no device under their PCI functions; Soft-RoCE: rdma link add rxe0 type rxe netdev %s)", strings.Join(t.RDMANetdevs, " "), t.BondName)}
 			}
-			return nil // a plain Ethernet bond: nothing to check
+			// A plain Ethernet bond: nothing to check, and none asked for.
+			return []Check{notApplicable("rdma/devices", "no RDMA device on %s, and no RoCE asked for (--rdma, --roce-mode)", strings.Join(t.RDMANetdevs, " "))}
 		}
-		if t.RoCE.Required {
+		switch {
+		case t.RoCE.Required:
 			return []Check{failed("rdma/devices", "no RDMA device behind %s (mlx5_ib not loaded, or RoCE disabled)", strings.Join(pcis, " "))}
+		case t.RoCE.Mode != "":
+			// RoCE is configured (a mode to check), but there is nothing to check it on.
+			return []Check{skip("rdma/devices", "no RDMA device behind %s, so the configured RoCE mode %q cannot be checked (mlx5_ib not loaded, or RoCE disabled; validate.roce: true makes this a failure)", strings.Join(pcis, " "), t.RoCE.Mode)}
 		}
-		return []Check{skip("rdma/devices", "no RDMA device behind the PFs: RoCE not in use")}
+		return []Check{notApplicable("rdma/devices", "no RDMA device behind the PFs, and the config asks for no RoCE (validate.roce, validate.roce_mode)")}
 	}
 	var list []string
 	for _, d := range devs {
@@ -604,6 +642,8 @@ func roceLagEnable(f sysfs.FS, pcis []string) string {
 func roceModeCheck(f sysfs.FS, name, dev string, port int, want string) Check {
 	m, err := ReadRoCEMode(f, dev, port)
 	switch {
+	case errors.Is(err, ErrNoCMGroup) && want == "":
+		return notApplicable(name, "no RoCE mode configured (validate.roce_mode, --roce-mode), and configfs rdma_cm/%s is not created, so the default RoCE mode is not read (`vflag roce show` creates it)", dev)
 	case errors.Is(err, ErrNoCMGroup):
 		return skip(name, "configfs rdma_cm/%s not created, so the default RoCE mode is not readable without a change (`vflag roce set %s --mode v2` creates it)", dev, dev)
 	case err != nil:

@@ -142,6 +142,130 @@ func TestReportFormats(t *testing.T) {
 	}
 }
 
+// TestReportNotApplicable: the three states. A skip fails the run unless
+// AllowSkip; n/a never fails it; text, JSON and JUnit show each.
+func TestReportNotApplicable(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		checks    []Check
+		allowSkip bool
+		ok        bool
+		summary   string
+	}{
+		{name: "n/a only", checks: []Check{pass("a", ""), notApplicable("rdma/devices", "no RoCE configured")}, ok: true, summary: "OK: 1 passed, 0 failed, 0 skipped, 1 n/a"},
+		{name: "skip", checks: []Check{pass("a", ""), skip("traffic", "legacy")}, summary: "NOT OK: 1 passed, 0 failed, 1 skipped, 0 n/a"},
+		{name: "skip allowed", checks: []Check{pass("a", ""), skip("traffic", "legacy")}, allowSkip: true, ok: true, summary: "OK: 1 passed, 0 failed, 1 skipped, 0 n/a (skips allowed: --allow-skip)"},
+		{name: "fail", checks: []Check{failed("a", ""), notApplicable("b", "")}, allowSkip: true, summary: "NOT OK: 0 passed, 1 failed, 0 skipped, 1 n/a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Report{AllowSkip: tc.allowSkip, Groups: []GroupReport{{Group: "lag0", Checks: tc.checks}}}
+			r.Tally()
+			if r.OK != tc.ok {
+				t.Errorf("ok %v, want %v: %+v", r.OK, tc.ok, r)
+			}
+			var b bytes.Buffer
+			r.WriteText(&b)
+			if !strings.Contains(b.String(), tc.summary+"\n") {
+				t.Errorf("text lacks %q:\n%s", tc.summary, b.String())
+			}
+			for _, c := range tc.checks {
+				if line := fmt.Sprintf("  %-4s  %-36s", strings.ToUpper(string(c.Verdict)), c.Name); !strings.Contains(b.String(), line) {
+					t.Errorf("text lacks %q:\n%s", line, b.String())
+				}
+			}
+		})
+	}
+	r := Report{Groups: []GroupReport{{Group: "lag0", Checks: []Check{pass("a", ""), notApplicable("b", "not configured")}}}}
+	r.Tally()
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"verdict": "n/a"`) || !strings.Contains(b.String(), `"not_applicable": 1`) || !strings.Contains(b.String(), `"ok": true`) {
+		t.Errorf("json:\n%s", b.String())
+	}
+	b.Reset()
+	if err := r.WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var ju junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &ju); err != nil {
+		t.Fatal(err)
+	}
+	if ju.Tests != 2 || ju.Failures != 0 || ju.Suites[0].Cases[1].Skipped == nil || ju.Suites[0].Cases[1].Skipped.Message != "n/a: not configured" {
+		t.Errorf("junit %+v", ju)
+	}
+}
+
+// TestRDMAChecksWithoutDevice: no RDMA device behind the PFs is a failure
+// when RoCE is required, a skip when a RoCE mode is configured (it applies
+// and cannot be checked), and n/a when the config asks for no RoCE.
+func TestRDMAChecksWithoutDevice(t *testing.T) {
+	f := sysfs.Dir(t.TempDir())
+	pfs := []eswitch.PF{{Netdev: "p0", Addr: "0000:61:00.0"}, {Netdev: "p1", Addr: "0000:61:00.1"}}
+	for _, tc := range []struct {
+		name string
+		roce RoCEExpect
+		bond bool
+		want Verdict
+	}{
+		{name: "no RoCE configured", want: NA},
+		{name: "roce_mode configured", roce: RoCEExpect{Mode: RoCEv2}, want: Skip},
+		{name: "roce required", roce: RoCEExpect{Required: true}, want: Fail},
+		{name: "bare bond, nothing asked", bond: true, want: NA},
+		{name: "bare bond, --rdma", bond: true, roce: RoCEExpect{Required: true}, want: Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := Target{Switchdev: true, PFs: pfs, BondName: "bond0", RoCE: tc.roce}
+			if tc.bond {
+				tg.BondOnly, tg.RDMANetdevs = true, []string{"bond0", "p0", "p1"}
+			}
+			got := rdmaChecks(f, tg, eswitch.LAGStatus{State: eswitch.LAGActive})
+			if len(got) != 1 || got[0].Name != "rdma/devices" || got[0].Verdict != tc.want {
+				t.Fatalf("%+v, want one rdma/devices %s", got, tc.want)
+			}
+			t.Logf("%s: %s", got[0].Verdict, got[0].Detail)
+		})
+	}
+}
+
+// TestNumVFsChecks: each PF that owns VFs has the configured sriov_numvfs;
+// a PF that shares its device with the owner (netdevsim) is not checked.
+func TestNumVFsChecks(t *testing.T) {
+	root := t.TempDir()
+	for dev, n := range map[string]string{"0000:61:00.0": "4", "0000:61:00.1": "2"} {
+		dir := filepath.Join(root, "sys/bus/pci/devices", dev)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sriov_numvfs"), []byte(n+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pfs := []eswitch.PF{{Netdev: "p0", Dev: "pci/0000:61:00.0"}, {Netdev: "p1", Dev: "pci/0000:61:00.1"}, {Netdev: "p2", Dev: "pci/0000:62:00.0"}}
+	got := numVFsChecks(sysfs.Dir(root), Target{PFs: pfs, Owners: []int{0, 1, 2}, NumVFs: 4})
+	var lines []string
+	for _, c := range got {
+		lines = append(lines, fmt.Sprintf("%s %s %s", c.Verdict, c.Name, c.Detail))
+	}
+	want := []string{
+		"pass pf/p0/numvfs p0 has 4 VFs",
+		"fail pf/p1/numvfs p1 has 2 VFs (sriov_numvfs), want 4",
+		"fail pf/p2/numvfs cannot read the VF count of p2: read numvfs of pci/0000:62:00.0: ",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("checks %q", lines)
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("check %d: %q, want %q...", i, lines[i], want[i])
+		}
+	}
+	if got := numVFsChecks(sysfs.Dir(root), Target{PFs: pfs, Owners: []int{0}, NumVFs: 4}); len(got) != 1 {
+		t.Errorf("owner p0 only: %+v", got)
+	}
+}
+
 // fakeBond is an in-memory active-backup or hashing bond: a load ticks
 // packets onto the slaves that are up.
 type fakeBond struct {

@@ -97,15 +97,25 @@ func Run(ctx context.Context, cfg *config.Config, h *host.Host, o Options) *vali
 	return rep
 }
 
-// group runs every check of one group.
-func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
-	var out []validate.Check
+// Static runs the static checks of group g of cfg on h: what `vflag
+// validate` checks without --traffic, --failover, --offload or --rdma, with
+// the group's validate: section (roceMode "": its roce_mode). vflag status
+// counts their failures as problems.
+func Static(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string) []validate.Check {
+	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil)}
+	out, _, _ := r.static(ctx, g)
+	return out
+}
+
+// static runs the static checks of one group; ok is false when its PFs
+// did not resolve (the checks say why, and nothing else can run).
+func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check, gh pipeline.Group, ok bool) {
 	gh, errs := pipeline.ResolveGroup(r.h.Kernel, r.h.FS, g)
 	for _, err := range errs {
 		out = append(out, validate.Check{Name: fmt.Sprintf("pf/%d", err.Index), Verdict: validate.Fail, Detail: err.Err.Error()})
 	}
 	if len(errs) > 0 {
-		return out
+		return out, gh, false
 	}
 	out = append(out, unrealizableVFs(g, gh)...)
 	t := validate.Target{
@@ -145,17 +155,28 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 		facts.Bridge, facts.BridgeErr = r.bridgeFacts(ctx, g.OVS.Bridge)
 	}
 	facts.Attachments = r.attachmentFacts(gh)
-	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
+	return append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...), gh, true
+}
 
+// group runs every check of one group.
+func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
+	out, gh, ok := r.static(ctx, g)
+	if !ok {
+		return out
+	}
 	var pcis []string
 	for _, pf := range gh.PFs {
 		pcis = append(pcis, string(pf.Addr))
 	}
 	tt := trafficTarget{bond: g.Bond.Name, v: g.Validate, pcis: pcis}
-	if (r.o.Traffic || r.o.Failover) && g.Switchdev() {
+	switch {
+	case !g.Switchdev():
+		// Asked for and cannot run here: an explicit skip, never absent.
+		out = append(out, r.legacySkips(g)...)
+	case r.o.Traffic || r.o.Failover:
 		out = append(out, r.trafficChecks(ctx, tt)...)
-	}
-	if (r.o.Offload || r.o.Traffic || r.o.Failover) && g.Switchdev() {
+		out = append(out, r.offloadCheck(ctx, g, gh))
+	case r.o.Offload:
 		out = append(out, r.offloadCheck(ctx, g, gh))
 	}
 	if r.o.RDMA {
@@ -187,6 +208,27 @@ func unrealizableVFs(g *config.Group, gh pipeline.Group) []validate.Check {
 	}
 	for i, a := range g.Attachments {
 		flag(a.PF, a.VF, fmt.Sprintf("attachments[%d]", i))
+	}
+	return out
+}
+
+// legacySkips are the checks asked for that a legacy group cannot run: it
+// has no bond for the traffic and failover checks and no OVS bridge for
+// the offload check. Each is a skip naming why (the run fails without
+// --allow-skip). The RDMA check runs as for any group.
+func (r *run) legacySkips(g *config.Group) []validate.Check {
+	var out []validate.Check
+	sk := func(name, format string, args ...any) {
+		out = append(out, validate.Check{Name: name, Verdict: validate.Skip, Detail: fmt.Sprintf(format, args...)})
+	}
+	if r.o.Traffic || r.o.Failover {
+		sk("traffic", "group %s is eswitch legacy: it has no bond to send traffic over and judge the slaves' shares (a bond of your own: vflag validate --bond NAME --traffic)", g.Name)
+	}
+	if r.o.Failover {
+		sk("failover", "group %s is eswitch legacy: it has no bond whose slave could fail over (a bond of your own: vflag validate --bond NAME --failover)", g.Name)
+	}
+	if r.o.Offload || r.o.Traffic || r.o.Failover {
+		sk(validate.OffloadName, "group %s is eswitch legacy: it has no OVS bridge whose datapath flows could be judged", g.Name)
 	}
 	return out
 }

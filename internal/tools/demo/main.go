@@ -96,7 +96,7 @@ func demo(r *testbed.Runner, bin string) int {
 
 	step("vflag status")
 	out, code := vflag("status")
-	expect("status exits 0 (no problem)", code == 0)
+	expect("status finds no problem (exit 0)", code == 0)
 	expect("LAG active", strings.Contains(out, "lag active"))
 	expect("every representor in the bridge with an ofport", strings.Count(out, "(ofport ") == 8)
 	expect("hw-offload on", strings.Contains(out, "hw-offload true"))
