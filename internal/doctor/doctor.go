@@ -176,6 +176,8 @@ type doctor struct {
 	klogRead bool
 
 	journaled map[sriov.Device]bool // PFs whose VF count vflag's journal records
+
+	ovsVersion string // ovs-vswitchd --version's x.y.z, "" unknown
 }
 
 // Run checks the host for t and returns the report. It never writes.
