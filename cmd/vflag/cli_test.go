@@ -31,6 +31,7 @@ func TestBadConfigsWriteNothing(t *testing.T) {
 		{"malformed PCI address", "pfs: [ens1f0np0, ens1f1np1]", `pfs: [ens1f0np0, "0000:61:00.8"]`, "groups[0].pfs[1]"},
 		{"attachment to an unknown VF", "{domain: vm1, pf: 1, vf: 0, live: true}", "{domain: vm1, pf: 1, vf: 7, live: true}", "groups[0].attachments[1].vf"},
 		{"unknown key", "lag_timeout: 30s", "lag_timout: 30s", "lag_timout"},
+		{"attachment to a domain libvirt does not know", "{domain: vm1, pf: 1, vf: 0, live: true}", "{domain: vm9, pf: 1, vf: 0, live: true}", `groups[0].attachments[1].domain: "vm9" is not a domain of libvirt`},
 		{"PF that does not exist", "pfs: [ens1f0np0, ens1f1np1]", "pfs: [ens1f0np0, ens9f1]", "groups[0].pfs[1]"},
 	}
 	// A second NIC so that "different NICs" names a real PF.

@@ -39,6 +39,8 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	}
 	var out []Group
 	needOVS, needVirt := false, false
+	type domainRef struct{ path, name string }
+	var domains []domainRef // the attachments' domains, each must exist
 	for gi := range e.cfg.Groups {
 		cg := &e.cfg.Groups[gi]
 		p := fmt.Sprintf("groups[%d]", gi)
@@ -106,6 +108,9 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 		}
 		if len(g.Attachments) > 0 {
 			needVirt = true
+			for i, a := range g.Attachments {
+				domains = append(domains, domainRef{fmt.Sprintf("%s.attachments[%d].domain", p, i), a.Domain})
+			}
 		}
 		out = append(out, g)
 	}
@@ -122,8 +127,26 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 		}
 	}
 	if needVirt {
-		if _, err := e.h.Virt(); err != nil {
+		c, err := e.h.Virt()
+		if err != nil {
 			add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+		}
+		// An attachment to a domain libvirt does not know would fail at
+		// its step, after the eswitch, bond and bridge were built: refuse
+		// it now (plan fails where up would).
+		checked := map[string]bool{}
+		for _, d := range domains {
+			if c == nil || checked[d.name] {
+				continue
+			}
+			checked[d.name] = true
+			st, err := c.Domain(d.name)
+			switch {
+			case err != nil:
+				add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
+			case !st.Exists:
+				add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
+			}
 		}
 	}
 	if len(errs) > 0 {
