@@ -55,6 +55,11 @@ type Runner struct {
 	// on this host: until this run writes anything, Do skips them without
 	// checking again (the host cannot have changed under one lock).
 	Converged map[string]string
+	// Abort, when set, bounds the rollback after a failure (a second
+	// Ctrl-C): once it is done the rollback stops after its current undo
+	// batch and the rest stays in the journal for up or down. Unset, the
+	// rollback runs to its end whatever the run's context says.
+	Abort context.Context
 
 	mu      sync.Mutex // guards run, applies, results
 	run     string     // this run's id, stored in the entries it journals
@@ -389,7 +394,14 @@ func (r *Runner) fail(ctx context.Context, cause error) error {
 		return fmt.Errorf("%w; no rollback: this run's changes stay in journal %s for a resumed up or a down", cause, r.Journal.Path())
 	}
 	r.log().Warn("failed; rolling back this run", "err", cause)
-	n, err := r.rollback(context.WithoutCancel(ctx))
+	rctx := context.WithoutCancel(ctx)
+	if r.Abort != nil {
+		rctx = r.Abort
+	}
+	n, err := r.rollback(rctx)
+	if err != nil && r.Abort != nil && r.Abort.Err() != nil {
+		return fmt.Errorf("%w; rollback stopped by a second interrupt after %d undo(s): the rest stays in journal %s (vflag up resumes, vflag down cleans up): %w%w", cause, n, r.Journal.Path(), err, silent{ErrRolledBack})
+	}
 	if err != nil {
 		return fmt.Errorf("%w; rollback failed (the failed undos stay in journal %s; run down to retry): %w%w", cause, r.Journal.Path(), err, silent{ErrRolledBack})
 	}

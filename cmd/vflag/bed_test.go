@@ -15,7 +15,18 @@ import (
 	"github.com/vflag/vflag/ovs/ovstest"
 )
 
-func TestMain(m *testing.M) { ovstest.Main(m) }
+func TestMain(m *testing.M) {
+	// The test binary runs as vflag itself (main, with its signal handling)
+	// for the tests that need a real process, e.g. Ctrl-C on a terminal.
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	ovstest.Main(m)
+}
+
+// runMainEnv makes the test binary run main (see TestMain).
+const runMainEnv = "VFLAG_TEST_RUN_MAIN"
 
 // bed is one test host: a simulated NIC (in its own directory), a real
 // ovsdb-server/ovs-vswitchd and a real libvirtd with domain vm1. The OVS and

@@ -11,12 +11,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,8 +50,9 @@ func main() {
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	in, stop := watchInterrupts(os.Stderr)
+	signalled = in
+	code := run(in.run, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if code != 0 {
 		pprof.StopCPUProfile()
@@ -75,10 +74,16 @@ type app struct {
 	// force: up/down --force (a disruptive change that cannot be shown
 	// safe goes ahead, noted).
 	force bool
+	// intr says what an interrupt does and bounds the rollback (nil in tests).
+	intr *interrupts
 }
 
+// signalled is the process's interrupt handler (main; nil in tests, which
+// call run in-process).
+var signalled *interrupts
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{v: newViper(), stdout: stdout, stderr: stderr}
+	a := &app{v: newViper(), stdout: stdout, stderr: stderr, intr: signalled}
 	if err := hookArgsAreLibvirts(args); err != nil {
 		fmt.Fprintln(stderr, "vflag:", err)
 		return 1
@@ -343,6 +348,14 @@ func (a *app) stateDir() string {
 func (a *app) runner(j *teardown.Journal, e *pipeline.Env, dry bool) *teardown.Runner {
 	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: dry, Log: a.log,
 		NoRollback: a.v.GetBool("no-rollback"), StopAfter: a.v.GetInt("stop-after"), FailAt: a.v.GetString("fail-at")}
+	if a.intr != nil && !dry {
+		r.Abort = a.intr.abort
+		if r.NoRollback {
+			a.intr.expect(interruptUpNoRollback)
+		} else {
+			a.intr.expect(interruptUp)
+		}
+	}
 	if isTerminal(a.stderr) {
 		r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
 	}
@@ -438,6 +451,7 @@ func (a *app) runDown(ctx context.Context) error {
 	}
 	defer closeEnv()
 	e.Force = a.force
+	a.intr.expect(interruptDown)
 	lock, err := a.lock(ctx)
 	if err != nil {
 		return a.failed("down", err)

@@ -105,7 +105,22 @@ func writeReportText(w io.Writer, rep report) {
 		fmt.Fprintf(w, "vflag %s: no changes (%s)\n", rep.Command, what)
 		return
 	}
-	fmt.Fprintf(w, "vflag %s: %s %d step(s)\n", rep.Command, verb, rep.Changes)
+	applied, undone := 0, 0
+	for _, st := range rep.Steps {
+		switch {
+		case !st.Changed || st.Error != "":
+		case st.Action == "remove":
+			undone++
+		default:
+			applied++
+		}
+	}
+	if rep.Command == "up" && rep.Error != "" && undone > 0 && applied > 0 {
+		// A failed or interrupted run that rolled back: not "changed N".
+		fmt.Fprintf(w, "vflag up: failed: applied %d step(s), then undid %d (rollback of this run, and removals)\n", applied, undone)
+	} else {
+		fmt.Fprintf(w, "vflag %s: %s %d step(s)\n", rep.Command, verb, rep.Changes)
+	}
 	for _, s := range rep.Steps {
 		force := s.Kind == pipeline.KindForce
 		if !s.Changed && s.Error == "" && !force {

@@ -88,8 +88,10 @@ static() {
 	VNAME=static V --bond bond0 --bond-mode active-backup || { cat "$OUT/static.json" "$OUT/static.err"; return 1; }
 	local names active
 	names=$(jq -r '[.groups[].checks[].name] | join(" ")' "$OUT/static.json")
-	# A plain Ethernet bond: no eswitch, LAG, OVS or RDMA checks.
-	[ "$names" = "bond bond/slave/vA1 bond/slave/vA2" ] || { echo "checks: $names"; return 1; }
+	# A plain Ethernet bond: no eswitch, LAG or OVS checks; no RDMA device
+	# and none asked for: rdma/devices is not applicable.
+	[ "$names" = "bond bond/slave/vA1 bond/slave/vA2 rdma/devices" ] || { echo "checks: $names"; return 1; }
+	[ "$(jq -r '.groups[].checks[] | select(.name == "rdma/devices") | .verdict' "$OUT/static.json")" = "n/a" ] || { echo "rdma/devices: $(detail "$OUT/static.json" rdma/devices)"; return 1; }
 	active=$(cat /sys/class/net/bond0/bonding/active_slave)
 	detail "$OUT/static.json" bond | grep -q "active slave $active\$" || { echo "kernel's active slave $active not in: $(detail "$OUT/static.json" bond)"; return 1; }
 	detail "$OUT/static.json" "bond/slave/$active" | grep -q '(active)' || return 1

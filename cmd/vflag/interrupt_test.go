@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vflag/vflag/internal/testbed"
+)
+
+// ptyRun is vflag (the test binary running main) on a pseudo-terminal of
+// its own, as an operator's shell starts it: Ctrl-C typed on the terminal
+// reaches it as SIGINT from the line discipline.
+type ptyRun struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	master *os.File
+	mu     sync.Mutex
+	out    bytes.Buffer
+	done   chan error
+}
+
+func startOnPTY(t *testing.T, args ...string) *ptyRun {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = slave.Close()
+	p := &ptyRun{t: t, cmd: cmd, master: master, done: make(chan error, 1)}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := master.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:k])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = master.Close() })
+	return p
+}
+
+func (p *ptyRun) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// ctrlC types Ctrl-C on the terminal.
+func (p *ptyRun) ctrlC() {
+	p.t.Helper()
+	if _, err := p.master.Write([]byte{0x03}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// waitFor polls cond (bounded, for a hung child), failing with the output.
+func (p *ptyRun) waitFor(what string, cond func() bool) {
+	p.t.Helper()
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	p.t.Fatalf("never: %s\noutput:\n%s", what, p.output())
+}
+
+func (p *ptyRun) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *ptyRun) exitCode() int {
+	p.t.Helper()
+	p.waitFor("vflag exits", p.exited)
+	err := <-p.done
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return 0
+}
+
+// TestCtrlCDuringUp: Ctrl-C on the terminal during a long step (an eswitch
+// mode change of 3 s) is acknowledged at once, while the step still runs,
+// with what happens next; the run then rolls back and says so, and the
+// host is as before. A second Ctrl-C stops the rollback: the journal keeps
+// what is left, and down cleans up.
+func TestCtrlCDuringUp(t *testing.T) {
+	d := startDaemons(t)
+	slow := strings.Replace(exampleConfig, "mode_change: 20ms", "mode_change: 3s", 1)
+	if slow == exampleConfig {
+		t.Fatal("example config has no mode_change latency")
+	}
+	b := newBed(t, d, slow)
+	b.initSim()
+	base := b.dump()
+	args := []string{"--config", b.config, "--sim", b.simDir, "--state-dir", b.state, "up"}
+	// inModeStep: the journal holds the mode change, written ahead of it.
+	inModeStep := func() bool {
+		raw, _ := os.ReadFile(filepath.Join(b.state, "journal.json"))
+		return bytes.Contains(raw, []byte(`"kind": "eswitch.mode"`)) || bytes.Contains(raw, []byte(`"kind":"eswitch.mode"`))
+	}
+
+	t.Run("once: acknowledged, rolled back", func(t *testing.T) {
+		p := startOnPTY(t, args...)
+		p.waitFor("the eswitch mode step starts", inModeStep)
+		p.ctrlC()
+		const ack = "vflag: interrupt: finishing the current step, then rolling back this run's changes"
+		p.waitFor("the interrupt is acknowledged", func() bool { return strings.Contains(p.output(), ack) })
+		if p.exited() {
+			t.Errorf("vflag had exited when the acknowledgement arrived: not at once\n%s", p.output())
+		}
+		if code := p.exitCode(); code != 1 {
+			t.Errorf("exit %d, want 1\n%s", code, p.output())
+		}
+		out := p.output()
+		for _, want := range []string{"vflag up: failed: applied ", "rolled back ", "context canceled"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "vflag up: changed ") {
+			t.Errorf("a rolled-back run reports %q:\n%s", "changed N step(s)", out)
+		}
+		if got := b.dump(); got != base {
+			t.Errorf("after the rollback the host differs:\n%s", testbed.DiffText(base, got))
+		}
+	})
+
+	t.Run("twice: the rollback stops, down cleans up", func(t *testing.T) {
+		p := startOnPTY(t, args...)
+		p.waitFor("the eswitch mode step starts", inModeStep)
+		p.ctrlC()
+		p.waitFor("the first interrupt is acknowledged", func() bool { return strings.Contains(p.output(), "vflag: interrupt:") })
+		p.ctrlC()
+		p.waitFor("the second interrupt is acknowledged", func() bool {
+			return strings.Contains(p.output(), "vflag: second interrupt: stopping after the current undo step")
+		})
+		if code := p.exitCode(); code != 1 {
+			t.Errorf("exit %d, want 1\n%s", code, p.output())
+		}
+		if out := p.output(); !strings.Contains(out, "rollback stopped by a second interrupt") || !strings.Contains(out, "vflag down cleans up") {
+			t.Errorf("output does not say the rollback stopped and what to do:\n%s", out)
+		}
+		if len(b.journalEntries()) == 0 {
+			t.Fatal("the stopped rollback left no journal entries: nothing for down to clean up")
+		}
+		b.mustVflag(0, "down")
+		if got := b.dump(); got != base {
+			t.Errorf("down after the stopped rollback: the host differs:\n%s", testbed.DiffText(base, got))
+		}
+	})
+}
