@@ -11,9 +11,10 @@
 # bond options updelay, downdelay, min_links, ad_select, mtu 9000 (bond,
 # PFs, representors, OVS mtu_request) and a native-untagged VLAN with
 # trunks on a representor port; trunks [20, 30] -> [20] changes that one
-# port; OVS other_config max-idle. Then all of those settings dropped: the
-# host equals a fresh up of that config (every MTU back, no mtu_request,
-# the bond's defaults, no trunks, no max-idle). down returns the guest to its baseline
+# port, a rate group with VF 0's leaf in it; OVS other_config max-idle.
+# Then all of those settings dropped: the host equals a fresh up of that
+# config (every MTU back, no mtu_request, the bond's defaults, no trunks,
+# no rate node or leaf rate, no max-idle). down returns the guest to its baseline
 # (every MTU, no OVS row, other_config as before).
 #
 # MACHINE: default
@@ -26,7 +27,7 @@
 # EXPECT: cv_vlan_up cv_vlan_steps cv_vlan_tag cv_vlan_one_port cv_vlan_again
 # EXPECT: cv_rename_up cv_rename_old_gone cv_rename_new_ports cv_rename_hw_offload cv_rename_foreign cv_rename_again
 # EXPECT: cv_drop_up cv_drop_bond cv_drop_bridge cv_drop_vfs cv_drop_pfs cv_drop_g1_steps cv_drop_g1_state cv_drop_again
-# EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_max_idle
+# EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_max_idle cv_opt2_rate
 # EXPECT: cv_trunk_up cv_trunk_steps cv_trunk_port cv_trunk_again
 # EXPECT: cv_unset_up cv_unset_again cv_unset_fresh
 # EXPECT: cv_down cv_down_mtu cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
@@ -69,7 +70,7 @@ FOREIGN_BASE=$(ovs-vsctl --columns=_uuid,name,ports list bridge br-ops)
 # Group 1's knobs; group 2 is fixed (G2=0 drops it).
 MODE1=802.3ad MII1=100 HASH1=layer3+4 N1=4 VLAN1=100 BR1=br-vf0 G2=1
 # OPTS1: more bond options; MTU1: the group mtu ("" none); VF0: more of VF 0.
-OPTS1="" MTU1="" VF0="" OVS1=""
+OPTS1="" MTU1="" VF0="" OVS1="" RG1=""
 write_config() {
 	local extra="" mtu=""
 	[ "$MODE1" = 802.3ad ] && extra=", lacp_rate: fast, xmit_hash_policy: $HASH1"
@@ -87,7 +88,7 @@ groups:
     bond: {name: bond0, mode: $MODE1, miimon: $MII1$extra}
     vfs:
       - {pf: 0, vf: 0, vlan: $VLAN1$VF0}   # netdevsim reports no VF info over netlink: no MACs
-    ovs: {bridge: $BR1$OVS1}
+    ovs: {bridge: $BR1$OVS1}$RG1
 EOF
 		[ "$G2" = 1 ] && cat <<EOF
   - name: lag1
@@ -315,7 +316,10 @@ check cv_drop_again again
 
 step "lag0: 802.3ad with updelay/downdelay/min_links/ad_select, mtu 9000, VF 0 native-untagged 10 + trunks 20,30, OVS max_idle"
 MODE1=802.3ad OPTS1=", updelay: 400, downdelay: 200, min_links: 1, ad_select: bandwidth" MTU1=9000 OVS1=", max_idle: 2000"
-VLAN1=10 VF0=", vlan_mode: native-untagged, trunks: [20, 30]"
+VLAN1=10 VF0=", vlan_mode: native-untagged, trunks: [20, 30], tx_max: 300, rate_group: tenant1"
+RG1="
+    rate_groups:
+      - {name: tenant1, tx_max: 1000, tx_share: 100}"
 write_config opt2
 check cv_opt2_up up_json opt2
 bond_iplink() {
@@ -353,12 +357,23 @@ check cv_opt2_ovs_mtu ovs_mtu
 vlan_cols() { ovs-vsctl get Port "$(rep_of 10 0)" vlan_mode tag trunks | tr '\n' ' '; }
 expect cv_opt2_vlan "native-untagged 10 [20, 30]" vlan_cols
 expect cv_opt2_max_idle '"2000"' ovs-vsctl get Open_vSwitch . other_config:max-idle
+rates10() { # netdevsim10's rate objects: key, type, tx_max, tx_share, parent
+	devlink -j port function rate show | jq -r '.rate // {} | to_entries[] | select(.key | startswith("netdevsim/netdevsim10/"))
+		| "\(.key) \(.value.type) tx_max \(.value.tx_max // 0) tx_share \(.value.tx_share // 0) parent \(.value.parent // "-")"' | sort
+}
+rate_set() {
+	local r
+	r=$(rates10)
+	echo "$r"
+	grep -q '^netdevsim/netdevsim10/tenant1 node ' <<<"$r" && grep -q ' leaf .* parent tenant1$' <<<"$r"
+}
+check cv_opt2_rate rate_set
 # No separate second up here (guest time): the next up changes only the
 # trunks' port (cv_trunk_steps), so this state was converged.
 
 step "trunks [20, 30] -> [20]: one port's row"
 port_table >"$OUT/trunk.before"
-VF0=", vlan_mode: native-untagged, trunks: [20]"
+VF0=", vlan_mode: native-untagged, trunks: [20], tx_max: 300, rate_group: tenant1"
 write_config trunk
 check cv_trunk_up up_json trunk
 trunk_steps() {
@@ -377,8 +392,8 @@ trunk_port() {
 check cv_trunk_port trunk_port
 check cv_trunk_again again
 
-step "settings dropped (mtu, bond options, vlan_mode/trunks, max_idle): the host of a fresh up"
-MODE1=802.3ad OPTS1="" MTU1="" OVS1="" VF0=""
+step "settings dropped (mtu, bond options, vlan_mode/trunks, rate group and VF rate, max_idle): the host of a fresh up"
+MODE1=802.3ad OPTS1="" MTU1="" OVS1="" VF0="" RG1=""
 write_config unset
 check cv_unset_up up_json unset
 lag0_state() { # what the dropped settings touch, in the kernel's and OVS's view
@@ -395,6 +410,7 @@ lag0_state() { # what the dropped settings touch, in the kernel's and OVS's view
 		echo "port $(label $p) $(ovs-vsctl get Port "$p" vlan_mode tag trunks | tr '\n' ' ')mtu_request $(ovs-vsctl get Interface "$p" mtu_request) mtu $(ovs-vsctl get Interface "$p" mtu)"
 	done
 	echo "other_config max-idle $(ovs-vsctl --if-exists get Open_vSwitch . other_config:max-idle)"
+	rates10 | sed 's/^/rate /'
 }
 wait_for 5 sh -c "[ \"\$(cat /sys/class/net/bond0/mtu)\" = 1500 ]" >/dev/null
 lag0_state | sort >"$OUT/unset.state"
