@@ -36,6 +36,13 @@ const waitRound = time.Second
 // ofport is one) and answers as soon as it holds; a round ends after at most
 // a second or at the ctx deadline, and the status is then read again.
 func (c *Client) WaitOFPorts(ctx context.Context, bridge, owner string) (BridgeStatus, error) {
+	return c.WaitOFPortsReport(ctx, bridge, owner, nil)
+}
+
+// WaitOFPortsReport is WaitOFPorts telling report, before each round of the
+// wait, how many of owner's ports still lack an ofport and how many owner
+// has on the bridge (progress on a terminal).
+func (c *Client) WaitOFPortsReport(ctx context.Context, bridge, owner string, report func(pending, owned int)) (BridgeStatus, error) {
 	if owner == "" {
 		return BridgeStatus{}, fmt.Errorf("ovs: wait for ofports on bridge %s: empty owner", bridge)
 	}
@@ -52,6 +59,15 @@ func (c *Client) WaitOFPorts(ctx context.Context, bridge, owner string) (BridgeS
 		pending := st.withoutOFPort(bridge, owner)
 		if len(pending) == 0 {
 			return last, nil
+		}
+		if report != nil {
+			owned := 0
+			for _, p := range last.Ports {
+				if p.Owner == owner {
+					owned++
+				}
+			}
+			report(len(pending), owned)
 		}
 		round := waitRound
 		if dl, ok := ctx.Deadline(); ok {

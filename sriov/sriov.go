@@ -277,6 +277,13 @@ func (h Host) VF(pf Function, index int) (a Addr, ok bool, err error) {
 // (VF creation is asynchronous). It polls with a short bounded interval and
 // gives up when ctx ends.
 func (h Host) WaitVFs(ctx context.Context, pf Function, n int) ([]VF, error) {
+	return h.WaitVFsReport(ctx, pf, n, nil)
+}
+
+// WaitVFsReport is WaitVFs telling report each new count of VFs seen
+// (progress on a terminal: a ConnectX creates 64 VFs in seconds).
+func (h Host) WaitVFsReport(ctx context.Context, pf Function, n int, report func(have int)) ([]VF, error) {
+	seen := -1
 	interval := h.PollInterval
 	if interval <= 0 {
 		interval = 5 * time.Millisecond
@@ -288,6 +295,10 @@ func (h Host) WaitVFs(ctx context.Context, pf Function, n int) ([]VF, error) {
 		}
 		if len(vfs) == n {
 			return vfs, nil
+		}
+		if report != nil && len(vfs) != seen {
+			seen = len(vfs)
+			report(seen)
 		}
 		t := time.NewTimer(interval)
 		select {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -192,4 +193,43 @@ func TestCtrlCDuringUp(t *testing.T) {
 			t.Errorf("down after the stopped rollback: the host differs:\n%s", testbed.DiffText(base, got))
 		}
 	})
+}
+
+// TestLiveProgressOnTerminal: on a terminal, up shows the long steps while
+// they run, rewritten in place: VFs created n/N with the rate, the LAG
+// wait against lag_timeout. With -o json (or off a terminal: every other
+// test) there is no progress line.
+func TestLiveProgressOnTerminal(t *testing.T) {
+	d := startDaemons(t)
+	slow := strings.NewReplacer("vf_create: 2ms", "vf_create: 400ms", "lag_activation: 50ms", "lag_activation: 1500ms").Replace(exampleConfig)
+	if slow == exampleConfig {
+		t.Fatal("example config has no vf_create/lag_activation latency")
+	}
+	b := newBed(t, d, slow)
+	b.initSim()
+	args := []string{"--config", b.config, "--sim", b.simDir, "--state-dir", b.state}
+	p := startOnPTY(t, append(args, "up")...)
+	if code := p.exitCode(); code != 0 {
+		t.Fatalf("up on a terminal: exit %d\n%s", code, p.output())
+	}
+	out := p.output()
+	for _, re := range []string{
+		`\r\x1b\[Kpci/0000:61:00\.[01]: VFs [1-3]/4 \([0-9]+/s, about [0-9.]+m?s left\)`,
+		`\r\x1b\[K[^\r]*lag0: waiting for the hardware LAG on 0000:61:00\.0: [0-9.]+m?s of 30s`,
+		`\r\x1b\[K\[apply\] sriov\.bind/`, // the progress line erased before a step's line
+		`vflag up: changed [0-9]+ step\(s\)`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("terminal output lacks %q:\n%q", re, out)
+		}
+	}
+	b.mustVflag(0, "down")
+	p = startOnPTY(t, append(args, "up", "-o", "json")...)
+	if code := p.exitCode(); code != 0 {
+		t.Fatalf("up -o json on a terminal: exit %d\n%s", code, p.output())
+	}
+	if out := p.output(); strings.Contains(out, "\x1b[K") || strings.Contains(out, "VFs 1/4") {
+		t.Errorf("-o json on a terminal has a progress line:\n%q", out)
+	}
+	b.mustVflag(0, "down")
 }

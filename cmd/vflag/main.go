@@ -76,6 +76,8 @@ type app struct {
 	force bool
 	// intr says what an interrupt does and bounds the rollback (nil in tests).
 	intr *interrupts
+	// live is the progress line of up and down on a terminal (nil otherwise).
+	live *liveLine
 }
 
 // signalled is the process's interrupt handler (main; nil in tests, which
@@ -357,7 +359,13 @@ func (a *app) runner(j *teardown.Journal, e *pipeline.Env, dry bool) *teardown.R
 		}
 	}
 	if isTerminal(a.stderr) {
-		r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
+		if a.v.GetString("output") == "text" && !dry {
+			a.live = newLiveLine(a.stderr)
+			r.OnEvent = a.live.event
+			e.Progress = a.live.set
+		} else {
+			r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
+		}
 	}
 	return r
 }
@@ -407,6 +415,9 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	}
 	r := a.runner(j, e, dry)
 	runErr := e.Up(ctx, r, groups)
+	if a.live != nil {
+		a.live.done()
+	}
 	if errors.Is(runErr, teardown.ErrDegraded) {
 		runErr = fmt.Errorf("host degraded: every step succeeded and stays (no rollback), but %w", runErr)
 	}
@@ -470,6 +481,9 @@ func (a *app) runDown(ctx context.Context) error {
 	}
 	r := a.runner(j, e, false)
 	downErr := r.Down(ctx)
+	if a.live != nil {
+		a.live.done()
+	}
 	return a.report("down", r.Results(), downErr)
 }
 

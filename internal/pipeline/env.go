@@ -58,6 +58,10 @@ type Env struct {
 	// whether a running domain holds its VFs (up --force): noted in the
 	// report and the log. Without it such a change is refused.
 	Force bool
+	// Progress, when set, receives live lines of long steps by key (VF
+	// creation, the LAG wait, ofports): a terminal shows them while the step
+	// runs; "" clears a key. Called from the steps' goroutines.
+	Progress func(key, line string)
 
 	planned map[string]*groupRun // the plan pass's runs, by group (Up)
 }

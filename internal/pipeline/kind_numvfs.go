@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/sriov"
@@ -58,7 +59,11 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
 			}
 			ctx, cancel := context.WithTimeout(ctx, e.cfg.VFTimeout)
 			defer cancel()
-			_, err := e.pci.WaitVFs(ctx, pf.Dev, n)
+			key, start := "vfs/"+string(pf.Dev), time.Now()
+			_, err := e.pci.WaitVFsReport(ctx, pf.Dev, n, func(have int) {
+				e.progress(key, "%s", vfCreationLine(string(pf.Dev), have, n, time.Since(start)))
+			})
+			e.progress(key, "")
 			return err
 		},
 	}

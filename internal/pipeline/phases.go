@@ -363,7 +363,11 @@ func (run *groupRun) waitLAG(context.Context) ([]batch, error) {
 	return one(teardown.Step{Kind: "lag.wait", ID: "lag.wait/" + run.g.Name,
 		Wait: func(ctx context.Context) (string, error) {
 			lctx, cancel := context.WithTimeout(ctx, e.cfg.LAGTimeout)
+			stop := e.ticking("lag/"+run.g.Name, func(el time.Duration) string {
+				return fmt.Sprintf("%s: waiting for the hardware LAG on %s: %s of %s", run.g.Name, pf0.Addr, el.Round(100*time.Millisecond), e.cfg.LAGTimeout)
+			})
 			st, err := eswitch.WaitLAG(lctx, e.fs, pf0.Addr, e.Poll)
+			stop()
 			cancel()
 			if err != nil {
 				return "", fmt.Errorf("hardware LAG on %s did not activate within %s (check dmesg for \"Can't activate LAG offload\"): %w", pf0.Addr, e.cfg.LAGTimeout, err)

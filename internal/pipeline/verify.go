@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/libvirtx"
@@ -90,7 +91,12 @@ func (e *Env) Verify(ctx context.Context, g Group) error {
 func (e *Env) waitOFPorts(ctx context.Context, c *ovs.Client, g Group) (ovs.BridgeStatus, error) {
 	wctx, cancel := context.WithTimeout(ctx, e.OFPortWait)
 	defer cancel()
-	return c.WaitOFPorts(wctx, g.OVS.Bridge, g.Name)
+	key, start := "ofports/"+g.Name, time.Now()
+	defer e.progress(key, "")
+	return c.WaitOFPortsReport(wctx, g.OVS.Bridge, g.Name, func(pending, owned int) {
+		e.progress(key, "%s: ofports %d/%d on %s (waiting %s of %s for ovs-vswitchd)", g.Name, owned-pending, owned, g.OVS.Bridge,
+			time.Since(start).Round(100*time.Millisecond), e.OFPortWait)
+	})
 }
 
 // VFIs tells whether pci is VF vf of the group's PF pf.
