@@ -740,8 +740,23 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 		zeros   int
 		retried string
 	)
+	reconnects := 0
 	for attempt := 0; ; attempt++ {
 		out, err = runRDMATool(ctx, bin, r)
+		if err != nil && zeros > 0 && notListening(out) && reconnects < reconnectTries {
+			// The run again after a measured 0 came before the server
+			// accepted again (its loop restarts ib_send_bw): the RDMA CM
+			// connect is rejected. Give it time, a bounded number of times.
+			reconnects++
+			t := time.NewTimer(time.Duration(reconnects) * reconnectBackoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+				attempt--
+				continue
+			}
+		}
 		if err != nil || r.Tool == "rping" || r.Server {
 			break
 		}
@@ -787,6 +802,21 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 // zeroRetries is how many times an ib_send_bw -n run that measured 0 is
 // run again.
 const zeroRetries = 2
+
+// reconnectTries bounds the connects of such a run again that the server
+// rejected because it was not listening yet (0.5 s, 1 s, ... apart).
+const reconnectTries = 5
+
+// reconnectBackoff is the first wait before such a connect (a variable for
+// the test).
+var reconnectBackoff = 500 * time.Millisecond
+
+// notListening tells whether ib_send_bw's client failed to connect: the
+// RDMA CM connect was rejected or refused (no server listening yet).
+func notListening(out []byte) bool {
+	s := string(out)
+	return strings.Contains(s, "Unable to init the socket connection") || strings.Contains(s, "Unexpected CM event")
+}
 
 // rdmaTool is the RDMA tool's run (a variable for the retry test).
 var rdmaTool = func(ctx context.Context, bin string, args []string) ([]byte, error) {

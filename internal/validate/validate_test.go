@@ -556,8 +556,9 @@ func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
 	result := func(bw string) []byte {
 		return []byte(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536      500              0.00               " + bw + "            0.000000\n")
 	}
-	old := rdmaTool
-	t.Cleanup(func() { rdmaTool = old })
+	old, oldBackoff := rdmaTool, reconnectBackoff
+	reconnectBackoff = time.Millisecond
+	t.Cleanup(func() { rdmaTool, reconnectBackoff = old, oldBackoff })
 	for _, tc := range []struct {
 		name    string
 		outputs []string
@@ -568,13 +569,20 @@ func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
 		{"first run measures", []string{"0.18"}, 1, Pass, "average 0.18 Gb/sec"},
 		{"zero then a measure", []string{"0.000000", "0.21"}, 2, Pass, "average 0.21 Gb/sec (after 1 run(s) that measured 0 Gb/sec: perftest's timing, retried)"},
 		{"zero every time", []string{"0.000000", "0.000000", "0.000000", "0.5"}, 3, Fail, "measured no bandwidth (average 0.00 Gb/sec (after 3 run(s)"},
+		// The run again came before the server listened again (e2e v_rdma
+		// under load: "Unexpected CM event bl blka 8").
+		{"zero, server not listening yet, then a measure", []string{"0.000000", "REJECT", "REJECT", "0.21"}, 4, Pass, "average 0.21 Gb/sec (after 1 run(s) that measured 0"},
+		{"never listening again", []string{"0.000000", "REJECT", "REJECT", "REJECT", "REJECT", "REJECT", "REJECT", "0.3"}, 7, Fail, "[retry 1 after a measured 0]: exit status 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0
 			rdmaTool = func(_ context.Context, _ string, _ []string) ([]byte, error) {
-				out := result(tc.outputs[runs])
+				o := tc.outputs[runs]
 				runs++
-				return out, nil
+				if o == "REJECT" {
+					return []byte("Unexpected CM event bl blka 8\n Unable to perform rdma_client function\n Unable to init the socket connection\n"), errors.New("exit status 1")
+				}
+				return result(o), nil
 			}
 			ch := RDMACheck(context.Background(), RDMAPerf{Peer: "10.0.0.2", Iters: 500})
 			if runs != tc.runs || ch.Verdict != tc.verdict || !strings.Contains(ch.Detail, tc.detail) {
