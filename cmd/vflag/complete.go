@@ -84,7 +84,7 @@ func (a *app) registerCompletions(root *cobra.Command) {
 				string(pipeline.StagePre)+"\tonly what needs neither the network, OVS nor libvirt (vflag-pre.service at boot)"))
 		case "validate":
 			_ = c.RegisterFlagCompletionFunc("group", a.completeGroups)
-			_ = c.RegisterFlagCompletionFunc("rdma-tool", fixedValues("ib_send_bw", "rping"))
+			_ = c.RegisterFlagCompletionFunc("rdma-tool", fixedValues("ib_send_bw", "rping", "ucmatose", "ibv_rc_pingpong"))
 			_ = c.RegisterFlagCompletionFunc("roce-mode", fixedValues("v1", "v2"))
 			_ = c.RegisterFlagCompletionFunc("bond-mode", fixedValues(kernelBondModes...))
 		case "roce":

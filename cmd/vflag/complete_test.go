@@ -58,7 +58,7 @@ func TestCompletions(t *testing.T) {
 		{[]string{"--config", two, "validate", "--group", "le"}, "lag0\tens1f0np0, ens1f1np1\nlegacy1\t0000:62:00.0\n"},
 		{[]string{"validate", "--config", broken, "--group", ""}, ""},
 		{[]string{"validate", "--config", filepath.Join(dir, "missing.yaml"), "--group", ""}, ""},
-		{[]string{"validate", "--rdma-tool", ""}, "ib_send_bw\nrping\n"},
+		{[]string{"validate", "--rdma-tool", ""}, "ib_send_bw\nrping\nucmatose\nibv_rc_pingpong\n"},
 		{[]string{"roce", "set", "mlx5_0", "--mode", ""}, "v1\tIB/RoCE v1\nv2\tRoCE v2\n"},
 	}
 	for _, tt := range tests {

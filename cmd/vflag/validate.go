@@ -80,7 +80,7 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.Bool("rdma", false, "run the RDMA check (ib_send_bw -R, or rping)")
 	f.String("rdma-peer", "", "RDMA server address over the bond (default groups[].validate.rdma_peer)")
 	f.Bool("rdma-server", false, "be the ib_send_bw/rping server")
-	f.String("rdma-tool", "", "ib_send_bw (default) or rping")
+	f.String("rdma-tool", "", "ib_send_bw (default), rping, ucmatose (RDMA CM connect and transfer) or ibv_rc_pingpong (verbs over the GID of the RoCE mode: --roce-mode, default v2)")
 	f.String("rdma-dev", "", "RDMA device for ib_send_bw -d (default: the device behind the PFs, or on the --bond)")
 	f.Int("rdma-iters", 0, "ib_send_bw: send this many messages (-n) instead of running for --duration (-D); -D's timing is unreliable under emulation")
 	f.String("roce-mode", "", "expected default RoCE mode: v1 or v2 (default groups[].validate.roce_mode)")

@@ -17,7 +17,7 @@
 # EXPECT: v_setup v_static v_traffic v_failover v_failover_restored v_failover_interrupted
 # EXPECT: v_xor_shares v_lacp_setup v_lacp v_lacp_shares v_fail_no_lacp_partner v_fail_slave_down v_fail_no_carrier v_fail_mode v_fail_no_bond
 # EXPECT: v_rxe_setup v_roce_show v_roce_gids v_roce_set v_validate_roce v_fail_roce_mode
-# EXPECT: v_rdma v_fail_rdma_no_server
+# EXPECT: v_rdma v_rdma_ucmatose v_rdma_pingpong v_fail_rdma_no_server
 . "$(dirname "$0")/lib.sh"
 
 step "bed: bond0 (active-backup) and bond1 (balance-xor) of veths, their peers bridged in netns peer"
@@ -385,6 +385,53 @@ rdma_check() {
 	echo "ib_send_bw -R -d rxe0 -n $ITERS: average $bw; $active sent $(((a2 - a1) / 1000000)) MB"
 }
 check v_rdma rdma_check
+
+step "RDMA: ucmatose (RDMA CM connect and transfer) and ibv_rc_pingpong (verbs over the RoCE v2 GID) across the bond"
+rdma_ucmatose() {
+	: >"$OUT/ucmatose-server.log"
+	timeout 60 ucmatose -b 10.99.0.2 >"$OUT/ucmatose-server.log" 2>&1 &
+	local srv=$! rc
+	# listening: its RDMA CM id (rdma res), else give it a second
+	wait_for 10 sh -c 'rdma res show cm_id 2>/dev/null | grep -q LISTEN' || sleep 1
+	VNAME=ucmatose V --bond bond0 --rdma --rdma-tool ucmatose --rdma-peer 10.99.0.2
+	rc=$?
+	wait $srv 2>/dev/null
+	detail "$OUT/ucmatose.json" rdma/ucmatose
+	[ $rc = 0 ] || { cat "$OUT/ucmatose.json" "$OUT/ucmatose-server.log"; return 1; }
+	grep -q "test complete" "$OUT/ucmatose-server.log" || { echo "server:"; cat "$OUT/ucmatose-server.log"; return 1; }
+}
+check v_rdma_ucmatose rdma_ucmatose
+# gid_v2_ipv4 DEV: the index of DEV's RoCE v2 GID with an IPv4 address (show_gids).
+gid_v2_ipv4() {
+	local g i
+	for g in /sys/class/infiniband/$1/ports/1/gids/*; do
+		i=${g##*/}
+		[ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] || continue
+		case $(cat "$g") in 0000:0000:0000:0000:0000:ffff:*) echo "$i"; return 0 ;; esac
+	done
+	return 1
+}
+rdma_pingpong() {
+	local sg active a1 a2 rc
+	sg=$(gid_v2_ipv4 rxe1) || { echo "rxe1 has no RoCE v2 IPv4 GID"; return 1; }
+	active=$(cat /sys/class/net/bond0/bonding/active_slave)
+	timeout 60 ibv_rc_pingpong -d rxe1 -g "$sg" -n 1000 >"$OUT/pingpong-server.log" 2>&1 &
+	local srv=$!
+	wait_for 10 sh -c 'ss -ltn | grep -q ":18515 "' || { echo "no pingpong server on :18515"; cat "$OUT/pingpong-server.log"; return 1; }
+	a1=$(ctr "$active" tx_bytes)
+	VNAME=pingpong V --bond bond0 --rdma --rdma-tool ibv_rc_pingpong --rdma-peer 10.99.0.2 --rdma-iters 1000 --roce-mode v2
+	rc=$?
+	a2=$(ctr "$active" tx_bytes)
+	wait $srv 2>/dev/null
+	detail "$OUT/pingpong.json" rdma/ibv_rc_pingpong
+	[ $rc = 0 ] || { cat "$OUT/pingpong.json" "$OUT/pingpong-server.log"; return 1; }
+	# vflag chose rxe0's RoCE v2 GID of the bond's address (10.99.0.1).
+	detail "$OUT/pingpong.json" rdma/ibv_rc_pingpong | grep -q "RoCE v2 GID of 10.99.0.1 on bond0" || return 1
+	# 1000 round trips of 4096 bytes: at least 4 MB out through the active slave.
+	[ $((a2 - a1)) -ge 4096000 ] || { echo "$active sent only $((a2 - a1)) bytes: not across the bond"; return 1; }
+	echo "$active sent $(((a2 - a1) / 1000)) kB"
+}
+check v_rdma_pingpong rdma_pingpong
 
 VNAME=rdma_no_server # nobody listens: the RDMA check fails, exit 1
 V --bond bond0 --rdma --rdma-peer 10.99.0.2 --rdma-iters 100

@@ -683,7 +683,7 @@ type ValidateConfig struct {
 	MinShare float64       `mapstructure:"min_share"` // share a carrying slave must reach (default 0.05)
 	MaxGap   time.Duration `mapstructure:"max_gap"`   // longest tolerated failover pause (0: report only)
 	RDMAPeer string        `mapstructure:"rdma_peer"` // ib_send_bw server over the bond
-	RDMATool string        `mapstructure:"rdma_tool"` // ib_send_bw (default) or rping
+	RDMATool string        `mapstructure:"rdma_tool"` // ib_send_bw (default), rping, ucmatose or ibv_rc_pingpong
 	RoCE     bool          `mapstructure:"roce"`      // RDMA devices are required (fail rather than skip)
 	RoCEMode string        `mapstructure:"roce_mode"` // expected default RoCE mode: v1 or v2
 }
@@ -711,9 +711,9 @@ func (v *ValidateConfig) Check(p string, add func(string, any, string, ...any)) 
 		add(p+".max_gap", v.MaxGap, "must be positive")
 	}
 	switch v.RDMATool {
-	case "", "ib_send_bw", "rping":
+	case "", "ib_send_bw", "rping", "ucmatose", "ibv_rc_pingpong":
 	default:
-		add(p+".rdma_tool", v.RDMATool, "must be ib_send_bw or rping")
+		add(p+".rdma_tool", v.RDMATool, "must be ib_send_bw, rping, ucmatose or ibv_rc_pingpong")
 	}
 	if v.RoCEMode != "" {
 		if _, err := validate.ParseRoCEMode(v.RoCEMode); err != nil {

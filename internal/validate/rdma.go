@@ -428,3 +428,31 @@ func ApplyTC(f sysfs.FS, dev string, port int, c TCChange) error {
 	}
 	return nil
 }
+
+// PickGID chooses the GID index for verbs traffic of RoCE version mode
+// (RoCEv1 or RoCEv2) on a device's port, as NVIDIA's RoCE documentation
+// has operators pick it by hand from show_gids: the GID of that version
+// that carries an IPv4 address (the bond's), else the first of that
+// version. It returns -1 and why when there is none.
+func PickGID(f sysfs.FS, dev string, port int, mode string) (int, string) {
+	gids, err := GIDs(f, dev, port)
+	if err != nil {
+		return -1, err.Error()
+	}
+	first := -1
+	for _, g := range gids {
+		if g.Type != mode {
+			continue
+		}
+		if g.IPv4 != "" {
+			return g.Index, fmt.Sprintf("%s GID of %s on %s", mode, g.IPv4, orDash(g.Netdev))
+		}
+		if first < 0 {
+			first = g.Index
+		}
+	}
+	if first >= 0 {
+		return first, fmt.Sprintf("the first %s GID of %s port %d (none with an IPv4 address)", mode, dev, port)
+	}
+	return -1, fmt.Sprintf("%s port %d has no %s GID (show it with vflag roce gids)", dev, port, mode)
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -672,22 +673,49 @@ func dropSource(ss []Share) []Share {
 // RDMAPerf is the RDMA traffic check: ib_send_bw -R (connection through
 // rdma_cm, which works under QEMU/TCG) or rping against a peer.
 type RDMAPerf struct {
-	Tool     string // "ib_send_bw" (default) or "rping"
+	// Tool is what NVIDIA's RoCE documentation has operators run:
+	// "ib_send_bw" (default; -R: connected through the RDMA CM), "rping"
+	// and "ucmatose" (RDMA CM connect and transfer), "ibv_rc_pingpong"
+	// (verbs over the GID of GIDIndex: the RoCE version's).
+	Tool     string
 	Peer     string // client: the server's address over the bond
 	Server   bool
 	Dev      string        // -d
 	Duration time.Duration // ib_send_bw -D
-	Iters    int           // ib_send_bw -n instead of -D (-D's timing is unreliable under emulation)
+	Iters    int           // ib_send_bw and ibv_rc_pingpong -n (ib_send_bw: instead of -D, whose timing is unreliable under emulation)
 	Port     int           // ib_send_bw -p
+	GIDIndex int           // ibv_rc_pingpong -g
+	GIDWhy   string        // why that GID (for the detail)
 }
+
+// RDMATools are the tools RDMACheck runs, with their Debian packages.
+var RDMATools = map[string]string{"ib_send_bw": "perftest", "rping": "rdmacm-utils", "ucmatose": "rdmacm-utils", "ibv_rc_pingpong": "ibverbs-utils"}
 
 // Args is the command line.
 func (r RDMAPerf) Args() []string {
-	if r.Tool == "rping" {
+	switch r.Tool {
+	case "rping":
 		if r.Server {
 			return []string{"-s", "-C", "10", "-v"}
 		}
 		return []string{"-c", "-a", r.Peer, "-C", "10", "-v"}
+	case "ucmatose":
+		if r.Server {
+			return []string{}
+		}
+		return []string{"-s", r.Peer}
+	case "ibv_rc_pingpong":
+		a := []string{"-g", strconv.Itoa(r.GIDIndex)}
+		if r.Dev != "" {
+			a = append(a, "-d", r.Dev)
+		}
+		if r.Iters > 0 {
+			a = append(a, "-n", strconv.Itoa(r.Iters))
+		}
+		if !r.Server {
+			a = append(a, r.Peer)
+		}
+		return a
 	}
 	a := []string{"-R", "-F", "--report_gbits"}
 	if r.Dev != "" {
@@ -715,17 +743,18 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 	ch := Check{Name: "rdma/" + r.Tool}
 	start := time.Now()
 	defer func() { ch.Duration = time.Since(start) }()
-	if r.Tool != "ib_send_bw" && r.Tool != "rping" {
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("rdma tool: %q is not ib_send_bw or rping", r.Tool)
+	pkg, known := RDMATools[r.Tool]
+	if !known {
+		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("rdma tool: %q is not ib_send_bw, rping, ucmatose or ibv_rc_pingpong", r.Tool)
 		return ch
 	}
 	if !r.Server && r.Peer == "" {
 		ch.Verdict, ch.Detail = Fail, "no RDMA peer (--rdma-peer or groups[].validate.rdma_peer)"
 		return ch
 	}
-	pkg := "perftest"
-	if r.Tool == "rping" {
-		pkg = "rdmacm-utils"
+	if r.Tool == "ibv_rc_pingpong" && r.GIDIndex < 0 {
+		ch.Verdict, ch.Detail = Fail, "ibv_rc_pingpong: no GID to use: "+r.GIDWhy
+		return ch
 	}
 	bin, err := lookTool(r.Tool, pkg)
 	if err != nil {
@@ -741,6 +770,9 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 		retried string
 	)
 	reconnects := 0
+	if r.Tool == "ibv_rc_pingpong" {
+		line += fmt.Sprintf(" (GID %d: %s)", r.GIDIndex, r.GIDWhy)
+	}
 	for attempt := 0; ; attempt++ {
 		out, err = runRDMATool(ctx, bin, r)
 		if err != nil && zeros > 0 && notListening(out) && reconnects < reconnectTries {
@@ -757,7 +789,7 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 				continue
 			}
 		}
-		if err != nil || r.Tool == "rping" || r.Server {
+		if err != nil || r.Tool != "ib_send_bw" || r.Server {
 			break
 		}
 		var ok bool
@@ -780,8 +812,25 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: %v\n%s", line, err, tail(string(out), 8))
 		return ch
 	}
-	if r.Tool == "rping" {
+	switch r.Tool {
+	case "rping":
 		ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: ok", line)
+		return ch
+	case "ucmatose":
+		if r.Server || strings.Contains(string(out), "test complete") {
+			ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: connected, data transferred, disconnected", line)
+		} else {
+			ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: no \"test complete\" in the output\n%s", line, tail(string(out), 8))
+		}
+		return ch
+	case "ibv_rc_pingpong":
+		m := pingpongRE.FindStringSubmatch(string(out))
+		if m == nil {
+			ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: no bandwidth line in the output\n%s", line, tail(string(out), 8))
+			return ch
+		}
+		ch.Data = map[string]any{"bytes": m[1], "mbit_per_sec": m[2], "gid_index": r.GIDIndex}
+		ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: %s bytes at %s Mbit/sec", line, m[1], m[2])
 		return ch
 	}
 	if _, _, ok := ParseSendBW(string(out)); !ok {
@@ -798,6 +847,9 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 	ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: average %.2f %s%s", line, bw, unit, retried)
 	return ch
 }
+
+// pingpongRE is ibv_rc_pingpong's result: "8192000 bytes in 0.05 seconds = 1310.72 Mbit/sec".
+var pingpongRE = regexp.MustCompile(`(\d+) bytes in [0-9.]+ seconds = ([0-9.]+) Mbit/sec`)
 
 // zeroRetries is how many times an ib_send_bw -n run that measured 0 is
 // run again.

@@ -591,3 +591,94 @@ func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
 		})
 	}
 }
+
+// TestRDMAToolsOfTheRoCEDocs: ucmatose and ibv_rc_pingpong as operators
+// run them from NVIDIA's RoCE documentation, and the GID ibv_rc_pingpong
+// uses: the GID of the configured RoCE version that carries the bond's
+// IPv4 address, as one would pick it from show_gids.
+func TestRDMAToolsOfTheRoCEDocs(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, data string) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// mlx5_bond_0 port 1: 0 v1 link-local, 1 v2 link-local, 2 v1 and 3 v2 of 10.99.0.1.
+	gids := []struct{ gid, typ string }{
+		{"fe80:0000:0000:0000:b4aa:63ff:fe98:87e2", RoCEv1}, {"fe80:0000:0000:0000:b4aa:63ff:fe98:87e2", RoCEv2},
+		{"0000:0000:0000:0000:0000:ffff:0a63:0001", RoCEv1}, {"0000:0000:0000:0000:0000:ffff:0a63:0001", RoCEv2},
+	}
+	for i, g := range gids {
+		write(fmt.Sprintf("sys/class/infiniband/mlx5_bond_0/ports/1/gids/%d", i), g.gid)
+		write(fmt.Sprintf("sys/class/infiniband/mlx5_bond_0/ports/1/gid_attrs/types/%d", i), g.typ)
+		write(fmt.Sprintf("sys/class/infiniband/mlx5_bond_0/ports/1/gid_attrs/ndevs/%d", i), "bond0")
+	}
+	// rxe9: only a link-local v2 GID.
+	write("sys/class/infiniband/rxe9/ports/1/gids/0", "fe80:0000:0000:0000:b4aa:63ff:fe98:87e3")
+	write("sys/class/infiniband/rxe9/ports/1/gid_attrs/types/0", RoCEv2)
+	f := sysfs.Dir(root)
+	for _, tc := range []struct {
+		dev, mode string
+		idx       int
+		why       string
+	}{
+		{"mlx5_bond_0", RoCEv2, 3, "RoCE v2 GID of 10.99.0.1 on bond0"},
+		{"mlx5_bond_0", RoCEv1, 2, "IB/RoCE v1 GID of 10.99.0.1 on bond0"},
+		{"rxe9", RoCEv2, 0, "the first RoCE v2 GID of rxe9 port 1 (none with an IPv4 address)"},
+		{"rxe9", RoCEv1, -1, "rxe9 port 1 has no IB/RoCE v1 GID"},
+	} {
+		idx, why := PickGID(f, tc.dev, 1, tc.mode)
+		if idx != tc.idx || !strings.Contains(why, tc.why) {
+			t.Errorf("%s %s: GID %d (%s), want %d (%s)", tc.dev, tc.mode, idx, why, tc.idx, tc.why)
+		}
+	}
+	for _, tc := range []struct {
+		r    RDMAPerf
+		want string
+	}{
+		{RDMAPerf{Tool: "ucmatose", Peer: "10.99.0.2"}, "-s 10.99.0.2"},
+		{RDMAPerf{Tool: "ucmatose", Server: true}, ""},
+		{RDMAPerf{Tool: "ibv_rc_pingpong", Peer: "10.99.0.2", Dev: "rxe0", GIDIndex: 1, Iters: 500}, "-g 1 -d rxe0 -n 500 10.99.0.2"},
+		{RDMAPerf{Tool: "ibv_rc_pingpong", Server: true, Dev: "rxe1", GIDIndex: 1}, "-g 1 -d rxe1"},
+	} {
+		if got := strings.Join(tc.r.Args(), " "); got != tc.want {
+			t.Errorf("%s server=%v: args %q, want %q", tc.r.Tool, tc.r.Server, got, tc.want)
+		}
+	}
+
+	dir := t.TempDir()
+	for _, b := range []string{"ucmatose", "ibv_rc_pingpong"} {
+		if err := os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	old := rdmaTool
+	t.Cleanup(func() { rdmaTool = old })
+	for _, tc := range []struct {
+		r       RDMAPerf
+		out     string
+		verdict Verdict
+		detail  string
+	}{
+		{RDMAPerf{Tool: "ucmatose", Peer: "10.99.0.2"}, "cmatose: starting client\ncmatose: connecting\nreceiving data transfers\nsending data transfers\ndisconnecting\ndisconnected\ntest complete\nreturn status 0\n",
+			Pass, "ucmatose -s 10.99.0.2: connected, data transferred, disconnected"},
+		{RDMAPerf{Tool: "ucmatose", Peer: "10.99.0.2"}, "cmatose: starting client\nreturn status 0\n", Fail, `no "test complete"`},
+		{RDMAPerf{Tool: "ibv_rc_pingpong", Peer: "10.99.0.2", Dev: "rxe0", GIDIndex: 1, GIDWhy: "RoCE v2 GID of 10.99.0.1 on bond0"},
+			"  local address:  LID 0x0000, QPN 0x000011, PSN 0x6a4d8b, GID ::ffff:10.99.0.1\n8192000 bytes in 0.21 seconds = 312.08 Mbit/sec\n1000 iters in 0.21 seconds = 209.98 usec/iter\n",
+			Pass, "(GID 1: RoCE v2 GID of 10.99.0.1 on bond0): 8192000 bytes at 312.08 Mbit/sec"},
+		{RDMAPerf{Tool: "ibv_rc_pingpong", Peer: "10.99.0.2", Dev: "rxe9", GIDIndex: -1, GIDWhy: "rxe9 port 1 has no IB/RoCE v1 GID"}, "", Fail, "no GID to use: rxe9 port 1 has no IB/RoCE v1 GID"},
+		{RDMAPerf{Tool: "qperf", Peer: "10.99.0.2"}, "", Fail, `"qperf" is not ib_send_bw, rping, ucmatose or ibv_rc_pingpong`},
+	} {
+		rdmaTool = func(context.Context, string, []string) ([]byte, error) { return []byte(tc.out), nil }
+		ch := RDMACheck(context.Background(), tc.r)
+		if ch.Verdict != tc.verdict || !strings.Contains(ch.Detail, tc.detail) {
+			t.Errorf("%s: %s %q, want %s with %q", tc.r.Tool, ch.Verdict, ch.Detail, tc.verdict, tc.detail)
+		}
+	}
+}

@@ -466,6 +466,21 @@ func (r *run) rdmaCheck(ctx context.Context, tt trafficTarget) validate.Check {
 			p.Dev = devs[0].Name
 		}
 	}
+	if p.Tool == "ibv_rc_pingpong" {
+		// Verbs address the peer by GID: the one of the RoCE version to
+		// test (--roce-mode or groups[].validate.roce_mode; v2 by default).
+		mode := validate.RoCEv2
+		if m := r.o.RoCEMode; m != "" {
+			mode, _ = validate.ParseRoCEMode(m)
+		} else if m := tt.v.RoCEMode; m != "" {
+			mode, _ = validate.ParseRoCEMode(m)
+		}
+		if p.Dev == "" {
+			p.GIDIndex, p.GIDWhy = -1, "no RDMA device behind the PFs or on the bond (--rdma-dev)"
+		} else {
+			p.GIDIndex, p.GIDWhy = validate.PickGID(r.h.FS, p.Dev, 1, mode)
+		}
+	}
 	if r.h.Simulated() {
 		name := "rdma/" + p.Tool
 		if p.Tool == "" {
