@@ -70,6 +70,11 @@ func PhysSwitchID(f sysfs.FS, name string) (string, error) {
 
 var repNameRE = regexp.MustCompile(`^(?:c\d+)?pf(\d+)vf(\d+)$`)
 
+// IsRepresentorName tells whether a phys_port_name is a VF representor's
+// ("pf0vf3", with a controller prefix "c1pf0vf3" on a SmartNIC): the one
+// rule, used by preflight, doctor and the PF lookup.
+func IsRepresentorName(ppn string) bool { return repNameRE.MatchString(ppn) }
+
 // ResolvePF finds a PF given as a netdev name or a PCI address. Given a PCI
 // address it picks, among the function's netdevs, the uplink (not a
 // pf<p>vf<n> representor). The devlink instance is pci/<addr> when the

@@ -437,6 +437,10 @@ func (h Host) AddrOfNetdev(name string) (a Addr, ok bool, err error) {
 
 var driverRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
+// ValidDriver checks a driver name before it becomes part of a sysfs path
+// (/sys/bus/pci/drivers/$drv/bind): the one rule, used by the config too.
+func ValidDriver(d string) error { return validDriver(d) }
+
 func validDriver(d string) error {
 	if !driverRE.MatchString(d) || d == "." || d == ".." {
 		return fmt.Errorf("invalid driver name %q", d)

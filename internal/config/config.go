@@ -483,7 +483,7 @@ func (c *Config) Validate() error {
 					macSeen[strings.ToLower(v.MAC)] = vp + ".mac"
 				}
 			}
-			if v.Driver != "" && !regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`).MatchString(v.Driver) {
+			if v.Driver != "" && sriov.ValidDriver(v.Driver) != nil {
 				add(vp+".driver", v.Driver, "is not a driver name")
 			}
 			validateVFPolicy(g.Eswitch, vp, v, add)

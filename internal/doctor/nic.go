@@ -68,7 +68,6 @@ type groupState struct {
 }
 
 var pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
-var repRE = regexp.MustCompile(`^(?:c\d+)?pf\d+vf\d+$`)
 
 func (d *doctor) resolveGroup(g Group) *groupState {
 	gs := &groupState{Group: g}
@@ -98,7 +97,7 @@ func (d *doctor) resolvePort(ref string) *port {
 			if eswitch.ValidIfName(n) != nil {
 				continue
 			}
-			if ppn, _ := eswitch.PhysPortName(d.env.Sys, n); !repRE.MatchString(ppn) {
+			if ppn, _ := eswitch.PhysPortName(d.env.Sys, n); !eswitch.IsRepresentorName(ppn) {
 				p.Netdev = n
 				break
 			}
@@ -207,7 +206,7 @@ func (d *doctor) discover() []Group {
 			others = append(others, fmt.Sprintf("%s (%s)", n, d.describeNetdev(n)))
 			continue
 		}
-		if ppn, _ := eswitch.PhysPortName(d.env.Sys, n); repRE.MatchString(ppn) {
+		if ppn, _ := eswitch.PhysPortName(d.env.Sys, n); eswitch.IsRepresentorName(ppn) {
 			continue // a VF representor of a PF found on its own
 		}
 		if !d.pci.IsPF(a) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -210,7 +209,7 @@ func (e *Env) notAPort(netdev string) string {
 	if _, err := e.fs.ReadFile("/sys/class/net/" + netdev + "/bonding/mode"); err == nil {
 		return "a bond"
 	}
-	if ppn, err := eswitch.PhysPortName(e.fs, netdev); err == nil && repRE.MatchString(ppn) {
+	if ppn, err := eswitch.PhysPortName(e.fs, netdev); err == nil && eswitch.IsRepresentorName(ppn) {
 		return "a VF representor (phys_port_name " + ppn + ")"
 	}
 	if _, err := e.fs.Readlink("/sys/class/net/" + netdev + "/device/physfn"); err == nil {
@@ -224,7 +223,6 @@ func (e *Env) notAPort(netdev string) string {
 	return ""
 }
 
-var repRE = regexp.MustCompile(`^(?:c\d+)?pf\d+vf\d+$`)
 
 func (e *Env) refuseHeld(vfs []string, verb string, uris []string) error {
 	if len(vfs) == 0 {
