@@ -223,7 +223,6 @@ func (e *Env) notAPort(netdev string) string {
 	return ""
 }
 
-
 func (e *Env) refuseHeld(vfs []string, verb string, uris []string) error {
 	if len(vfs) == 0 {
 		return nil
