@@ -156,7 +156,7 @@ interrupted() {
 	pid=$!
 	# Traffic check 9 s, warm-up 1 s: then the victim goes down for 3 s
 	# (hold: a third of the run). 90 s bound for a loaded machine.
-	went_down() { grep ": $victim: " "$OUT/interrupted.mon" | grep -qv '[<,]UP[,>]'; }
+	went_down() { grep -E ": $victim(@[^:]*)?: " "$OUT/interrupted.mon" | grep -qv '[<,]UP[,>]'; }
 	wait_for 90 went_down || {
 		kill -INT $pid 2>/dev/null
 		wait $pid
