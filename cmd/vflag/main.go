@@ -143,7 +143,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.validateCommand(),
 		a.roceCommand(), a.hookCommand(), a.installHookCommand(), a.installCommand(), a.uninstallCommand(),
 		a.udevRulesCommand(), a.udevNameCommand(), a.doctorCommand(), a.exampleCommand(), a.genDocsCommand(),
-		a.versionCommand(),
+		a.versionCommand(), a.simCommand(),
 	)
 	a.registerCompletions(root)
 	root.Version = version
@@ -303,7 +303,11 @@ func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
 	if envCfg != nil {
 		o.OVSDB, o.Libvirt = envCfg.OVSDB, envCfg.Libvirt
 	}
-	return host.Open(o)
+	h, err := host.Open(o)
+	if err == nil && h.Simulated() {
+		a.warnSimChanges(h)
+	}
+	return h, err
 }
 
 // openEnv opens the host (simulated with --sim, whose spec comes from cfg)

@@ -35,6 +35,14 @@ type Host struct {
 	sim       *sim.Host
 	closeKern func()
 
+	// SimChanges: the fields in which the config's sim section differs from
+	// the spec the simulated host was created from (it keeps its own);
+	// SimLatency: the config's latencies were taken over; SimSpecErr: the
+	// config's sim section is not a valid spec (the host keeps its own).
+	SimChanges []sim.SpecChange
+	SimLatency bool
+	SimSpecErr error
+
 	mu   sync.Mutex
 	ovsc *ovs.Client
 	virt *libvirtx.Conn
@@ -68,9 +76,31 @@ func Open(o Options) (*Host, error) {
 			return nil, fmt.Errorf("simulated host %s: %w", o.SimDir, err)
 		}
 		h.sim, h.Kernel, h.FS, h.closeKern = s, s, s.FS(), func() { _ = s.Close() }
+		// The saved host wins over the config; say where they differ.
+		h.SimChanges, h.SimLatency, h.SimSpecErr = s.Reconcile(spec)
 	}
 	h.PCI = sriov.Host{FS: h.FS}
 	return h, nil
+}
+
+// ResetSim re-creates the simulated host from spec (the config's sim
+// section): see sim.Host.Reset.
+func (h *Host) ResetSim(raw map[string]any) error {
+	if h.sim == nil {
+		return fmt.Errorf("not a simulated host")
+	}
+	spec, err := sim.DecodeSpec(raw)
+	if err != nil {
+		return fmt.Errorf("config sim section: %w", err)
+	}
+	if spec == nil {
+		return fmt.Errorf("the config has no sim section")
+	}
+	if err := h.sim.Reset(spec); err != nil {
+		return err
+	}
+	h.SimChanges, h.SimLatency, h.SimSpecErr = nil, false, nil
+	return nil
 }
 
 // New is a host on a given kernel and filesystem (tests, tools); it is
