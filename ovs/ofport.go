@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -40,6 +41,7 @@ func (c *Client) WaitOFPorts(ctx context.Context, bridge, owner string) (BridgeS
 		return BridgeStatus{}, fmt.Errorf("ovs: wait for ofports on bridge %s: empty owner", bridge)
 	}
 	var last BridgeStatus
+	logged := false
 	for read := false; ; read = true {
 		st, err := c.read(ctx, statusView)
 		if err != nil {
@@ -52,6 +54,14 @@ func (c *Client) WaitOFPorts(ctx context.Context, bridge, owner string) (BridgeS
 		pending := st.withoutOFPort(bridge, owner)
 		if len(pending) == 0 {
 			return last, nil
+		}
+		// Say what it waits for once the wait lasts: at once when
+		// ovs-vswitchd already reported why a port has no ofport, else
+		// after the first round.
+		if !logged && (read || anyError(pending)) {
+			logged = true
+			c.logWait(ctx, "waiting for ovs-vswitchd to give ports of bridge "+bridge+" an OpenFlow port number (it opens each port's netdev in its own network namespace)",
+				"ports", describePending(pending))
 		}
 		round := waitRound
 		if dl, ok := ctx.Deadline(); ok {
@@ -69,6 +79,30 @@ func (c *Client) WaitOFPorts(ctx context.Context, bridge, owner string) (BridgeS
 			return last, fmt.Errorf("ovs: wait for ofports on bridge %s: %w", bridge, err)
 		}
 	}
+}
+
+func anyError(fs []*model.Interface) bool {
+	for _, f := range fs {
+		if f.Error != nil && *f.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// describePending names each interface with its error column: "bond0
+// (could not open network device bond0 (No such device)), eth3 (no error
+// yet)".
+func describePending(fs []*model.Interface) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		why := "no error reported yet"
+		if f.Error != nil && *f.Error != "" {
+			why = *f.Error
+		}
+		parts[i] = f.Name + " (" + why + ")"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // withoutOFPort returns the interfaces of owner's ports on bridge whose

@@ -296,7 +296,7 @@ func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 // openHost opens the host: the simulated one with --sim (its spec from
 // cfg's sim section), else the real one; endpoints from envCfg.
 func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
-	o := host.Options{SimDir: a.v.GetString("sim")}
+	o := host.Options{SimDir: a.v.GetString("sim"), Log: a.log}
 	if cfg != nil {
 		o.SimSpec = cfg.Sim
 	}
