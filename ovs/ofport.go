@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,10 +91,12 @@ func anyError(fs []*model.Interface) bool {
 	return false
 }
 
-// describePending names each interface with its error column: "bond0
-// (could not open network device bond0 (No such device)), eth3 (no error
-// yet)".
+// describePending names each interface, by name, with its error column:
+// "bond0 (could not open network device bond0 (No such device)), eth3 (no
+// error reported yet)".
 func describePending(fs []*model.Interface) string {
+	fs = slices.Clone(fs)
+	slices.SortFunc(fs, func(a, b *model.Interface) int { return strings.Compare(a.Name, b.Name) })
 	parts := make([]string, len(fs))
 	for i, f := range fs {
 		why := "no error reported yet"
