@@ -120,3 +120,49 @@ func TestReset(t *testing.T) {
 		t.Fatalf("reset to an empty spec: %v", err)
 	}
 }
+
+// TestResetMovesMirror: a reset to another mirror_netns empties the old
+// namespace of the host's veths and fills the new one.
+func TestResetMovesMirror(t *testing.T) {
+	pathA, nsA := newTestNetns(t)
+	pathB, nsB := newTestNetns(t)
+	spec := testSpec()
+	spec.Latency = Latency{}
+	spec.MirrorNetns = pathA
+	h, err := Open(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup", Alias: "vflag"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(listMirror(t, nsA)); got != 3 {
+		t.Fatalf("%d netdevs mirrored into A, want 3 (p0 p1 bond0)", got)
+	}
+	next := testSpec()
+	next.NICs[0].PFs[1].Netdev = "q1"
+	next.MirrorNetns = pathB
+	if err := h.Reset(next); err != nil {
+		t.Fatal(err)
+	}
+	if got := listMirror(t, nsA); len(got) != 0 {
+		t.Errorf("left in the old namespace: %v", got)
+	}
+	got := listMirror(t, nsB)
+	if _, ok := got["q1"]; !ok || len(got) != 2 {
+		t.Errorf("mirrored into the new namespace: %v, want p0 q1", got)
+	}
+}
+
+// TestMirrorNetnsMissing: a mirror_netns that does not exist says what it
+// is for and where it comes from.
+func TestMirrorNetnsMissing(t *testing.T) {
+	spec := testSpec()
+	spec.MirrorNetns = "/run/netns/vflag-no-such-ns"
+	_, err := Open(t.TempDir(), spec)
+	want := "sim: mirror_netns /run/netns/vflag-no-such-ns: no such network namespace: it is where ovs-vswitchd runs and opens the simulated netdevs (make simhost CONFIG=<config> makes it; README: Try it on the simulated host): no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Open: %v\nwant: %s", err, want)
+	}
+}
