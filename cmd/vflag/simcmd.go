@@ -90,7 +90,7 @@ func (a *app) warnSimChanges(h *host.Host) {
 		a.log.Info("simulated host: latencies taken over from the config's sim section", "sim", dir)
 	}
 	if len(h.SimChanges) > 0 {
-		a.log.Warn("the simulated host keeps the sim section it was created from, which the config's differs from",
+		a.log.Warn("the config's sim section differs from the one the simulated host was created from; the host keeps its own",
 			"sim", dir, "differs", joinChanges(h.SimChanges, "; "),
 			"fix", fmt.Sprintf("vflag --sim %s down (if up ran), then vflag --sim %s sim reset (re-creates it from the config)", dir, dir))
 	}

@@ -25,7 +25,7 @@ func TestSimSectionChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const warn = "the simulated host keeps the sim section it was created from, which the config's differs from"
+	const warn = "the config's sim section differs from the one the simulated host was created from; the host keeps its own"
 
 	// Latencies: taken over, no warning.
 	rewrite("mode_change: 20ms", "mode_change: 30ms")
