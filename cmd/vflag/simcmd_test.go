@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestSimSectionChanged: a config whose sim section differs from the one the
@@ -71,5 +75,67 @@ func TestSimSectionChanged(t *testing.T) {
 	if out := b.mustVflag(0, "status"); !strings.Contains(out, "p1") {
 		t.Fatalf("status after reset lacks p1:\n%s", out)
 	}
+	b.mustVflag(0, "down")
+}
+
+// lockedBuf is a buffer one goroutine writes and another reads.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestOFPortWaitSaysWhy: with the simulated netdevs mirrored nowhere (no
+// sim.mirror_netns), up's wait for ofports says at its start what it waits
+// for and why, instead of 30 s of silence.
+func TestOFPortWaitSaysWhy(t *testing.T) {
+	b := newBed(t, startDaemons(t), "")
+	cfg, err := os.ReadFile(b.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noMirror := strings.Replace(string(cfg), "  mirror_netns: "+b.ovs.Netns()+"\n", "", 1)
+	if noMirror == string(cfg) {
+		t.Fatal("the bed's config has no mirror_netns line")
+	}
+	if err := os.WriteFile(b.config, []byte(noMirror), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errs lockedBuf
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		done <- run(ctx, []string{"--config", b.config, "--sim", b.simDir, "--state-dir", b.state, "up"}, &out, &errs)
+	}()
+	const want = `level=WARN msg="waiting for ovs-vswitchd to give ports of bridge br-lag an OpenFlow port number (it opens each port's netdev in its own network namespace)" ports="bond0 (could not open network device bond0 (No such device)), eth0 (could not open network device eth0 (No such device)), `
+	const hint = `bound=30s hint="the config's sim section has no mirror_netns: the simulated netdevs exist in no network namespace, so no ovs-vswitchd can open them (README: Try it on the simulated host)"`
+	for !strings.Contains(errs.String(), hint) {
+		select {
+		case code := <-done:
+			t.Fatalf("up ended (exit %d) without saying what it waits for:\n%s", code, errs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("no warning after 20 s:\n%s", errs.String())
+		}
+	}
+	if !strings.Contains(errs.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errs.String())
+	}
+	cancel()
+	<-done
 	b.mustVflag(0, "down")
 }
