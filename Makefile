@@ -7,7 +7,7 @@ BIN := bin/vflag
 DEBS := rpm openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
-.PHONY: all deps build check test vet lint demo bench e2e e2e-image clean package ansible-test
+.PHONY: all deps build check test vet lint demo simhost bench e2e e2e-image clean package ansible-test
 
 all: build
 
@@ -47,6 +47,16 @@ test: deps vet
 # demo: up, status, plan, up again, down on the simulated host with real OVS and libvirt.
 demo: build
 	$(GO) run ./internal/tools/demo -vflag $(BIN)
+
+# simhost: the real daemons the simulated host needs, for CONFIG (README "Try it
+# on the simulated host"): a private ovsdb-server/ovs-vswitchd in the network
+# namespace CONFIG's sim.mirror_netns names and a private libvirtd with the
+# domains CONFIG's attachments name; writes the environment for bin/vflag to
+# vflag-simhost.env next to CONFIG and runs until Ctrl-C.
+CONFIG ?= examples/vflag-simhost.yaml
+simhost: build
+	$(GO) build -o bin/vflag-simhost ./internal/tools/simhost
+	bin/vflag-simhost -config $(CONFIG)
 
 # ansible-test: examples/ansible/playbook.yml as shipped, run by Debian's
 # ansible-core (installed when missing) over three simulated hypervisors

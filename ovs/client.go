@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -34,6 +36,39 @@ type Client struct {
 	txns atomic.Int64 // transactions sent (for tests)
 
 	beforeCommit func() // tests: runs between the read and the write
+
+	waitLog  *slog.Logger // SetWaitLog
+	waitHint string
+}
+
+// waitQuiet is how long WaitApplied waits before it says what it waits for:
+// ovs-vswitchd applies a change within milliseconds when it runs.
+const waitQuiet = time.Second
+
+// SetWaitLog makes WaitApplied and WaitOFPorts log, once per wait that does
+// not end at once (a warning), what they wait for, for how long at most,
+// and hint: where the operator should look (the caller knows where the
+// netdevs live; this package does not).
+func (c *Client) SetWaitLog(log *slog.Logger, hint string) {
+	c.waitLog, c.waitHint = log, hint
+}
+
+// logWait logs the start of a wait that lasts (SetWaitLog).
+func (c *Client) logWait(ctx context.Context, msg string, args ...any) {
+	if c.waitLog == nil {
+		return
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left >= time.Second {
+			left = left.Round(time.Second)
+		}
+		args = append(args, "bound", left.Round(10*time.Millisecond).String())
+	}
+	if c.waitHint != "" {
+		args = append(args, "hint", c.waitHint)
+	}
+	c.waitLog.Warn(msg, args...)
 }
 
 // databaseModel registers only the tables vflag touches.
@@ -347,6 +382,8 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 	c.cfgMu.Unlock()
 	first := true
 	cur := 0
+	quiet := time.NewTimer(waitQuiet)
+	defer quiet.Stop()
 	for {
 		var roots []model.OpenvSwitch
 		if err := c.db.List(ctx, &roots); err != nil {
@@ -364,6 +401,9 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 		}
 		select {
 		case <-c.cfgCh:
+		case <-quiet.C:
+			c.logWait(ctx, "waiting for ovs-vswitchd to apply the configuration: is it running, connected to "+c.endpoint+"?",
+				"next_cfg", target, "cur_cfg", cur)
 		case <-ctx.Done():
 			return fmt.Errorf("ovs: wait for ovs-vswitchd to apply configuration %d (applied: %d): %w", target, cur, ctx.Err())
 		}

@@ -3,6 +3,8 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -47,6 +49,7 @@ func (c *Client) WaitOFPortsReport(ctx context.Context, bridge, owner string, re
 		return BridgeStatus{}, fmt.Errorf("ovs: wait for ofports on bridge %s: empty owner", bridge)
 	}
 	var last BridgeStatus
+	logged := false
 	for read := false; ; read = true {
 		st, err := c.read(ctx, statusView)
 		if err != nil {
@@ -69,6 +72,14 @@ func (c *Client) WaitOFPortsReport(ctx context.Context, bridge, owner string, re
 			}
 			report(len(pending), owned)
 		}
+		// Say what it waits for once the wait lasts: at once when
+		// ovs-vswitchd already reported why a port has no ofport, else
+		// after the first round.
+		if !logged && (read || anyError(pending)) {
+			logged = true
+			c.logWait(ctx, "waiting for ovs-vswitchd to give ports of bridge "+bridge+" an OpenFlow port number (it opens each port's netdev in its own network namespace)",
+				"ports", describePending(pending))
+		}
 		round := waitRound
 		if dl, ok := ctx.Deadline(); ok {
 			// End the server's wait a little before ctx, to read the
@@ -85,6 +96,32 @@ func (c *Client) WaitOFPortsReport(ctx context.Context, bridge, owner string, re
 			return last, fmt.Errorf("ovs: wait for ofports on bridge %s: %w", bridge, err)
 		}
 	}
+}
+
+func anyError(fs []*model.Interface) bool {
+	for _, f := range fs {
+		if f.Error != nil && *f.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// describePending names each interface, by name, with its error column:
+// "bond0 (could not open network device bond0 (No such device)), eth3 (no
+// error reported yet)".
+func describePending(fs []*model.Interface) string {
+	fs = slices.Clone(fs)
+	slices.SortFunc(fs, func(a, b *model.Interface) int { return strings.Compare(a.Name, b.Name) })
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		why := "no error reported yet"
+		if f.Error != nil && *f.Error != "" {
+			why = *f.Error
+		}
+		parts[i] = f.Name + " (" + why + ")"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // withoutOFPort returns the interfaces of owner's ports on bridge whose

@@ -150,7 +150,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.upCommand(), a.downCommand(), a.planCommand(), a.statusCommand(), a.validateCommand(),
 		a.roceCommand(), a.hookCommand(), a.installHookCommand(), a.installCommand(), a.uninstallCommand(),
 		a.udevRulesCommand(), a.udevNameCommand(), a.doctorCommand(), a.exampleCommand(), a.genDocsCommand(),
-		a.versionCommand(),
+		a.versionCommand(), a.simCommand(),
 	)
 	a.registerCompletions(root)
 	root.Version = version
@@ -303,14 +303,18 @@ func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 // openHost opens the host: the simulated one with --sim (its spec from
 // cfg's sim section), else the real one; endpoints from envCfg.
 func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
-	o := host.Options{SimDir: a.v.GetString("sim")}
+	o := host.Options{SimDir: a.v.GetString("sim"), Log: a.log}
 	if cfg != nil {
 		o.SimSpec = cfg.Sim
 	}
 	if envCfg != nil {
 		o.OVSDB, o.Libvirt = envCfg.OVSDB, envCfg.Libvirt
 	}
-	return host.Open(o)
+	h, err := host.Open(o)
+	if err == nil && h.Simulated() {
+		a.warnSimChanges(h)
+	}
+	return h, err
 }
 
 // openEnv opens the host (simulated with --sim, whose spec comes from cfg)

@@ -9,6 +9,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -34,6 +35,15 @@ type Host struct {
 
 	sim       *sim.Host
 	closeKern func()
+	log       *slog.Logger
+
+	// SimChanges: the fields in which the config's sim section differs from
+	// the spec the simulated host was created from (it keeps its own);
+	// SimLatency: the config's latencies were taken over; SimSpecErr: the
+	// config's sim section is not a valid spec (the host keeps its own).
+	SimChanges []sim.SpecChange
+	SimLatency bool
+	SimSpecErr error
 
 	mu   sync.Mutex
 	ovsc *ovs.Client
@@ -48,11 +58,14 @@ type Options struct {
 	SimSpec map[string]any
 	OVSDB   string
 	Libvirt string
+	// Log, when set, gets the warnings of waits for ovs-vswitchd that last
+	// (ovs.Client.SetWaitLog), with a hint where the ports' netdevs are.
+	Log *slog.Logger
 }
 
 // Open opens the real host, or the simulated one with SimDir.
 func Open(o Options) (*Host, error) {
-	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt}
+	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt, log: o.Log}
 	if o.SimDir == "" {
 		// A socket per call: the kept handles of eswitch.NewNetlink made e2e
 		// validate's failover-interrupted check fail on the real kernel
@@ -68,9 +81,31 @@ func Open(o Options) (*Host, error) {
 			return nil, fmt.Errorf("simulated host %s: %w", o.SimDir, err)
 		}
 		h.sim, h.Kernel, h.FS, h.closeKern = s, s, s.FS(), func() { _ = s.Close() }
+		// The saved host wins over the config; say where they differ.
+		h.SimChanges, h.SimLatency, h.SimSpecErr = s.Reconcile(spec)
 	}
 	h.PCI = sriov.Host{FS: h.FS}
 	return h, nil
+}
+
+// ResetSim re-creates the simulated host from spec (the config's sim
+// section): see sim.Host.Reset.
+func (h *Host) ResetSim(raw map[string]any) error {
+	if h.sim == nil {
+		return fmt.Errorf("not a simulated host")
+	}
+	spec, err := sim.DecodeSpec(raw)
+	if err != nil {
+		return fmt.Errorf("config sim section: %w", err)
+	}
+	if spec == nil {
+		return fmt.Errorf("the config has no sim section")
+	}
+	if err := h.sim.Reset(spec); err != nil {
+		return err
+	}
+	h.SimChanges, h.SimLatency, h.SimSpecErr = nil, false, nil
+	return nil
 }
 
 // New is a host on a given kernel and filesystem (tests, tools); it is
@@ -91,9 +126,23 @@ func (h *Host) OVS(ctx context.Context) (*ovs.Client, error) {
 		if err != nil {
 			return nil, err
 		}
+		if h.log != nil {
+			c.SetWaitLog(h.log, h.netdevHint())
+		}
 		h.ovsc = c
 	}
 	return h.ovsc, nil
+}
+
+// netdevHint says where ovs-vswitchd must run to open the ports' netdevs.
+func (h *Host) netdevHint() string {
+	if h.sim == nil {
+		return "a port's netdev must exist in ovs-vswitchd's network namespace; its error column says why it could not open one"
+	}
+	if ns := h.sim.MirrorNetns(); ns != "" {
+		return "the simulated netdevs are mirrored into " + ns + " (sim.mirror_netns): ovs-vswitchd must run in that namespace (README: Try it on the simulated host)"
+	}
+	return "the config's sim section has no mirror_netns: the simulated netdevs exist in no network namespace, so no ovs-vswitchd can open them (README: Try it on the simulated host)"
 }
 
 // Virt is the libvirt connection, opened on first use.

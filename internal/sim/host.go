@@ -270,3 +270,14 @@ func (h *Host) Close() error {
 	}
 	return h.lock.Close()
 }
+
+// MirrorNetns is the network namespace the host mirrors its netdevs into
+// (the saved spec's mirror_netns; "" for none).
+func (h *Host) MirrorNetns() string {
+	var ns string
+	_ = h.view(func(st *state, _ int64) error {
+		ns = st.Spec.MirrorNetns
+		return nil
+	})
+	return ns
+}

@@ -117,6 +117,9 @@ func (h *Host) syncMirrorLocked() error {
 		m.timer = time.AfterFunc(time.Duration(next-now)+time.Millisecond, h.mirrorTick)
 	}
 	if err := m.sync(want); err != nil {
+		if _, serr := os.Stat(m.path); errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("sim: mirror_netns %s: no such network namespace: it is where ovs-vswitchd runs and opens the simulated netdevs (make simhost CONFIG=<config> makes it; README: Try it on the simulated host): %w", m.path, err)
+		}
 		return fmt.Errorf("sim: mirror into %s: %w", m.path, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/vishvananda/netns"
 )
 
+var netnsSeq atomic.Int64
+
 // newTestNetns creates a named network namespace, or skips the test where
 // that is not possible (not root, no namespaces).
 func newTestNetns(t *testing.T) (string, netns.NsHandle) {
@@ -22,7 +25,7 @@ func newTestNetns(t *testing.T) (string, netns.NsHandle) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a network namespace")
 	}
-	name := fmt.Sprintf("vflagsim-%d", os.Getpid())
+	name := fmt.Sprintf("vflagsim-%d-%d", os.Getpid(), netnsSeq.Add(1))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()

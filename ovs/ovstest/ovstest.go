@@ -99,6 +99,37 @@ func Precheck() error {
 // has applied its first configuration.
 func Start(tb testbed.TB) *Server {
 	tb.Helper()
+	return start(tb, "")
+}
+
+// StartNetns is Start with ovs-vswitchd in the network namespace called
+// name (/run/netns/name), so that a config can name it before it exists
+// (sim.mirror_netns; internal/tools/simhost). A namespace of that name that
+// no process is in is left over from a run that was killed: it is deleted
+// first. One that a process is in is refused.
+func StartNetns(tb testbed.TB, name string) *Server {
+	tb.Helper()
+	if name == "" || strings.ContainsAny(name, "/ ") || name == "." || name == ".." {
+		tb.Fatalf("ovstest: bad network namespace name %q", name)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
+		out, err := exec.Command("ip", "netns", "pids", name).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("ovstest: ip netns pids %s: %v: %s", name, err, out)
+		}
+		if pids := strings.Fields(string(out)); len(pids) > 0 {
+			tb.Fatalf("ovstest: network namespace %s exists and processes run in it (pids %s): another ovs-vswitchd? Stop it, or name another namespace", name, strings.Join(pids, " "))
+		}
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			tb.Fatalf("ovstest: ip netns del %s (left over, no process in it): %v: %s", name, err, out)
+		}
+		tb.Logf("ovstest: deleted network namespace %s, left over without a process in it", name)
+	}
+	return start(tb, name)
+}
+
+func start(tb testbed.TB, netns string) *Server {
+	tb.Helper()
 	if err := Precheck(); err != nil {
 		tb.Fatalf("ovstest: %v", err)
 	}
@@ -114,10 +145,13 @@ func Start(tb testbed.TB) *Server {
 		dir = d
 	}
 	reapOnce.Do(reapStaleNetns)
+	if netns == "" {
+		netns = fmt.Sprintf("ovstest-%d-%d", os.Getpid(), nsCounter.Add(1))
+	}
 	s := &Server{
 		tb:    tb,
 		dir:   dir,
-		netns: fmt.Sprintf("ovstest-%d-%d", os.Getpid(), nsCounter.Add(1)),
+		netns: netns,
 		sock:  filepath.Join(dir, "db.sock"),
 	}
 	if out, err := exec.Command("ip", "netns", "add", s.netns).CombinedOutput(); err != nil {

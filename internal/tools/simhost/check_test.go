@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheck: simhost says what a config lacks to run on the simulated host
+// as written, all of it at once; examples/vflag-simhost.yaml lacks nothing.
+func TestCheck(t *testing.T) {
+	example, err := os.ReadFile("../../../cmd/vflag/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	simhost, err := os.ReadFile("../../../examples/vflag-simhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSim, _, _ := strings.Cut(string(simhost), "sim:\n")
+	const (
+		mirror   = "sim.mirror_netns is not set: add `mirror_netns: /run/netns/vflag-sim` under sim: (vflag mirrors the simulated netdevs into that network namespace, and simhost runs ovs-vswitchd there)"
+		datapath = "groups[0].ovs.datapath_type: system (the default) needs the kernel's openvswitch module, which this kernel has not loaded: set `datapath_type: netdev` (the userspace datapath) under groups[0].ovs"
+	)
+	for _, tt := range []struct {
+		name      string
+		cfg       string
+		ovsModule bool
+		want      []string // problems; none: runs, with domains
+		domains   string
+		netns     string
+	}{
+		{name: "vflag example-config", cfg: string(example), want: []string{mirror, datapath}},
+		{name: "vflag example-config, openvswitch module loaded", cfg: string(example), ovsModule: true, want: []string{mirror}},
+		{name: "examples/vflag-simhost.yaml", cfg: string(simhost), domains: "vm1", netns: "vflag-sim"},
+		{name: "no sim section", cfg: noSim, want: []string{"it has no sim section: the simulated host is made from it (README: The sim section; examples/vflag-simhost.yaml has one)"}},
+		{name: "mirror_netns outside /run/netns", cfg: strings.Replace(string(simhost), "/run/netns/vflag-sim", "/var/run/ns/x", 1),
+			want: []string{`sim.mirror_netns: "/var/run/ns/x": simhost makes the namespace, so it must be /run/netns/NAME (as ` + "`ip netns add NAME`" + ` makes it)`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(path, []byte(tt.cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p, err := check(path, tt.ovsModule)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Join(p.domains, ","); got != tt.domains || p.netns != tt.netns || p.config != path {
+					t.Fatalf("plan %+v, want domains %s netns %s", p, tt.domains, tt.netns)
+				}
+				return
+			}
+			want := "config " + path + " cannot run on the simulated host as written:\n  " + strings.Join(tt.want, "\n  ")
+			if err == nil || err.Error() != want {
+				t.Fatalf("error:\n%v\nwant:\n%s", err, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+// Command simhost runs, for any vflag config, the real daemons the
+// simulated host (vflag --sim) needs, as `make demo` does for the example:
+// a private ovsdb-server + ovs-vswitchd in the network namespace the
+// config's sim.mirror_netns names (there vflag mirrors the simulated
+// netdevs, so ovs-vswitchd can open them), and a private libvirtd with
+// every domain the config's attachments name, defined and shut off.
+//
+//	make simhost CONFIG=my.yaml    # or: simhost -config my.yaml [-sim DIR] [-env FILE]
+//
+// It checks the config first and says what to change: a sim section, its
+// mirror_netns (/run/netns/NAME), and datapath_type netdev where the kernel
+// has no openvswitch module. Once the daemons answer it prints the
+// environment vflag needs and writes it to -env FILE (default
+// vflag-simhost.env next to the config):
+//
+//	export VFLAG_CONFIG=/abs/my.yaml
+//	export VFLAG_SIM=/tmp/vflag-simhost-.../sim     the simulated host (--sim)
+//	export VFLAG_OVSDB=unix:/tmp/ovst.../db.sock    OVSDB endpoint (config key ovsdb)
+//	export VFLAG_LIBVIRT=qemu+unix:///system?socket=...
+//
+// and waits. In another shell, `. vflag-simhost.env` and bin/vflag runs
+// against them. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the daemons,
+// deletes the namespace and the env file, and, unless -sim DIR was given,
+// the simulated host.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/libvirtx/virttest"
+	"github.com/vflag/vflag/ovs/ovstest"
+)
+
+func main() {
+	cfgPath := flag.String("config", "", "the vflag config (required)")
+	simDir := flag.String("sim", "", "keep the simulated host in this directory (default: a fresh one, removed at the end)")
+	envFile := flag.String("env", "", "write the environment here (default: vflag-simhost.env next to the config)")
+	verbose := flag.Bool("v", false, "show the daemons' logs")
+	flag.Parse()
+	if *cfgPath == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: simhost -config FILE [-sim DIR] [-env FILE] [-v]")
+		os.Exit(2)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	r := &testbed.Runner{Verbose: *verbose}
+	err := serve(r, os.Stdout, *cfgPath, *simDir, *envFile, sigs)
+	r.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "simhost: %v\n", err)
+		os.Exit(1)
+	}
+	if r.Failed() {
+		os.Exit(1)
+	}
+}
+
+// plan is what a config asks of the simulated host's daemons.
+type plan struct {
+	config  string   // absolute path
+	netns   string   // name under /run/netns
+	domains []string // sorted, unique
+}
+
+// check reads the config and says, for what the simulated host cannot run
+// as written, what to change. hasOVSModule tells whether the kernel has the
+// openvswitch module (the system datapath).
+func check(path string, hasOVSModule bool) (plan, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return plan{}, err
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return plan{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := config.Parse(data)
+	if err != nil {
+		return plan{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	spec, err := sim.DecodeSpec(cfg.Sim)
+	if err != nil {
+		return plan{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	var problems []string
+	netns := ""
+	switch {
+	case spec == nil:
+		problems = append(problems, "it has no sim section: the simulated host is made from it (README: The sim section; examples/vflag-simhost.yaml has one)")
+	case spec.MirrorNetns == "":
+		problems = append(problems, "sim.mirror_netns is not set: add `mirror_netns: /run/netns/vflag-sim` under sim: (vflag mirrors the simulated netdevs into that network namespace, and simhost runs ovs-vswitchd there)")
+	default:
+		name, ok := strings.CutPrefix(spec.MirrorNetns, "/run/netns/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			problems = append(problems, fmt.Sprintf("sim.mirror_netns: %q: simhost makes the namespace, so it must be /run/netns/NAME (as `ip netns add NAME` makes it)", spec.MirrorNetns))
+		}
+		netns = name
+	}
+	var domains []string
+	for i, g := range cfg.Groups {
+		if g.Switchdev() && g.OVS.DatapathType != "netdev" && !hasOVSModule {
+			dt := g.OVS.DatapathType
+			if dt == "" {
+				dt = "system (the default)"
+			}
+			problems = append(problems, fmt.Sprintf("groups[%d].ovs.datapath_type: %s needs the kernel's openvswitch module, which this kernel has not loaded: set `datapath_type: netdev` (the userspace datapath) under groups[%d].ovs", i, dt, i))
+		}
+		for _, a := range g.Attachments {
+			if !slices.Contains(domains, a.Domain) {
+				domains = append(domains, a.Domain)
+			}
+		}
+	}
+	slices.Sort(domains)
+	if len(problems) > 0 {
+		return plan{}, fmt.Errorf("config %s cannot run on the simulated host as written:\n  %s", path, strings.Join(problems, "\n  "))
+	}
+	return plan{config: abs, netns: netns, domains: domains}, nil
+}
+
+func hasOVSModule() bool {
+	_, err := os.Stat("/sys/module/openvswitch")
+	return err == nil
+}
+
+func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, sigs <-chan os.Signal) error {
+	p, err := check(cfgPath, hasOVSModule())
+	if err != nil {
+		return err
+	}
+	if envFile == "" {
+		envFile = filepath.Join(filepath.Dir(p.config), "vflag-simhost.env")
+	}
+	owned := simDir == ""
+	if owned {
+		d, err := os.MkdirTemp("", "vflag-simhost-")
+		if err != nil {
+			return err
+		}
+		r.Cleanup(func() { _ = os.RemoveAll(d) })
+		simDir = filepath.Join(d, "sim")
+	} else if simDir, err = filepath.Abs(simDir); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "simhost: starting ovsdb-server and ovs-vswitchd in network namespace %s (sim.mirror_netns), libvirtd\n", p.netns)
+	srv := ovstest.StartNetns(r, p.netns)
+	virt := virttest.Start(r)
+	for _, d := range p.domains {
+		virt.DefineDomain(r, d)
+	}
+	if len(p.domains) > 0 {
+		fmt.Fprintf(out, "simhost: libvirtd has domain(s) %s (the config's attachments), defined and shut off\n", strings.Join(p.domains, ", "))
+	}
+	env := [][2]string{
+		{"VFLAG_CONFIG", p.config},
+		{"VFLAG_SIM", simDir},
+		{"VFLAG_OVSDB", srv.Endpoint()},
+		{"VFLAG_LIBVIRT", virt.URI()},
+	}
+	var b strings.Builder
+	b.WriteString("# vflag on the simulated host (internal/tools/simhost); valid while simhost runs\n")
+	for _, kv := range env {
+		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	tmp := envFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, envFile); err != nil {
+		return err
+	}
+	r.Cleanup(func() { _ = os.Remove(envFile) })
+
+	fmt.Fprintf(out, "simhost: the simulated host is %s: the first vflag command makes it from the config's sim section", simDir)
+	if owned {
+		fmt.Fprint(out, " (removed when simhost stops)")
+	} else {
+		fmt.Fprint(out, " (kept: run vflag down before simhost stops, its OVSDB and libvirtd go with it)")
+	}
+	fmt.Fprintf(out, "\nsimhost: the environment for vflag, also in %s:\n%s", envFile, b.String())
+	fmt.Fprintf(out, "simhost: ready. In another shell: . %s; then bin/vflag plan, up, status, validate, down. Ctrl-C here stops the daemons\n", envFile)
+	<-sigs
+	fmt.Fprintln(out, "simhost: stopping the daemons")
+	if r.Failed() {
+		return errors.New("a daemon failed (run with -v for its log)")
+	}
+	return nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
