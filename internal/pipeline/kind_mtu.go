@@ -159,7 +159,7 @@ func (run *groupRun) vfMTU(context.Context) ([]batch, error) {
 			names[v.PF] = nil
 		}
 		a, ok := vfs[VFKey{v.PF, v.VF}]
-		if !ok {
+		if !ok || run.fresh(g.PFs[v.PF]) { // not made yet, or made again unbound
 			pending[v.PF] = true
 			continue
 		}
@@ -200,9 +200,9 @@ func (run *groupRun) repsMTU(context.Context) ([]batch, error) {
 	for _, i := range g.Owners {
 		pf := g.PFs[i]
 		id := "reps/" + pf.Netdev
-		if !run.repsAll {
+		if !run.repsKnown(i) {
 			s = append(s, predicted(mtuKind{}.Name(), mtuKind{}.Name()+"/"+id,
-				fmt.Sprintf("mtu %d on the %d representors of %s (after switchdev)", g.MTU, g.NumVFs, pf.Netdev)))
+				fmt.Sprintf("mtu %d on the %d representors of %s (%s)", g.MTU, g.NumVFs, pf.Netdev, run.repsWhy(i))))
 			continue
 		}
 		var names []string

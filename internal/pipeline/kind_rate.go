@@ -319,6 +319,15 @@ func (run *groupRun) rateLeaves(context.Context) ([]batch, error) {
 		want := leafRates{TxMax: Mbit(v.TxMax), TxShare: Mbit(v.TxShare), Parent: v.RateGroup}
 		port, ok := vfPort(ports, pf, v.VF)
 		switch {
+		case run.fresh(pf):
+			// A VF port made again has a new leaf: no rates, no parent.
+			if want == (leafRates{}) {
+				s = append(s, unchanged(rateLeafKind{}.Name(), rateLeafKind{}.id(pf.Netdev, v.VF),
+					fmt.Sprintf("%s vf %d: rate leaf %s (a new VF's)", pf.Netdev, v.VF, leafSummary(want))))
+				continue
+			}
+			s = append(s, predicted(rateLeafKind{}.Name(), rateLeafKind{}.id(pf.Netdev, v.VF),
+				fmt.Sprintf("%s vf %d: rate leaf %s -> %s (after the VFs are made again)", pf.Netdev, v.VF, leafSummary(leafRates{}), leafSummary(want))))
 		case ok:
 			s = append(s, rateLeafKind{}.step(run.e, pf, v.VF, port, want, pruned))
 		case run.dry:

@@ -135,7 +135,9 @@ func wantedPolicy(v config.VFConfig) (eswitch.VFPolicy, []vfPolicyKind) {
 	return p, ks
 }
 
-func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy, dry bool) teardown.Step {
+// step: fresh tells, in a plan, that an earlier step makes the VF again
+// (a numvfs change): it is then planned as a new VF, whatever it has now.
+func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy, dry, fresh bool) teardown.Step {
 	s := k.s
 	return teardown.Step{
 		Kind: s.name, ID: k.id(pf.Netdev, vf),
@@ -143,6 +145,9 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 			cur, ok, err := e.VFPolicy(pf.Netdev, vf)
 			if err != nil {
 				return teardown.Change{}, err
+			}
+			if dry && fresh {
+				ok = false
 			}
 			if !ok {
 				if dry {
@@ -289,7 +294,8 @@ func (run *groupRun) vfPolicy(context.Context) ([]batch, error) {
 	for _, v := range run.g.VFs {
 		want, ks := wantedPolicy(v)
 		for _, k := range ks {
-			s = append(s, k.step(run.e, run.g.PFs[v.PF], v.VF, want, run.dry))
+			pf := run.g.PFs[v.PF]
+			s = append(s, k.step(run.e, pf, v.VF, want, run.dry, run.fresh(pf)))
 		}
 	}
 	return one(s...), nil

@@ -165,23 +165,23 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 		}},
 		{name: vfVlan.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfVlan.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Vlan: 100, Qos: 3}, false)
+			return vfVlan.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Vlan: 100, Qos: 3}, false, false)
 		}},
 		{name: vfTrust.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfTrust.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Trust: true}, false)
+			return vfTrust.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Trust: true}, false, false)
 		}},
 		{name: vfSpoofchk.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfSpoofchk.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{Spoofchk: true}, false)
+			return vfSpoofchk.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{Spoofchk: true}, false, false)
 		}},
 		{name: vfLinkState.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfLinkState.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{LinkState: eswitch.VFLinkDisable}, false)
+			return vfLinkState.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{LinkState: eswitch.VFLinkDisable}, false, false)
 		}},
 		{name: vfRate.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfRate.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{MinTxRate: 100, MaxTxRate: 1000}, false)
+			return vfRate.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{MinTxRate: 100, MaxTxRate: 1000}, false, false)
 		}},
 		{name: unbindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2)) // autoprobe on: VFs get mlx5_core
