@@ -185,7 +185,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 		}},
 		{name: unbindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2)) // autoprobe on: VFs get mlx5_core
-			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })
+			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false }, nil)
 		}},
 		{name: modeKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
@@ -225,7 +225,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			if err := se.pci.SetDriverOverride(se.vfAddr(t, 0, 2, 0), "mlx5_core"); err != nil {
 				t.Fatal(err)
 			}
-			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })
+			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false }, nil)
 		}},
 		{name: repsUpKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)

@@ -325,7 +325,19 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 				fmt.Sprintf("%s: unbind 0 VFs from host drivers (the VFs are made again unbound)", pf.Dev)))
 			continue
 		}
-		s = append(s, unbindKind{}.step(run.e, pf, keep))
+		var restored map[sriov.Addr]string
+		if run.dry {
+			wanted := map[string]bool{}
+			for _, v := range run.g.VFs {
+				if v.Driver != "" {
+					wanted[bindKind{}.id(run.g.PFs[v.PF], v.VF)] = true
+				}
+			}
+			if restored, err = prunedBinds(run.r.Journal, pf, wanted); err != nil {
+				return nil, err
+			}
+		}
+		s = append(s, unbindKind{}.step(run.e, pf, keep, restored))
 	}
 	return one(s...), nil
 }
