@@ -68,8 +68,15 @@ func (k mtuKind) step(e *Env, id string, mtu int, names []string) teardown.Step 
 			if err != nil {
 				return teardown.Change{}, err
 			}
+			var back []string
+			for _, p := range r.Prior {
+				if p.MTU != mtu {
+					back = append(back, fmt.Sprintf("%s %d", p.Name, p.MTU))
+				}
+			}
 			return teardown.Change{Needed: len(d) > 0, Record: r,
-				Summary: fmt.Sprintf("mtu %d: %s", mtu, abbreviate(d, 6))}, nil
+				Summary: fmt.Sprintf("mtu %d: %s", mtu, abbreviate(d, 6)),
+				Revert:  fmt.Sprintf("mtu %d -> back: %s", mtu, abbreviate(back, 6))}, nil
 		},
 		Apply: func(context.Context) error {
 			for _, n := range names {

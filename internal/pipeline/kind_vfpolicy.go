@@ -163,6 +163,7 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 				return teardown.Change{}, fmt.Errorf("VF %d %s on %s: the PF reports no such VF over netlink (IFLA_VFINFO_LIST), so vflag cannot read back or undo it; remove %s from the config for this VF", vf, s.field, pf.Netdev, s.field)
 			}
 			return teardown.Change{Needed: !s.equal(cur, want), Summary: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, cur.Field(s.key), want.Field(s.key)),
+				Revert: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, want.Field(s.key), cur.Field(s.key)),
 				Record: vfPolicyRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {
@@ -242,12 +243,13 @@ func (k vfPolicyKind) Undo(ctx context.Context, e *Env, r vfPolicyRecord) error 
 		return err
 	}
 	if k.s.equal(cur, r.Prior) {
+		teardown.SayUndone(ctx, "%s vf %d: %s already", r.PF, r.VF, r.Prior.Field(k.s.key))
 		return nil
 	}
 	if err := k.s.set(e.k, r.PF, r.VF, r.Prior); err != nil {
 		return fmt.Errorf("%s vf %d: restore %s: %w", r.PF, r.VF, r.Prior.Field(k.s.key), err)
 	}
-	teardown.SayUndone(ctx, "%s vf %d: %s", r.PF, r.VF, r.Prior.Field(k.s.key))
+	teardown.SayUndone(ctx, "%s vf %d: %s -> %s", r.PF, r.VF, cur.Field(k.s.key), r.Prior.Field(k.s.key))
 	return nil
 }
 
