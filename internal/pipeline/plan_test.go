@@ -95,3 +95,20 @@ func TestUndoSummaries(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanDroppedDriver: a host driver dropped from the config is given
+// back by the prune of its bind before the forward pass (the VF's driver
+// from before vflag bound it: none here), so the unbind phase has nothing
+// left to do: plan predicts the prune alone, as up does it.
+func TestPlanDroppedDriver(t *testing.T) {
+	d := startDaemons(t)
+	b := newConvergeBed(t, &d, legacyVFs)
+	b.up(legacyVFs, false)
+	noDriver := strings.Replace(legacyVFs, `, driver: mlx5_core}`, `}`, 1)
+	plan := changed(b.up(noDriver, true))
+	up := changed(b.up(noDriver, false))
+	if !slices.Equal(plan, up) || !slices.Equal(up, []string{"sriov.bind/ens1f0np0/vf0"}) {
+		t.Errorf("plan %v, up %v; want both [sriov.bind/ens1f0np0/vf0] (its prune)", plan, up)
+	}
+	b.down()
+}
