@@ -30,6 +30,9 @@ type Entry struct {
 	ID   string `json:"id"`
 	// Summary is the Check's human text from when the entry was created.
 	Summary string `json:"summary,omitempty"`
+	// Revert is the Check's text of undoing it (Change.Revert), "" in
+	// journals written before it was recorded.
+	Revert string `json:"revert,omitempty"`
 	// Record is the Check's record from when the entry was created: the
 	// target and the prior state from before vflag touched the host.
 	Record json.RawMessage `json:"record"`

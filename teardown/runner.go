@@ -275,7 +275,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 				continue
 			}
 			if at < 0 {
-				es = append(es, Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now})
+				es = append(es, Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Revert: o.change.Revert, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now})
 				changed = true
 				continue
 			}
@@ -470,7 +470,7 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 			// Reverse order inside the group too, for a sequential (single) group's log.
 			i := len(group) - 1 - k
 			e := group[i]
-			ev := Event{Kind: e.Kind, ID: e.ID, Summary: "revert: " + e.Summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+			ev := Event{Kind: e.Kind, ID: e.ID, Summary: revertSummary(e), Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
 			if r.DryRun {
 				log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
 				r.emit(ev)
@@ -521,6 +521,18 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 		hi = lo - 1
 	}
 	return done, errors.Join(errs...)
+}
+
+// revertSummary is the report's text of undoing e before its undoer says
+// what it did: the entry's Revert, from the value the change set back to
+// the one it found; for an entry without one (journaled before it was
+// recorded, or a kind that keeps no such value), "revert: " and the
+// forward summary.
+func revertSummary(e Entry) string {
+	if e.Revert != "" {
+		return e.Revert
+	}
+	return "revert: " + e.Summary
 }
 
 // sameBatch tells whether two entries were journaled by the same Do call.
@@ -574,7 +586,8 @@ func safeCall[T any](log *slog.Logger, s Step, what string, fn func() (T, error)
 type undoSummaryKey struct{}
 
 // SayUndone lets an Undoer tell what it did ("sriov_numvfs 4 -> 0"); the
-// runner reports it instead of "revert: " and the forward summary.
+// runner reports it instead of the entry's Revert (or "revert: " and the
+// forward summary).
 func SayUndone(ctx context.Context, format string, args ...any) {
 	if p, ok := ctx.Value(undoSummaryKey{}).(*string); ok {
 		*p = fmt.Sprintf(format, args...)

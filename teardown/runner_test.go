@@ -932,3 +932,46 @@ func TestStopAfterInsideConcurrentBatch(t *testing.T) {
 	}
 	diffDump(t, "after down", baselineDump(), h.Dump())
 }
+
+// TestUndoSummaryReadsBackwards: an undo that does not say what it did (a
+// plan's prune, a failed undo, one with nothing to do) is reported with the
+// change's Revert, from the value the change set back to the one it found,
+// not the forward summary; an entry without one (an older journal) keeps
+// "revert: " and the forward summary.
+func TestUndoSummaryReadsBackwards(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(id, revert string) Step {
+		return Step{Kind: "k", ID: id,
+			Check: func(context.Context) (Change, error) {
+				return Change{Needed: true, Summary: "mac 00:00:00:00:00:00 -> 52:54:00:10:00:04", Revert: revert, Record: struct{}{}}, nil
+			},
+			Apply: func(context.Context) error { return nil }}
+	}
+	undo := Undoers{"k": func(context.Context, json.RawMessage) error { return nil }}
+	r := &Runner{Journal: j, Undo: undo}
+	if err := r.Do(t.Context(), step("k/new", "mac 52:54:00:10:00:04 -> 00:00:00:00:00:00"), step("k/old", "")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		j, err := OpenJournal(dir) // what Revert a reopened journal keeps
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Runner{Journal: j, Undo: undo, DryRun: dry}
+		if err := r.Down(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, ev := range r.Results() {
+			got[ev.ID] = ev.Summary
+		}
+		want := map[string]string{"k/new": "mac 52:54:00:10:00:04 -> 00:00:00:00:00:00", "k/old": "revert: mac 00:00:00:00:00:00 -> 52:54:00:10:00:04"}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("dry %v: undo summaries (-want +got):\n%s", dry, d)
+		}
+	}
+}

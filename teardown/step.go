@@ -12,6 +12,12 @@ type Change struct {
 	Needed bool
 	// Summary is human text: "eswitch pci/0000:61:00.0: legacy -> switchdev".
 	Summary string
+	// Revert is the human text of undoing the change, from the value the
+	// change sets back to the one it found: "eswitch pci/0000:61:00.0:
+	// switchdev -> legacy". A report shows it for an undo that does not say
+	// what it did (a plan's prune, a failed undo, one that found nothing to
+	// do); without it, "revert: " and Summary.
+	Revert string
 	// Record is JSON-marshalable: the target and the prior state, all that
 	// the kind's Undoer needs without the config.
 	Record any

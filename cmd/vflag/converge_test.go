@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -72,6 +73,10 @@ func variants() []variant {
 		v("ab-primary", func(x *variant) { x.mode, x.lacp, x.hash, x.primary = "active-backup", "", "", "ens1f1np1" }),
 		v("rates", func(x *variant) { x.rates = 1 }),
 		v("rates-changed", func(x *variant) { x.rates = 2 }),
+		// numvfs changes that make every VF again with MACs, VLANs, a host
+		// driver, mtu and rate leaves on them: all of it is set again.
+		v("rates-numvfs6", func(x *variant) { x.rates, x.numvfs = 1, 6 }),
+		v("mtu-numvfs2", func(x *variant) { x.mtu, x.numvfs, x.rates = 9000, 2, 2 }),
 	}
 }
 
@@ -267,7 +272,9 @@ func (b *bed) useConfig(text string) {
 // config's fresh state (up on a clean host) is recorded; then the configs
 // are visited in random order on one host (logged seed): after each up the
 // host equals that config's fresh state, a second up changes nothing, and
-// down at the end gives the baseline.
+// down at the end gives the baseline. Before every up (on the clean host
+// and at every transition) plan predicts exactly what up changes: the same
+// step ids, as many.
 func TestConvergeTransitions(t *testing.T) {
 	d := startDaemons(t)
 	d.virt.DefineDomain(t, "vm2")
@@ -282,7 +289,10 @@ func TestConvergeTransitions(t *testing.T) {
 		if baseline == "" {
 			baseline = base
 		}
-		b.mustVflag(2, "up", "--detailed-exit-codes")
+		plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+		if up := changed(upReport(t, b)); !slices.Equal(plan, up) {
+			t.Errorf("(clean) -> %s: plan predicts %d change(s), up made %d:\n%s", x.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
+		}
 		fresh[x.name] = b.fullDump()
 		b.mustVflag(0, "down")
 		if got := b.fullDump(); got != base {
@@ -305,9 +315,13 @@ func TestConvergeTransitions(t *testing.T) {
 	for _, i := range order {
 		x := vs[i]
 		b.useConfig(x.config(d))
+		plan := changedIDs(t, b.mustVflagAny(0, 2)("plan", "-o", "json", "--detailed-exit-codes"))
 		rep := upReport(t, b)
 		if rep.Error != "" {
 			t.Fatalf("%s -> %s: up failed: %s", prev, x.name, rep.Error)
+		}
+		if up := changed(rep); !slices.Equal(plan, up) {
+			t.Errorf("%s -> %s: plan predicts %d change(s), up made %d:\n%s", prev, x.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
 		}
 		if got := b.fullDump(); got != fresh[x.name] {
 			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), testbed.DiffText(fresh[x.name], got))

@@ -21,6 +21,7 @@ import (
 // (YAML flow-map entries, "" none).
 type policyVariant struct {
 	name, vf00, vf11 string
+	numvfs           int // per PF; 0: 2
 }
 
 // policyVariants: each setting alone, all of them, and all of them changed.
@@ -37,6 +38,10 @@ func policyVariants() []policyVariant {
 		{name: "vlan", vf00: "vlan: 42"},
 		{name: "all", vf00: "trust: true, spoofchk: true, vlan: 100, qos: 3", vf11: "link_state: disable, min_tx_rate: 100, max_tx_rate: 1000"},
 		{name: "all-changed", vf00: "trust: false, spoofchk: true, vlan: 200", vf11: "link_state: enable, max_tx_rate: 2000"},
+		// numvfs 2 -> 4 and back makes every VF again: its MAC and policy
+		// are gone with it and set again (plan must say so too).
+		{name: "all-numvfs4", numvfs: 4, vf00: "trust: true, spoofchk: true, vlan: 100, qos: 3", vf11: "link_state: disable, min_tx_rate: 100, max_tx_rate: 1000"},
+		{name: "trust-numvfs4", numvfs: 4, vf00: "trust: true"},
 	}
 }
 
@@ -50,7 +55,11 @@ func policyConfig(d daemons, x policyVariant, nic string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "ovsdb: %s\nlibvirt: %s\ngroups:\n", d.ovs.Endpoint(), d.virt.URI())
-	b.WriteString("  - name: leg0\n    eswitch: legacy\n    pfs: [ens1f0np0, ens1f1np1]\n    numvfs: 2\n    vfs:\n")
+	numvfs := x.numvfs
+	if numvfs == 0 {
+		numvfs = 2
+	}
+	fmt.Fprintf(&b, "  - name: leg0\n    eswitch: legacy\n    pfs: [ens1f0np0, ens1f1np1]\n    numvfs: %d\n    vfs:\n", numvfs)
 	b.WriteString(entry(0, 0, "52:54:00:30:00:00", x.vf00))
 	b.WriteString(entry(1, 1, "52:54:00:30:01:01", x.vf11))
 	fmt.Fprintf(&b, "sim:\n  mirror_netns: %s\n  nics:\n", d.ovs.Netns())
@@ -63,8 +72,9 @@ func policyConfig(d daemons, x policyVariant, nic string) string {
 // host, converges (a second up changes nothing), changes, is pruned when
 // removed from the config (the prior value comes back) and is undone by
 // down: every config's fresh state is recorded, then the configs are
-// visited twice in random order on one host (VFLAG_CONVERGE_SEED). On the
-// clean host, plan predicts exactly the steps up changes.
+// visited twice in random order on one host (VFLAG_CONVERGE_SEED). Before
+// every up, on the clean host and at every transition, plan predicts
+// exactly the steps up changes (the same ids, as many).
 func TestConvergeLegacyVFPolicy(t *testing.T) {
 	d := startDaemons(t)
 	vs := policyVariants()
@@ -105,9 +115,13 @@ func TestConvergeLegacyVFPolicy(t *testing.T) {
 	for _, i := range order {
 		x := vs[i]
 		b.useConfig(policyConfig(d, x, ""))
+		plan := changedIDs(t, b.mustVflagAny(0, 2)("plan", "-o", "json", "--detailed-exit-codes"))
 		rep := upReport(t, b)
 		if rep.Error != "" {
 			t.Fatalf("%s -> %s: up failed: %s", prev, x.name, rep.Error)
+		}
+		if up := changed(rep); !slices.Equal(plan, up) {
+			t.Errorf("%s -> %s: plan predicts %d change(s), up made %d:\n%s", prev, x.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
 		}
 		if got := canonical(b.dump()); got != fresh[x.name] {
 			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), testbed.DiffText(fresh[x.name], got))

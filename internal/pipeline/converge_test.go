@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -149,6 +150,10 @@ func TestDisruptiveChangeRefused(t *testing.T) {
 	}
 	if strings.Join(ids, " ") != "ovs.bridge/br-lag" {
 		t.Fatalf("VLAN change made %v, want only ovs.bridge/br-lag", ids)
+	}
+	// The summary says the tag the port had and the one it gets.
+	if ev, _ := eventOf(r.Results(), "ovs.bridge/br-lag"); !regexp.MustCompile(`^retag eth\d+ tag 100 -> tag 300 \(one transaction\)$`).MatchString(ev.Summary) {
+		t.Errorf("VLAN change summary %q, want the port's tag 100 -> tag 300", ev.Summary)
 	}
 	// Once vm1 is stopped the numvfs change goes through.
 	delete(ce.held, "0000:61:00.2")

@@ -79,7 +79,13 @@
 // ("sriov.bind/ens1f1np1/vf1", "libvirt.attach/vm1/ens1f0np0/vf0"). A plan
 // therefore lists the same ids up then changes; where a step's target does
 // not exist before earlier steps run (VFs, representors), the plan uses a
-// predicted step with the same id.
+// predicted step with the same id. So it does where an earlier planned step
+// makes the target again: a numvfs change from a non-zero count destroys
+// every VF, and what the old VFs carried (MAC, legacy policy, host driver,
+// representors and their MTU, the bridge's ports, rate leaves) is planned
+// against new VFs (groupRun.remade), not read from the host as it stands.
+// The convergence tables check plan == up (same ids, as many) at every
+// transition.
 //
 // Journals written by released versions are kept in testdata/journals and
 // must keep undoing (cmd/vflag TestJournalCompat).

@@ -35,6 +35,7 @@ func (k autoprobeKind) step(e *Env, pf eswitch.PF) teardown.Step {
 				return teardown.Change{}, err
 			}
 			return teardown.Change{Needed: on, Summary: fmt.Sprintf("%s: sriov_drivers_autoprobe 1 -> 0", pf.Dev),
+				Revert: fmt.Sprintf("%s: sriov_drivers_autoprobe 0 -> 1", pf.Dev),
 				Record: autoprobeRecord{PF: pf.Dev, Prior: on}}, nil
 		},
 		Apply: func(context.Context) error { return e.pci.SetAutoprobe(pf.Dev, false) },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/sriov"
@@ -65,8 +66,10 @@ func (e *Env) priorOverrides(drivers map[sriov.Addr]string) (map[sriov.Addr]stri
 }
 
 // step unbinds every VF of a PF, except those keep allows to stay (a VF
-// already on its configured driver once the eswitch and the LAG are in place).
-func (k unbindKind) step(e *Env, pf eswitch.PF, keep func(vf sriov.Addr, driver string) bool) teardown.Step {
+// already on its configured driver once the eswitch and the LAG are in
+// place). restored (a plan's) are the drivers the prune before the forward
+// pass gives VFs back: the unbind sees those, not the ones they have now.
+func (k unbindKind) step(e *Env, pf eswitch.PF, keep func(vf sriov.Addr, driver string) bool, restored map[sriov.Addr]string) teardown.Step {
 	bound := func() (map[sriov.Addr]string, error) {
 		vfs, err := e.pci.VFs(pf.Dev)
 		if err != nil {
@@ -77,6 +80,9 @@ func (k unbindKind) step(e *Env, pf eswitch.PF, keep func(vf sriov.Addr, driver 
 			d, err := e.pci.Driver(vf.Addr)
 			if err != nil {
 				return nil, err
+			}
+			if r, ok := restored[vf.Addr]; ok {
+				d = r
 			}
 			if d != "" && !keep(vf.Addr, d) {
 				out[vf.Addr] = d
@@ -111,6 +117,34 @@ func (k unbindKind) step(e *Env, pf eswitch.PF, keep func(vf sriov.Addr, driver 
 			return nil
 		},
 	}
+}
+
+// prunedBinds are, for a plan, the drivers that the prune before up's
+// forward pass gives back to the VFs of pf: the journaled binds of pf's VFs
+// whose ids the config no longer implies (wanted) are undone, each VF back
+// on the driver it had before vflag bound it.
+func prunedBinds(j *teardown.Journal, pf eswitch.PF, wanted map[string]bool) (map[sriov.Addr]string, error) {
+	if j == nil {
+		return nil, nil
+	}
+	prefix := bindKind{}.Name() + "/" + pf.Netdev + "/"
+	var out map[sriov.Addr]string
+	for _, en := range j.Entries() {
+		if en.Kind != (bindKind{}).Name() || !strings.HasPrefix(en.ID, prefix) || wanted[en.ID] {
+			continue
+		}
+		r, err := decode[driversRecord](en.Record)
+		if err != nil {
+			return nil, fmt.Errorf("journal entry %s: %w", en.ID, err)
+		}
+		for a, d := range r.Drivers {
+			if out == nil {
+				out = map[sriov.Addr]string{}
+			}
+			out[a] = d
+		}
+	}
+	return out, nil
 }
 
 // bindID names the bind step by logical coordinates, so a plan (before the

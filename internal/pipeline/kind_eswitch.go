@@ -46,7 +46,7 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 				}
 				vfs += n
 			}
-			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode), Disruptive: cur != mode && vfs > 0,
+			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode), Revert: fmt.Sprintf("%s: eswitch %s -> %s", d, mode, cur), Disruptive: cur != mode && vfs > 0,
 				Record: modeRecord{Devlink: d, Prior: cur}}, nil
 		},
 		Apply: func(context.Context) error {
@@ -137,7 +137,7 @@ func (k tcOffloadKind) step(e *Env, pf eswitch.PF) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: !on, Summary: pf.Netdev + ": hw-tc-offload off -> on",
+			return teardown.Change{Needed: !on, Summary: pf.Netdev + ": hw-tc-offload off -> on", Revert: pf.Netdev + ": hw-tc-offload on -> off",
 				Record: featureRecord{Netdev: pf.Netdev, Feature: hwTCOffload, Prior: on}}, nil
 		},
 		Apply: func(context.Context) error { return e.k.SetFeature(pf.Netdev, hwTCOffload, true) },

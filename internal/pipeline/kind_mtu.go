@@ -68,8 +68,15 @@ func (k mtuKind) step(e *Env, id string, mtu int, names []string) teardown.Step 
 			if err != nil {
 				return teardown.Change{}, err
 			}
+			var back []string
+			for _, p := range r.Prior {
+				if p.MTU != mtu {
+					back = append(back, fmt.Sprintf("%s %d", p.Name, p.MTU))
+				}
+			}
 			return teardown.Change{Needed: len(d) > 0, Record: r,
-				Summary: fmt.Sprintf("mtu %d: %s", mtu, abbreviate(d, 6))}, nil
+				Summary: fmt.Sprintf("mtu %d: %s", mtu, abbreviate(d, 6)),
+				Revert:  fmt.Sprintf("mtu %d -> back: %s", mtu, abbreviate(back, 6))}, nil
 		},
 		Apply: func(context.Context) error {
 			for _, n := range names {
@@ -159,7 +166,7 @@ func (run *groupRun) vfMTU(context.Context) ([]batch, error) {
 			names[v.PF] = nil
 		}
 		a, ok := vfs[VFKey{v.PF, v.VF}]
-		if !ok {
+		if !ok || run.fresh(g.PFs[v.PF]) { // not made yet, or made again unbound
 			pending[v.PF] = true
 			continue
 		}
@@ -200,9 +207,9 @@ func (run *groupRun) repsMTU(context.Context) ([]batch, error) {
 	for _, i := range g.Owners {
 		pf := g.PFs[i]
 		id := "reps/" + pf.Netdev
-		if !run.repsAll {
+		if !run.repsKnown(i) {
 			s = append(s, predicted(mtuKind{}.Name(), mtuKind{}.Name()+"/"+id,
-				fmt.Sprintf("mtu %d on the %d representors of %s (after switchdev)", g.MTU, g.NumVFs, pf.Netdev)))
+				fmt.Sprintf("mtu %d on the %d representors of %s (%s)", g.MTU, g.NumVFs, pf.Netdev, run.repsWhy(i))))
 			continue
 		}
 		var names []string

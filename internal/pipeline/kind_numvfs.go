@@ -48,6 +48,7 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
 			// Changing a non-zero count destroys every VF (and breaks the LAG):
 			// disruptive. Creating them from none is not.
 			return teardown.Change{Needed: cur != n || present != n, Summary: summary, Disruptive: cur != n && cur != 0,
+				Revert: fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, n, cur),
 				Record: numVFsRecord{PF: pf.Dev, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/vflag/vflag/ovs"
@@ -46,7 +47,7 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec) teardown.Step {
 			if ch.RestartRequired {
 				e.log.Warn("hw-offload is on but the config wants it off: disabling needs an ovs-vswitchd restart; vflag never restarts OVS", "bridge", spec.Bridge)
 			}
-			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec.Bridge, ch),
+			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec, ch, vlansNow(ctx, c, spec.Bridge, ch)),
 				Record: ovsRecord{Endpoint: e.h.OVSDB, Bridge: ovs.Record{Owner: spec.Owner, Bridge: spec.Bridge,
 					BridgeCreated: ch.CreateBridge, Ports: ch.AddPorts, HWOffloadSet: ch.SetHWOffload, PriorHWOffload: ch.PriorHWOffload}}}, nil
 		},
@@ -83,16 +84,37 @@ func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
 	return nil
 }
 
-func ovsSummary(bridge string, ch ovs.Change) string {
+// ovsSummary says what the change does: every kind of write it makes
+// (the ports it removes too), each retag from the port's VLAN columns now
+// (now: by port name; a port missing there is shown without them) to the
+// spec's. "converged" only when it writes nothing.
+func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatus) string {
 	var parts []string
 	if ch.CreateBridge {
-		parts = append(parts, "create bridge "+bridge)
+		parts = append(parts, "create bridge "+spec.Bridge)
 	}
 	if len(ch.AddPorts) > 0 {
 		parts = append(parts, fmt.Sprintf("add %d ports (%s)", len(ch.AddPorts), abbreviate(ch.AddPorts, 4)))
 	}
+	if len(ch.RemovePorts) > 0 {
+		parts = append(parts, fmt.Sprintf("remove %d ports the config no longer lists (%s)", len(ch.RemovePorts), abbreviate(ch.RemovePorts, 4)))
+	}
 	if len(ch.Retag) > 0 {
-		parts = append(parts, "retag "+strings.Join(ch.Retag, " "))
+		want := map[string]ovs.PortSpec{}
+		for _, p := range spec.Ports {
+			want[p.Name] = p
+		}
+		var rs []string
+		for _, name := range ch.Retag {
+			cur, ok := now[name]
+			if !ok {
+				rs = append(rs, name)
+				continue
+			}
+			w := want[name]
+			rs = append(rs, fmt.Sprintf("%s %s -> %s", name, vlanColumns(cur.Tag, cur.VLANMode, cur.Trunks), vlanColumns(w.Tag, w.VLANMode, w.Trunks)))
+		}
+		parts = append(parts, "retag "+strings.Join(rs, ", "))
 	}
 	if len(ch.SetMTU) > 0 {
 		parts = append(parts, "mtu_request "+abbreviate(ch.SetMTU, 4))
@@ -101,9 +123,45 @@ func ovsSummary(bridge string, ch ovs.Change) string {
 		parts = append(parts, "hw-offload "+OrDash(deref(ch.PriorHWOffload))+" -> true")
 	}
 	if len(parts) == 0 {
-		return "bridge " + bridge + " converged"
+		return "bridge " + spec.Bridge + " converged"
 	}
 	return strings.Join(parts, "; ") + " (one transaction)"
+}
+
+// vlanColumns shows a port's VLAN columns: "tag 100", "untagged",
+// "tag 100 vlan_mode native-untagged trunks [20 30]".
+func vlanColumns(tag int, mode string, trunks []int) string {
+	s := "untagged"
+	if tag != 0 {
+		s = fmt.Sprintf("tag %d", tag)
+	}
+	if mode != "" {
+		s += " vlan_mode " + mode
+	}
+	if len(trunks) > 0 {
+		t := append([]int(nil), trunks...)
+		sort.Ints(t)
+		s += fmt.Sprintf(" trunks %v", t)
+	}
+	return s
+}
+
+// vlansNow reads the VLAN columns of the ports a change retags (nil when
+// it retags none, or when they cannot be read: the summary then names the
+// ports only).
+func vlansNow(ctx context.Context, c *ovs.Client, bridge string, ch ovs.Change) map[string]ovs.PortStatus {
+	if len(ch.Retag) == 0 {
+		return nil
+	}
+	st, err := c.Status(ctx, bridge)
+	if err != nil {
+		return nil
+	}
+	out := map[string]ovs.PortStatus{}
+	for _, p := range st.Ports {
+		out[p.Name] = p
+	}
+	return out
 }
 
 // ovsPortKind adds one representor port to a bridge of vflag's: the qemu
@@ -149,7 +207,7 @@ func (e *Env) PortStep(endpoint string, spec ovs.BridgeSpec) teardown.Step {
 			if len(ch.Foreign) > 0 {
 				return teardown.Change{}, fmt.Errorf("port %s exists on %s but is not vflag's: left alone", strings.Join(ch.Foreign, " "), spec.Bridge)
 			}
-			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec.Bridge, ch),
+			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec, ch, vlansNow(ctx, c, spec.Bridge, ch)),
 				Record: ovsPortRecord{Endpoint: endpoint, Port: ovs.Record{Owner: spec.Owner, Bridge: spec.Bridge, Ports: ch.AddPorts}}}, nil
 		},
 		Apply: func(ctx context.Context) error {

@@ -68,7 +68,8 @@ func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
 				r.Prior = &cur
 			}
 			return teardown.Change{Needed: true, Record: r,
-				Summary: fmt.Sprintf("other_config:%s %s -> %s", key, OrDash(cur), value)}, nil
+				Summary: fmt.Sprintf("other_config:%s %s -> %s", key, OrDash(cur), value),
+				Revert:  fmt.Sprintf("other_config:%s %s -> %s", key, value, OrDash(cur))}, nil
 		},
 		Apply: func(ctx context.Context) error {
 			c, err := e.h.OVS(ctx)

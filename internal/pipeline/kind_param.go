@@ -46,7 +46,7 @@ func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string, byDefault
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: cur != value, Summary: fmt.Sprintf("%s: %s %s -> %s", d, name, cur, value),
+			return teardown.Change{Needed: cur != value, Summary: fmt.Sprintf("%s: %s %s -> %s", d, name, cur, value), Revert: fmt.Sprintf("%s: %s %s -> %s", d, name, value, cur),
 				Record: paramRecord{Devlink: d, Name: name, Prior: cur}}, nil
 		},
 		Apply: func(context.Context) error {

@@ -84,13 +84,13 @@ func (k rateNodeKind) step(e *Env, made func(id string) bool, d eswitch.Devlink,
 			}
 			cur, ok := findRate(rates, d, eswitch.RateNode, name, 0)
 			if !ok {
-				return teardown.Change{Needed: true, Record: rec,
+				return teardown.Change{Needed: true, Record: rec, Revert: fmt.Sprintf("rate node %s/%s: delete", d, name),
 					Summary: fmt.Sprintf("rate node %s/%s: add, tx_max %s tx_share %s", d, name, mbitStr(txMax), mbitStr(txShare))}, nil
 			}
 			if !made(id) {
 				return teardown.Change{}, fmt.Errorf("rate node %s/%s exists and vflag did not create it (no journal entry): vflag does not take over a node it did not make; rename the rate group or delete the node (devlink port function rate del %s/%s)", d, name, d, name)
 			}
-			return teardown.Change{Needed: cur.TxMax != rec.TxMax || cur.TxShare != rec.TxShare, Record: rec,
+			return teardown.Change{Needed: cur.TxMax != rec.TxMax || cur.TxShare != rec.TxShare, Record: rec, Revert: fmt.Sprintf("rate node %s/%s: delete", d, name),
 				Summary: fmt.Sprintf("rate node %s/%s: tx_max %s -> %s, tx_share %s -> %s", d, name,
 					mbitStr(ToMbit(cur.TxMax)), mbitStr(txMax), mbitStr(ToMbit(cur.TxShare)), mbitStr(txShare))}, nil
 		},
@@ -211,7 +211,8 @@ func (k rateLeafKind) step(e *Env, pf eswitch.PF, vf int, port uint32, want leaf
 				cur.Parent = ""
 			}
 			return teardown.Change{Needed: cur != want, Record: rateLeafRecord{Devlink: d, Port: port, PF: pf.Netdev, VF: vf, Prior: cur},
-				Summary: fmt.Sprintf("%s vf %d (%s/%d): %s -> %s", pf.Netdev, vf, d, port, leafSummary(cur), leafSummary(want))}, nil
+				Summary: fmt.Sprintf("%s vf %d (%s/%d): %s -> %s", pf.Netdev, vf, d, port, leafSummary(cur), leafSummary(want)),
+				Revert:  fmt.Sprintf("%s vf %d (%s/%d): %s -> %s", pf.Netdev, vf, d, port, leafSummary(want), leafSummary(cur))}, nil
 		},
 		Apply: func(context.Context) error {
 			cur, err := read()
@@ -319,6 +320,15 @@ func (run *groupRun) rateLeaves(context.Context) ([]batch, error) {
 		want := leafRates{TxMax: Mbit(v.TxMax), TxShare: Mbit(v.TxShare), Parent: v.RateGroup}
 		port, ok := vfPort(ports, pf, v.VF)
 		switch {
+		case run.fresh(pf):
+			// A VF port made again has a new leaf: no rates, no parent.
+			if want == (leafRates{}) {
+				s = append(s, unchanged(rateLeafKind{}.Name(), rateLeafKind{}.id(pf.Netdev, v.VF),
+					fmt.Sprintf("%s vf %d: rate leaf %s (a new VF's)", pf.Netdev, v.VF, leafSummary(want))))
+				continue
+			}
+			s = append(s, predicted(rateLeafKind{}.Name(), rateLeafKind{}.id(pf.Netdev, v.VF),
+				fmt.Sprintf("%s vf %d: rate leaf %s -> %s (after the VFs are made again)", pf.Netdev, v.VF, leafSummary(leafRates{}), leafSummary(want))))
 		case ok:
 			s = append(s, rateLeafKind{}.step(run.e, pf, v.VF, port, want, pruned))
 		case run.dry:

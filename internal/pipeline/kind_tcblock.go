@@ -68,6 +68,7 @@ func (k tcBlockKind) step(e *Env, bond, netdev string) teardown.Step {
 			}
 			return teardown.Change{Needed: true,
 				Summary: fmt.Sprintf("%s: %s -> ingress_block %d (%s's shared tc block)", netdev, in, block, bond),
+				Revert:  fmt.Sprintf("%s: ingress_block %d -> %s", netdev, block, in),
 				Record:  tcBlockRecord{Netdev: netdev, Block: block, Prior: in}}, nil
 		},
 		Apply: func(context.Context) error {

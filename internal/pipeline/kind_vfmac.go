@@ -44,6 +44,7 @@ func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step
 				return teardown.Change{}, fmt.Errorf("VF %d MAC on %s: the driver reports no VF info over netlink (no PCI VFs), so vflag cannot manage VF MACs here; remove the mac from the config", vf, pf.Netdev)
 			}
 			return teardown.Change{Needed: cur != want.String(), Summary: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, OrDash(cur), want),
+				Revert: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, want, restoredMAC(cur)),
 				Record: vfMACRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
 		},
 		Apply: func(context.Context) error { return e.k.SetVFMAC(pf.Netdev, vf, want) },
@@ -51,11 +52,45 @@ func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step
 }
 
 func (vfMACKind) Undo(ctx context.Context, e *Env, r vfMACRecord) error {
+	cur, exists, err := vfMACNow(e.k, r.PF, r.VF)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		teardown.SayUndone(ctx, "%s vf %d: gone (its PF or the VF), no mac to restore", r.PF, r.VF)
+		return nil
+	}
 	if err := RestoreVFMAC(e.k, r.PF, r.VF, r.Prior); err != nil {
 		return err
 	}
-	teardown.SayUndone(ctx, "%s vf %d: mac -> %s", r.PF, r.VF, OrDash(r.Prior))
+	teardown.SayUndone(ctx, "%s vf %d: mac %s -> %s", r.PF, r.VF, OrDash(cur), restoredMAC(r.Prior))
 	return nil
+}
+
+// restoredMAC is the MAC RestoreVFMAC puts back for prior.
+func restoredMAC(prior string) string {
+	if prior == "" {
+		return "00:00:00:00:00:00"
+	}
+	return prior
+}
+
+// vfMACNow reads a VF's MAC through its PF; exists is false when the PF
+// or the VF is gone.
+func vfMACNow(k eswitch.Kernel, pf string, vf int) (string, bool, error) {
+	l, err := k.Link(pf)
+	if gone(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	for _, v := range l.VFs {
+		if v.ID == vf {
+			return v.MAC, true, nil
+		}
+	}
+	return "", false, nil
 }
 
 // VFMAC reads a VF's MAC from its PF, "" when the VF does not exist yet.

@@ -135,7 +135,9 @@ func wantedPolicy(v config.VFConfig) (eswitch.VFPolicy, []vfPolicyKind) {
 	return p, ks
 }
 
-func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy, dry bool) teardown.Step {
+// step: fresh tells, in a plan, that an earlier step makes the VF again
+// (a numvfs change): it is then planned as a new VF, whatever it has now.
+func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy, dry, fresh bool) teardown.Step {
 	s := k.s
 	return teardown.Step{
 		Kind: s.name, ID: k.id(pf.Netdev, vf),
@@ -143,6 +145,9 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 			cur, ok, err := e.VFPolicy(pf.Netdev, vf)
 			if err != nil {
 				return teardown.Change{}, err
+			}
+			if dry && fresh {
+				ok = false
 			}
 			if !ok {
 				if dry {
@@ -158,6 +163,7 @@ func (k vfPolicyKind) step(e *Env, pf eswitch.PF, vf int, want eswitch.VFPolicy,
 				return teardown.Change{}, fmt.Errorf("VF %d %s on %s: the PF reports no such VF over netlink (IFLA_VFINFO_LIST), so vflag cannot read back or undo it; remove %s from the config for this VF", vf, s.field, pf.Netdev, s.field)
 			}
 			return teardown.Change{Needed: !s.equal(cur, want), Summary: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, cur.Field(s.key), want.Field(s.key)),
+				Revert: fmt.Sprintf("%s vf %d: %s -> %s", pf.Netdev, vf, want.Field(s.key), cur.Field(s.key)),
 				Record: vfPolicyRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {
@@ -237,12 +243,13 @@ func (k vfPolicyKind) Undo(ctx context.Context, e *Env, r vfPolicyRecord) error 
 		return err
 	}
 	if k.s.equal(cur, r.Prior) {
+		teardown.SayUndone(ctx, "%s vf %d: %s already", r.PF, r.VF, r.Prior.Field(k.s.key))
 		return nil
 	}
 	if err := k.s.set(e.k, r.PF, r.VF, r.Prior); err != nil {
 		return fmt.Errorf("%s vf %d: restore %s: %w", r.PF, r.VF, r.Prior.Field(k.s.key), err)
 	}
-	teardown.SayUndone(ctx, "%s vf %d: %s", r.PF, r.VF, r.Prior.Field(k.s.key))
+	teardown.SayUndone(ctx, "%s vf %d: %s -> %s", r.PF, r.VF, cur.Field(k.s.key), r.Prior.Field(k.s.key))
 	return nil
 }
 
@@ -289,7 +296,8 @@ func (run *groupRun) vfPolicy(context.Context) ([]batch, error) {
 	for _, v := range run.g.VFs {
 		want, ks := wantedPolicy(v)
 		for _, k := range ks {
-			s = append(s, k.step(run.e, run.g.PFs[v.PF], v.VF, want, run.dry))
+			pf := run.g.PFs[v.PF]
+			s = append(s, k.step(run.e, pf, v.VF, want, run.dry, run.fresh(pf)))
 		}
 	}
 	return one(s...), nil

@@ -125,6 +125,19 @@ func predicted(kind, id, summary string) teardown.Step {
 	}
 }
 
+// unchanged is a plan's step for a target that an earlier step of the
+// run makes again in a state that needs nothing from this kind (the VFs a
+// numvfs change makes again come unbound): Check says so without reading
+// the host as it is before that step.
+func unchanged(kind, id, summary string) teardown.Step {
+	return teardown.Step{Kind: kind, ID: id,
+		Check: func(context.Context) (teardown.Change, error) {
+			return teardown.Change{Summary: summary}, nil
+		},
+		Apply: func(context.Context) error { return fmt.Errorf("%s: planned only", id) },
+	}
+}
+
 func sortedAddrs(m map[sriov.Addr]string) []sriov.Addr {
 	out := make([]sriov.Addr, 0, len(m))
 	for a := range m {

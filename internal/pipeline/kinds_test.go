@@ -165,27 +165,27 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 		}},
 		{name: vfVlan.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfVlan.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Vlan: 100, Qos: 3}, false)
+			return vfVlan.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Vlan: 100, Qos: 3}, false, false)
 		}},
 		{name: vfTrust.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfTrust.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Trust: true}, false)
+			return vfTrust.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{Trust: true}, false, false)
 		}},
 		{name: vfSpoofchk.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfSpoofchk.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{Spoofchk: true}, false)
+			return vfSpoofchk.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{Spoofchk: true}, false, false)
 		}},
 		{name: vfLinkState.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfLinkState.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{LinkState: eswitch.VFLinkDisable}, false)
+			return vfLinkState.step(se.Env, se.pfs[0], 0, eswitch.VFPolicy{LinkState: eswitch.VFLinkDisable}, false, false)
 		}},
 		{name: vfRate.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
-			return vfRate.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{MinTxRate: 100, MaxTxRate: 1000}, false)
+			return vfRate.step(se.Env, se.pfs[0], 1, eswitch.VFPolicy{MinTxRate: 100, MaxTxRate: 1000}, false, false)
 		}},
 		{name: unbindKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2)) // autoprobe on: VFs get mlx5_core
-			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })
+			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false }, nil)
 		}},
 		{name: modeKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
@@ -225,7 +225,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			if err := se.pci.SetDriverOverride(se.vfAddr(t, 0, 2, 0), "mlx5_core"); err != nil {
 				t.Fatal(err)
 			}
-			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false })
+			return unbindKind{}.step(se.Env, se.pfs[0], func(sriov.Addr, string) bool { return false }, nil)
 		}},
 		{name: repsUpKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)

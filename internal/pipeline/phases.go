@@ -99,6 +99,29 @@ type groupRun struct {
 	// bondCost is what converging the existing bond costs; a plan predicts
 	// from it the re-enslave and the bond up that follow a re-form.
 	bondCost bondCost
+	// remade are, in a plan, the owning PFs' devices whose VFs the planned
+	// numvfs change destroys and makes again (a count that changes from
+	// non-zero: the kernel takes it to 0 first). What the old VFs carried
+	// is gone with them: MAC, trust and the other VF policy, host driver,
+	// representors (and their MTU and OVS ports), rate leaves. The steps
+	// after it are planned against new VFs, not the host as it is now.
+	remade map[sriov.Device]bool
+}
+
+// fresh tells whether a plan's step for a VF of pf must assume new VFs:
+// an earlier planned step of this run makes them again (remade).
+func (run *groupRun) fresh(pf eswitch.PF) bool {
+	return run.dry && run.remade[pf.Dev]
+}
+
+// anyFresh tells whether a plan makes the VFs of any owning PF again.
+func (run *groupRun) anyFresh() bool {
+	for _, pf := range run.owners() {
+		if run.fresh(pf) {
+			return true
+		}
+	}
+	return false
 }
 
 // forward runs the phases of DESIGN.md section 2 for every group, in
@@ -193,6 +216,21 @@ func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 	var s []teardown.Step
 	for _, pf := range run.owners() {
 		s = append(s, numVFsKind{}.step(run.e, pf, run.g.NumVFs))
+		if !run.dry {
+			continue
+		}
+		// The step's Check reads the same count (no write comes between in
+		// a plan): a change from a non-zero count makes every VF again.
+		cur, err := run.e.pci.NumVFs(pf.Dev)
+		if err != nil {
+			return nil, fmt.Errorf("read sriov_numvfs of %s: %w", pf.Dev, err)
+		}
+		if cur != 0 && cur != run.g.NumVFs {
+			if run.remade == nil {
+				run.remade = map[sriov.Device]bool{}
+			}
+			run.remade[pf.Dev] = true
+		}
 	}
 	return one(s...), nil
 }
@@ -239,9 +277,17 @@ func (run *groupRun) namedVFs() (map[VFKey]sriov.Addr, error) {
 func (run *groupRun) vfMACs(context.Context) ([]batch, error) {
 	var s []teardown.Step
 	for _, v := range run.g.VFs {
-		if v.MAC != "" {
-			s = append(s, vfMACKind{}.step(run.e, run.g.PFs[v.PF], v.VF, v.MAC))
+		if v.MAC == "" {
+			continue
 		}
+		pf := run.g.PFs[v.PF]
+		if run.fresh(pf) {
+			// A VF made again has the zero MAC.
+			s = append(s, predicted(vfMACKind{}.Name(), vfMACKind{}.id(pf.Netdev, v.VF),
+				fmt.Sprintf("%s vf %d: mac 00:00:00:00:00:00 -> %s (after the VFs are made again)", pf.Netdev, v.VF, v.MAC)))
+			continue
+		}
+		s = append(s, vfMACKind{}.step(run.e, pf, v.VF, v.MAC))
 	}
 	return one(s...), nil
 }
@@ -273,7 +319,25 @@ func (run *groupRun) unbind(context.Context) ([]batch, error) {
 	}
 	var s []teardown.Step
 	for _, pf := range run.owners() {
-		s = append(s, unbindKind{}.step(run.e, pf, keep))
+		if run.fresh(pf) {
+			// Made again with autoprobe off (phase 1): no VF is bound.
+			s = append(s, unchanged(unbindKind{}.Name(), unbindKind{}.Name()+"/"+string(pf.Dev),
+				fmt.Sprintf("%s: unbind 0 VFs from host drivers (the VFs are made again unbound)", pf.Dev)))
+			continue
+		}
+		var restored map[sriov.Addr]string
+		if run.dry {
+			wanted := map[string]bool{}
+			for _, v := range run.g.VFs {
+				if v.Driver != "" {
+					wanted[bindKind{}.id(run.g.PFs[v.PF], v.VF)] = true
+				}
+			}
+			if restored, err = prunedBinds(run.r.Journal, pf, wanted); err != nil {
+				return nil, err
+			}
+		}
+		s = append(s, unbindKind{}.step(run.e, pf, keep, restored))
 	}
 	return one(s...), nil
 }
@@ -393,11 +457,16 @@ func (run *groupRun) bind(context.Context) ([]batch, error) {
 		pf := run.g.PFs[v.PF]
 		a, ok := vfs[VFKey{v.PF, v.VF}]
 		switch {
-		case ok && run.dry && !run.settled:
+		case ok && run.dry && (!run.settled || run.fresh(pf)):
 			// The unbind phase unbinds it first (the eswitch, bond or LAG
-			// changes): binding it again is a change.
+			// changes), or the numvfs change makes it again unbound:
+			// binding it again is a change.
+			why := "after the LAG re-forms"
+			if run.fresh(pf) {
+				why = "after the VFs are made again"
+			}
 			s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
-				fmt.Sprintf("%s: bind to %s again (after the LAG re-forms)", a, v.Driver)))
+				fmt.Sprintf("%s: bind to %s again (%s)", a, v.Driver, why)))
 		case ok:
 			s = append(s, bindKind{}.step(run.e, pf, v.VF, a, v.Driver))
 		case run.dry:
@@ -450,9 +519,9 @@ func (run *groupRun) repsUpSteps() []batch {
 	var s []teardown.Step
 	for _, i := range g.Owners {
 		pf := g.PFs[i]
-		if !run.repsAll { // a plan on a host that is not in switchdev yet
+		if !run.repsKnown(i) { // a plan on a host that is not in switchdev yet, or whose VFs are made again
 			s = append(s, predicted(repsUpKind{}.Name(), repsUpKind{}.id(pf),
-				fmt.Sprintf("map %d representors of %s and set them up (after switchdev)", n, pf.Netdev)))
+				fmt.Sprintf("map %d representors of %s and set them up (%s)", n, pf.Netdev, run.repsWhy(i))))
 			continue
 		}
 		var names []string
@@ -464,9 +533,24 @@ func (run *groupRun) repsUpSteps() []batch {
 	return one(s...)
 }
 
+// repsKnown tells whether the representors of owning PF i are mapped and
+// stay: not in a plan whose numvfs change makes them again.
+func (run *groupRun) repsKnown(i int) bool {
+	return run.repsAll && !run.fresh(run.g.PFs[i])
+}
+
+// repsWhy says why a plan predicts the representors of owning PF i.
+func (run *groupRun) repsWhy(i int) string {
+	if run.fresh(run.g.PFs[i]) {
+		return "after the VFs are made again"
+	}
+	return "after switchdev"
+}
+
 func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 	g := run.g
-	if !run.repsAll {
+	if !run.repsAll || run.anyFresh() {
+		// Representors made again are new netdevs: the bridge's ports change.
 		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
 			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
 	}

@@ -1,0 +1,114 @@
+package pipeline
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/teardown"
+)
+
+// TestPlanPredictsRemadeVFs: a numvfs change from a non-zero count makes
+// every VF again, and with them goes what they carried; the plan predicts
+// each step up then re-does (the same ids, as many), in a legacy group
+// (VF MACs, VLAN, trust, host drivers, the VF netdevs' mtu) and in a
+// switchdev group (VF MACs, host driver, representors and their mtu, rate
+// leaves, the bridge's ports), both ways (4 -> 8, 8 -> 4). The bridge step
+// that removes ports says so (not "converged").
+func TestPlanPredictsRemadeVFs(t *testing.T) {
+	d := startDaemons(t)
+	leg := strings.Replace(legacyVFs, "driver: mlx5_core}", "driver: mlx5_core, trust: true, vlan: 5}", 1)
+	leg = strings.Replace(leg, "    numvfs: 4", "    mtu: 9000\n    numvfs: 4", 1)
+	sw := exampleConfig(t)
+	sw = strings.Replace(sw, "    numvfs: 4", "    mtu: 9000\n    numvfs: 4\n    rate_groups:\n      - {name: tenant1, tx_max: 1000}", 1)
+	sw = strings.Replace(sw, `vlan: 100}`, `vlan: 100, tx_max: 100, tx_share: 10, rate_group: tenant1}`, 1)
+	sw = strings.Replace(sw, `vlan: 200}`, `vlan: 200, tx_max: 300}`, 1)
+	for _, tc := range []struct {
+		name, four string
+		want       []string // among the changes of every transition
+	}{
+		{"legacy", leg, []string{"sriov.vfmac/ens1f0np0/0", "sriov.vftrust/ens1f0np0/0", "sriov.vfvlan/ens1f0np0/0", "sriov.bind/ens1f0np0/vf0", "link.mtu/vfs/ens1f0np0"}},
+		{"switchdev", sw, []string{"sriov.vfmac/ens1f0np0/0", "sriov.bind/ens1f1np1/vf1", "reps.up/ens1f0np0", "link.mtu/reps/ens1f1np1",
+			"devlink.rate-leaf/ens1f0np0/0", "devlink.rate-leaf/ens1f1np1/0", "ovs.bridge/br-lag"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eight := strings.Replace(tc.four, "numvfs: 4", "numvfs: 8", 1)
+			b := newConvergeBed(t, &d, eight)
+			b.up(eight, false)
+			for _, step := range []struct{ name, text string }{{"8 -> 4", tc.four}, {"4 -> 8", eight}} {
+				plan := changed(b.up(step.text, true))
+				evs := b.up(step.text, false)
+				up := changed(evs)
+				if !slices.Equal(plan, up) {
+					t.Errorf("%s: plan predicts %d change(s), up made %d:\n%s", step.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
+				}
+				for _, id := range tc.want {
+					if !slices.Contains(up, id) {
+						t.Errorf("%s: up did not change %s (changed %v)", step.name, id, up)
+					}
+				}
+				if ev, ok := eventOf(evs, "ovs.bridge/br-lag"); ok && ev.Changed && strings.Contains(ev.Summary, "converged") {
+					t.Errorf("%s: the bridge step changed the bridge but says %q", step.name, ev.Summary)
+				}
+				if ev, ok := eventOf(evs, "ovs.bridge/br-lag"); ok && step.name == "8 -> 4" && !strings.Contains(ev.Summary, "remove 8 ports the config no longer lists") {
+					t.Errorf("%s: the bridge step says %q, want the 8 ports it removes", step.name, ev.Summary)
+				}
+			}
+			b.down()
+		})
+	}
+}
+
+// TestUndoSummaries: what undoing a change says reads from the value it set
+// back to the one it found: the plan of a prune (nothing is undone yet) and
+// down alike ("mac 52:54:00:20:00:01 -> 00:00:00:00:00:00", not the
+// forward summary after "revert: ").
+func TestUndoSummaries(t *testing.T) {
+	d := startDaemons(t)
+	b := newConvergeBed(t, &d, legacyVFs)
+	b.up(legacyVFs, false)
+	const want = "ens1f0np0 vf 1: mac 52:54:00:20:00:01 -> 00:00:00:00:00:00"
+	noMAC := strings.Replace(legacyVFs, `mac: "52:54:00:20:00:01", `, "", 1)
+	down := func() []teardown.Event {
+		e := New(nil, b.h, nil)
+		r := &teardown.Runner{Journal: b.journal, Undo: e.Undoers()}
+		if err := r.Down(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return r.Results()
+	}
+	for _, tc := range []struct {
+		name string
+		run  func() []teardown.Event
+	}{
+		{"plan of the prune", func() []teardown.Event { return b.up(noMAC, true) }},
+		{"down", down},
+	} {
+		evs := tc.run()
+		ev, ok := eventOf(evs, "sriov.vfmac/ens1f0np0/1")
+		if !ok || ev.Phase != teardown.PhaseUndo {
+			t.Fatalf("%s: no undo of sriov.vfmac/ens1f0np0/1 in %v", tc.name, evs)
+		}
+		if ev.Summary != want {
+			t.Errorf("%s: undo says %q, want %q", tc.name, ev.Summary, want)
+		}
+	}
+}
+
+// TestPlanDroppedDriver: a host driver dropped from the config is given
+// back by the prune of its bind before the forward pass (the VF's driver
+// from before vflag bound it: none here), so the unbind phase has nothing
+// left to do: plan predicts the prune alone, as up does it.
+func TestPlanDroppedDriver(t *testing.T) {
+	d := startDaemons(t)
+	b := newConvergeBed(t, &d, legacyVFs)
+	b.up(legacyVFs, false)
+	noDriver := strings.Replace(legacyVFs, `, driver: mlx5_core}`, `}`, 1)
+	plan := changed(b.up(noDriver, true))
+	up := changed(b.up(noDriver, false))
+	if !slices.Equal(plan, up) || !slices.Equal(up, []string{"sriov.bind/ens1f0np0/vf0"}) {
+		t.Errorf("plan %v, up %v; want both [sriov.bind/ens1f0np0/vf0] (its prune)", plan, up)
+	}
+	b.down()
+}
