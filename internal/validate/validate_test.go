@@ -444,6 +444,9 @@ func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
 		{"first run measures", []string{"0.18"}, 1, Pass, "average 0.18 Gb/sec"},
 		{"zero then a measure", []string{"0.000000", "0.21"}, 2, Pass, "average 0.21 Gb/sec (after 1 run(s) that measured 0 Gb/sec: perftest's timing, retried)"},
 		{"zero every time", []string{"0.000000", "0.000000", "0.000000", "0.5"}, 3, Fail, "measured no bandwidth (average 0.00 Gb/sec (after 3 run(s)"},
+		// A NaN passed as a measure (FuzzParseSendBW).
+		{"NaN is no measure", []string{"nan", "nan", "nan"}, 1, Fail, "no bandwidth line in the output"},
+		{"Inf is no measure", []string{"+Inf", "+Inf", "+Inf"}, 1, Fail, "no bandwidth line in the output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0
