@@ -7,7 +7,7 @@ BIN := bin/vflag
 DEBS := rpm openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
-.PHONY: all deps build check test vet lint demo simhost bench e2e e2e-image clean package ansible-test
+.PHONY: all deps build check test vet lint fuzz demo simhost bench e2e e2e-image clean package ansible-test
 
 all: build
 
@@ -43,6 +43,15 @@ check: lint test package ansible-test e2e
 test: deps vet
 	$(GO) test -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -race -timeout 10m ./teardown/ ./internal/sim/
+
+# fuzz: every Go fuzz target (the parsers of the config, the journal, domain
+# XML, identifiers, sysfs values and tool output), one after the other, each
+# for FUZZTIME; internal/tools/fuzz/run.sh lists them (a new target is one
+# line there). A crasher fails the run and is written to the package's
+# testdata/fuzz/<Target>/: keep it there with the fix.
+FUZZTIME ?= 30s
+fuzz: deps
+	GO=$(GO) FUZZTIME=$(FUZZTIME) bash internal/tools/fuzz/run.sh
 
 # demo: up, status, plan, up again, down on the simulated host with real OVS and libvirt.
 demo: build

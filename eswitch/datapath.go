@@ -127,7 +127,7 @@ func parseDatapath(name string, msg []byte) (DatapathStats, error) {
 	if len(msg) < hdr {
 		return DatapathStats{}, fmt.Errorf("datapath %s: short reply (%d bytes)", name, len(msg))
 	}
-	attrs, err := nl.ParseRouteAttr(msg[hdr:])
+	attrs, err := parseAttrs(msg[hdr:])
 	if err != nil {
 		return DatapathStats{}, fmt.Errorf("datapath %s: %w", name, err)
 	}
@@ -136,7 +136,7 @@ func parseDatapath(name string, msg []byte) (DatapathStats, error) {
 	for _, a := range attrs {
 		switch a.Attr.Type {
 		case ovsDPAttrName:
-			st.Name = nl.BytesToString(a.Value)
+			st.Name = cString(a.Value)
 		case ovsDPAttrStats:
 			if len(a.Value) < ovsDPStatsLen {
 				return DatapathStats{}, fmt.Errorf("datapath %s: stats attribute of %d bytes, want %d", name, len(a.Value), ovsDPStatsLen)

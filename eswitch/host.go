@@ -70,10 +70,30 @@ func PhysSwitchID(f sysfs.FS, name string) (string, error) {
 
 var repNameRE = regexp.MustCompile(`^(?:c\d+)?pf(\d+)vf(\d+)$`)
 
+// parseRepName reads a VF representor's phys_port_name, "pf<p>vf<n>" (with
+// a "c<controller>" prefix on a SmartNIC's host side): the PF and VF
+// numbers, which devlink carries as u16. ok is false for any other name
+// and for a number beyond 65535.
+func parseRepName(ppn string) (pf, vf uint16, ok bool) {
+	m := repNameRE.FindStringSubmatch(ppn)
+	if m == nil {
+		return 0, 0, false
+	}
+	p, perr := strconv.ParseUint(m[1], 10, 16)
+	v, verr := strconv.ParseUint(m[2], 10, 16)
+	if perr != nil || verr != nil {
+		return 0, 0, false
+	}
+	return uint16(p), uint16(v), true
+}
+
 // IsRepresentorName tells whether a phys_port_name is a VF representor's
 // ("pf0vf3", with a controller prefix "c1pf0vf3" on a SmartNIC): the one
 // rule, used by preflight, doctor and the PF lookup.
-func IsRepresentorName(ppn string) bool { return repNameRE.MatchString(ppn) }
+func IsRepresentorName(ppn string) bool {
+	_, _, ok := parseRepName(ppn)
+	return ok
+}
 
 // ResolvePF finds a PF given as a netdev name or a PCI address. Given a PCI
 // address it picks, among the function's netdevs, the uplink (not a
@@ -205,20 +225,15 @@ func representors(k Kernel, f sysfs.FS, pf PF, need int) (map[int]string, error)
 		if err != nil {
 			continue // the netdev went away meanwhile
 		}
-		m := repNameRE.FindStringSubmatch(ppn)
-		if m == nil {
+		p, vf, ok := parseRepName(ppn)
+		if !ok || p != pf.PfNumber {
 			continue
 		}
-		p, _ := strconv.Atoi(m[1])
-		vf, _ := strconv.Atoi(m[2])
-		if p != int(pf.PfNumber) {
-			continue
-		}
-		if _, ok := reps[vf]; ok {
+		if _, ok := reps[int(vf)]; ok {
 			continue
 		}
 		if id, _ := PhysSwitchID(f, n); id == pf.SwitchID {
-			reps[vf] = n
+			reps[int(vf)] = n
 		}
 	}
 	return reps, nil

@@ -147,27 +147,19 @@ func parseRate(m []byte) (Rate, error) {
 	if len(m) < nl.SizeofGenlmsg {
 		return Rate{}, fmt.Errorf("short devlink rate message (%d bytes)", len(m))
 	}
-	attrs, err := nl.ParseRouteAttr(m[nl.SizeofGenlmsg:])
+	attrs, err := parseAttrs(m[nl.SizeofGenlmsg:])
 	if err != nil {
 		return Rate{}, err
 	}
 	var r Rate
-	str := func(b []byte) string {
-		for i, c := range b {
-			if c == 0 {
-				return string(b[:i])
-			}
-		}
-		return string(b)
-	}
 	ne := nl.NativeEndian()
 	for _, a := range attrs {
 		v := a.Value
 		switch a.Attr.Type {
 		case devlinkAttrBusName:
-			r.Devlink.Bus = str(v)
+			r.Devlink.Bus = cString(v)
 		case devlinkAttrDevName:
-			r.Devlink.Device = str(v)
+			r.Devlink.Device = cString(v)
 		case devlinkAttrPortIndex:
 			if len(v) >= 4 {
 				r.PortIndex = ne.Uint32(v)
@@ -192,9 +184,9 @@ func parseRate(m []byte) (Rate, error) {
 				r.TxMax = ne.Uint64(v)
 			}
 		case devlinkAttrRateNodeName:
-			r.Name = str(v)
+			r.Name = cString(v)
 		case devlinkAttrRateParentNodeName:
-			r.Parent = str(v)
+			r.Parent = cString(v)
 		}
 	}
 	return r, nil

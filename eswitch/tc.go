@@ -233,7 +233,7 @@ func parseFilter(msg []byte) (TCFilter, bool, error) {
 		return TCFilter{}, false, fmt.Errorf("short RTM_NEWTFILTER message (%d bytes)", len(msg))
 	}
 	tcm := nl.DeserializeTcMsg(msg)
-	attrs, err := nl.ParseRouteAttr(msg[nl.SizeofTcMsg:])
+	attrs, err := parseAttrs(msg[nl.SizeofTcMsg:])
 	if err != nil {
 		return TCFilter{}, false, fmt.Errorf("RTM_NEWTFILTER attributes: %w", err)
 	}
@@ -242,7 +242,7 @@ func parseFilter(msg []byte) (TCFilter, bool, error) {
 	for _, a := range attrs {
 		switch a.Attr.Type & nl.NLA_TYPE_MASK {
 		case nl.TCA_KIND:
-			f.Kind = nl.BytesToString(a.Value)
+			f.Kind = cString(a.Value)
 		case nl.TCA_CHAIN:
 			if len(a.Value) >= 4 {
 				f.Chain = binary.NativeEndian.Uint32(a.Value)
@@ -257,7 +257,7 @@ func parseFilter(msg []byte) (TCFilter, bool, error) {
 	if f.Kind != "flower" {
 		return f, true, nil
 	}
-	fa, err := nl.ParseRouteAttr(opts)
+	fa, err := parseAttrs(opts)
 	if err != nil {
 		return TCFilter{}, false, fmt.Errorf("flower options: %w", err)
 	}

@@ -19,6 +19,7 @@ func TestParseDevice(t *testing.T) {
 	for _, s := range []string{
 		"", "pci", "pci/", "/0000:61:00.0", "pci/0000:61:00.0/net",
 		"pci/..", "../pci", "netdevsim/..x", "pci/a b", "pci/a\n",
+		"pci/.", "./0000:61:00.0", // Dir would be /sys/bus/pci/devices, /sys/bus/devices/... (FuzzParseDevice)
 		"pci/" + strings.Repeat("a", 65),
 	} {
 		if d, err := sriov.ParseDevice(s); err == nil {

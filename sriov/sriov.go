@@ -54,10 +54,11 @@ type Device string
 
 var devicePartRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
-// ParseDevice validates "<bus>/<name>" (no other slash, no "..").
+// ParseDevice validates "<bus>/<name>" (no other slash, no "..", neither
+// part "."): Dir is then the device's own directory.
 func ParseDevice(s string) (Device, error) {
 	bus, name, ok := strings.Cut(s, "/")
-	if !ok || !devicePartRE.MatchString(bus) || !devicePartRE.MatchString(name) || strings.Contains(s, "..") {
+	if !ok || !devicePartRE.MatchString(bus) || !devicePartRE.MatchString(name) || strings.Contains(s, "..") || bus == "." || name == "." {
 		return "", fmt.Errorf("invalid device %q: want <bus>/<name>, e.g. pci/0000:61:00.0", s)
 	}
 	return Device(s), nil

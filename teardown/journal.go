@@ -127,6 +127,19 @@ func decodeJournal(data []byte) ([]Entry, error) {
 	return jf.Entries, nil
 }
 
+// encodeJournal is journal.json's content for these entries, as
+// decodeJournal reads it.
+func encodeJournal(entries []Entry) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep "->" in summaries readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(journalFile{Version: journalVersion, Entries: entries}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // Path is the journal file's path.
 func (j *Journal) Path() string { return j.path }
 
@@ -229,11 +242,8 @@ func (j *Journal) persist(entries []Entry) error {
 		}
 		return nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep "->" in summaries readable
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(journalFile{Version: journalVersion, Entries: entries}); err != nil {
+	data, err := encodeJournal(entries)
+	if err != nil {
 		return fmt.Errorf("encode journal %s: %w", j.path, err)
 	}
 	// The state directory is private: create it here, before WriteFile
@@ -241,7 +251,7 @@ func (j *Journal) persist(entries []Entry) error {
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	if err := atomicfile.WriteFile(j.path, buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.WriteFile(j.path, data, 0o600); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil

@@ -8,8 +8,10 @@ package cfgdecode
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +114,11 @@ func yamlMessage(err error) string {
 // nanoseconds). root prefixes every path ("" for the whole config). The
 // error is Errors, one per field, each naming its path and value.
 func Decode(raw, out any, root string) error {
+	var keyErrs Errors
+	nameKeys(raw, root, &keyErrs)
+	if len(keyErrs) > 0 {
+		return keyErrs
+	}
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			strictHook,
@@ -130,6 +137,46 @@ func Decode(raw, out any, root string) error {
 		return es
 	}
 	return nil
+}
+
+// nameKeys reports every mapping key under v (at path) that is not a string:
+// YAML's null ("? : x", "~: x"), a number ("1: x"), a boolean, a list or a
+// mapping. Every key of a config is a name, and mapstructure panics on an
+// unused key that is not a string (v2.4.0: decodeStructFromMap asserts
+// rawKey.(string)).
+func nameKeys(v any, path string, es *Errors) {
+	switch m := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			nameKeys(m[k], join(path, k), es)
+		}
+	case map[any]any:
+		named := map[string]any{}
+		var bad []string
+		for k, e := range m {
+			switch k := k.(type) {
+			case string:
+				named[k] = e
+			case nil:
+				bad = append(bad, "null")
+			default:
+				bad = append(bad, fmt.Sprintf("%v (%T)", k, k))
+			}
+		}
+		slices.Sort(bad)
+		for _, b := range bad {
+			p := path
+			if p == "" {
+				p = "config"
+			}
+			*es = append(*es, FieldError{Path: p, Msg: "has a key that is not a name: " + b})
+		}
+		nameKeys(named, path, es)
+	case []any:
+		for i, e := range m {
+			nameKeys(e, fmt.Sprintf("%s[%d]", path, i), es)
+		}
+	}
 }
 
 var durationType = reflect.TypeFor[time.Duration]()

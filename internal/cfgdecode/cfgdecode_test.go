@@ -46,6 +46,15 @@ func TestDecodeErrors(t *testing.T) {
   sim.items[0].x: is not a config key (misspelt, or at the wrong indentation?)
   sim.inner.cuont: is not a config key (misspelt, or at the wrong indentation?)
   sim.inner.wiat: is not a config key (misspelt, or at the wrong indentation?)`},
+		// Keys that are not names: mapstructure panicked on them (found by
+		// FuzzParse in internal/config).
+		{"a number key", "items: [{wait: 1s, 1: x}]", `invalid config:
+  sim.items[0]: has a key that is not a name: 1 (int)`},
+		{"a null key", "inner:\n  ~: 1\n  count: 2", `invalid config:
+  sim.inner: has a key that is not a name: null`},
+		{"keys of every kind", "inner: {true: 2, 1.5: 3, count: 1}", `invalid config:
+  sim.inner: has a key that is not a name: 1.5 (float64)
+  sim.inner: has a key that is not a name: true (bool)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

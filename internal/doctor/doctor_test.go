@@ -673,6 +673,14 @@ func TestParsers(t *testing.T) {
 	if _, ok := parseDevlinkBoolParam(`{"param":{}}`, "enable_roce"); ok {
 		t.Error("absent param read")
 	}
+	// Two devices listed: the first by name, every time (FuzzParseDevlinkBoolParam
+	// found the answer following the map's order).
+	two := `{"param":{"pci/0000:61:00.1":[{"name":"enable_roce","values":[{"value":false}]}],"pci/0000:61:00.0":[{"name":"enable_roce","values":[{"value":true}]}]}}`
+	for range 32 {
+		if v, ok := parseDevlinkBoolParam(two, "enable_roce"); !ok || !v {
+			t.Fatalf("two devices: %v %v, want pci/0000:61:00.0's true", v, ok)
+		}
+	}
 	for rel, want := range map[string][2]int{"6.1.0-18-amd64": {6, 1}, "5.19.17": {5, 19}, "6.18.44-fc-v657": {6, 18}, "4.18.0-513.el8.x86_64": {4, 18}} {
 		maj, mnr, ok := kernelVersion(rel)
 		if !ok || maj != want[0] || mnr != want[1] {

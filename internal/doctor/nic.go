@@ -483,8 +483,15 @@ func parseDevlinkBoolParam(out, name string) (bool, bool) {
 	if json.Unmarshal([]byte(out), &doc) != nil {
 		return false, false
 	}
-	for _, params := range doc.Param {
-		for _, p := range params {
+	// The first device in name order: one answer, whatever the map's order,
+	// should devlink list more than the one asked for.
+	devs := make([]string, 0, len(doc.Param))
+	for d := range doc.Param {
+		devs = append(devs, d)
+	}
+	sort.Strings(devs)
+	for _, d := range devs {
+		for _, p := range doc.Param[d] {
 			if p.Name != name {
 				continue
 			}

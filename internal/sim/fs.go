@@ -354,8 +354,12 @@ func boolDigit(b bool) string {
 }
 
 // parseKstrtou16 accepts what kstrtou16(buf, 0, ...) does: an optional '+',
-// decimal, 0x hex or 0 octal, one trailing newline.
+// decimal, 0x hex or 0 octal, one trailing newline; the C string ends at
+// the first NUL (the kernel reads "4\x00x" as 4).
 func parseKstrtou16(s string) (int, bool) {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
 	s = strings.TrimSuffix(s, "\n")
 	s = strings.TrimPrefix(s, "+")
 	digits := s

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -885,7 +886,9 @@ func runRDMATool(ctx context.Context, bin string, r RDMAPerf) ([]byte, error) {
 
 // ParseSendBW finds the result line of ib_send_bw: after the header
 // "#bytes #iterations BW peak[UNIT] BW average[UNIT] MsgRate[Mpps]", the
-// first line of numbers; it returns BW average and its unit.
+// first line of numbers; it returns BW average and its unit. A BW average
+// that is no bandwidth (NaN, Inf, negative) does not make a result line:
+// a NaN would pass the check for a zero measurement.
 func ParseSendBW(out string) (float64, string, bool) {
 	unit := ""
 	for _, l := range strings.Split(out, "\n") {
@@ -905,7 +908,7 @@ func ParseSendBW(out string) (float64, string, bool) {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[3], 64)
-		if err != nil {
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			continue
 		}
 		if _, err := strconv.ParseUint(f[0], 10, 64); err != nil {

@@ -573,6 +573,9 @@ func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
 		// under load: "Unexpected CM event bl blka 8").
 		{"zero, server not listening yet, then a measure", []string{"0.000000", "REJECT", "REJECT", "0.21"}, 4, Pass, "average 0.21 Gb/sec (after 1 run(s) that measured 0"},
 		{"never listening again", []string{"0.000000", "REJECT", "REJECT", "REJECT", "REJECT", "REJECT", "REJECT", "0.3"}, 7, Fail, "[retry 1 after a measured 0]: exit status 1"},
+		// A NaN passed as a measure (FuzzParseSendBW).
+		{"NaN is no measure", []string{"nan", "nan", "nan"}, 1, Fail, "no bandwidth line in the output"},
+		{"Inf is no measure", []string{"+Inf", "+Inf", "+Inf"}, 1, Fail, "no bandwidth line in the output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0

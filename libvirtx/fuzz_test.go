@@ -1,0 +1,125 @@
+package libvirtx
+
+import (
+	"bytes"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vflag/vflag/internal/pciaddr"
+)
+
+// checkPCI fails unless s is a PCI address in canonical form.
+func checkPCI(t *testing.T, what, s string) {
+	t.Helper()
+	if a, err := pciaddr.Parse(s); err != nil || string(a) != s {
+		t.Fatalf("%s: PCI address %q is not canonical (%q, %v)", what, s, a, err)
+	}
+}
+
+// FuzzParseHookDomain: whatever the domain XML, the hook's reading of it
+// does not panic; every device it finds has a canonical PCI address, and
+// every task PlanHook makes of them has a unicast MAC in canonical form.
+func FuzzParseHookDomain(f *testing.F) {
+	for _, doc := range [][]byte{
+		domainXML(),
+		domainXML(hostdevIface, hostdevElem),
+		domainXML(poolIface),
+		domainXML(poolIfaceActual, usbHostdev, gpuHostdev),
+		domainXML(poolIfaceStarted, hostdevIface),
+		domainXML(strings.Replace(hostdevIface, "52:54:00:10:00:00", "01:00:5E:00:00:01", 1)),
+		domainXML(strings.Replace(poolIfaceActual, "bus='0x61'", "bus='0x161'", 1)),
+		[]byte(`<domain><devices><interface type='network'><source network='n'/><actual type='hostdev'><source><address domain='' bus='61' slot='0x1f' function='7'/></source></actual></interface></devices></domain>`),
+		[]byte(`<domain><devices><hostdev mode='subsystem' type='pci'><source><address domain='0x10000' bus='0x00' slot='0x00' function='0x0'/></source></hostdev></devices></domain>`),
+		[]byte(`<domain><name>x</name></domain>`),
+		[]byte(`not xml`),
+	} {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		d, err := ParseHookDomain(doc)
+		if err != nil {
+			return
+		}
+		for _, dev := range d.Devices {
+			checkPCI(t, "ParseHookDomain", dev.PCI)
+			switch dev.From {
+			case FromHostdev:
+				if dev.MAC != "" || dev.Network != "" {
+					t.Fatalf("a <hostdev> with a MAC or network: %+v", dev)
+				}
+			case FromInterface, FromNetwork:
+			default:
+				t.Fatalf("device from %q: %+v", dev.From, dev)
+			}
+		}
+		tasks, err := PlanHook(d, func(string) bool { return true })
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, task := range tasks {
+			checkPCI(t, "PlanHook", task.Device.PCI)
+			if seen[task.Device.PCI] {
+				t.Fatalf("PlanHook: VF %s twice", task.Device.PCI)
+			}
+			seen[task.Device.PCI] = true
+			if task.Device.From == FromHostdev {
+				if task.MAC != "" {
+					t.Fatalf("PlanHook: a MAC for a <hostdev>: %+v", task)
+				}
+				continue
+			}
+			hw, err := net.ParseMAC(task.MAC)
+			if err != nil || len(hw) != 6 || hw.String() != task.MAC || hw[0]&1 != 0 || bytes.Equal(hw, make([]byte, 6)) {
+				t.Fatalf("PlanHook: VF %s gets the MAC %q (%v)", task.Device.PCI, task.MAC, err)
+			}
+		}
+	})
+}
+
+// FuzzParseView: whatever the domain XML, parseView does not panic; the
+// interfaces and hostdevs it finds have canonical PCI addresses, and its
+// claims (vflag's metadata) survive marshalClaims and parseClaims.
+func FuzzParseView(f *testing.F) {
+	for _, doc := range [][]byte{
+		domainXML(),
+		domainXML(hostdevIface, hostdevElem, gpuHostdev, usbHostdev),
+		domainXML(poolIfaceActual),
+		[]byte(`<domain><metadata><vflag:vflag xmlns:vflag="https://vflag.dev/xmlns/vflag/1"><vflag:vf pci="0000:61:00.2" mac="52:54:00:10:00:00" owner="lag&lt;0&gt;"/><vflag:vf pci="0000:61:00.2" mac="x" owner=""/></vflag:vflag><o:x xmlns:o="urn:o"><o:vf pci="1"/></o:x></metadata></domain>`),
+		[]byte(`<domain><metadata><vflag:vflag xmlns:vflag="https://vflag.dev/xmlns/vflag/1"><vflag:vf pci="ÀB" mac="&#x9;Ω" owner="a&#xA;b"/></vflag:vflag></metadata></domain>`),
+		[]byte(`<domain><metadata><vflag xmlns="https://vflag.dev/xmlns/vflag/1"><vf pci="0000:61:00.3"/></vflag></metadata></domain>`),
+	} {
+		f.Add(string(doc))
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		v, err := parseView(doc)
+		if err != nil {
+			return
+		}
+		for _, i := range v.ifaces {
+			checkPCI(t, "parseView interface", i.pci)
+		}
+		for _, h := range v.hostdevs {
+			checkPCI(t, "parseView hostdev", h)
+		}
+		content, err := marshalClaims(v.claims)
+		if err != nil {
+			t.Fatalf("marshalClaims(%+v): %v", v.claims, err)
+		}
+		stored := strings.Replace(content, "<vflag>", `<vflag xmlns="`+MetadataNamespace+`">`, 1)
+		back, err := parseClaims(stored)
+		if err != nil {
+			t.Fatalf("parseClaims(%q) of marshalClaims(%+v): %v", stored, v.claims, err)
+		}
+		cmpClaim := func(a, b claim) int {
+			return strings.Compare(a.PCI+"\x00"+a.MAC+"\x00"+a.Owner, b.PCI+"\x00"+b.MAC+"\x00"+b.Owner)
+		}
+		want := slices.SortedFunc(slices.Values(v.claims), cmpClaim)
+		got := slices.SortedFunc(slices.Values(back), cmpClaim)
+		if !slices.Equal(want, got) {
+			t.Fatalf("claims changed in a round trip through %q:\n%+v\n%+v", stored, want, got)
+		}
+	})
+}
