@@ -7,7 +7,7 @@ BIN := bin/vflag
 DEBS := rpm openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
-.PHONY: all deps build check test vet lint fuzz demo simhost bench e2e e2e-image clean package ansible-test
+.PHONY: all deps build check test vet lint fuzz fuzz-short demo simhost bench e2e e2e-image clean package ansible-test
 
 all: build
 
@@ -34,10 +34,16 @@ lint: deps
 	$(STATICCHECK) ./...
 	$(ERRCHECK) -ignoretests -exclude .errcheck-excludes ./...
 
-# check: everything CI runs: vet and lint, unit and integration tests, the
+# check: everything CI runs: vet and lint, unit and integration tests, each
+# fuzz target for a second, the
 # packages (built, inspected, installed and removed in an empty root), the
 # Ansible playbook over simulated hypervisors, then the e2e suite.
-check: lint test package ansible-test e2e
+check: lint test fuzz-short package ansible-test e2e
+
+# fuzz-short: every fuzz target for a short budget (make check); make fuzz
+# runs them longer.
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=1s
 
 # test: unit and integration tests (simulated NIC, real ovsdb-server/ovs-vswitchd, real libvirtd).
 test: deps vet
