@@ -282,7 +282,19 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 			if es[at].Kind != s.Kind {
 				return nil, false, fmt.Errorf("step %s: journal entry has kind %q, step has kind %q", s.ID, es[at].Kind, s.Kind)
 			}
-			// Resume or drift: keep the first capture of the prior state.
+			// Resume or drift: keep the first capture of the prior state
+			// (merged with the prior of what the step covers anew).
+			if o.change.Merge != nil {
+				v, err := o.change.Merge(es[at].Record)
+				if err != nil {
+					return nil, false, fmt.Errorf("step %s: merge its journal record: %w", s.ID, err)
+				}
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, false, fmt.Errorf("step %s: merge its journal record: %w", s.ID, err)
+				}
+				es[at].Record = b
+			}
 			es[at].State = StatePending
 			es[at].Run = run
 			es[at].Batch = batch

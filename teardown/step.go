@@ -26,6 +26,13 @@ type Change struct {
 	// and VFs in running domains are lost). The pipeline refuses it while
 	// domains hold the group's VFs.
 	Disruptive bool
+	// Merge, when set and the journal already holds this step's entry
+	// (a resume, drift, or objects the step covers now that it did not
+	// when it first applied, e.g. representors made again with more VFs),
+	// makes the record to keep from the journaled one: the first capture
+	// of each prior value stays, the prior of what is new is added. Unset,
+	// the journaled record stays as it is.
+	Merge func(journaled json.RawMessage) (any, error)
 }
 
 // Step is one idempotent change to the host. See the package documentation

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -76,7 +77,8 @@ func (k mtuKind) step(e *Env, id string, mtu int, names []string) teardown.Step 
 			}
 			return teardown.Change{Needed: len(d) > 0, Record: r,
 				Summary: fmt.Sprintf("mtu %d: %s", mtu, abbreviate(d, 6)),
-				Revert:  fmt.Sprintf("mtu %d -> back: %s", mtu, abbreviate(back, 6))}, nil
+				Revert:  fmt.Sprintf("mtu %d -> back: %s", mtu, abbreviate(back, 6)),
+				Merge:   func(old json.RawMessage) (any, error) { return mergeMTURecords(old, r) }}, nil
 		},
 		Apply: func(context.Context) error {
 			for _, n := range names {
@@ -219,4 +221,26 @@ func (run *groupRun) repsMTU(context.Context) ([]batch, error) {
 		s = append(s, mtuKind{}.step(run.e, id, g.MTU, names))
 	}
 	return one(s...), nil
+}
+
+// mergeMTURecords keeps the journaled prior of each interface and adds the
+// prior of those it lacks: representors made again by a numvfs change come
+// back at the kernel's MTU, and down must set them back to it too (it used
+// to leave the new ones at the group's mtu).
+func mergeMTURecords(journaled json.RawMessage, now mtuRecord) (mtuRecord, error) {
+	old, err := decode[mtuRecord](journaled)
+	if err != nil {
+		return mtuRecord{}, err
+	}
+	have := map[string]bool{}
+	for _, p := range old.Prior {
+		have[p.Name] = true
+	}
+	for _, p := range now.Prior {
+		if !have[p.Name] {
+			old.Prior = append(old.Prior, p)
+		}
+	}
+	old.MTU = now.MTU
+	return old, nil
 }
