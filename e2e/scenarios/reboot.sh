@@ -44,7 +44,7 @@ groups:
     bond: {name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
     vfs:
       - {pf: 0, vf: 0, vlan: 100}
-      - {pf: 1, vf: 2, vlan: 200}
+      - {pf: 0, vf: 2, vlan: 200}   # netdevsim: one VF pool, on the first port
     ovs: {bridge: br-vf}
 EOF
 V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
