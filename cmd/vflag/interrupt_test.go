@@ -233,3 +233,26 @@ func TestLiveProgressOnTerminal(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 }
+
+// TestLogLineAboveTheLiveLine: a log line written while a progress line is
+// drawn erases it, goes on a line of its own, and the progress is drawn
+// again below it.
+func TestLogLineAboveTheLiveLine(t *testing.T) {
+	var buf bytes.Buffer
+	a := &app{stderr: &buf}
+	a.live = newLiveLine(&buf)
+	a.live.set("vfs/pci/0000:61:00.0", "pci/0000:61:00.0: VFs 2/4")
+	if _, err := (logWriter{a}).Write([]byte("level=WARN msg=waiting\n")); err != nil {
+		t.Fatal(err)
+	}
+	want := "\r\x1b[Kpci/0000:61:00.0: VFs 2/4" + "\r\x1b[K" + "level=WARN msg=waiting\n" + "\r\x1b[Kpci/0000:61:00.0: VFs 2/4"
+	if got := buf.String(); got != want {
+		t.Errorf("terminal got %q, want %q", got, want)
+	}
+	buf.Reset()
+	a.live = nil
+	_, _ = (logWriter{a}).Write([]byte("level=INFO msg=x\n"))
+	if got := buf.String(); got != "level=INFO msg=x\n" {
+		t.Errorf("without a live line: %q", got)
+	}
+}

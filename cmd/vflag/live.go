@@ -95,3 +95,25 @@ func (l *liveLine) draw() {
 	fmt.Fprint(l.w, "\r\033[K"+s)
 	l.shown = true
 }
+
+// logWriter is stderr for the log: while a progress line is drawn, a log
+// line goes above it (the line is erased, the log written, the line drawn
+// again), not after its partial text.
+type logWriter struct{ a *app }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	if l := w.a.live; l != nil {
+		return l.above(p)
+	}
+	return w.a.stderr.Write(p)
+}
+
+// above writes p (whole lines) above the progress line.
+func (l *liveLine) above(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.erase()
+	n, err := l.w.Write(p)
+	l.draw()
+	return n, err
+}

@@ -117,7 +117,7 @@ func (a *app) rootCommand() *cobra.Command {
 			if a.v.GetBool("verbose") {
 				level = slog.LevelDebug
 			}
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			a.log = slog.New(slog.NewTextHandler(logWriter{a}, &slog.HandlerOptions{Level: level}))
 			switch out := a.v.GetString("output"); {
 			case out == "text", out == "json":
 			case out == "prometheus" && cmd.CommandPath() == "vflag status":
