@@ -330,7 +330,7 @@ func (h Host) Unbind(a Addr) error {
 	if err != nil || drv == "" {
 		return err
 	}
-	if err := validDriver(drv); err != nil {
+	if err := ValidDriver(drv); err != nil {
 		return err
 	}
 	err = h.FS.WriteFile(path.Join("/sys/bus/pci/drivers", drv, "unbind"), []byte(a))
@@ -344,7 +344,7 @@ func (h Host) Unbind(a Addr) error {
 // ("echo $drv > .../driver_override; echo $a > /sys/bus/pci/drivers/$drv/bind").
 // Binding to the driver it already has is success.
 func (h Host) Bind(a Addr, drv string) error {
-	if err := validDriver(drv); err != nil {
+	if err := ValidDriver(drv); err != nil {
 		return err
 	}
 	cur, err := h.Driver(a)
@@ -386,7 +386,7 @@ func (h Host) SetDriverOverride(a Addr, drv string) error {
 	if drv == "" {
 		return h.ClearDriverOverride(a)
 	}
-	if err := validDriver(drv); err != nil {
+	if err := ValidDriver(drv); err != nil {
 		return err
 	}
 	if err := h.FS.WriteFile(dev(a, "driver_override"), []byte(drv)); err != nil {
@@ -440,9 +440,7 @@ var driverRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // ValidDriver checks a driver name before it becomes part of a sysfs path
 // (/sys/bus/pci/drivers/$drv/bind): the one rule, used by the config too.
-func ValidDriver(d string) error { return validDriver(d) }
-
-func validDriver(d string) error {
+func ValidDriver(d string) error {
 	if !driverRE.MatchString(d) || d == "." || d == ".." {
 		return fmt.Errorf("invalid driver name %q", d)
 	}

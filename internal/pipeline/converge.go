@@ -346,9 +346,6 @@ func removeOwned(ctx context.Context, r ovsRecord) error {
 // holding asks libvirt (or e.Holding) which running domain holds each VF.
 // libvirt that cannot be asked is an error: the caller fails closed.
 func (e *Env) holding(vfs []string) (map[string]string, error) {
-	if e.Holding != nil {
-		return e.Holding(vfs)
-	}
 	return e.holdingAt(e.h.Libvirt, vfs)
 }
 

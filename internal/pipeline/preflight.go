@@ -9,6 +9,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -103,7 +104,9 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 			}
 		}
 		if len(g.PFs) == len(cg.PFs) {
-			e.refuseVFsWithoutPool(g, p, add)
+			for _, v := range PoollessVFs(g) {
+				add(fmt.Sprintf("%s.%s.pf", p, v.Field), v.PF, "%s", v.Why(g))
+			}
 		}
 		if len(g.Attachments) > 0 {
 			needVirt = true
@@ -154,39 +157,46 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	return out, nil
 }
 
-// refuseVFsWithoutPool refuses a VF entry or attachment on a PF that has
-// no VFs of its own: its device's VFs hang off an earlier PF of the group
+// PoollessVF is a VF entry or attachment of the config on a PF that has no
+// VFs of its own: its device's VFs hang off an earlier PF of the group
 // (netdevsim: one devlink instance, one VF pool for both ports, all VFs and
-// representors on the first port). Nothing would realize it: no VF, no
-// representor, no port.
-func (e *Env) refuseVFsWithoutPool(g Group, p string, add func(path string, v any, format string, args ...any)) {
-	owner := map[int]bool{}
+// representors on the first port). Nothing realizes it: no VF, no
+// representor, no port, no leaf.
+type PoollessVF struct {
+	Field  string // "vfs[1]", "attachments[0]"
+	PF, VF int
+	Owner  int // the PF of the same device that holds its VFs
+}
+
+// Why says what is wrong with it, for preflight and validate alike.
+func (p PoollessVF) Why(g Group) string {
+	return fmt.Sprintf("has no VFs of its own: %s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]; name the VF with pf: %d",
+		g.PFs[p.PF].Netdev, p.Owner, g.PFs[p.Owner].Netdev, g.PFs[p.PF].Dev, p.Owner, p.Owner)
+}
+
+// PoollessVFs lists the group's VF entries, then attachments, on a PF
+// without VFs of its own (the PFs resolved, in config order).
+func PoollessVFs(g Group) []PoollessVF {
+	ownerOf := map[sriov.Device]int{}
 	for _, i := range g.Owners {
-		owner[i] = true
+		ownerOf[g.PFs[i].Dev] = i
 	}
-	ownerOf := func(pf int) int {
-		for _, i := range g.Owners {
-			if g.PFs[i].Dev == g.PFs[pf].Dev {
-				return i
-			}
+	var out []PoollessVF
+	check := func(field string, pf, vf int) {
+		if pf < 0 || pf >= len(g.PFs) {
+			return // the config's own check names it
 		}
-		return -1
-	}
-	why := func(pf int) string {
-		o := ownerOf(pf)
-		return fmt.Sprintf("has no VFs of its own: %s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]; name the VF with pf: %d",
-			g.PFs[pf].Netdev, o, g.PFs[o].Netdev, g.PFs[pf].Dev, o, o)
+		if o := ownerOf[g.PFs[pf].Dev]; o != pf {
+			out = append(out, PoollessVF{Field: field, PF: pf, VF: vf, Owner: o})
+		}
 	}
 	for i, v := range g.VFs {
-		if v.PF >= 0 && v.PF < len(g.PFs) && !owner[v.PF] {
-			add(fmt.Sprintf("%s.vfs[%d].pf", p, i), v.PF, "%s", why(v.PF))
-		}
+		check(fmt.Sprintf("vfs[%d]", i), v.PF, v.VF)
 	}
 	for i, a := range g.Attachments {
-		if a.PF >= 0 && a.PF < len(g.PFs) && !owner[a.PF] {
-			add(fmt.Sprintf("%s.attachments[%d].pf", p, i), a.PF, "%s", why(a.PF))
-		}
+		check(fmt.Sprintf("attachments[%d]", i), a.PF, a.VF)
 	}
+	return out
 }
 
 // indexOfRef is the index in refs of the reference that resolved to pf

@@ -97,9 +97,9 @@ func TestRefuseVFsWithoutPool(t *testing.T) {
 	} {
 		g := Group{Group: cg, PFs: tc.pfs, Owners: Owners(tc.pfs)}
 		var got []string
-		(&Env{}).refuseVFsWithoutPool(g, "groups[0]", func(path string, v any, format string, args ...any) {
-			got = append(got, config.FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)}.Error())
-		})
+		for _, v := range PoollessVFs(g) { // as preflight words them
+			got = append(got, config.FieldError{Path: fmt.Sprintf("groups[0].%s.pf", v.Field), Value: v.PF, Msg: v.Why(g)}.Error())
+		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}

@@ -415,9 +415,9 @@ func TestRDMACheckMissingTool(t *testing.T) {
 	}
 }
 
-func TestRDMADevicesFor(t *testing.T) {
-	root := t.TempDir()
-	write := func(p, data string) {
+// sysWriter writes sysfs-like fixture files (a line each) under root.
+func sysWriter(t *testing.T, root string) func(p, data string) {
+	return func(p, data string) {
 		t.Helper()
 		full := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -427,6 +427,11 @@ func TestRDMADevicesFor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestRDMADevicesFor(t *testing.T) {
+	root := t.TempDir()
+	write := sysWriter(t, root)
 	// rxe0 on bond0 (parent), rxe1 on vC, mlx5_0 with a GID on bond0 and
 	// no parent file, siw0 on eth9.
 	write("sys/class/infiniband/rxe0/parent", "bond0")
@@ -601,16 +606,7 @@ func TestRDMACheckRetriesAMeasuredZero(t *testing.T) {
 // IPv4 address, as one would pick it from show_gids.
 func TestRDMAToolsOfTheRoCEDocs(t *testing.T) {
 	root := t.TempDir()
-	write := func(p, data string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := sysWriter(t, root)
 	// mlx5_bond_0 port 1: 0 v1 link-local, 1 v2 link-local, 2 v1 and 3 v2 of 10.99.0.1.
 	gids := []struct{ gid, typ string }{
 		{"fe80:0000:0000:0000:b4aa:63ff:fe98:87e2", RoCEv1}, {"fe80:0000:0000:0000:b4aa:63ff:fe98:87e2", RoCEv2},

@@ -117,7 +117,7 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 	if len(errs) > 0 {
 		return out, gh, false
 	}
-	out = append(out, unrealizableVFs(g, gh)...)
+	out = append(out, unrealizableVFs(gh)...)
 	t := validate.Target{
 		Group: g.Name, Switchdev: g.Switchdev(), PFs: gh.PFs, Owners: gh.Owners, NumVFs: g.NumVFs,
 		BondName: g.Bond.Name, BondMode: g.Bond.Mode, Bridge: g.OVS.Bridge, HWOffload: *g.OVS.HWOffload,
@@ -185,29 +185,18 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 	return out
 }
 
-// unrealizableVFs fails each configured VF entry and attachment whose PF
-// has no VFs of its own (netdevsim's second port: one VF pool on the
-// first), which up refuses: no VF, representor, port or leaf exists for it.
-func unrealizableVFs(g *config.Group, gh pipeline.Group) []validate.Check {
-	owner := map[int]bool{}
-	for _, i := range gh.Owners {
-		owner[i] = true
-	}
+// unrealizableVFs fails each configured VF entry and attachment that up
+// refuses for its PF's missing VF pool (pipeline.PoollessVFs), once per VF.
+func unrealizableVFs(gh pipeline.Group) []validate.Check {
 	var out []validate.Check
 	seen := map[[2]int]bool{}
-	flag := func(pf, vf int, what string) {
-		if pf < 0 || pf >= len(gh.PFs) || owner[pf] || seen[[2]int{pf, vf}] {
-			return
+	for _, v := range pipeline.PoollessVFs(gh) {
+		if seen[[2]int{v.PF, v.VF}] {
+			continue
 		}
-		seen[[2]int{pf, vf}] = true
-		out = append(out, validate.Check{Name: fmt.Sprintf("vf/pf%dvf%d", pf, vf), Verdict: validate.Fail,
-			Detail: fmt.Sprintf("%s names VF %d of %s, which has no VFs of its own (its device %s has one VF pool, on another port): nothing realizes it", what, vf, gh.PFs[pf].Netdev, gh.PFs[pf].Dev)})
-	}
-	for i, v := range g.VFs {
-		flag(v.PF, v.VF, fmt.Sprintf("vfs[%d]", i))
-	}
-	for i, a := range g.Attachments {
-		flag(a.PF, a.VF, fmt.Sprintf("attachments[%d]", i))
+		seen[[2]int{v.PF, v.VF}] = true
+		out = append(out, validate.Check{Name: fmt.Sprintf("vf/pf%dvf%d", v.PF, v.VF), Verdict: validate.Fail,
+			Detail: fmt.Sprintf("%s names VF %d of PF %d, which %s: nothing realizes it", v.Field, v.VF, v.PF, v.Why(gh))})
 	}
 	return out
 }

@@ -19,11 +19,11 @@ func TestUnrealizableVFsFail(t *testing.T) {
 		Attachments: []config.Attachment{{Domain: "vm1", PF: 1, VF: 0}, {Domain: "vm1", PF: 1, VF: 1}},
 	}
 	nsim := []eswitch.PF{{Dev: "netdevsim/netdevsim10", Netdev: "eth1"}, {Dev: "netdevsim/netdevsim10", Netdev: "eth2"}}
-	got := unrealizableVFs(g, pipeline.Group{Group: g, PFs: nsim, Owners: pipeline.Owners(nsim)})
+	got := unrealizableVFs(pipeline.Group{Group: g, PFs: nsim, Owners: pipeline.Owners(nsim)})
 	var names []string
 	for _, c := range got {
 		names = append(names, c.Name)
-		if c.Verdict != validate.Fail || !strings.Contains(c.Detail, "eth2, which has no VFs of its own") {
+		if c.Verdict != validate.Fail || !strings.Contains(c.Detail, "which has no VFs of its own: eth2 and pfs[0] eth1") {
 			t.Errorf("%s: %s %q", c.Name, c.Verdict, c.Detail)
 		}
 	}
@@ -31,7 +31,7 @@ func TestUnrealizableVFsFail(t *testing.T) {
 		t.Errorf("netdevsim: checks %v, want vf/pf1vf0 vf/pf1vf1", names)
 	}
 	mlx := []eswitch.PF{{Dev: "pci/0000:61:00.0", Netdev: "p0"}, {Dev: "pci/0000:61:00.1", Netdev: "p1"}}
-	if got := unrealizableVFs(g, pipeline.Group{Group: g, PFs: mlx, Owners: pipeline.Owners(mlx)}); len(got) != 0 {
+	if got := unrealizableVFs(pipeline.Group{Group: g, PFs: mlx, Owners: pipeline.Owners(mlx)}); len(got) != 0 {
 		t.Errorf("mlx5: %v, want none", got)
 	}
 }
