@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,34 +99,50 @@ func TestScenarios(t *testing.T) {
 		queue <- sc
 	}
 	close(queue)
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		digests []string
+	)
 	for range min(slots, len(order)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for sc := range queue {
-				t.Run(sc.name, func(t *testing.T) { runOne(t, cache, e2eDir, sc, bin, deb) })
+				t.Run(sc.name, func(t *testing.T) {
+					if d := runOne(t, cache, e2eDir, sc, bin, deb); d != "" {
+						mu.Lock()
+						digests = append(digests, d)
+						mu.Unlock()
+					}
+				})
 			}
 		}()
 	}
 	wg.Wait()
+	// Last, so that a log kept only by its tail still says why: each failed
+	// scenario's failed checks with the lines the guest printed for them.
+	for _, d := range digests {
+		t.Log(d)
+	}
 }
 
 // runOne boots one scenario, or skips a bed scenario that passed on this
-// image and these scripts.
-func runOne(t *testing.T, cache, e2eDir string, sc scenario, bin, deb string) {
+// image and these scripts. It returns the digest of a failed scenario.
+func runOne(t *testing.T, cache, e2eDir string, sc scenario, bin, deb string) string {
 	stamp := ""
 	if sc.bed {
 		stamp = bedStamp(t, cache, e2eDir, sc)
 		if _, err := os.Stat(stamp); err == nil && os.Getenv(envBedAgain) != "1" {
 			t.Logf("%s checks the test bed, and passed on this image and these scripts (%s): not booted again (%s=1 boots it)", sc.name, stamp, envBedAgain)
-			return
+			return ""
 		}
 	}
-	runScenario(t, e2eDir, sc, bin, deb)
+	digest := runScenario(t, e2eDir, sc, bin, deb)
 	if stamp != "" && !t.Failed() {
 		recordBed(t, stamp)
 	}
+	return digest
 }
 
 // bedStamp is the file that records a bed scenario's pass for the current
@@ -227,7 +244,7 @@ func vflagDeb(t *testing.T, root string) string {
 
 var exitRE = regexp.MustCompile(`(?m)^TESTBED-EXIT (\d+)\s*$`)
 
-func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) {
+func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) (digest string) {
 	out := t.TempDir()
 	if dir := os.Getenv(envArtifacts); dir != "" {
 		out = filepath.Join(dir, sc.name)
@@ -278,10 +295,13 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) {
 	}
 
 	results := parseResults(guestLog)
+	var failed []string
 	for _, name := range sc.expect {
 		rs := results[name]
 		delete(results, name)
-		t.Run(name, func(t *testing.T) { judge(t, rs) })
+		if !t.Run(name, func(t *testing.T) { judge(t, rs) }) {
+			failed = append(failed, name)
+		}
 	}
 	var extra []string
 	for name := range results {
@@ -293,6 +313,12 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) {
 			t.Errorf("RESULT for a check the scenario does not declare: add it to a '# EXPECT:' line of %s", filepath.Base(sc.path))
 		})
 	}
+	if !t.Failed() {
+		return ""
+	}
+	return fmt.Sprintf("==== %s failed: %d check(s) of %d; the guest's lines for each (full log: %s)\n%s%s",
+		sc.name, len(failed), len(sc.expect), logPath, failureDigest(guestLog, failed, 30),
+		"==== console, last 15 lines:\n"+lastLines(console.String(), 15))
 }
 
 func judge(t *testing.T, rs []result) {

@@ -214,3 +214,49 @@ func bedKey(currentEnv []byte, scripts ...[]byte) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// failureDigest gathers, for each check of failed, the lines the guest
+// printed for it ("    [name] ..." from lib.sh's _show, and its RESULT
+// lines), at most perCheck of the last ones each: what a CI log cut to its
+// tail still shows about why a scenario failed.
+func failureDigest(log []byte, failed []string, perCheck int) string {
+	want := map[string]bool{}
+	for _, f := range failed {
+		want[f] = true
+	}
+	lines := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		l := strings.TrimRight(sc.Text(), "\r")
+		name := ""
+		if m := resultRE.FindStringSubmatch(l); m != nil {
+			name = m[1]
+		} else if t := strings.TrimLeft(l, " \t"); strings.HasPrefix(t, "[") {
+			if i := strings.IndexByte(t, ']'); i > 1 {
+				name = t[1:i]
+			}
+		}
+		if want[name] {
+			lines[name] = append(lines[name], l)
+		}
+	}
+	var b strings.Builder
+	for _, f := range failed {
+		ls := lines[f]
+		fmt.Fprintf(&b, "-- %s:", f)
+		if len(ls) == 0 {
+			b.WriteString(" (no line in the guest log)\n")
+			continue
+		}
+		b.WriteByte('\n')
+		if len(ls) > perCheck {
+			fmt.Fprintf(&b, "   (%d lines before these)\n", len(ls)-perCheck)
+			ls = ls[len(ls)-perCheck:]
+		}
+		for _, l := range ls {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}

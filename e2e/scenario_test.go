@@ -133,3 +133,26 @@ func TestBedKey(t *testing.T) {
 		t.Error("scripts are not delimited")
 	}
 }
+
+func TestFailureDigest(t *testing.T) {
+	log := []byte(`step 2
+    [a_up] vflag up: changed 3 step(s)
+RESULT a_up PASS ok
+    [b_unit] vflag.service: failed exit-code
+    [b_unit] vflag[9]: refusing: x
+    [b_unit] vflag[9]: last
+RESULT b_unit FAIL exit 1 from 'units_ok'
+    [c] other
+`)
+	got := failureDigest(log, []string{"b_unit", "gone"}, 3)
+	want := `-- b_unit:
+   (1 lines before these)
+    [b_unit] vflag[9]: refusing: x
+    [b_unit] vflag[9]: last
+RESULT b_unit FAIL exit 1 from 'units_ok'
+-- gone: (no line in the guest log)
+`
+	if got != want {
+		t.Errorf("failureDigest:\n%s\nwant:\n%s", got, want)
+	}
+}

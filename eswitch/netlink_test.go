@@ -459,3 +459,74 @@ func TestNewNetlinkPinsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// SetIngressBlock while another writer makes the same two calls on the same
+// link (ovs-vswitchd applying a bridge: netdev_tc_init_flow_api deletes the
+// ingress qdisc and adds one on the bond's block): an add that finds the
+// other's qdisc on the wanted block is done, not an error (EEXIST failed
+// vflag.service at boot on a loaded machine).
+func TestSetIngressBlockBesideOVS(t *testing.T) {
+	inNetns(t, func() {
+		addVeth(t, "vfa0", "vfb0")
+		ns, err := netns.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ns.Close()
+		other, err := netlink.NewHandleAt(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		l, err := other.LinkByName("vfa0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const block = 77
+		ingress := func(b uint32) *netlink.Ingress {
+			q := &netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_INGRESS, Handle: netlink.MakeHandle(0xffff, 0)}}
+			if b != 0 {
+				q.IngressBlock = &b
+			}
+			return q
+		}
+		stop := make(chan struct{})
+		done := make(chan int)
+		go func() { // a plain goroutine: the handle is bound to ns
+			n := 0
+			for {
+				select {
+				case <-stop:
+					done <- n
+					return
+				default:
+				}
+				_ = other.QdiscDel(ingress(0))
+				if other.QdiscAdd(ingress(block)) == nil {
+					n++
+				}
+				time.Sleep(100 * time.Microsecond) // ovs-vswitchd does it once per port, not in a loop
+
+			}
+		}()
+		k := eswitch.Netlink{}
+		var failures []error
+		for range 300 {
+			if err := k.SetIngressBlock("vfa0", block); err != nil {
+				failures = append(failures, err)
+			}
+		}
+		close(stop)
+		theirs := <-done
+		if theirs == 0 {
+			t.Fatal("the other writer never added its qdisc: no race exercised")
+		}
+		if len(failures) > 0 {
+			t.Errorf("%d of 300 SetIngressBlock calls failed beside a writer of the same block (%d adds), first: %v", len(failures), theirs, failures[0])
+		}
+		in, err := k.Ingress("vfa0")
+		if err != nil || !in.Present || in.Block != block {
+			t.Errorf("vfa0 ingress after the race: %+v, %v; want on block %d", in, err, block)
+		}
+	})
+}

@@ -144,10 +144,24 @@ func (n Netlink) SetIngressBlock(link string, block uint32) error {
 	if err != nil {
 		return err
 	}
-	if err := h.QdiscDel(ingressQdisc(l, 0)); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("tc qdisc del dev %s ingress: %w", link, err)
+	// ovs-vswitchd makes the same two calls for the bond and its members
+	// (netdev_tc_init_flow_api, netdev_linux_update_lag) while it applies
+	// a bridge, maybe between ours: an add that finds an ingress qdisc
+	// already there (EEXIST) is done when that qdisc is on the block, and
+	// tried again otherwise.
+	for range 10 {
+		if err := h.QdiscDel(ingressQdisc(l, 0)); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("tc qdisc del dev %s ingress: %w", link, err)
+		}
+		err = h.QdiscAdd(ingressQdisc(l, block))
+		if !errors.Is(err, syscall.EEXIST) {
+			break
+		}
+		if in, rerr := ingressOf(h, l); rerr == nil && in.Present && in.Block == block {
+			return nil
+		}
 	}
-	if err := h.QdiscAdd(ingressQdisc(l, block)); err != nil {
+	if err != nil {
 		return fmt.Errorf("tc qdisc add dev %s ingress_block %d ingress: %w", link, block, err)
 	}
 	return nil

@@ -215,7 +215,10 @@ units_ok() {
 	for u in "$@"; do
 		st="$(systemctl show -p ActiveState --value "$u") $(systemctl show -p Result --value "$u")"
 		echo "$u: $st"
-		[ "$st" = "active success" ] || r=1
+		[ "$st" = "active success" ] && continue
+		r=1
+		# Why, in the check's own lines (a CI log keeps only those).
+		journalctl -b --no-pager -o short-monotonic -u "$u" | tail -n 25
 	done
 	return $r
 }
