@@ -61,6 +61,9 @@ type Group struct {
 	RateGroups  []RateGroup  `mapstructure:"rate_groups"`
 	OVS         OVSConfig    `mapstructure:"ovs"`
 	Attachments []Attachment `mapstructure:"attachments"`
+	// Network, when given, is the group's VF pool for libvirt: a hostdev
+	// network domains take a VF from at start (<interface type='network'>).
+	Network *Network `mapstructure:"network"`
 	// Validate holds the settings of `vflag validate` (validate.go).
 	Validate ValidateConfig `mapstructure:"validate"`
 }
@@ -198,6 +201,81 @@ type Attachment struct {
 
 // VFRef names a VF by the index of its PF in the group's pfs and its index.
 type VFRef struct{ PF, VF int }
+
+// Network is a group's libvirt hostdev network: a pool of VFs that libvirt
+// hands to domains at start, one per <interface type='network'>.
+type Network struct {
+	// Name of the libvirt network (default vflag-<group>).
+	Name string `mapstructure:"name"`
+	// VFs of the pool; empty: every VF of the group that no vfs entry
+	// gives to the host (driver) and no attachment takes.
+	VFs []NetworkVF `mapstructure:"vfs"`
+	// Portgroups a domain's interface names (<source portgroup=...>), each
+	// with the VLAN its ports get: on the representor's OVS port in a
+	// switchdev group (the network hook), on the VF through the PF by
+	// libvirt in a legacy group (one access VLAN there).
+	Portgroups []Portgroup `mapstructure:"portgroups"`
+}
+
+// NetworkVF is one VF of a pool.
+type NetworkVF struct {
+	PF int `mapstructure:"pf"`
+	VF int `mapstructure:"vf"`
+}
+
+// Portgroup is a VLAN setting of a pool's ports.
+type Portgroup struct {
+	Name string `mapstructure:"name"`
+	// Default: the portgroup of an interface that names none.
+	Default  bool   `mapstructure:"default"`
+	VLAN     int    `mapstructure:"vlan"`
+	VLANMode string `mapstructure:"vlan_mode"` // as vfs[].vlan_mode (switchdev)
+	Trunks   []int  `mapstructure:"trunks"`    // as vfs[].trunks (switchdev)
+}
+
+// NetworkName is the group's libvirt network name, "" when it has none.
+func (g *Group) NetworkName() string {
+	if g.Network == nil {
+		return ""
+	}
+	if g.Network.Name != "" {
+		return g.Network.Name
+	}
+	return "vflag-" + g.Name
+}
+
+// PoolVFs lists the VFs of the group's network, in order: the configured
+// ones, or every VF (pf by pf) that no vfs entry gives to the host and no
+// attachment takes. nil without a network.
+func (g *Group) PoolVFs() []VFRef {
+	if g.Network == nil {
+		return nil
+	}
+	var out []VFRef
+	if len(g.Network.VFs) > 0 {
+		for _, v := range g.Network.VFs {
+			out = append(out, VFRef{v.PF, v.VF})
+		}
+		return out
+	}
+	taken := map[VFRef]bool{}
+	for _, v := range g.VFs {
+		if v.Driver != "" {
+			taken[VFRef{v.PF, v.VF}] = true
+		}
+	}
+	for _, a := range g.Attachments {
+		taken[VFRef{a.PF, a.VF}] = true
+	}
+	for pf := range g.PFs {
+		for vf := 0; vf < g.NumVFs; vf++ {
+			if !taken[VFRef{pf, vf}] {
+				out = append(out, VFRef{pf, vf})
+			}
+		}
+	}
+	return out
+}
 
 // FieldError is a config error naming the field path and the bad value.
 type FieldError = cfgdecode.FieldError
@@ -508,6 +586,9 @@ func (c *Config) Validate() error {
 				}
 			}
 		}
+		if g.Network != nil {
+			validateNetwork(g, p, switchdev, legacy, pfsOK, numvfsOK, claim, add)
+		}
 		g.Validate.Check(p+".validate", add)
 		attSeen := map[VFRef]string{}
 		for ai, a := range g.Attachments {
@@ -545,6 +626,79 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+var networkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
+
+// validateNetwork checks a group's network: its name, that each pool VF
+// exists and is neither the host's (driver) nor an attachment's, and the
+// portgroups' VLANs (one access VLAN in a legacy group, where libvirt puts
+// it on the VF through the PF).
+func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool, claim func(kind, name, path string), add func(string, any, string, ...any)) {
+	n := g.Network
+	np := p + ".network"
+	if n.Name != "" && (!networkNameRE.MatchString(n.Name) || isDotName(n.Name)) {
+		add(np+".name", n.Name, "is not a libvirt network name (1-64 characters of [A-Za-z0-9_.+-], starting with a letter or digit)")
+	} else {
+		claim("network", g.NetworkName(), np+".name")
+	}
+	host := map[VFRef]string{}
+	for vi, v := range g.VFs {
+		if v.Driver != "" {
+			host[VFRef{v.PF, v.VF}] = fmt.Sprintf("%s.vfs[%d].driver", p, vi)
+		}
+	}
+	for ai, a := range g.Attachments {
+		host[VFRef{a.PF, a.VF}] = fmt.Sprintf("%s.attachments[%d]", p, ai)
+	}
+	seen := map[VFRef]int{}
+	for i, v := range n.VFs {
+		vp := fmt.Sprintf("%s.vfs[%d]", np, i)
+		checkIndexes(vp, v.PF, v.VF, g, pfsOK, numvfsOK, add)
+		r := VFRef{v.PF, v.VF}
+		if j, ok := seen[r]; ok {
+			add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is already in the pool at %s.vfs[%d]", np, j)
+		}
+		seen[r] = i
+		if by, ok := host[r]; ok {
+			add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is not free for the pool: %s takes it", by)
+		}
+	}
+	if len(n.VFs) == 0 && pfsOK && numvfsOK && len(g.PoolVFs()) == 0 {
+		add(np+".vfs", "", "the pool would be empty: every VF goes to the host (vfs[].driver) or an attachment")
+	}
+	names := map[string]int{}
+	defaults := -1
+	for i, pg := range n.Portgroups {
+		pp := fmt.Sprintf("%s.portgroups[%d]", np, i)
+		if !networkNameRE.MatchString(pg.Name) {
+			add(pp+".name", pg.Name, "must be 1-64 characters of [A-Za-z0-9_.+-], starting with a letter or digit")
+		} else if j, ok := names[pg.Name]; ok {
+			add(pp+".name", pg.Name, "is already used at %s.portgroups[%d]", np, j)
+		}
+		names[pg.Name] = i
+		if pg.Default {
+			if defaults >= 0 {
+				add(pp+".default", true, "%s.portgroups[%d] is the default already", np, defaults)
+			}
+			defaults = i
+		}
+		if pg.VLAN < 0 || pg.VLAN > 4094 {
+			add(pp+".vlan", pg.VLAN, "must be a VLAN 1-4094 (or 0: none)")
+			continue
+		}
+		switch {
+		case switchdev:
+			validateVLANMode(VFConfig{VLAN: pg.VLAN, VLANMode: pg.VLANMode, Trunks: pg.Trunks}, pp, true, add)
+		case legacy:
+			if pg.VLANMode != "" {
+				add(pp+".vlan_mode", pg.VLANMode, "needs eswitch switchdev: libvirt puts one access VLAN on a legacy VF")
+			}
+			if len(pg.Trunks) > 0 {
+				add(pp+".trunks", fmt.Sprint(pg.Trunks), "need eswitch switchdev: libvirt puts one access VLAN on a legacy VF")
+			}
+		}
+	}
 }
 
 // checkIndexes checks the pf and vf indexes of a VF reference at path p
