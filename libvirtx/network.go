@@ -72,6 +72,19 @@ type NetworkState struct {
 	Ports []NetworkPort
 }
 
+// Portgroup returns the portgroup a port with <group>name</group> gets:
+// the one of that name or, for "", the default one (libvirt's rule,
+// virPortGroupFindByName: a port without a group is in the default
+// portgroup, and its <group> stays empty). false when there is none.
+func (s NetworkState) Portgroup(name string) (NetworkPortgroup, bool) {
+	for _, pg := range s.Portgroups {
+		if (name != "" && pg.Name == name) || (name == "" && pg.Default) {
+			return pg, true
+		}
+	}
+	return NetworkPortgroup{}, false
+}
+
 // NetworkPort is one allocated port of a network: a VF given to a domain.
 type NetworkPort struct {
 	UUID string

@@ -353,7 +353,7 @@ func TestNetworks(t *testing.T) {
 		s := libvirtx.NetworkSpec{
 			Name: "vflag-ports", Owner: "ports",
 			PCIs:       []string{"0000:61:00.2", "0000:61:00.3", "0000:61:00.4"},
-			Portgroups: []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100}},
+			Portgroups: []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100, LibvirtVLAN: true}, {Name: "tenant-b"}},
 		}
 		if _, err := e.c.EnsureNetwork(s); err != nil {
 			t.Fatal(err)
@@ -371,6 +371,14 @@ func TestNetworks(t *testing.T) {
 		if diff := cmp.Diff(wantPorts, st.Ports); diff != "" {
 			t.Errorf("ports (-want +got):\n%s", diff)
 		}
+		// libvirt puts a port without a group into the default portgroup:
+		// vm2's port gets tenant-a's <vlan>, its <group> stays empty.
+		if x, err := e.d.Virsh("net-port-dumpxml", s.Name, wantPorts[1].UUID); err != nil || !strings.Contains(x, "<tag id='100'/>") {
+			t.Errorf("port without a group: %v\n%s\nwant the default portgroup's <vlan>", err, x)
+		}
+		if pg, ok := st.Portgroup(st.Ports[1].Portgroup); !ok || pg.Name != "tenant-a" {
+			t.Errorf("Portgroup(%q) = %+v, %v; want the default tenant-a", st.Ports[1].Portgroup, pg, ok)
+		}
 
 		if changed, err := e.c.EnsureNetwork(s); err != nil || changed {
 			t.Errorf("EnsureNetwork unchanged with ports = %v, %v; want no change, no error", changed, err)
@@ -381,13 +389,21 @@ func TestNetworks(t *testing.T) {
 		_, err = e.c.EnsureNetwork(pool)
 		mustContain(t, err, "VF pool", "2 port(s) are allocated", "vm1 (0000:61:00.2)", "vm2 (0000:61:00.3)")
 		pg := s
-		pg.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100, LibvirtVLAN: true}}
+		// libvirt's portgroups only (the same VLANs in the metadata).
+		pg.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100}, {Name: "tenant-b"}}
 		_, err = e.c.EnsureNetwork(pg)
 		mustContain(t, err, "portgroups", "resets libvirt's VF usage counts", "port(s) are allocated")
+		if strings.Contains(err.Error(), "metadata") {
+			t.Errorf("a portgroup change reported as a metadata change: %v", err)
+		}
+		// vflag's metadata only (tenant-b's VLAN is not libvirt's).
 		meta := s
-		meta.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 101}}
+		meta.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100, LibvirtVLAN: true}, {Name: "tenant-b", VLAN: 7}}
 		_, err = e.c.EnsureNetwork(meta)
 		mustContain(t, err, "vflag metadata", "port(s) are allocated")
+		if strings.Contains(err.Error(), "portgroups") {
+			t.Errorf("a metadata change reported as a portgroup change: %v", err)
+		}
 		if after := e.netXML(t, s.Name, true); after != before {
 			t.Errorf("a refused EnsureNetwork changed the persistent definition:\n%s\n->\n%s", before, after)
 		}
@@ -486,8 +502,15 @@ func fixtureText(stdin string) string {
 
 func TestNetworkHookData(t *testing.T) {
 	e := newNetEnv(t)
-	if _, err := e.c.EnsureNetwork(hookNetwork); err != nil {
-		t.Fatal(err)
+	// Start with tenant-b as the default, then move it to tenant-a: a
+	// live update ("updated").
+	first := hookNetwork
+	first.Portgroups = append([]libvirtx.NetworkPortgroup(nil), hookNetwork.Portgroups...)
+	first.Portgroups[0].Default, first.Portgroups[1].Default = false, true
+	for _, s := range []libvirtx.NetworkSpec{first, hookNetwork} {
+		if _, err := e.c.EnsureNetwork(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.createPort(t, hookNetwork.Name, "aaaaaaaa-bbbb-cccc-dddd-000000000001", "vm1", "tenant-a", "52:54:00:00:00:01")
 	if _, err := e.d.Virsh("net-port-delete", hookNetwork.Name, "aaaaaaaa-bbbb-cccc-dddd-000000000001"); err != nil {
@@ -509,9 +532,9 @@ func TestNetworkHookData(t *testing.T) {
 		}
 		op := c.Args[1] + "-" + c.Args[2]
 		ops = append(ops, op)
-		captured[op] = fixtureText(c.Stdin)
+		captured[op] = fixtureText(c.Stdin) // the last call of each operation
 	}
-	wantOps := []string{"start-begin", "started-begin", "port-created-begin", "port-deleted-begin", "stopped-end"}
+	wantOps := []string{"start-begin", "started-begin", "updated-begin", "updated-begin", "port-created-begin", "port-deleted-begin", "stopped-end"}
 	if !cmp.Equal(ops, wantOps) {
 		t.Fatalf("hook calls %q, want %q", ops, wantOps)
 	}
@@ -530,7 +553,7 @@ func TestNetworkHookData(t *testing.T) {
 	pool := []string{"0000:61:00.2", "0000:61:00.3"}
 	wantNet := libvirtx.NetworkState{Name: "vflag-lag0", Exists: true, Owned: true, Owner: "lag0", PCIs: pool, Portgroups: hookNetwork.Portgroups}
 	port := &libvirtx.NetworkPort{UUID: "aaaaaaaa-bbbb-cccc-dddd-000000000001", Domain: "vm1", PCI: "0000:61:00.2", Portgroup: "tenant-a", MAC: "52:54:00:00:00:01"}
-	for _, op := range wantOps {
+	for op := range captured {
 		t.Run(op, func(t *testing.T) {
 			fixture, err := os.ReadFile(filepath.Join(dir, op+".xml"))
 			if err != nil {
@@ -544,6 +567,9 @@ func TestNetworkHookData(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := libvirtx.NetworkHookData{Network: wantNet}
+			if strings.HasPrefix(op, "start") {
+				want.Network.Portgroups = first.Portgroups
+			}
 			if strings.HasPrefix(op, "port-") {
 				want.Port = port
 			}
@@ -578,5 +604,27 @@ func TestParseNetworkHookRefuses(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("ParseNetworkHook of a foreign network (-want +got):\n%s", diff)
+	}
+}
+
+func TestNetworkStatePortgroup(t *testing.T) {
+	st := libvirtx.NetworkState{Portgroups: []libvirtx.NetworkPortgroup{{Name: "a", VLAN: 1}, {Name: "b", Default: true, VLAN: 2}}}
+	tests := []struct {
+		name, want string
+		ok         bool
+	}{
+		{"a", "a", true},
+		{"b", "b", true},
+		{"", "b", true}, // no group: the default
+		{"c", "", false},
+	}
+	for _, tc := range tests {
+		pg, ok := st.Portgroup(tc.name)
+		if pg.Name != tc.want || ok != tc.ok {
+			t.Errorf("Portgroup(%q) = %q, %v; want %q, %v", tc.name, pg.Name, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := (libvirtx.NetworkState{Portgroups: []libvirtx.NetworkPortgroup{{Name: "a"}}}).Portgroup(""); ok {
+		t.Error(`Portgroup("") without a default portgroup found one`)
 	}
 }
