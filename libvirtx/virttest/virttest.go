@@ -45,6 +45,11 @@
 // directories; nothing else on the host is written. The mounts disappear
 // with the namespace when both daemons exit; t.Cleanup stops them.
 //
+// Options: CaptureHooks installs hook scripts (/etc/libvirt/hooks/<driver>
+// of the private configuration) that record each call for HookCalls;
+// FakeVFs makes the daemon see PCI addresses as SR-IOV VFs, for hostdev
+// networks (libvirt refuses a pool address without a physfn link).
+//
 // Start needs root and the binaries libvirtd, virtlogd, virsh, unshare,
 // setpriv, mount and qemu-system-x86_64; when any is missing the test fails
 // (it never skips).
