@@ -314,19 +314,20 @@ func TestNetworks(t *testing.T) {
 		s := libvirtx.NetworkSpec{
 			Name: "vflag-pg", Owner: "pg", PCIs: []string{"0000:64:00.3"},
 			Portgroups: []libvirtx.NetworkPortgroup{
-				{Name: "a", Default: true, VLAN: 10, LibvirtVLAN: true},
-				{Name: "b", VLAN: 20},
+				{Name: "a", VLAN: 10},
+				{Name: "b", Default: true, VLAN: 20, LibvirtVLAN: true},
 			},
 		}
 		if _, err := e.c.EnsureNetwork(s); err != nil {
 			t.Fatal(err)
 		}
 		// The same VLANs (so the same metadata); libvirt's portgroups
-		// change: the default moves to b, the VLAN leaves libvirt's <vlan>
-		// of a and enters b's.
+		// change: the default moves to a (libvirt refuses a second
+		// default, so b must lose it first), the VLAN leaves libvirt's
+		// <vlan> of b and enters a's.
 		s.Portgroups = []libvirtx.NetworkPortgroup{
-			{Name: "a", VLAN: 10},
-			{Name: "b", Default: true, VLAN: 20, LibvirtVLAN: true},
+			{Name: "a", Default: true, VLAN: 10, LibvirtVLAN: true},
+			{Name: "b", VLAN: 20},
 		}
 		changed, err := e.c.EnsureNetwork(s)
 		if err != nil || !changed {
@@ -339,7 +340,7 @@ func TestNetworks(t *testing.T) {
 		if diff := cmp.Diff(s.Portgroups, st.Portgroups, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("live portgroups (-want +got):\n%s", diff)
 		}
-		if x := e.netXML(t, s.Name, true); !strings.Contains(x, "<portgroup name='b' default='yes'>") {
+		if x := e.netXML(t, s.Name, true); !strings.Contains(x, "<portgroup name='a' default='yes'>") {
 			t.Errorf("persistent definition without the new default:\n%s", x)
 		}
 		ops := e.hookOps(t, s.Name)
