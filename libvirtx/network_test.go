@@ -370,7 +370,7 @@ func TestNetworks(t *testing.T) {
 			{UUID: "aaaaaaaa-bbbb-cccc-dddd-000000000002", Domain: "vm2", PCI: "0000:61:00.3", Portgroup: "", MAC: "52:54:00:00:00:02"},
 		}
 		if diff := cmp.Diff(wantPorts, st.Ports); diff != "" {
-			t.Errorf("ports (-want +got):\n%s", diff)
+			t.Fatalf("ports (-want +got):\n%s", diff)
 		}
 		// libvirt puts a port without a group into the default portgroup:
 		// vm2's port gets tenant-a's <vlan>, its <group> stays empty.
