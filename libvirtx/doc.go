@@ -60,4 +60,98 @@
 //
 // HoldingDomains reads the live XML of running domains only: a VF listed in a
 // shut-off domain is not in use and does not block a teardown.
+//
+// # VF pools (hostdev networks)
+//
+// A VF pool is a libvirt network with <forward mode='hostdev' managed='yes'>
+// and one <address type='pci'> per VF. A domain's <interface type='network'>
+// with <source network= portgroup=> gets a free VF from it when it starts:
+// libvirt allocates a network port (<plug type='hostdev-pci'>) and runs the
+// network hook. NetworkXML builds the definition, EnsureNetwork defines,
+// starts and autostarts it, Network reads it with its ports, RemoveNetwork
+// stops and undefines it, ParseNetworkHook reads the hook's standard input.
+//
+// vflag's claim is the network's metadata, in MetadataNamespace like the
+// domains' claims:
+//
+//	<metadata>
+//	  <vflag:vflag xmlns:vflag="https://vflag.dev/xmlns/vflag/1" owner="lag0">
+//	    <vflag:portgroup name="tenant-a" vlan="100"/>
+//	    <vflag:portgroup name="trunk" vlan="5" vlan_mode="native-untagged" trunks="6,7"/>
+//	  </vflag:vflag>
+//	</metadata>
+//
+// It records every portgroup's VLAN whether or not libvirt's own <vlan>
+// carries it (NetworkPortgroup.LibvirtVLAN), so the network hook reads it
+// from the hookData without libvirt's <vlan>. A network without this
+// element is foreign: EnsureNetwork and RemoveNetwork refuse it, and
+// EnsureNetwork refuses a network another vflag group owns.
+//
+// What libvirt 9.0 does (checked against libvirtd 9.0.0 through virttest,
+// and in libvirt's src/network/bridge_driver.c and src/conf/network_conf.c):
+//
+//   - Addresses must be VFs. Defining (and starting) a hostdev network
+//     checks every <address>: /sys/bus/pci/devices/<address>/physfn must
+//     exist ("device ... is not an SR-IOV Virtual Function", networkValidate).
+//     Nothing else of the device is looked at until a domain starts with a
+//     port: ports are allocated from addresses whose devices do not work.
+//     virttest.FakeVFs provides such addresses for tests.
+//   - A redefinition needs the network's UUID: a definition without one is a
+//     new network, refused for a name in use ("already exists with uuid").
+//     Defining a running network changes its persistent definition only.
+//   - The pool cannot change while the network runs. virNetworkUpdate's
+//     VIR_NETWORK_SECTION_FORWARD_INTERFACE takes <interface dev=> only
+//     ("unexpected element <address>, expecting <interface>"), and
+//     VIR_NETWORK_SECTION_FORWARD is not supported at all ("can't update
+//     'forward' section"). A pool change is a restart (destroy, start).
+//   - Metadata cannot change while the network runs: virNetworkSetMetadata
+//     exists from libvirt 9.7 only. A metadata change is a restart too.
+//   - Portgroups can change live (VIR_NETWORK_SECTION_PORTGROUP, modify,
+//     add-last, delete; one default at a time: "a different portgroup entry
+//     ... is already set as the default"). But every live update replaces
+//     the running definition by a format/parse copy (virNetworkObjUpdate,
+//     virNetworkDefCopy), and the pool's usage counts are not in the XML:
+//     after it, the network's connections and every VF's count are 0, and
+//     the next port gets a VF another port holds (seen: vm1 and vm2 both on
+//     0000:61:00.2). Ports allocated earlier keep their VLAN (copied into
+//     the port at allocation).
+//   - A network stops (virsh net-destroy) with ports allocated, without
+//     complaint and without port-deleted hook calls; its ports are gone
+//     when it starts again, while the domains keep their VFs.
+//   - A port gets its portgroup's libvirt <vlan> (a port without <group>
+//     that of the default portgroup, its <group> staying empty; see
+//     NetworkState.Portgroup), and the qemu driver sets it on the VF
+//     through the PF when the domain starts (virHostdevSetNetConfig calls
+//     virNetDevSetNetConfig with setVlan: a VF without <vlan> is set to
+//     VLAN 0). Only one tag without trunk='yes'
+//     works there ("vlan trunking is not supported by SR-IOV network
+//     devices"); a nativeMode is ignored. So LibvirtVLAN takes an access
+//     VLAN only, and on switchdev (mlx5 refuses a VF VLAN through the PF)
+//     the VLAN stays out of libvirt's <vlan>.
+//
+// Hence EnsureNetwork on a running network: portgroup changes go live when
+// no port is allocated; a pool or metadata change restarts the network when
+// no port is allocated; with ports allocated, any change of the running
+// definition is refused with an error naming the domains and nothing is
+// changed (a change of the persistent definition alone is made). The
+// comparison is semantic: addresses, forward mode, portgroups (name,
+// default, libvirt <vlan>) and vflag's metadata, not bytes. RemoveNetwork
+// refuses while ports are allocated.
+//
+// # Network hook
+//
+// libvirt runs /etc/libvirt/hooks/network (found when libvirtd starts) as
+// "network NETWORK OPERATION SUB-OPERATION -" with
+//
+//	<hookData>
+//	  <network>...</network>            the running definition, metadata included
+//	  <networkport>...</networkport>    port-created and port-deleted only
+//	</hookData>
+//
+// on standard input (networkRunHook). The calls seen from libvirtd 9.0:
+// "start begin" and "started begin" (start), "updated begin" (after a live
+// virNetworkUpdate, with the updated definition), "port-created begin" (the
+// port with its <plug type='hostdev-pci'> VF and <vlan>, the network with
+// connections= counting it), "port-deleted begin" and "stopped end".
+// testdata/network-hook holds real ones, captured by TestNetworkHookData.
 package libvirtx

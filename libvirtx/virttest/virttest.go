@@ -45,6 +45,11 @@
 // directories; nothing else on the host is written. The mounts disappear
 // with the namespace when both daemons exit; t.Cleanup stops them.
 //
+// Options: CaptureHooks installs hook scripts (/etc/libvirt/hooks/<driver>
+// of the private configuration) that record each call for HookCalls;
+// FakeVFs makes the daemon see PCI addresses as SR-IOV VFs, for hostdev
+// networks (libvirt refuses a pool address without a physfn link).
+//
 // Start needs root and the binaries libvirtd, virtlogd, virsh, unshare,
 // setpriv, mount and qemu-system-x86_64; when any is missing the test fails
 // (it never skips).
@@ -129,7 +134,7 @@ const (
 
 // Start runs a private libvirtd and virtlogd and returns once the qemu driver
 // answers. t.Cleanup stops both daemons and removes their files.
-func Start(t testbed.TB) *Daemon {
+func Start(t testbed.TB, opts ...Option) *Daemon {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("virttest: a private libvirtd needs root (mount namespace, qemu driver); running as uid %d", os.Geteuid())
@@ -170,6 +175,20 @@ func Start(t testbed.TB) *Daemon {
 	if err := d.prepare(); err != nil {
 		t.Fatalf("virttest: prepare %s: %v", base, err)
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := d.installHooks(o.captureHooks); err != nil {
+		t.Fatalf("virttest: install hooks: %v", err)
+	}
+	var extraMounts []string
+	if len(o.fakeVFs) > 0 {
+		if err := d.prepareFakeVFs(o.fakeVFs); err != nil {
+			t.Fatalf("virttest: fake VFs: %v", err)
+		}
+		extraMounts = append(extraMounts, pciDevicesDir, fakePCIDir)
+	}
 	cacheDir := capsCacheDir()
 	if cacheDir != "" {
 		if n, err := copyXMLFiles(cacheDir, d.capsDir()); err != nil {
@@ -183,6 +202,7 @@ func Start(t testbed.TB) *Daemon {
 	for _, hd := range hostDirs {
 		args = append(args, hd.host, hd.private)
 	}
+	args = append(args, extraMounts...)
 	args = append(args, "--", bins["setpriv"], bins["virtlogd"], bins["libvirtd"])
 	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

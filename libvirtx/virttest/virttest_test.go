@@ -79,3 +79,70 @@ func TestStartDomain(t *testing.T) {
 		t.Fatalf("domstate = %q, %v; want running", out, err)
 	}
 }
+
+func TestFakeVFsAndCapturedHooks(t *testing.T) {
+	const doc = `<network>
+  <name>pool</name>
+  <forward mode='hostdev' managed='yes'>
+    <address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x2'/>
+  </forward>
+</network>`
+	f := filepath.Join(t.TempDir(), "net.xml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("without", func(t *testing.T) {
+		d := Start(t)
+		_, err := d.Virsh("net-define", f)
+		if err == nil || !strings.Contains(err.Error(), "is not an SR-IOV Virtual Function") {
+			t.Errorf("net-define without FakeVFs: %v; want libvirt's refusal", err)
+		}
+		if calls, err := d.HookCalls("network"); err != nil || len(calls) != 0 {
+			t.Errorf("HookCalls without CaptureHooks = %v, %v; want none", calls, err)
+		}
+	})
+
+	t.Run("with", func(t *testing.T) {
+		d := Start(t, FakeVFs("0000:61:00.2"), CaptureHooks("network"))
+		for _, args := range [][]string{{"net-define", f}, {"net-start", "pool"}} {
+			if _, err := d.Virsh(args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls, err := d.HookCalls("network")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range calls {
+			got = append(got, strings.Join(c.Args, " "))
+			if !strings.HasPrefix(c.Stdin, "<hookData>") || !strings.Contains(c.Stdin, "<name>pool</name>") {
+				t.Errorf("hook stdin %q, want the hookData of network pool", c.Stdin)
+			}
+		}
+		if want := "pool start begin - | pool started begin -"; strings.Join(got, " | ") != want {
+			t.Errorf("hook calls %q, want %q", got, want)
+		}
+		// The host's real devices stay visible to the daemon.
+		entries, err := os.ReadDir(pciDevicesDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(d.Dir(), fakePCIDir, e.Name(), "vendor")); err != nil {
+				t.Errorf("real device %s missing in the fake directory: %v", e.Name(), err)
+			}
+		}
+	})
+}
+
+func TestOptionsRefuseBadInput(t *testing.T) {
+	d := &Daemon{base: t.TempDir()}
+	if err := d.installHooks([]string{"nosuch"}); err == nil {
+		t.Error("installHooks accepted an unknown hook driver")
+	}
+	if err := d.prepareFakeVFs([]string{"61:00.2"}); err == nil {
+		t.Error("prepareFakeVFs accepted an address without a domain")
+	}
+}

@@ -35,6 +35,7 @@ TARGETS='
 ./internal/validate/    FuzzParseIperf3
 ./internal/validate/    FuzzParseSendBW
 ./libvirtx/             FuzzParseHookDomain
+./libvirtx/             FuzzParseNetworkHook
 ./libvirtx/             FuzzParseView
 ./ovs/                  FuzzParseDumpFlows
 ./sriov/                FuzzParseDevice
