@@ -93,9 +93,12 @@
 //   - Addresses must be VFs. Defining (and starting) a hostdev network
 //     checks every <address>: /sys/bus/pci/devices/<address>/physfn must
 //     exist ("device ... is not an SR-IOV Virtual Function", networkValidate).
-//     Nothing else of the device is looked at until a domain starts with a
-//     port: ports are allocated from addresses whose devices do not work.
-//     virttest.FakeVFs provides such addresses for tests.
+//     Only the definition checks: a defined network whose VF is gone starts
+//     (net-start, so autostart at boot before the VFs exist too) and hands
+//     out ports on the missing VF. Nothing else of a device is looked at
+//     until a domain starts with its port. So EnsureNetwork needs the VFs
+//     when it (re)defines, not when it only starts. virttest.FakeVFs
+//     provides such addresses (a physfn link, nothing else) for tests.
 //   - A redefinition needs the network's UUID: a definition without one is a
 //     new network, refused for a name in use ("already exists with uuid").
 //     Defining a running network changes its persistent definition only.

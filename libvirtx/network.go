@@ -777,7 +777,7 @@ func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
 			if livePG {
 				what = append(what, "portgroups (a live update resets libvirt's VF usage counts of the pool)")
 			}
-			return false, fmt.Errorf("%s: the running network needs a restart for %s, but %d port(s) are allocated: %s; stop or detach them first",
+			return false, fmt.Errorf("%s: cannot change the running network's %s while %d port(s) are allocated: %s; stop or detach them first",
 				op, strings.Join(what, "; "), len(snap.ports), describePorts(snap.ports))
 		}
 		if needDefine {
