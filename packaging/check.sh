@@ -6,7 +6,7 @@ deb=$1
 fail() { echo "check.sh: $*" >&2; exit 1; }
 list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
 for want in /usr/bin/vflag /usr/lib/systemd/system/vflag-pre.service /usr/lib/systemd/system/vflag.service /usr/lib/udev/rules.d/71-vflag-representors.rules \
-    /etc/libvirt/hooks/qemu.d/vflag /usr/share/doc/vflag/examples/vflag.yaml \
+    /etc/libvirt/hooks/qemu.d/vflag /etc/libvirt/hooks/network.d/vflag /usr/share/doc/vflag/examples/vflag.yaml \
     /usr/share/doc/vflag/examples/ansible/playbook.yml /usr/share/man/man1/vflag.1.gz \
     /usr/share/man/man1/vflag-hook-qemu.1.gz /usr/share/man/man1/vflag-up.1.gz \
     /usr/share/bash-completion/completions/vflag /usr/share/zsh/vendor-completions/_vflag \
@@ -15,6 +15,7 @@ for want in /usr/bin/vflag /usr/lib/systemd/system/vflag-pre.service /usr/lib/sy
 done
 long=$(dpkg-deb -c "$deb"); info=$(dpkg-deb -I "$deb")
 grep -q '^-rwxr-xr-x .* ./etc/libvirt/hooks/qemu.d/vflag$' <<<"$long" || fail "hook not executable"
+grep -q '^-rwxr-xr-x .* ./etc/libvirt/hooks/network.d/vflag$' <<<"$long" || fail "network hook not executable"
 grep -q 'Depends: libvirt0' <<<"$info" || fail "no Depends"
 root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/var/lib/dpkg/{info,updates,triggers} && : >"$root/var/lib/dpkg/status" && : >"$root/var/lib/dpkg/available"
@@ -23,9 +24,11 @@ dpkg -i "$deb" >/dev/null 2>&1
 [ -x "$root/usr/bin/vflag" ] || fail "install: no binary"
 "$root/usr/bin/vflag" --help >/dev/null || fail "installed binary does not run"
 grep -q 'hook qemu' "$root/etc/libvirt/hooks/qemu.d/vflag" || fail "install: no hook"
+grep -q 'hook network' "$root/etc/libvirt/hooks/network.d/vflag" || fail "install: no network hook"
 dpkg -r vflag >/dev/null 2>&1
 [ ! -e "$root/usr/bin/vflag" ] || fail "remove left the binary"
 [ -e "$root/etc/libvirt/hooks/qemu.d/vflag" ] || fail "remove dropped the conffile (only purge may)"
 dpkg -P vflag >/dev/null 2>&1
 [ ! -e "$root/etc/libvirt/hooks/qemu.d/vflag" ] || fail "purge left the hook"
+[ ! -e "$root/etc/libvirt/hooks/network.d/vflag" ] || fail "purge left the network hook"
 echo "check.sh: $deb: contents, install, remove and purge OK"

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-//go:embed systemd/*.service libvirt/qemu-hook
+//go:embed systemd/*.service libvirt/qemu-hook libvirt/network-hook
 var files embed.FS
 
 // Marker is in every file vflag installs: uninstall removes only files that carry it.
@@ -29,7 +29,8 @@ var Units = []string{"vflag-pre.service", "vflag.service"}
 // Paths are the paths a file refers to.
 type Paths struct{ Binary, Config, StateDir string }
 
-// Render returns a file ("systemd/vflag.service", "libvirt/qemu-hook") with
+// Render returns a file ("systemd/vflag.service", "libvirt/qemu-hook",
+// "libvirt/network-hook") with
 // the packaged paths replaced by p's (empty fields keep the packaged ones).
 func Render(name string, p Paths) ([]byte, error) {
 	b, err := files.ReadFile(name)

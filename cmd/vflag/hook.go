@@ -50,7 +50,29 @@ vflag's pass at once, silently. It never calls libvirt.`,
 		},
 	}
 	qemu.Flags().String("domain-xml", "-", "read the domain XML from this file instead of stdin (testing, debugging)")
-	hookCmd.AddCommand(qemu)
+	network := &cobra.Command{
+		Use:   "network NETWORK OPERATION SUB-OPERATION [EXTRA]",
+		Short: "libvirt network hook: the VLAN of a VF pool port goes on its representor's OVS port",
+		Long: `Run by libvirt as /etc/libvirt/hooks/network.d/vflag with the network (and port) XML on stdin.
+On "port-created begin" of a port of a group's VF pool (a network of vflag's, switchdev group) it
+puts the port's portgroup VLAN (tag, vlan_mode, trunks, from vflag's metadata in the network) on
+the OVS port of the allocated VF's representor, and fails (libvirt then fails the domain's start)
+when it cannot. On "port-deleted" it puts back the representor's own settings. Networks that are
+not vflag's, legacy groups' (libvirt sets the VLAN on the VF) and other events pass at once. It
+never calls libvirt.`,
+		Args: cobra.RangeArgs(3, 4),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), hook.Timeout)
+			defer cancel()
+			return hook.RunNetwork(ctx, hook.NetworkOptions{
+				Network: args[0], Op: args[1], SubOp: args[2], XML: cmd.InOrStdin(),
+				Config: func() (*config.Config, error) { return a.loadConfig(true) },
+				Host:   func(cfg *config.Config) (*host.Host, error) { return a.openHost(cfg, cfg) },
+				Log:    a.log, Stderr: a.stderr,
+			})
+		},
+	}
+	hookCmd.AddCommand(qemu, network)
 	return hookCmd
 }
 
@@ -64,7 +86,10 @@ vflag's pass at once, silently. It never calls libvirt.`,
 func hookArgsAreLibvirts(args []string) error {
 	i := slices.Index(args, "qemu")
 	if i < 1 || args[i-1] != "hook" {
-		return nil
+		i = slices.Index(args, "network")
+		if i < 1 || args[i-1] != "hook" {
+			return nil
+		}
 	}
 	for j := i + 1; j < len(args); j++ {
 		a := args[j]
@@ -75,7 +100,7 @@ func hookArgsAreLibvirts(args []string) error {
 			j++ // its value
 		case strings.HasPrefix(a, "--domain-xml="), a == "-" || !strings.HasPrefix(a, "-"):
 		default:
-			return fmt.Errorf("hook qemu: argument %q would be read as an option, but libvirt passes a domain name there: refused (a hook script must pass \"--\" before libvirt's arguments: run `vflag install-hook`)", a)
+			return fmt.Errorf("hook %s: argument %q would be read as an option, but libvirt passes a domain or network name there: refused (a hook script must pass \"--\" before libvirt's arguments: run `vflag install-hook`)", args[i], a)
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func (a *app) paths(cmd *cobra.Command) (packaging.Paths, error) {
 func (a *app) installHookCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install-hook",
-		Short: "Install the libvirt qemu hook as /etc/libvirt/hooks/qemu.d/vflag (idempotent; a foreign hooks/qemu is left alone)",
+		Short: "Install the libvirt hooks: qemu.d/vflag and network.d/vflag under /etc/libvirt/hooks (idempotent; a foreign hooks/qemu is left alone)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(cmd)
@@ -58,8 +58,12 @@ func (a *app) installHookCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			nf, err := install.NetworkHookFile(p)
+			if err != nil {
+				return err
+			}
 			root, _ := cmd.Flags().GetString("root")
-			if err := install.Files(root, []install.File{f}, a.stdout); err != nil {
+			if err := install.Files(root, []install.File{f, nf}, a.stdout); err != nil {
 				return err
 			}
 			a.hookNotes(root)
@@ -88,6 +92,7 @@ func (a *app) installCommand() *cobra.Command {
   /etc/udev/rules.d/70-vflag.rules        PF names pinned by PCI address; representors named <pf>_<vf>
   /etc/udev/rules.d/69-vflag-nm-unmanaged.rules   ENV{NM_UNMANAGED}="1" on the groups' PFs, representors, VFs and bonds
   /etc/libvirt/hooks/qemu.d/vflag         the qemu hook
+  /etc/libvirt/hooks/network.d/vflag      the network hook (VLANs of VF pool ports on their representors)
 The udev rules come from the config and the host as they are now (see vflag udev-rules).
 uninstall removes them all.
 A file already as wanted is left untouched; files vflag did not write are never replaced.`,
@@ -105,7 +110,11 @@ A file already as wanted is left untouched; files vflag did not write are never 
 			if err != nil {
 				return err
 			}
-			files = append(files, hook)
+			netHook, err := install.NetworkHookFile(p)
+			if err != nil {
+				return err
+			}
+			files = append(files, hook, netHook)
 			if noUdev, _ := cmd.Flags().GetBool("no-udev"); !noUdev {
 				rules, err := a.udevRules()
 				if err != nil {

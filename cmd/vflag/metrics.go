@@ -70,6 +70,8 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 		ovsMTUFam  = fam("vflag_ovs_interface_mtu", "The MTU Open vSwitch reports for the interface of the bond's and each representor's port (it applies the group's mtu as mtu_request); groups with an mtu only.")
 		bridgePort = fam("vflag_ovs_bridge_ports", "VF representors that are ports of the group's bridge with an OpenFlow port number; switchdev groups only.")
 		vfs        = fam("vflag_vfs", "VFs of the group's PFs.")
+		poolVFs    = fam("vflag_network_vfs", "VFs of the group's libvirt hostdev network (its pool), by state: used (a domain's port holds it) or free; groups with a network only.")
+		poolUp     = fam("vflag_network_active", "1 when the group's libvirt hostdev network exists and is active, 0 otherwise; groups with a network only.")
 		attached   = fam("vflag_vfs_attached", "VFs of the group that a domain of the config's attachments has in its persistent XML.")
 		vfTxMax    = fam("vflag_vf_tx_max_mbps", "The VF port's devlink rate leaf tx_max in Mbit/s (0: no limit); switchdev VFs with a leaf only.")
 		vfTxShare  = fam("vflag_vf_tx_share_mbps", "The VF port's devlink rate leaf tx_share in Mbit/s (0: no guarantee); switchdev VFs with a leaf only.")
@@ -115,6 +117,11 @@ func statusMetrics(hs status.HostStatus) []*metricFamily {
 				lacpPorts.add(float64(l.Ports), "group", g.Name, "bond", g.Bond.Name)
 				lacpPeer.add(boolGauge(l.PartnerMAC != "" && l.PartnerMAC != eswitch.NoLACPPartner), "group", g.Name, "bond", g.Bond.Name)
 			}
+		}
+		if n := g.Network; n != nil {
+			poolUp.add(boolGauge(n.Exists && n.Active), "group", g.Name, "network", n.Name)
+			poolVFs.add(float64(n.Used()), "group", g.Name, "network", n.Name, "state", "used")
+			poolVFs.add(float64(len(n.VFs)-n.Used()), "group", g.Name, "network", n.Name, "state", "free")
 		}
 		if g.Bridge != "" {
 			offload.add(boolGauge(g.HWOffload == "true"), "group", g.Name, "bridge", g.Bridge)

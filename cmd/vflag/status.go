@@ -177,6 +177,31 @@ func writeStatusText(w io.Writer, hs status.HostStatus) {
 			}
 			fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s%s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain), policy, rate)
 		}
+		if n := g.Network; n != nil {
+			switch {
+			case n.Error != "":
+				fmt.Fprintf(w, "  network %s: %s\n", n.Name, n.Error)
+			case !n.Exists:
+				fmt.Fprintf(w, "  network %s absent\n", n.Name)
+			default:
+				state := "inactive"
+				if n.Active {
+					state = "active"
+				}
+				if n.Autostart {
+					state += ", autostart"
+				}
+				if !n.Owned {
+					state += ", not vflag's"
+				}
+				fmt.Fprintf(w, "  network %s (%s): pool of %d VF(s), %d held, %d free\n", n.Name, state, len(n.VFs), n.Used(), len(n.VFs)-n.Used())
+				for _, v := range n.VFs {
+					if v.Domain != "" {
+						fmt.Fprintf(w, "    %s held by domain %s portgroup %s mac %s\n", v.PCI, v.Domain, pipeline.OrDash(v.Portgroup), pipeline.OrDash(v.MAC))
+					}
+				}
+			}
+		}
 		for _, r := range g.RateGroups {
 			if !r.Present {
 				fmt.Fprintf(w, "  rate group %s on %s absent\n", r.Name, r.Devlink)

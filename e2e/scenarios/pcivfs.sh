@@ -9,7 +9,9 @@
 # vlan+qos and max_tx_rate read back from `ip link show $PF`, a change of
 # one setting changes one step, link_state (igb has no
 # ndo_set_vf_link_state) fails with vflag's error and rolls back, and down
-# restores the values read before up.
+# restores the values read before up. Last, a VF pool (issue 23): the
+# group's libvirt hostdev network, two domains taking VFs from it with their
+# portgroups' VLANs, a third refused, down refused while they run.
 #
 # MACHINE: igb
 # TIMEOUT: 300
@@ -18,6 +20,8 @@
 # EXPECT: b_down_refuses b_down_refused_no_change b_down b_vfs_removed b_xml_clean b_autoprobe_restored
 # EXPECT: b_pol_up b_pol_readback b_pol_rate b_pol_status b_pol_validate b_pol_no_change b_pol_change_one
 # EXPECT: b_pol_link_state_error b_pol_rolled_back b_pol_down_restores
+# EXPECT: p_up p_net_active p_net_pool p_domains_start p_vlans p_status p_second_up_no_change
+# EXPECT: p_third_refused p_down_refused p_down
 . "$(dirname "$0")/lib.sh"
 
 igb_pf
@@ -175,4 +179,83 @@ down_restores() {
 }
 check b_pol_down_restores down_restores
 echo 0 >"$PFDIR/sriov_numvfs"
+
+step "VF pool: a libvirt hostdev network per group"
+# VF 2 is the host's (igbvf): the pool is VFs 0 and 1. Two domains ask the
+# network for a VF (portgroup t200, and none: the default t100); libvirt
+# picks a free VF for each and, in a legacy group, puts the portgroup's
+# VLAN on it through the PF. A third finds the pool empty.
+cat >/root/pool.yaml <<EOF
+libvirt: qemu:///system
+groups:
+  - name: igb0
+    eswitch: legacy
+    pfs: ["$PCI"]
+    numvfs: 3
+    vfs:
+      - {pf: 0, vf: 2, driver: igbvf}
+    network:
+      portgroups:
+        - {name: t100, vlan: 100, default: true}
+        - {name: t200, vlan: 200}
+EOF
+PV() { "$VFLAG" --config /root/pool.yaml --state-dir /root/state-pool "$@"; }
+netdom() { # netdom NAME MAC [PORTGROUP]
+	cat >"/root/$1.xml" <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <interface type='network'>
+      <mac address='$2'/>
+      <source network='vflag-igb0'${3:+ portgroup='$3'}/>
+    </interface>
+  </devices>
+</domain>
+EOF
+	virsh define "/root/$1.xml" >/dev/null
+}
+netdom vmA 52:54:00:0c:00:0a t200
+netdom vmB 52:54:00:0c:00:0b
+netdom vmC 52:54:00:0c:00:0c
+check p_up PV up
+net_state() { i=$(virsh net-info vflag-igb0) || return 1; echo "$i"; echo "$i" | grep -Eq '^Active: +yes' && echo "$i" | grep -Eq '^Autostart: +yes'; }
+check p_net_active net_state
+pool_addrs() {
+	x=$(virsh net-dumpxml vflag-igb0) || return 1
+	want=""
+	for i in 0 1; do
+		a=$(basename "$(readlink "$PFDIR/virtfn$i")")
+		want="$want $a"
+		printf '%s' "$x" | grep -q "bus='0x${a:5:2}' slot='0x${a:8:2}' function='0x${a:11:1}'" || { echo "VF $a not in the pool:"; echo "$x"; return 1; }
+	done
+	n=$(printf '%s' "$x" | grep -c "<address type='pci'")
+	echo "pool:$want ($n addresses)"
+	[ "$n" = 2 ]
+}
+check p_net_pool pool_addrs
+check p_domains_start sh -c 'virsh start vmA && virsh start vmB'
+vlans() {
+	l=$(ip link show "$PF" | grep -E '^ +vf [0-9]')
+	echo "$l"
+	a=$(echo "$l" | grep -E 'vlan 200' | awk '{print $2}')
+	b=$(echo "$l" | grep -E 'vlan 100' | awk '{print $2}')
+	[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && [ "$a" != 2 ] && [ "$b" != 2 ] && echo "vmA on VF $a (vlan 200), vmB on VF $b (vlan 100)"
+}
+check p_vlans vlans
+PV status -o json >"$OUT/pool-status.json"
+expect p_status "2 2" jq -r '.groups[0].network | "\(.vfs | length) \([.vfs[] | select(.domain)] | length)"' "$OUT/pool-status.json"
+pool_again() { PV up --detailed-exit-codes; }
+expect_match p_second_up_no_change 'no changes' pool_again
+third() { out=$(virsh start vmC 2>&1); rc=$?; echo "$out"; [ $rc != 0 ]; }
+check p_third_refused third
+pool_down_refused() { out=$(PV down 2>&1); rc=$?; echo "$out"; [ $rc = 1 ] && virsh net-info vflag-igb0 >/dev/null && [ "$(cat "$PFDIR/sriov_numvfs")" = 3 ]; }
+check p_down_refused pool_down_refused
+virsh destroy vmA
+virsh destroy vmB
+pool_down() { PV down || return 1; ! virsh net-info vflag-igb0 2>/dev/null && echo "network gone; numvfs $(cat "$PFDIR/sriov_numvfs")" && [ "$(cat "$PFDIR/sriov_numvfs")" = 0 ]; }
+check p_down pool_down
 exit 0

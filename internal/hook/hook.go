@@ -314,6 +314,26 @@ func sortedInts(v []int) []int {
 	return out
 }
 
+// inPool tells whether the VF is in its group's VF pool (a libvirt
+// hostdev network): its representor's VLAN is then the network hook's,
+// from the port's portgroup, not the config's.
+func (m managedVF) inPool() bool {
+	if m.Group == nil || m.Group.Network == nil {
+		return false
+	}
+	for pi, ref := range m.Group.PFs {
+		if ref != m.PF.Netdev && ref != string(m.PF.Addr) {
+			continue
+		}
+		for _, r := range m.Group.PoolVFs() {
+			if r.PF == pi && r.VF == m.VF {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // vfConfig is the config's entry for the VF (zero when none).
 func (m managedVF) vfConfig() config.VFConfig {
 	if m.Group == nil {
@@ -623,6 +643,11 @@ func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpe
 				continue
 			}
 			return nil
+		}
+		if port != nil && m.inPool() {
+			// A pool VF's VLAN columns are the network hook's (its port's
+			// portgroup, set when libvirt allocated the port): kept.
+			want.Tag, want.VLANMode, want.Trunks = port.Tag, port.VLANMode, port.Trunks
 		}
 		if port != nil && port.Tag == want.Tag && port.VLANMode == want.VLANMode &&
 			slices.Equal(port.Trunks, sortedInts(want.Trunks)) && port.MTURequest == want.MTURequest {

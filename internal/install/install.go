@@ -24,6 +24,7 @@ import (
 // Installed paths, relative to the root.
 const (
 	HookPath      = "etc/libvirt/hooks/qemu.d/vflag"
+	NetHookPath   = "etc/libvirt/hooks/network.d/vflag"
 	LegacyHook    = "etc/libvirt/hooks/qemu"
 	UnitDir       = "etc/systemd/system"
 	UnitWantsDir  = "etc/systemd/system/multi-user.target.wants"
@@ -43,6 +44,12 @@ type File struct {
 func HookFile(p packaging.Paths) (File, error) {
 	data, err := packaging.Render("libvirt/qemu-hook", p)
 	return File{Path: HookPath, Mode: 0o755, Data: data}, err
+}
+
+// NetworkHookFile is the libvirt network hook running the binary of p.
+func NetworkHookFile(p packaging.Paths) (File, error) {
+	data, err := packaging.Render("libvirt/network-hook", p)
+	return File{Path: NetHookPath, Mode: 0o755, Data: data}, err
 }
 
 // UnitFiles are the boot units and their enabling links.
@@ -122,7 +129,7 @@ func Uninstall(root string, w io.Writer) error {
 	for _, u := range packaging.Units {
 		paths = append(paths, filepath.Join(UnitWantsDir, u), filepath.Join(UnitDir, u))
 	}
-	paths = append(paths, UdevRulesPath, NMRulesPath, HookPath)
+	paths = append(paths, UdevRulesPath, NMRulesPath, HookPath, NetHookPath)
 	for _, p := range paths {
 		full := filepath.Join(root, p)
 		fi, err := os.Lstat(full)

@@ -73,6 +73,7 @@ var Kinds = []Kind{
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[tcBlockRecord](tcBlockKind{}),
 	declare[attachRecord](attachKind{}),
+	declare[networkRecord](networkKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),
 	declare[hwOffloadRecord](hwOffloadKind),
 }
@@ -92,6 +93,7 @@ const (
 	KindNumVFs    = "sriov.numvfs"
 	KindOVSBridge = "ovs.bridge"
 	KindAttach    = "libvirt.attach"
+	KindNetwork   = "libvirt.network"
 	// KindForce marks a report note, not a journaled kind: a disruptive
 	// change let through by --force without knowing who holds its VFs.
 	KindForce = "force"

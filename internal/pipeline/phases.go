@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +77,7 @@ var phases = []phase{
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
 	{"10", "the bond and its PFs on the bond's shared tc block (hw-offload)", StageAll, switchdevGroups, []string{tcBlockKind{}.Name()}, (*groupRun).sharedBlock},
 	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},
+	{"11", "libvirt hostdev network: the group's VF pool", StageAll, allGroups, []string{networkKind{}.Name()}, (*groupRun).network},
 	{"12", "verify", StageAll, allGroups, nil, (*groupRun).verify},
 }
 
@@ -106,6 +108,9 @@ type groupRun struct {
 	// representors (and their MTU and OVS ports), rate leaves. The steps
 	// after it are planned against new VFs, not the host as it is now.
 	remade map[sriov.Device]bool
+	// poolPorts are the pool's VFs a domain's port holds, with the port's
+	// portgroup (readPoolPorts).
+	poolPorts map[VFKey]string
 }
 
 // fresh tells whether a plan's step for a VF of pf must assume new VFs:
@@ -256,6 +261,9 @@ func (run *groupRun) namedVFs() (map[VFKey]sriov.Addr, error) {
 	}
 	for _, a := range run.g.Attachments {
 		named = append(named, VFKey{a.PF, a.VF})
+	}
+	for _, k := range run.g.PoolVFs() {
+		named = append(named, VFKey(k))
 	}
 	out := map[VFKey]sriov.Addr{}
 	for _, k := range named {
@@ -554,6 +562,9 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
 			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
 	}
+	if err := run.readPoolPorts(); err != nil {
+		return nil, err
+	}
 	spec := run.bridgeSpec()
 	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
 	return one(ovsBridgeKind{}.step(run.e, spec)), nil
@@ -568,10 +579,82 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
 	for _, pf := range g.Owners {
 		for vf := 0; vf < g.NumVFs; vf++ {
-			spec.Ports = append(spec.Ports, RepPortSpec(g.Group, VFKey{pf, vf}, run.reps[VFKey{pf, vf}]))
+			k := VFKey{pf, vf}
+			ps := RepPortSpec(g.Group, k, run.reps[k])
+			if pg, held := run.poolPorts[k]; held {
+				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
+			}
+			spec.Ports = append(spec.Ports, ps)
 		}
 	}
 	return spec
+}
+
+// readPoolPorts finds, for a switchdev group with a network, the pool's
+// VFs that a domain's port holds and the portgroup of each: their
+// representors' OVS ports carry that portgroup's VLAN (the network hook
+// sets it when libvirt makes the port), which up keeps.
+func (run *groupRun) readPoolPorts() error {
+	g := run.g
+	run.poolPorts = nil
+	if g.Network == nil || !g.Switchdev() {
+		return nil
+	}
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return err
+	}
+	byPCI := map[string]VFKey{}
+	for _, k := range g.Pool() {
+		if a, ok := vfs[k]; ok {
+			byPCI[string(a)] = k
+		}
+	}
+	if len(byPCI) == 0 {
+		return nil
+	}
+	c, err := run.e.h.Virt()
+	if err != nil {
+		return fmt.Errorf("libvirt network %s (the VLANs of its ports' representors): %w", g.NetworkName(), err)
+	}
+	st, err := c.Network(g.NetworkName())
+	if err != nil {
+		return fmt.Errorf("libvirt network %s (the VLANs of its ports' representors): %w", g.NetworkName(), err)
+	}
+	if !st.Owned {
+		return nil // a foreign network of that name: the network step refuses it
+	}
+	run.poolPorts = map[VFKey]string{}
+	for _, p := range st.Ports {
+		if k, ok := byPCI[p.PCI]; ok {
+			run.poolPorts[k] = p.Portgroup
+		}
+	}
+	return nil
+}
+
+// PoolPortSpec is the OVS port of the representor rep of pool VF k while a
+// domain's port in portgroup pg holds it: the portgroup's VLAN (the default
+// portgroup's when pg is "" or unknown), else as RepPortSpec.
+func PoolPortSpec(g *config.Group, k VFKey, rep, pg string) ovs.PortSpec {
+	ps := RepPortSpec(g, k, rep)
+	if g.Network == nil {
+		return ps
+	}
+	var chosen *config.Portgroup
+	for i, p := range g.Network.Portgroups {
+		if p.Name == pg && pg != "" {
+			chosen = &g.Network.Portgroups[i]
+			break
+		}
+		if p.Default && chosen == nil {
+			chosen = &g.Network.Portgroups[i]
+		}
+	}
+	if chosen != nil {
+		ps.Tag, ps.VLANMode, ps.Trunks = chosen.VLAN, chosen.VLANMode, slices.Clone(chosen.Trunks)
+	}
+	return ps
 }
 
 // RepPortSpec is the OVS port of the representor rep of VF k: its VF's

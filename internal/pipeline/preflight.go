@@ -196,6 +196,11 @@ func PoollessVFs(g Group) []PoollessVF {
 	for i, a := range g.Attachments {
 		check(fmt.Sprintf("attachments[%d]", i), a.PF, a.VF)
 	}
+	if g.Network != nil {
+		for i, v := range g.Network.VFs {
+			check(fmt.Sprintf("network.vfs[%d]", i), v.PF, v.VF)
+		}
+	}
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/internal/validaterun"
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 )
@@ -116,7 +117,74 @@ type GroupStatus struct {
 	VFs   []VFStatus  `json:"vfs"`
 	// RateGroups are the config's rate groups, one per owning devlink instance.
 	RateGroups []RateGroupStatus `json:"rate_groups,omitempty"`
-	Problems   []string          `json:"problems,omitempty"`
+	// Network is the group's VF pool (libvirt hostdev network), where the
+	// config gives one.
+	Network  *NetworkStatus `json:"network,omitempty"`
+	Problems []string       `json:"problems,omitempty"`
+}
+
+// NetworkStatus is a group's libvirt hostdev network: its state and its
+// pool, each VF free or held by a domain's port.
+type NetworkStatus struct {
+	Name      string `json:"name"`
+	Exists    bool   `json:"exists"`
+	Active    bool   `json:"active"`
+	Autostart bool   `json:"autostart"`
+	// Owned: vflag's metadata is in it (else a foreign network of that name).
+	Owned bool     `json:"owned"`
+	VFs   []PoolVF `json:"vfs"` // the pool as libvirt has it (the live definition while active)
+	Error string   `json:"error,omitempty"`
+}
+
+// PoolVF is one VF of a pool.
+type PoolVF struct {
+	PCI string `json:"pci"`
+	// Domain, Portgroup and MAC of the port that holds it; "" when free.
+	Domain    string `json:"domain,omitempty"`
+	Portgroup string `json:"portgroup,omitempty"`
+	MAC       string `json:"mac,omitempty"`
+}
+
+// Used counts the pool's VFs a domain holds.
+func (n NetworkStatus) Used() int {
+	used := 0
+	for _, v := range n.VFs {
+		if v.Domain != "" {
+			used++
+		}
+	}
+	return used
+}
+
+// networkStatus reads the group's network from libvirt.
+func networkStatus(h *host.Host, g *config.Group) *NetworkStatus {
+	if g.Network == nil {
+		return nil
+	}
+	ns := &NetworkStatus{Name: g.NetworkName()}
+	c, err := h.Virt()
+	if err != nil {
+		ns.Error = err.Error()
+		return ns
+	}
+	st, err := c.Network(ns.Name)
+	if err != nil {
+		ns.Error = err.Error()
+		return ns
+	}
+	ns.Exists, ns.Active, ns.Autostart, ns.Owned = st.Exists, st.Active, st.Autostart, st.Owned
+	held := map[string]libvirtx.NetworkPort{}
+	for _, p := range st.Ports {
+		held[p.PCI] = p
+	}
+	for _, pci := range st.PCIs {
+		v := PoolVF{PCI: pci}
+		if p, ok := held[pci]; ok {
+			v.Domain, v.Portgroup, v.MAC = p.Domain, p.Portgroup, p.MAC
+		}
+		ns.VFs = append(ns.VFs, v)
+	}
+	return ns
 }
 
 // HostStatus is `vflag status`.
@@ -229,6 +297,14 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 			}
 		}
 		domains := attachedDomains(h, g)
+		gs.Network = networkStatus(h, g)
+		if gs.Network != nil {
+			for _, v := range gs.Network.VFs {
+				if v.Domain != "" && domains[v.PCI] == "" {
+					domains[v.PCI] = v.Domain
+				}
+			}
+		}
 		var rates []eswitch.Rate
 		var devPorts []eswitch.Port
 		if g.Switchdev() {

@@ -155,7 +155,8 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 		facts.Bridge, facts.BridgeErr = r.bridgeFacts(ctx, g.OVS.Bridge)
 	}
 	facts.Attachments = r.attachmentFacts(gh)
-	return append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...), gh, true
+	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
+	return append(out, r.networkChecks(ctx, gh)...), gh, true
 }
 
 // group runs every check of one group.

@@ -1,0 +1,312 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/teardown"
+)
+
+// networkKind keeps a group's VF pool as a libvirt hostdev network
+// (DESIGN.md step 11): defined persistent with vflag's metadata, active and
+// autostarted, its <forward mode='hostdev'> addresses the pool's VFs, its
+// portgroups the config's. A domain takes a VF from it at start with
+// <interface type='network'><source network='...'/>.
+//
+//	virsh net-define pool.xml && virsh net-start $name && virsh net-autostart $name
+//
+// A network of that name without vflag's metadata is foreign: refused, never
+// changed. A change that takes from the pool a VF whose port a domain holds
+// is refused before any write, naming the domain.
+type networkKind struct{}
+
+type networkRecord struct {
+	URI   string `json:"uri"`
+	Name  string `json:"name"`
+	Owner string `json:"owner"` // the group
+}
+
+func (networkKind) Name() string { return KindNetwork }
+
+// DependsOn: none. The VFs a numvfs change makes again have the same PCI
+// addresses, so the pool stays right.
+func (networkKind) DependsOn() []string { return nil }
+
+func (k networkKind) id(name string) string { return k.Name() + "/" + name }
+
+// Pool is the group's pool as VF keys: the config's list, or by default
+// every free VF of the PFs that own VFs (one netdevsim device has its VFs
+// on its first port only).
+func (g Group) Pool() []VFKey {
+	if g.Network == nil {
+		return nil
+	}
+	owner := map[int]bool{}
+	for _, i := range g.Owners {
+		owner[i] = true
+	}
+	explicit := len(g.Network.VFs) > 0
+	var out []VFKey
+	for _, r := range g.PoolVFs() {
+		if explicit || owner[r.PF] {
+			out = append(out, VFKey(r))
+		}
+	}
+	return out
+}
+
+// NetworkSpec is what the group's network must be, with the VFs' PCI
+// addresses in pcis; missing lists the pool's VFs that do not exist (yet).
+func NetworkSpec(g Group, pcis map[VFKey]string) (spec libvirtx.NetworkSpec, missing []VFKey) {
+	spec = libvirtx.NetworkSpec{Name: g.NetworkName(), Owner: g.Name}
+	for _, k := range g.Pool() {
+		a, ok := pcis[k]
+		if !ok {
+			missing = append(missing, k)
+			continue
+		}
+		spec.PCIs = append(spec.PCIs, a)
+	}
+	for _, pg := range g.Network.Portgroups {
+		spec.Portgroups = append(spec.Portgroups, libvirtx.NetworkPortgroup{
+			Name: pg.Name, Default: pg.Default, VLAN: pg.VLAN, VLANMode: pg.VLANMode,
+			Trunks: slices.Clone(pg.Trunks), LibvirtVLAN: !g.Switchdev()})
+	}
+	return spec, missing
+}
+
+// networkDiff says how st differs from spec ("" when it does not), and which
+// of the pool's VFs leaving it a port holds (pci -> domain).
+func networkDiff(st libvirtx.NetworkState, spec libvirtx.NetworkSpec) (diff []string, held map[string]string) {
+	want := map[string]bool{}
+	for _, p := range spec.PCIs {
+		want[p] = true
+	}
+	has := map[string]bool{}
+	for _, p := range st.ConfigPCIs {
+		has[p] = true
+	}
+	for _, p := range st.PCIs {
+		has[p] = true
+	}
+	var add, del []string
+	for _, p := range spec.PCIs {
+		if !has[p] {
+			add = append(add, p)
+		}
+	}
+	for p := range has {
+		if !want[p] {
+			del = append(del, p)
+		}
+	}
+	slices.Sort(del)
+	if !slices.Equal(sortedCopy(st.ConfigPCIs), sortedCopy(spec.PCIs)) || st.Active && !slices.Equal(sortedCopy(st.PCIs), sortedCopy(spec.PCIs)) {
+		if len(add) > 0 {
+			diff = append(diff, fmt.Sprintf("pool + %s", strings.Join(add, " ")))
+		}
+		if len(del) > 0 {
+			diff = append(diff, fmt.Sprintf("pool - %s", strings.Join(del, " ")))
+		}
+		if len(add) == 0 && len(del) == 0 {
+			diff = append(diff, "pool definition out of date")
+		}
+	}
+	held = map[string]string{}
+	for _, port := range st.Ports {
+		if !want[port.PCI] {
+			held[port.PCI] = port.Domain
+		}
+	}
+	if !portgroupsEqual(st.Portgroups, spec.Portgroups) {
+		diff = append(diff, "portgroups "+portgroupsString(st.Portgroups)+" -> "+portgroupsString(spec.Portgroups))
+	}
+	if !st.Active {
+		diff = append(diff, "start")
+	}
+	if !st.Autostart {
+		diff = append(diff, "autostart on")
+	}
+	return diff, held
+}
+
+// liveChanges are the differences that touch the running definition (all
+// but turning autostart on).
+func liveChanges(diff []string) []string {
+	var out []string
+	for _, d := range diff {
+		if d != "autostart on" && d != "start" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// portHolders lists each port's domain and VF.
+func portHolders(ps []libvirtx.NetworkPort) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("domain %s on %s", p.Domain, p.PCI))
+	}
+	return strings.Join(out, ", ")
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+func portgroupsEqual(a, b []libvirtx.NetworkPortgroup) bool {
+	key := func(pgs []libvirtx.NetworkPortgroup) []string {
+		var out []string
+		for _, p := range pgs {
+			out = append(out, portgroupString(p))
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+func portgroupString(p libvirtx.NetworkPortgroup) string {
+	s := p.Name
+	if p.Default {
+		s += "(default)"
+	}
+	if p.VLANMode != "" {
+		s += " " + p.VLANMode
+	}
+	if p.VLAN != 0 {
+		s += fmt.Sprintf(" vlan %d", p.VLAN)
+	}
+	if len(p.Trunks) > 0 {
+		s += fmt.Sprintf(" trunks %v", p.Trunks)
+	}
+	return s
+}
+
+func portgroupsString(pgs []libvirtx.NetworkPortgroup) string {
+	if len(pgs) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, p := range pgs {
+		out = append(out, portgroupString(p))
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+func (k networkKind) step(e *Env, spec libvirtx.NetworkSpec) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(spec.Name),
+		Check: func(context.Context) (teardown.Change, error) {
+			c, err := e.h.Virt()
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			st, err := c.Network(spec.Name)
+			if err != nil {
+				return teardown.Change{}, fmt.Errorf("libvirt network %s: %w", spec.Name, err)
+			}
+			rec := networkRecord{URI: e.h.Libvirt, Name: spec.Name, Owner: spec.Owner}
+			if !st.Exists {
+				return teardown.Change{Needed: true,
+					Summary: fmt.Sprintf("libvirt network %s: define a hostdev pool of %d VF(s), portgroups %s; start, autostart", spec.Name, len(spec.PCIs), portgroupsString(spec.Portgroups)),
+					Revert:  fmt.Sprintf("libvirt network %s: destroy, undefine", spec.Name),
+					Record:  rec}, nil
+			}
+			if !st.Owned {
+				return teardown.Change{}, fmt.Errorf("libvirt network %s exists and is not vflag's (no vflag metadata): refusing to change it; give the group's network another name", spec.Name)
+			}
+			if st.Owner != "" && st.Owner != spec.Owner {
+				return teardown.Change{}, fmt.Errorf("libvirt network %s is vflag's network of group %s, not of %s", spec.Name, st.Owner, spec.Owner)
+			}
+			diff, held := networkDiff(st, spec)
+			if len(held) > 0 {
+				var msgs []string
+				for _, p := range slices.Sorted(maps.Keys(held)) {
+					msgs = append(msgs, fmt.Sprintf("VF %s is held by domain %s", p, held[p]))
+				}
+				return teardown.Change{}, fmt.Errorf("refusing to take VFs from libvirt network %s: %s; shut the domain down first", spec.Name, strings.Join(msgs, "; "))
+			}
+			if live := liveChanges(diff); st.Active && len(st.Ports) > 0 && len(live) > 0 {
+				// libvirt 9.0 changes a running hostdev network's pool or
+				// metadata only by a restart, which drops its ports while the
+				// domains keep their VFs, and a live portgroup update loses
+				// the pool's usage counts (libvirtx doc.go, "VF pools").
+				return teardown.Change{}, fmt.Errorf("refusing to change libvirt network %s (%s) while domains hold its VFs (%s): libvirt cannot change a running hostdev network without losing track of its ports; shut those domains down first",
+					spec.Name, strings.Join(live, ", "), portHolders(st.Ports))
+			}
+			if len(diff) == 0 {
+				return teardown.Change{Summary: fmt.Sprintf("libvirt network %s: %d VF(s), active, autostart", spec.Name, len(spec.PCIs)), Record: rec}, nil
+			}
+			return teardown.Change{Needed: true,
+				Summary: fmt.Sprintf("libvirt network %s: %s", spec.Name, strings.Join(diff, ", ")),
+				Revert:  fmt.Sprintf("libvirt network %s: destroy, undefine", spec.Name),
+				Record:  rec}, nil
+		},
+		Apply: func(context.Context) error {
+			c, err := e.h.Virt()
+			if err != nil {
+				return err
+			}
+			if _, err := c.EnsureNetwork(spec); err != nil {
+				return fmt.Errorf("libvirt network %s: %w", spec.Name, err)
+			}
+			return nil
+		},
+	}
+}
+
+// Undo removes vflag's network (destroy, undefine); libvirtx refuses while
+// a port of it is allocated (a domain holds one of its VFs).
+func (networkKind) Undo(ctx context.Context, e *Env, r networkRecord) error {
+	c, err := libvirtx.Open(r.URI)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	removed, err := c.RemoveNetwork(r.Name)
+	if err != nil {
+		return fmt.Errorf("libvirt network %s: %w", r.Name, err)
+	}
+	if removed {
+		teardown.SayUndone(ctx, "libvirt network %s: destroyed, undefined", r.Name)
+	} else {
+		teardown.SayUndone(ctx, "libvirt network %s: already gone", r.Name)
+	}
+	return nil
+}
+
+// network: the group's pool, after the attachments (which take their VFs
+// out of it).
+func (run *groupRun) network(context.Context) ([]batch, error) {
+	g := run.g
+	if g.Network == nil {
+		return nil, nil
+	}
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	// A numvfs change of this run makes VFs again at the same addresses.
+	pcis := map[VFKey]string{}
+	for k, a := range vfs {
+		pcis[k] = string(a)
+	}
+	spec, missing := NetworkSpec(g, pcis)
+	id := networkKind{}.id(spec.Name)
+	switch {
+	case len(missing) == 0:
+		return one(networkKind{}.step(run.e, spec)), nil
+	case run.dry:
+		return one(predicted(KindNetwork, id, fmt.Sprintf("libvirt network %s: hostdev pool of %d VF(s) (after VF creation)", spec.Name, len(g.Pool())))), nil
+	default:
+		return nil, fmt.Errorf("libvirt network %s: pool VF %s does not exist", spec.Name, missing[0])
+	}
+}
