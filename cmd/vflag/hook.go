@@ -64,7 +64,9 @@ never calls libvirt.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), hook.Timeout)
 			defer cancel()
+			gate := bootgate.New(a.stateDir())
 			return hook.RunNetwork(ctx, hook.NetworkOptions{
+				Gate:    &gate,
 				Network: args[0], Op: args[1], SubOp: args[2], XML: cmd.InOrStdin(),
 				Config: func() (*config.Config, error) { return a.loadConfig(true) },
 				Host:   func(cfg *config.Config) (*host.Host, error) { return a.openHost(cfg, cfg) },

@@ -271,6 +271,26 @@ func TestNetworkHookPortVLAN(t *testing.T) {
 	pci := createPort(t, b, "vflag-lag0", uuid, "vmX", "trunk")
 	before := repPort(t, b, pci)
 	data := hookData(t, b, "vflag-lag0", uuid)
+
+	// Before up has run in this boot (the boot gate's mark absent), a port
+	// passes untouched: the qemu hook defers the domain at its start.
+	ready := filepath.Join(b.state, "ready")
+	mark, err := os.ReadFile(ready)
+	if err != nil {
+		t.Fatalf("up left no boot gate mark: %v", err)
+	}
+	if err := os.Remove(ready); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := b.netHook("vflag-lag0", "port-created", "begin", data); code != 0 || !strings.Contains(errs, "not brought the VF-LAG up in this boot") {
+		t.Fatalf("hook before the boot's up: exit %d, want 0 and a pass:\n%s", code, errs)
+	}
+	if got := repPort(t, b, pci); got != before {
+		t.Fatalf("hook before the boot's up changed the port: %s -> %s", before, got)
+	}
+	if err := os.WriteFile(ready, mark, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, errs, code := b.netHook("vflag-lag0", "port-created", "begin", data); code != 0 {
 		t.Fatalf("hook port-created: exit %d\n%s", code, errs)
 	}

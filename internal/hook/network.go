@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/bootgate"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
@@ -26,6 +27,12 @@ type NetworkOptions struct {
 	Host   func(cfg *config.Config) (*host.Host, error)
 	Log    *slog.Logger
 	Stderr io.Writer
+	// Gate, when set, is the boot gate: before up has brought the VF-LAG
+	// up in this boot a port-created passes untouched (the bridge may not
+	// exist yet), and the qemu hook defers the domain at "start begin",
+	// where libvirt's domain XML shows the VF the port took; up starts it
+	// later, and libvirt makes the port again.
+	Gate *bootgate.Gate
 }
 
 // RunNetwork is the network hook for one event. On "port-created begin"
@@ -99,6 +106,12 @@ func RunNetwork(ctx context.Context, o NetworkOptions) error {
 	}
 	if !grp.Switchdev() {
 		return nil // libvirt puts the portgroup's VLAN on the VF through the PF
+	}
+	if o.Gate != nil && created {
+		if ready, err := o.Gate.Ready(); err == nil && !ready {
+			fmt.Fprintf(o.Stderr, "vflag hook: network %s: port of domain %s passed untouched: vflag has not brought the VF-LAG up in this boot yet (the qemu hook defers the domain)\n", data.Network.Name, port.Domain)
+			return nil
+		}
 	}
 	h, err := o.Host(cfg)
 	if err != nil {
