@@ -52,6 +52,9 @@
 //	                    ifindex) and the bridge (ovs-vswitchd then puts the bond's
 //	                    rules in that block); undone before the bond is deleted
 //	11 libvirt.attach   hostdev interfaces, one domain at a time
+//	11 libvirt.network  the group's VF pool (hostdev network), after the
+//	                    attachments take their VFs; before the bridge reads its
+//	                    held ports' portgroup VLANs (10 reads libvirt's ports)
 //	12 verify           barrier: LAG, ofports, hw-offload, attachments
 //
 // Stage pre (vflag-pre.service at boot, before the network, OVS and
