@@ -20,12 +20,20 @@
 # EXPECT: b_down_refuses b_down_refused_no_change b_down b_vfs_removed b_xml_clean b_autoprobe_restored
 # EXPECT: b_pol_up b_pol_readback b_pol_rate b_pol_status b_pol_validate b_pol_no_change b_pol_change_one
 # EXPECT: b_pol_link_state_error b_pol_rolled_back b_pol_down_restores
-# EXPECT: p_up p_net_active p_net_pool p_domains_start p_vlans p_status p_second_up_no_change
+# EXPECT: p_up p_net_active p_net_pool p_domains_start p_vlans p_hook_sees_vf p_status p_second_up_no_change
 # EXPECT: p_third_refused p_down_refused p_down
 . "$(dirname "$0")/lib.sh"
 
 igb_pf
 expect_match b_pf '^eth' echo "$PF"
+# A qemu hook that keeps what libvirt gives it (the pool part checks what a
+# domain on a hostdev network shows the hook at "start begin").
+mkdir -p /etc/libvirt/hooks
+cat >/etc/libvirt/hooks/qemu <<'EOF'
+#!/bin/sh
+cat >"/tmp/qemu-hook-$1-$2-$3.xml"
+EOF
+chmod 755 /etc/libvirt/hooks/qemu
 libvirt_start || exit 1
 cat >/root/vm1.xml <<'EOF'
 <domain type='qemu'>
@@ -246,6 +254,15 @@ vlans() {
 	[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && [ "$a" != 2 ] && [ "$b" != 2 ] && echo "vmA on VF $a (vlan 200), vmB on VF $b (vlan 100)"
 }
 check p_vlans vlans
+# The qemu hook (and its boot gate) sees the VF a port took: at "start
+# begin" libvirt's domain XML shows the interface as the hostdev it became
+# (at "prepare begin" no VF is allocated yet).
+hook_sees_vf() {
+	x=$(cat /tmp/qemu-hook-vmA-start-begin.xml) || return 1
+	printf '%s\n' "$x" | grep -A4 "<interface type='hostdev'" | grep -E "<address type='pci'" || { printf '%s\n' "$x" | grep -A6 '<interface'; return 1; }
+	! grep -q "<interface type='hostdev'" /tmp/qemu-hook-vmA-prepare-begin.xml && echo "prepare begin: no VF yet"
+}
+check p_hook_sees_vf hook_sees_vf
 PV status -o json >"$OUT/pool-status.json"
 expect p_status "2 2" jq -r '.groups[0].network | "\(.vfs | length) \([.vfs[] | select(.domain)] | length)"' "$OUT/pool-status.json"
 pool_again() { PV up --detailed-exit-codes; }
