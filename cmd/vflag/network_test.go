@@ -322,6 +322,18 @@ func TestNetworkHookPortVLAN(t *testing.T) {
 	if b.dump() != host {
 		t.Errorf("the refused up changed the host")
 	}
+	// The network dropped from the config while the port is allocated: the
+	// same, before any write.
+	b.point(exampleConfig)
+	if _, errs, code := b.vflag("up"); code != 1 || !strings.Contains(errs, "removing libvirt.network/vflag-lag0 would break running domain(s): domain vmX on "+pci) {
+		t.Errorf("network dropped with a port allocated: exit %d, want 1 naming vmX:\n%s", code, errs)
+	}
+	if b.dump() != host {
+		t.Errorf("the refused up changed the host")
+	}
+	if xml, _ := netPool(t, b, "vflag-lag0"); xml == "" {
+		t.Errorf("the refused up removed the network")
+	}
 	b.point(networkConfig(t, poolNetwork))
 
 	// port-deleted: back to the representor's own settings.

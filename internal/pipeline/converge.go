@@ -118,6 +118,23 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		ids := pruneIDs
 		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(ids, ", "), strings.Join(pruneDoms, ", ")))
 	}
+	// A VF pool whose network left the config: refused while a domain holds
+	// one of its ports (libvirt would drop the ports, the domains keep the VFs).
+	for _, en := range prune {
+		if en.Kind != KindNetwork {
+			continue
+		}
+		ports, err := e.networkPorts(en)
+		if err != nil {
+			if err := unshown("removing "+en.ID, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(ports) > 0 {
+			refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s): %s", en.ID, portHolders(ports)))
+		}
+	}
 
 	early, late := splitLatePrunes(prune)
 	if r.DryRun {

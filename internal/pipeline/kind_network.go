@@ -263,6 +263,32 @@ func (k networkKind) step(e *Env, spec libvirtx.NetworkSpec) teardown.Step {
 	}
 }
 
+// networkPorts are the allocated ports of the network of a journal entry
+// (none when it is gone or not vflag's).
+func (e *Env) networkPorts(en teardown.Entry) ([]libvirtx.NetworkPort, error) {
+	rec, err := decode[networkRecord](en.Record)
+	if err != nil {
+		return nil, fmt.Errorf("journal entry %s: %w", en.ID, err)
+	}
+	c, err := e.h.Virt()
+	if rec.URI != e.h.Libvirt {
+		oc, oerr := libvirtx.Open(rec.URI)
+		if oerr != nil {
+			return nil, oerr
+		}
+		defer func() { _ = oc.Close() }()
+		c, err = oc, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Network(rec.Name)
+	if err != nil || !st.Owned {
+		return nil, err
+	}
+	return st.Ports, nil
+}
+
 // Undo removes vflag's network (destroy, undefine); libvirtx refuses while
 // a port of it is allocated (a domain holds one of its VFs).
 func (networkKind) Undo(ctx context.Context, e *Env, r networkRecord) error {
