@@ -254,7 +254,7 @@ func (g *Group) PoolVFs() []VFRef {
 	var out []VFRef
 	if len(g.Network.VFs) > 0 {
 		for _, v := range g.Network.VFs {
-			out = append(out, VFRef{v.PF, v.VF})
+			out = append(out, VFRef(v))
 		}
 		return out
 	}
@@ -655,7 +655,7 @@ func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool
 	for i, v := range n.VFs {
 		vp := fmt.Sprintf("%s.vfs[%d]", np, i)
 		checkIndexes(vp, v.PF, v.VF, g, pfsOK, numvfsOK, add)
-		r := VFRef{v.PF, v.VF}
+		r := VFRef(v)
 		if j, ok := seen[r]; ok {
 			add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is already in the pool at %s.vfs[%d]", np, j)
 		}
