@@ -120,10 +120,10 @@ func (b *bencher) transitionList(reps, slowReps int) []transition {
 	return []transition{
 		{name: "VLAN 100 -> 300 on lag0 pf0 vf0 (2 x 64 switchdev)", from: base, to: with(func(c *tconf) { c.vlan = 300 }), reps: reps,
 			minimal: []string{"ovs.bridge/br-lag"}, how: "no kernel write, 1 OVSDB txn",
-			wallMax: 100 * time.Millisecond, assertWrites: true},
+			wallMax: 60 * time.Millisecond, assertWrites: true},
 		{name: "bond0 miimon 100 -> 200 (2 x 64 switchdev)", from: base, to: with(func(c *tconf) { c.miimon = 200 }), reps: reps,
 			minimal: []string{"bond.create/bond0"}, how: "1 sysfs write, live",
-			assertWrites: true},
+			wallMax: 50 * time.Millisecond, assertWrites: true},
 		{name: "lag1 of lag0+lag1 (2 x 2 x 64): VLAN, miimon, one VF MAC", from: two, to: twoChanged, reps: reps,
 			minimal: []string{"bond.create/bond1", "ovs.bridge/br-lag1", "sriov.vfmac/ens2f0np0/0"},
 			how:     "2 kernel writes, 1 OVSDB txn"},
