@@ -33,7 +33,8 @@ type Client struct {
 	wantCfg int           // highest next_cfg our own transactions produced
 	cfgCh   chan struct{} // poked on every Open_vSwitch update of the cache
 
-	txns atomic.Int64 // transactions sent (for tests)
+	txns  atomic.Int64 // transactions sent (for tests)
+	reads atomic.Int64 // read transactions (select) sent: Reads
 
 	beforeCommit func() // tests: runs between the read and the write
 
@@ -155,6 +156,17 @@ var (
 		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
 		model.InterfaceTable:   {"_uuid", "name", "mtu_request", "external_ids"},
 	}
+	// planStatusView is planView and statusView in one read: a plan that
+	// also returns the bridge as Status reports it (PlanStatus).
+	planStatusView = view{
+		model.OpenvSwitchTable: {"_uuid", "other_config"},
+		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
+		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
+		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request", "external_ids"},
+	}
+	// rootView: the Open_vSwitch row's other_config alone (other_config
+	// reads and writes: no bridge, port or interface row decoded).
+	rootView = view{model.OpenvSwitchTable: {"_uuid", "other_config"}}
 	// statusView adds what Status reports: each port's interface with its
 	// ofport and error.
 	statusView = view{
@@ -165,15 +177,26 @@ var (
 	}
 )
 
+// Reads is the number of read transactions (selects) this client has sent:
+// what a run read of OVSDB (tests, benchmarks).
+func (c *Client) Reads() int64 { return c.reads.Load() }
+
 // read returns the current state: one read-only transaction selecting the
 // columns of v, so the view is consistent and includes every transaction
 // committed before it (this client's own too).
 func (c *Client) read(ctx context.Context, v view) (*state, error) {
+	// Only the tables the view names: a table left out is not selected
+	// (its rows would all be decoded) and reads as empty.
 	tables := []string{model.OpenvSwitchTable, model.BridgeTable, model.PortTable, model.InterfaceTable}
-	ops := make([]ovsdb.Operation, len(tables))
-	for i, t := range tables {
-		ops[i] = ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t, Columns: v[t]}
+	var ops []ovsdb.Operation
+	index := map[string]int{}
+	for _, t := range tables {
+		if cols, ok := v[t]; ok {
+			index[t] = len(ops)
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t, Columns: cols})
+		}
 	}
+	c.reads.Add(1)
 	res, err := c.db.Transact(ctx, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
@@ -182,19 +205,25 @@ func (c *Client) read(ctx context.Context, v view) (*state, error) {
 		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
 	}
 	dbm := c.db.Cache().DatabaseModel()
-	roots, err := fromRows[model.OpenvSwitch](dbm, model.OpenvSwitchTable, res[0])
+	result := func(t string) ovsdb.OperationResult {
+		if i, ok := index[t]; ok {
+			return res[i]
+		}
+		return ovsdb.OperationResult{}
+	}
+	roots, err := fromRows[model.OpenvSwitch](dbm, model.OpenvSwitchTable, result(model.OpenvSwitchTable))
 	if err != nil {
 		return nil, err
 	}
-	bridges, err := fromRows[model.Bridge](dbm, model.BridgeTable, res[1])
+	bridges, err := fromRows[model.Bridge](dbm, model.BridgeTable, result(model.BridgeTable))
 	if err != nil {
 		return nil, err
 	}
-	ports, err := fromRows[model.Port](dbm, model.PortTable, res[2])
+	ports, err := fromRows[model.Port](dbm, model.PortTable, result(model.PortTable))
 	if err != nil {
 		return nil, err
 	}
-	ifaces, err := fromRows[model.Interface](dbm, model.InterfaceTable, res[3])
+	ifaces, err := fromRows[model.Interface](dbm, model.InterfaceTable, result(model.InterfaceTable))
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,24 @@ func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
 	return ch, nil
 }
 
+// PlanStatus is Plan that also returns the bridge as Status reports it,
+// from the same read: what a caller that would read both (plan, then
+// verify the ofports of a run that wrote nothing) reads once.
+func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeStatus, error) {
+	if err := s.validate(); err != nil {
+		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	st, err := c.read(ctx, planStatusView)
+	if err != nil {
+		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	ch, _, err := plan(st, s)
+	if err != nil {
+		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	return ch, st.status(s.Bridge), nil
+}
+
 // Ensure converges the database to s in one transaction and returns what it
 // created (for Undo) and the change it made: it creates the bridge, adds the
 // missing ports, retags the owner's ports and removes the owner's ports on

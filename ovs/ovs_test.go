@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -683,4 +684,54 @@ func TestVLANModeTrunksMTU(t *testing.T) {
 	if st, err := c.Status(ctx, "br0"); err != nil || st.Exists {
 		t.Errorf("after Undo: %+v, %v", st, err)
 	}
+}
+
+// PlanStatus reads once what Plan and Status read apart, and says the same
+// as each: before the bridge exists, converged, and with a port retagged
+// and one missing.
+func TestPlanStatusIsPlanAndStatus(t *testing.T) {
+	t.Parallel()
+	srv := ovstest.Start(t)
+	srv.AddVeth("vf0rep", "vf0peer")
+	srv.AddVeth("vf1rep", "vf1peer")
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	spec := ovs.BridgeSpec{Owner: "lag0", Bridge: "br-lag", DatapathType: "netdev", HWOffload: true,
+		Ports: []ovs.PortSpec{{Name: "vf0rep", Tag: 5}, {Name: "vf1rep"}}}
+	same := func(when string, s ovs.BridgeSpec) {
+		t.Helper()
+		ch, err := c.Plan(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx, s.Bridge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n0 := c.Reads()
+		ch2, st2, err := c.PlanStatus(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := c.Reads() - n0; n != 1 {
+			t.Errorf("%s: PlanStatus made %d transactions, want 1 read", when, n)
+		}
+		if !reflect.DeepEqual(ch, ch2) {
+			t.Errorf("%s: PlanStatus change %+v, Plan %+v", when, ch2, ch)
+		}
+		if !reflect.DeepEqual(st, st2) {
+			t.Errorf("%s: PlanStatus status %+v, Status %+v", when, st2, st)
+		}
+	}
+	same("no bridge", spec)
+	if _, _, err := c.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitApplied(ctx); err != nil {
+		t.Fatal(err)
+	}
+	same("converged", spec)
+	changed := spec
+	changed.Ports = []ovs.PortSpec{{Name: "vf0rep", Tag: 7}, {Name: "vf1rep"}, {Name: "vf2rep"}}
+	same("retag and a new port", changed)
 }

@@ -205,7 +205,7 @@ func undoTxn(st *state, r Record) *txn {
 //
 //	ovs-vsctl get Open_vSwitch . other_config
 func (c *Client) OtherConfig(ctx context.Context) (map[string]string, error) {
-	st, err := c.read(ctx, planView)
+	st, err := c.read(ctx, rootView)
 	if err != nil {
 		return nil, fmt.Errorf("ovs: read other_config: %w", err)
 	}
@@ -230,7 +230,7 @@ func (c *Client) SetOtherConfig(ctx context.Context, key string, value, ifValue 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, err := c.read(ctx, planView)
+	st, err := c.read(ctx, rootView)
 	if err != nil {
 		return fmt.Errorf("ovs: set other_config:%s: %w", key, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -256,5 +257,49 @@ func TestDisruptionGateFailsClosed(t *testing.T) {
 	}
 	if n, _ := (sriov.Host{FS: ce.sim.FS()}).NumVFs(sriov.PCIDevice("0000:61:00.0")); n != 2 {
 		t.Errorf("up --force: numvfs %d, want 2", n)
+	}
+}
+
+// TestNoOpVerifiesWhatItRead: a run that writes nothing verifies the bridge
+// as its plan pass read it (one OVSDB read of the bridge in all), and a
+// port that lost its ofport still fails verification: the read is not a
+// stale pass.
+func TestNoOpVerifiesWhatItRead(t *testing.T) {
+	d := startDaemons(t)
+	ce := newConvergeEnv(t, d)
+	if _, err := ce.run(false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var c *ovs.Client
+	grab := func(e *Env) {
+		var err error
+		if c, err = e.Host().OVS(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e.OFPortWait = time.Second
+	}
+	r, err := ce.runWith(false, nil, grab)
+	if err != nil {
+		t.Fatalf("no-op up: %v", err)
+	}
+	if r.Wrote() {
+		t.Fatal("the no-op up wrote")
+	}
+	if n := c.Reads(); n != 1 {
+		t.Errorf("no-op up read the OVSDB tables %d times, want 1 (the plan pass's read serves verify)", n)
+	}
+
+	ports := strings.Fields(d.ovs.MustVsctl("list-ports", "br-lag"))
+	var rep string
+	for _, p := range ports {
+		if p != "bond0" {
+			rep = p
+			break
+		}
+	}
+	d.ovs.MustVsctl("set", "Interface", rep, "type=vflag-bogus") // ovs-vswitchd cannot open it: no ofport
+	defer d.ovs.MustVsctl("set", "Interface", rep, `type=""`)
+	if _, err := ce.runWith(false, nil, grab); !errors.Is(err, teardown.ErrDegraded) || !strings.Contains(err.Error(), "port "+rep+" has no ofport") {
+		t.Fatalf("no-op up with %s without an ofport: %v, want verify to fail naming it", rep, err)
 	}
 }

@@ -29,7 +29,9 @@ func (ovsBridgeKind) DependsOn() []string {
 
 func (k ovsBridgeKind) id(bridge string) string { return k.Name() + "/" + bridge }
 
-func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec) teardown.Step {
+// step is the bridge step; seen, when set, gets the bridge as the check
+// read it (the plan pass keeps it for verify: see groupRun.bridgeSeen).
+func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeStatus)) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(spec.Bridge),
 		Check: func(ctx context.Context) (teardown.Change, error) {
@@ -37,9 +39,12 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			ch, err := c.Plan(ctx, spec)
+			ch, bs, err := c.PlanStatus(ctx, spec)
 			if err != nil {
 				return teardown.Change{}, err
+			}
+			if seen != nil {
+				seen(bs)
 			}
 			if len(ch.Foreign) > 0 {
 				e.log.Warn("ports exist that vflag did not create; left alone", "bridge", spec.Bridge, "ports", ch.Foreign)

@@ -261,7 +261,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			switchdev(t, se)
 			se.apply(t, bondKind{}.step(se.Env, se.group()))
 			run, _ := reps(t, se)
-			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
+			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec(), nil)
 		}},
 		{name: ovsBridgeKind{}.Name() + " with mtu_request and trunks", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			switchdev(t, se)
@@ -269,7 +269,7 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 			se.g.MTU = 9000
 			se.g.VFs = append(se.g.VFs, config.VFConfig{PF: 1, VF: 2, VLAN: 10, VLANMode: "native-untagged", Trunks: []int{30, 20}})
 			run, _ := reps(t, se)
-			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec())
+			return ovsBridgeKind{}.step(se.Env, run.bridgeSpec(), nil)
 		}},
 		{name: ovsConfigKind{}.Name() + " tc-policy", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			return ovsConfigKind{}.step(se.Env, OVSKeyTCPolicy, "skip_sw")

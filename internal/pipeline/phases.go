@@ -111,6 +111,10 @@ type groupRun struct {
 	// poolPorts are the pool's VFs a domain's port holds, with the port's
 	// portgroup (readPoolPorts).
 	poolPorts map[VFKey]string
+	// bridgeSeen is the bridge as the bridge step's check read it, ofports
+	// included: verify of a run that wrote nothing takes it instead of
+	// reading every port and interface again.
+	bridgeSeen *ovs.BridgeStatus
 }
 
 // fresh tells whether a plan's step for a VF of pf must assume new VFs:
@@ -567,7 +571,7 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 	}
 	spec := run.bridgeSpec()
 	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
-	return one(ovsBridgeKind{}.step(run.e, spec)), nil
+	return one(ovsBridgeKind{}.step(run.e, spec, func(bs ovs.BridgeStatus) { run.bridgeSeen = &bs })), nil
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
