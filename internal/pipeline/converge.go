@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vflag/vflag/libvirtx"
-	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -260,7 +258,7 @@ func (e *Env) pruneAll(ctx context.Context, r *teardown.Runner, prune []teardown
 			return err
 		}
 		start := time.Now()
-		err = removeOwned(ctx, rec)
+		err = e.removeOwned(ctx, rec)
 		r.Note(teardown.Event{Kind: en.Kind, ID: en.ID, Phase: teardown.PhaseUndo, Changed: err == nil, Duration: time.Since(start), Err: err,
 			Summary: fmt.Sprintf("remove bridge %s's rows of %s (the config renamed it); hw-offload stays", rec.Bridge.Bridge, rec.Bridge.Owner)})
 		if err != nil {
@@ -351,12 +349,12 @@ func (e *Env) domainsHolding(vfs []string) ([]string, error) {
 }
 
 // removeOwned removes a group's rows from a bridge without touching hw-offload.
-func removeOwned(ctx context.Context, r ovsRecord) error {
-	c, err := ovs.Connect(ctx, r.Endpoint)
+func (e *Env) removeOwned(ctx context.Context, r ovsRecord) error {
+	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	return c.RemoveOwned(ctx, r.Bridge.Owner, r.Bridge.Bridge)
 }
 
@@ -372,17 +370,10 @@ func (e *Env) holdingAt(uri string, vfs []string) (map[string]string, error) {
 	if e.Holding != nil {
 		return e.Holding(vfs)
 	}
-	if uri == e.h.Libvirt {
-		c, err := e.h.Virt()
-		if err != nil {
-			return nil, fmt.Errorf("ask libvirt %s which domains hold VFs: %w", uri, err)
-		}
-		return c.HoldingDomains(vfs)
-	}
-	c, err := libvirtx.Open(uri)
+	c, done, err := e.virtAt(uri)
 	if err != nil {
 		return nil, fmt.Errorf("ask libvirt %s which domains hold VFs: %w", uri, err)
 	}
-	defer func() { _ = c.Close() }()
+	defer done()
 	return c.HoldingDomains(vfs)
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -83,3 +86,29 @@ func (e *Env) Config() *config.Config { return e.cfg }
 
 // Host is the run's host.
 func (e *Env) Host() *host.Host { return e.h }
+
+// ovsAt is the OVSDB client for endpoint: the run's own connection when it
+// is the run's endpoint (one connection per run: undo of each journal entry
+// no longer dials its own), else a new one, which done closes.
+func (e *Env) ovsAt(ctx context.Context, endpoint string) (c *ovs.Client, done func(), err error) {
+	if endpoint == e.h.OVSDB {
+		c, err = e.h.OVS(ctx)
+		return c, func() {}, err
+	}
+	if c, err = ovs.Connect(ctx, endpoint); err != nil {
+		return nil, nil, err
+	}
+	return c, c.Close, nil
+}
+
+// virtAt is the libvirt connection for uri, as ovsAt.
+func (e *Env) virtAt(uri string) (c *libvirtx.Conn, done func(), err error) {
+	if uri == e.h.Libvirt {
+		c, err = e.h.Virt()
+		return c, func() {}, err
+	}
+	if c, err = libvirtx.Open(uri); err != nil {
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Close() }, nil
+}

@@ -59,11 +59,11 @@ func (k attachKind) step(e *Env, id string, a libvirtx.Attachment) teardown.Step
 }
 
 func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) error {
-	c, err := libvirtx.Open(r.URI)
+	c, done, err := e.virtAt(r.URI)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = c.Close() }()
+	defer done()
 	if err := c.Detach(r.Attachment); err != nil {
 		return err
 	}

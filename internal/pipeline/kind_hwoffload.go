@@ -31,11 +31,11 @@ func (hwOffloadKindT) DependsOn() []string { return []string{ovsBridgeKind{}.Nam
 func (k hwOffloadKindT) id(endpoint string) string { return k.Name() + "/" + endpoint }
 
 func (hwOffloadKindT) Undo(ctx context.Context, e *Env, r hwOffloadRecord) error {
-	c, err := ovs.Connect(ctx, r.Endpoint)
+	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	if err := c.Undo(ctx, ovs.Record{Owner: "vflag", HWOffloadSet: true, PriorHWOffload: r.Prior}); err != nil {
 		return err
 	}

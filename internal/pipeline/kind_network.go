@@ -270,18 +270,11 @@ func (e *Env) networkPorts(en teardown.Entry) ([]libvirtx.NetworkPort, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal entry %s: %w", en.ID, err)
 	}
-	c, err := e.h.Virt()
-	if rec.URI != e.h.Libvirt {
-		oc, oerr := libvirtx.Open(rec.URI)
-		if oerr != nil {
-			return nil, oerr
-		}
-		defer func() { _ = oc.Close() }()
-		c, err = oc, nil
-	}
+	c, done, err := e.virtAt(rec.URI)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	st, err := c.Network(rec.Name)
 	if err != nil || !st.Owned {
 		return nil, err
@@ -292,11 +285,11 @@ func (e *Env) networkPorts(en teardown.Entry) ([]libvirtx.NetworkPort, error) {
 // Undo removes vflag's network (destroy, undefine); libvirtx refuses while
 // a port of it is allocated (a domain holds one of its VFs).
 func (networkKind) Undo(ctx context.Context, e *Env, r networkRecord) error {
-	c, err := libvirtx.Open(r.URI)
+	c, done, err := e.virtAt(r.URI)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = c.Close() }()
+	defer done()
 	removed, err := c.RemoveNetwork(r.Name)
 	if err != nil {
 		return fmt.Errorf("libvirt network %s: %w", r.Name, err)

@@ -70,11 +70,11 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 // Undo removes every row the owner holds on the bridge, also those a later
 // run added, and restores hw-offload.
 func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
-	c, err := ovs.Connect(ctx, r.Endpoint)
+	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	if err := c.UndoOwned(ctx, r.Bridge); err != nil {
 		return err
 	}
@@ -250,11 +250,11 @@ func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) error {
 	if len(r.Port.Ports) == 0 {
 		return nil
 	}
-	c, err := ovs.Connect(ctx, r.Endpoint)
+	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	if err := c.Undo(ctx, r.Port); err != nil {
 		return err
 	}

@@ -82,11 +82,11 @@ func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
 }
 
 func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) error {
-	c, err := ovs.Connect(ctx, r.Endpoint)
+	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	// Unconditional: the journal keeps the record of the first change, and a
 	// later up may have set another value (max-idle changed live) since.
 	if err := c.SetOtherConfig(ctx, r.Key, r.Prior, nil); err != nil {
