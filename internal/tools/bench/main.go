@@ -388,6 +388,12 @@ func (b *bencher) criticalPath() {
 		nr := noopRow("no-op re-run", "up "+name+" (converged)", noop)
 		nr.floor = s.floor()
 		b.add(nr)
+		if c.switchdev {
+			b.add(s.commandRow("status", 50*time.Millisecond, nil, "status"))
+			dom := s.hookDomain()
+			b.add(s.commandRow("qemu hook prepare, one VF", 20*time.Millisecond, []byte(dom), "hook", "qemu", "--", "vmh", "prepare", "begin", "-"))
+			b.add(s.commandRow("qemu hook release, one VF", 20*time.Millisecond, []byte(dom), "hook", "qemu", "--", "vmh", "release", "end", "-"))
+		}
 		down := s.vflag("down")
 		if db := s.downBound(); db > 0 {
 			b.add(ratioRow("teardown", "down "+name, down.wall, db, 1.05))
@@ -455,6 +461,40 @@ func (s *scenario) floor() string {
 		_ = c.Close()
 	})
 	return fmt.Sprintf("%s (start %s + links %s + ovsdb %s + libvirt %s)", ms(start+links+ovsdb+virt), ms(start), ms(links), ms(ovsdb), ms(virt))
+}
+
+// commandRow times a command on the converged host (median of 5; for the
+// hook, each run is the same event again), with stdin.
+func (s *scenario) commandRow(what string, target time.Duration, stdin []byte, args ...string) row {
+	var walls []time.Duration
+	for range 5 {
+		all := append([]string{"--config", s.cfg, "--sim", s.simDir, "--state-dir", s.state}, args...)
+		cmd := exec.Command(s.b.bin, all...)
+		if stdin != nil {
+			cmd.Stdin = bytes.NewReader(stdin)
+		}
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		walls = append(walls, time.Since(t0))
+		if err != nil {
+			s.b.r.Fatalf("vflag %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	wall := median(walls)
+	st := "ok"
+	if wall > target {
+		st = "MISS"
+	}
+	return row{section: "commands", what: what + " (median of 5)", measured: ms(wall), target: "<= " + ms(target), status: st}
+}
+
+// hookDomain is a domain with one VF of the group's (pf 0 vf 1, no
+// attachment) as libvirt hands it to the qemu hook.
+func (s *scenario) hookDomain() string {
+	return `<domain type='kvm'><name>vmh</name><devices>
+<interface type='hostdev' managed='yes'><mac address='52:54:00:aa:00:01'/>
+<source><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x3'/></source></interface>
+</devices></domain>`
 }
 
 func ratioRow(section, what string, wall, bound time.Duration, target float64) row {
