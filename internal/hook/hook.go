@@ -569,7 +569,7 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
 		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, pipeline.OrDash(mode))
 	}
-	reps, err := eswitch.Representors(k, p.h.FS, m.PF)
+	reps, err := eswitch.RepresentorsOf(k, p.h.FS, m.PF, m.VF+1)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func poolVF(h *host.Host, g pipeline.Group, pci string) (pipeline.VFKey, string,
 			if string(v.Addr) != pci {
 				continue
 			}
-			reps, err := eswitch.Representors(h.Kernel, h.FS, pf)
+			reps, err := eswitch.RepresentorsOf(h.Kernel, h.FS, pf, v.Index+1)
 			if err != nil {
 				return pipeline.VFKey{}, "", err
 			}

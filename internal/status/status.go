@@ -319,9 +319,12 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 		}
 		for _, i := range gh.Owners {
 			pf := pfs[i]
+			numvfs, _ := pci.NumVFs(pf.Dev)
 			var reps map[int]string
 			if g.Switchdev() {
-				reps, _ = eswitch.Representors(k, f, pf)
+				// VFs 0..numvfs-1: no scan of every netdev's phys_port_name
+				// when devlink names them all.
+				reps, _ = eswitch.RepresentorsOf(k, f, pf, numvfs)
 			}
 			var netlinkVFs []eswitch.VFInfo
 			if l, err := k.Link(pf.Netdev); err == nil {
@@ -346,7 +349,6 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 				macOf[v.ID] = v.MAC
 				policyOf[v.ID] = v.VFPolicy
 			}
-			numvfs, _ := pci.NumVFs(pf.Dev)
 			for id := 0; id < numvfs; id++ {
 				vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
 				if p, ok := policyOf[id]; ok && !g.Switchdev() {

@@ -268,7 +268,7 @@ func MTUCheck(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) Check {
 			if i >= len(t.PFs) {
 				continue
 			}
-			reps, err := eswitch.Representors(k, f, t.PFs[i])
+			reps, err := eswitch.RepresentorsOf(k, f, t.PFs[i], t.NumVFs)
 			if err != nil {
 				differ = append(differ, fmt.Sprintf("representors of %s (%v)", t.PFs[i].Netdev, err))
 				continue
@@ -493,7 +493,7 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 			continue
 		}
 		pf := t.PFs[i]
-		reps, err := eswitch.Representors(k, f, pf)
+		reps, err := eswitch.RepresentorsOf(k, f, pf, t.NumVFs)
 		if err != nil {
 			out = append(out, failed(fmt.Sprintf("ovs/reps/pf%d", i), "representors of %s: %v", pf.Netdev, err))
 			continue

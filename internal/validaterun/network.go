@@ -86,7 +86,7 @@ func (r *run) networkChecks(ctx context.Context, gh pipeline.Group) []validate.C
 			out = append(out, validate.Check{Name: pname, Verdict: validate.Fail, Detail: fmt.Sprintf("domain %s holds VF %s, which is not in the config's pool", p.Domain, p.PCI)})
 			continue
 		}
-		reps, err := eswitch.Representors(r.h.Kernel, r.h.FS, gh.PFs[k.PF])
+		reps, err := eswitch.RepresentorsOf(r.h.Kernel, r.h.FS, gh.PFs[k.PF], k.VF+1)
 		rep := reps[k.VF]
 		if err != nil || rep == "" {
 			out = append(out, validate.Check{Name: pname, Verdict: validate.Fail, Detail: fmt.Sprintf("VF %s (domain %s) has no representor", p.PCI, p.Domain)})
