@@ -208,7 +208,17 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 		// hw-offload, the kernel datapath, the shared tc block, rates,
 		// attachments, RDMA. What follows only reads what is shown, and
 		// adds a problem only for what those checks do not cover.
-		for _, c := range validaterun.Static(ctx, cfg, h, g, "") {
+		// The bridge, read once for the checks and for what status shows.
+		var bridge *ovs.BridgeStatus
+		bridgeErr := fmt.Errorf("not read")
+		if g.Switchdev() {
+			if bs, err := bridgeStatus(ctx, h, g.OVS.Bridge); err == nil {
+				bridge, bridgeErr = &bs, nil
+			} else {
+				bridgeErr = err
+			}
+		}
+		for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
 			if c.Verdict == validate.Fail {
 				first, _, _ := strings.Cut(c.Detail, "\n")
 				problem("%s: %s", c.Name, first)
@@ -268,7 +278,7 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 		if g.Switchdev() {
 			gs.Bridge = g.OVS.Bridge
 			// An unreadable OVSDB is validate's ovs/bridge problem.
-			if bs, err := bridgeStatus(ctx, h, g.OVS.Bridge); err == nil {
+			if bs, err := bridge, bridgeErr; err == nil {
 				gs.HWOffload = bs.HWOffload
 				gs.TCPolicy = bs.TCPolicy
 				gs.MaxIdle, _ = strconv.Atoi(bs.MaxIdle)

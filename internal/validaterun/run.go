@@ -19,6 +19,7 @@ import (
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs"
 )
 
 // Options are the settings of one validate run (the command's flags). A
@@ -68,6 +69,9 @@ type run struct {
 	o  Options
 	h  *host.Host
 	pe *pipeline.Env
+	// bridge, when set, is the group's bridge as the caller read it (status
+	// reads it once for both its own view and these checks).
+	bridge *ovs.BridgeStatus
 }
 
 // Run validates the groups of cfg (or o.Bond alone) on h; the report is tallied.
@@ -102,7 +106,13 @@ func Run(ctx context.Context, cfg *config.Config, h *host.Host, o Options) *vali
 // the group's validate: section (roceMode "": its roce_mode). vflag status
 // counts their failures as problems.
 func Static(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string) []validate.Check {
-	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil)}
+	return StaticWith(ctx, cfg, h, g, roceMode, nil)
+}
+
+// StaticWith is Static with the group's bridge as the caller already read
+// it (nil: read it here).
+func StaticWith(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string, bridge *ovs.BridgeStatus) []validate.Check {
+	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil), bridge: bridge}
 	out, _, _ := r.static(ctx, g)
 	return out
 }
@@ -258,13 +268,17 @@ func (r *run) bond(ctx context.Context, bond string) []validate.Check {
 }
 
 func (r *run) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge, error) {
-	c, err := r.h.OVS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	bs, err := c.Status(ctx, bridge)
-	if err != nil {
-		return nil, err
+	var bs ovs.BridgeStatus
+	if r.bridge != nil && r.bridge.Bridge == bridge {
+		bs = *r.bridge
+	} else {
+		c, err := r.h.OVS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if bs, err = c.Status(ctx, bridge); err != nil {
+			return nil, err
+		}
 	}
 	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
 	for _, p := range bs.Ports {
