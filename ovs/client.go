@@ -185,6 +185,12 @@ func (c *Client) Reads() int64 { return c.reads.Load() }
 // columns of v, so the view is consistent and includes every transaction
 // committed before it (this client's own too).
 func (c *Client) read(ctx context.Context, v view) (*state, error) {
+	return c.readWhere(ctx, v, nil)
+}
+
+// readWhere is read with, per table, the conditions a row must meet (rows
+// of other names are not sent, nor decoded).
+func (c *Client) readWhere(ctx context.Context, v view, where map[string][]ovsdb.Condition) (*state, error) {
 	// Only the tables the view names: a table left out is not selected
 	// (its rows would all be decoded) and reads as empty.
 	tables := []string{model.OpenvSwitchTable, model.BridgeTable, model.PortTable, model.InterfaceTable}
@@ -193,7 +199,7 @@ func (c *Client) read(ctx context.Context, v view) (*state, error) {
 	for _, t := range tables {
 		if cols, ok := v[t]; ok {
 			index[t] = len(ops)
-			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t, Columns: cols})
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t, Columns: cols, Where: where[t]})
 		}
 	}
 	c.reads.Add(1)
@@ -445,6 +451,21 @@ func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error
 	st, err := c.read(ctx, statusView)
 	if err != nil {
 		return BridgeStatus{}, fmt.Errorf("ovs: status of bridge %s: %w", bridge, err)
+	}
+	return st.status(bridge), nil
+}
+
+// PortStatus is Status of one port of the bridge: the bridge (Exists,
+// Owner, hw-offload) and, when it is the bridge's, the port named port
+// with its interface of that name; only those rows are read.
+func (c *Client) PortStatus(ctx context.Context, bridge, port string) (BridgeStatus, error) {
+	named := func(n string) []ovsdb.Condition {
+		return []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, n)}
+	}
+	st, err := c.readWhere(ctx, statusView, map[string][]ovsdb.Condition{
+		model.BridgeTable: named(bridge), model.PortTable: named(port), model.InterfaceTable: named(port)})
+	if err != nil {
+		return BridgeStatus{}, fmt.Errorf("ovs: status of port %s on bridge %s: %w", port, bridge, err)
 	}
 	return st.status(bridge), nil
 }

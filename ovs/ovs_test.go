@@ -735,3 +735,47 @@ func TestPlanStatusIsPlanAndStatus(t *testing.T) {
 	changed.Ports = []ovs.PortSpec{{Name: "vf0rep", Tag: 7}, {Name: "vf1rep"}, {Name: "vf2rep"}}
 	same("retag and a new port", changed)
 }
+
+// PortStatus is Status cut to one port: the same bridge facts and the same
+// port, read with conditions (no other port or interface row sent).
+func TestPortStatus(t *testing.T) {
+	t.Parallel()
+	srv := ovstest.Start(t)
+	srv.AddVeth("vf0rep", "vf0peer")
+	srv.AddVeth("vf1rep", "vf1peer")
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	if ps, err := c.PortStatus(ctx, "br-lag", "vf0rep"); err != nil || ps.Exists || len(ps.Ports) != 0 {
+		t.Fatalf("before the bridge: %+v, %v", ps, err)
+	}
+	spec := ovs.BridgeSpec{Owner: "lag0", Bridge: "br-lag", DatapathType: "netdev", HWOffload: true,
+		Ports: []ovs.PortSpec{{Name: "vf0rep", Tag: 5}, {Name: "vf1rep"}}}
+	if _, _, err := c.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitApplied(ctx); err != nil {
+		t.Fatal(err)
+	}
+	full, err := c.Status(ctx, "br-lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.PortStatus(ctx, "br-lag", "vf0rep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []ovs.PortStatus
+	for _, p := range full.Ports {
+		if p.Name == "vf0rep" {
+			want = append(want, p)
+		}
+	}
+	if !ps.Exists || ps.Owner != full.Owner || ps.HWOffload != full.HWOffload || !reflect.DeepEqual(ps.Ports, want) {
+		t.Errorf("PortStatus = %+v, want the bridge facts of %+v and port %+v", ps, full, want)
+	}
+	// A port of that name on another bridge is not this bridge's.
+	srv.MustVsctl("add-br", "br-other", "--", "set", "Bridge", "br-other", "datapath_type=netdev")
+	if ps, err := c.PortStatus(ctx, "br-other", "vf0rep"); err != nil || !ps.Exists || len(ps.Ports) != 0 {
+		t.Errorf("vf0rep through br-other: %+v, %v; want the bridge without the port", ps, err)
+	}
+}

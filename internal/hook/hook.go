@@ -593,6 +593,27 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 	return p.ensurePort(ctx, m, want)
 }
 
+// portStatus reads the bridge and the port rep on it at endpoint: through
+// the run's connection when it is the host's endpoint (PortStep writes
+// through it too), else a connection of its own; only the port's rows.
+func (p *preparer) portStatus(ctx context.Context, endpoint, bridge, rep string) (ovs.BridgeStatus, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if endpoint == p.h.OVSDB {
+		c, err := p.h.OVS(cctx)
+		if err != nil {
+			return ovs.BridgeStatus{}, err
+		}
+		return c.PortStatus(ctx, bridge, rep)
+	}
+	c, err := ovs.Connect(cctx, endpoint)
+	if err != nil {
+		return ovs.BridgeStatus{}, err
+	}
+	defer c.Close()
+	return c.PortStatus(ctx, bridge, rep)
+}
+
 // ensurePort checks that the representor is a port of the group's bridge
 // with the VF's VLAN columns (tag, vlan_mode, trunks) and the group's
 // mtu_request, as the bridge step makes it, adding it (an ovs.port step)
@@ -612,16 +633,9 @@ func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpe
 		return fmt.Errorf("representor %s: no bridge known (neither config nor journal names one)", rep)
 	}
 	for _, tg := range targets {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := ovs.Connect(cctx, tg.endpoint)
-		cancel()
+		bs, err := p.portStatus(ctx, tg.endpoint, tg.bridge, rep)
 		if err != nil {
 			return fmt.Errorf("representor %s: %w", rep, err)
-		}
-		bs, err := c.Status(ctx, tg.bridge)
-		c.Close()
-		if err != nil {
-			return err
 		}
 		if !bs.Exists {
 			if m.Group != nil {
