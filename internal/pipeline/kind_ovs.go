@@ -52,7 +52,7 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 			if ch.RestartRequired {
 				e.log.Warn("hw-offload is on but the config wants it off: disabling needs an ovs-vswitchd restart; vflag never restarts OVS", "bridge", spec.Bridge)
 			}
-			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec, ch, vlansNow(ctx, c, spec.Bridge, ch)),
+			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec, ch, vlansOf(bs, ch)),
 				Record: ovsRecord{Endpoint: e.h.OVSDB, Bridge: ovs.Record{Owner: spec.Owner, Bridge: spec.Bridge,
 					BridgeCreated: ch.CreateBridge, Ports: ch.AddPorts, HWOffloadSet: ch.SetHWOffload, PriorHWOffload: ch.PriorHWOffload}}}, nil
 		},
@@ -160,6 +160,14 @@ func vlansNow(ctx context.Context, c *ovs.Client, bridge string, ch ovs.Change) 
 	}
 	st, err := c.Status(ctx, bridge)
 	if err != nil {
+		return nil
+	}
+	return vlansOf(st, ch)
+}
+
+// vlansOf is vlansNow from a bridge already read.
+func vlansOf(st ovs.BridgeStatus, ch ovs.Change) map[string]ovs.PortStatus {
+	if len(ch.Retag) == 0 {
 		return nil
 	}
 	out := map[string]ovs.PortStatus{}
