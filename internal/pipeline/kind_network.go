@@ -187,6 +187,11 @@ func portgroupString(p libvirtx.NetworkPortgroup) string {
 	if len(p.Trunks) > 0 {
 		s += fmt.Sprintf(" trunks %v", p.Trunks)
 	}
+	if p.LibvirtVLAN && p.VLAN != 0 {
+		// libvirt's own <vlan>, which it sets on the VF through the PF
+		// (legacy); a group changed to switchdev must lose it.
+		s += " (libvirt <vlan>)"
+	}
 	return s
 }
 

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 )
 
@@ -64,5 +66,24 @@ func TestGroupPool(t *testing.T) {
 	}
 	if p := PoollessVFs(g); len(p) != 1 || p[0].Field != "network.vfs[0]" {
 		t.Errorf("PoollessVFs = %+v, want network.vfs[0]", p)
+	}
+}
+
+// A group whose eswitch mode changed has the same portgroups but must move
+// their VLAN in or out of libvirt's <vlan> (switchdev: mlx5 refuses a VF
+// VLAN set through the PF): the network differs. A portgroup without a
+// VLAN has no <vlan> either way, and does not differ.
+func TestNetworkDiffLibvirtVLAN(t *testing.T) {
+	spec := libvirtx.NetworkSpec{Name: "n", PCIs: []string{"0000:61:00.2"},
+		Portgroups: []libvirtx.NetworkPortgroup{{Name: "a", VLAN: 100, LibvirtVLAN: true}, {Name: "b", LibvirtVLAN: true}}}
+	st := libvirtx.NetworkState{Exists: true, Active: true, Autostart: true, Owned: true, PCIs: spec.PCIs, ConfigPCIs: spec.PCIs,
+		Portgroups: []libvirtx.NetworkPortgroup{{Name: "a", VLAN: 100, LibvirtVLAN: true}, {Name: "b"}}}
+	if diff, _ := networkDiff(st, spec); len(diff) != 0 {
+		t.Errorf("same network: diff %q", diff)
+	}
+	st.Portgroups[0].LibvirtVLAN = false // as a switchdev group left it
+	diff, _ := networkDiff(st, spec)
+	if len(diff) != 1 || !strings.Contains(diff[0], "(libvirt <vlan>)") {
+		t.Errorf("VLAN moved out of libvirt's <vlan>: diff %q, want the portgroups named", diff)
 	}
 }
