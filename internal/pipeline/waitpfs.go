@@ -47,10 +47,18 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 			return wrong
 		}
 		if len(missing) == 0 {
-			if logged {
-				e.log.Warn("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
+			// At boot udev may still be renaming a PF that just appeared
+			// (eth0 -> its persistent name): a name resolved now would be
+			// gone at the next step. Wait, within the same bound, until
+			// udev has processed each PF's netdev; never fail on it.
+			if unsettled := e.udevUnsettled(); len(unsettled) > 0 && time.Now().Before(deadline) {
+				missing = unsettled
+			} else {
+				if logged {
+					e.log.Warn("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
+				}
+				return nil
 			}
-			return nil
 		}
 		if !logged {
 			e.log.Warn("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
@@ -67,6 +75,35 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 		case <-t.C:
 		}
 	}
+}
+
+// udevUnsettled lists the PF netdevs udev has not processed yet (no
+// /run/udev/data/n<ifindex>: udev writes it after its rules, the rename
+// included); none where udev keeps no database (/run/udev/data).
+func (e *Env) udevUnsettled() []string {
+	names, err := e.fs.ReadDir("/run/udev/data")
+	if err != nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, n := range names {
+		done[n] = true
+	}
+	var out []string
+	for gi := range e.cfg.Groups {
+		g, _ := ResolveGroup(e.k, e.fs, &e.cfg.Groups[gi])
+		for _, pf := range g.PFs {
+			l, err := e.k.Link(pf.Netdev)
+			if err != nil {
+				out = append(out, pf.Netdev+": "+err.Error())
+				continue
+			}
+			if !done[fmt.Sprintf("n%d", l.Index)] {
+				out = append(out, pf.Netdev+": udev has not processed it yet (its name may still change)")
+			}
+		}
+	}
+	return out
 }
 
 // missingPFs lists the PF references that do not resolve now, and as
