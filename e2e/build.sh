@@ -8,11 +8,15 @@
 #
 #   kernel/<key>/      vmlinux (uncompressed, PVH boot), modules/ (trimmed
 #                      /lib/modules tree with the out-of-tree netdevsim.ko)
+#   kernel-sid/<key>/  the same for Debian unstable's kernel (7.x): its
+#                      netdevsim offloads tc flower rules and links ports as
+#                      peers; built in a sid chroot (its gcc and kbuild)
 #   rootfs/<key>/root  debootstrap --variant=minbase bookworm + test tools
-#   image/<key>/       root.ext4 (rootfs + modules + /sbin/testbed-init),
-#                      initrd.cpio.gz (busybox, virtio/ext4/9p modules)
+#   image/<key>/       root.ext4 (rootfs + both kernels' modules +
+#                      /sbin/testbed-init), initrd.cpio.gz and
+#                      initrd-sid.cpio.gz (busybox, virtio/ext4/9p modules)
 #   qemu-trixie/<key>/root   trixie chroot with QEMU 10 (igb SR-IOV NIC)
-#   debs/, debootstrap-cache/, apt-trixie/   download caches
+#   debs/, debootstrap-cache{,-sid}/, apt-trixie/, apt-sid/   download caches
 #   current.env        what run-guest.sh boots
 #
 # Environment: VFLAG_E2E_CACHE, VFLAG_E2E_MIRROR (Debian mirror),
@@ -34,7 +38,7 @@ APT=(-q -o APT::Sandbox::User=root)
 ROOTFS_PKGS=(kmod iproute2 iputils-ping openvswitch-switch rdma-core ibverbs-utils perftest
 	rdmacm-utils iperf3 ethtool pciutils procps busybox libvirt-daemon libvirt-daemon-driver-qemu
 	libvirt-clients qemu-system-x86 jq util-linux systemd systemd-sysv udev dbus libpam-systemd network-manager)
-HOST_PKGS=(debootstrap qemu-system-x86 e2fsprogs cpio python3 kmod gcc-12 make xz-utils
+HOST_PKGS=(debootstrap qemu-system-x86 e2fsprogs cpio python3 kmod gcc-12 make xz-utils zstd
 	ca-certificates debian-archive-keyring util-linux coreutils findutils)
 INITRD_MODULES=(virtio_pci virtio_blk ext4 9pnet_virtio 9p)
 
@@ -65,14 +69,16 @@ sha() { sha256sum | cut -c1-16; }
 # Candidate version apt reports for a package (empty if none).
 candidate() { apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '^(none)$' || true; }
 
-# deb_get PKG VERSION: path of that exact .deb in the download cache.
+# deb_get PKG VERSION [sid]: path of that exact .deb in the download cache
+# (from bookworm's apt sources, or with "sid" from the private sid index).
 deb_get() {
-	local pkg=$1 ver=$2 f tmp
+	local pkg=$1 ver=$2 f tmp opts=("${APT[@]}")
+	[ "${3:-}" != sid ] || opts=("${SAPT[@]}")
 	f="$CACHE/debs/${pkg}_${ver//:/%3a}.deb"
 	if [ ! -s "$f" ]; then
 		mkdir -p "$CACHE/debs"
 		tmp=$(mktemp -d "$CACHE/debs/.dl.XXXXXX")
-		(cd "$tmp" && apt-get "${APT[@]}" download "$pkg=$ver") >&2 || { rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
+		(cd "$tmp" && apt-get "${opts[@]}" download "$pkg=$ver") >&2 || { rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
 		mv "$tmp"/*.deb "$f"
 		rm -rf "$tmp"
 	fi
@@ -116,18 +122,11 @@ in_private_ns() { unshare --mount --propagation private "$@"; }
 # Each stage function's text is part of its key (declare -f), so editing one
 # rebuilds that stage and those built from it.
 
-stage_kernel() {
-	local out=$1 w=$1/work hdr
-	mkdir -p "$w/img" "$w/hdr" "$w/src"
-	dpkg-deb -x "$(deb_get "linux-image-$KVER" "$KPKGVER")" "$w/img"
-	local p
-	for p in "linux-headers-$KVER" "linux-headers-${KVER%-*}-common" "linux-kbuild-$KSERIES"; do
-		dpkg-deb -x "$(deb_get "$p" "$KPKGVER")" "$w/hdr"
-	done
-
-	# Uncompressed vmlinux (an ELF with a PVH note) out of the bzImage.
-	/usr/bin/python3 - "$w/img/boot/vmlinuz-$KVER" "$out/vmlinux" <<-'PY'
-		import lzma, struct, sys, zlib
+# extract_vmlinux BZIMAGE OUT: the uncompressed vmlinux (an ELF with a PVH
+# note) out of a bzImage.
+extract_vmlinux() {
+	/usr/bin/python3 - "$1" "$2" <<-'PY'
+		import lzma, struct, subprocess, sys, zlib
 		d = open(sys.argv[1], "rb").read()
 		assert d[0x202:0x206] == b"HdrS", "not a bzImage"
 		setup_sects = d[0x1F1] or 4
@@ -138,37 +137,90 @@ stage_kernel() {
 		    elf = lzma.LZMADecompressor().decompress(p)
 		elif p[:2] == b"\x1f\x8b":
 		    elf = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(p)
+		elif p[:4] == b"\x28\xb5\x2f\xfd":
+		    # zstd (sid's kernels): the build appends the size (4 bytes),
+		    # which the zstd tool takes for a second, broken frame.
+		    elf = subprocess.run(["zstd", "-dc"], input=p[:-4], check=True, capture_output=True).stdout
 		else:
 		    sys.exit("unsupported kernel compression, magic %r" % p[:6])
 		assert elf[:4] == b"\x7fELF", "payload is not an ELF"
 		open(sys.argv[2], "wb").write(elf)
 	PY
-	cp "$w/img/boot/config-$KVER" "$out/config"
+}
 
-	# netdevsim (CONFIG_NETDEVSIM is not set in Debian) out of tree.
-	hdr="$w/hdr/usr/src/linux-headers-$KVER"
-	# The headers Makefile includes the -common Makefile by absolute path.
-	sed -i "s|^include /usr/src/|include $w/hdr/usr/src/|" "$hdr/Makefile"
-	dpkg-deb --fsys-tarfile "$(deb_get "linux-source-$KSERIES" "$KPKGVER")" |
-		tar -xO --wildcards "*/linux-source-$KSERIES.tar.xz" |
-		tar -xJ -C "$w/src" "linux-source-$KSERIES/drivers/net/netdevsim"
-	make -s -C "$hdr" M="$w/src/linux-source-$KSERIES/drivers/net/netdevsim" \
-		CONFIG_NETDEVSIM=m -j"$(nproc)" modules
-	local ko="$w/src/linux-source-$KSERIES/drivers/net/netdevsim/netdevsim.ko"
-	strip --strip-debug "$ko"
+# netdevsim_src DEB SERIES DIR: drivers/net/netdevsim of linux-source-SERIES
+# (CONFIG_NETDEVSIM is not set in Debian) unpacked under DIR.
+netdevsim_src() {
+	dpkg-deb --fsys-tarfile "$1" | tar -xO --wildcards "*/linux-source-$2.tar.xz" |
+		tar -xJ -C "$3" "linux-source-$2/drivers/net/netdevsim"
+}
 
-	# Module tree for the guest: no sound, gpu, media, staging or wireless.
-	local m="$out/modules/lib/modules/$KVER"
+# module_tree SRC KVER KO OUT: the guest's module tree in OUT/modules from
+# the package's SRC (moved): no sound, gpu, media, staging or wireless;
+# netdevsim.ko (KO) added; depmod run.
+module_tree() {
+	local src=$1 kver=$2 ko=$3 out=$4 m
+	m="$out/modules/lib/modules/$kver"
 	mkdir -p "$out/modules/lib/modules"
-	mv "$w/img/lib/modules/$KVER" "$m"
+	mv "$src" "$m"
 	rm -rf "$m/build" "$m/source" "$m/kernel/sound" "$m/kernel/drivers/gpu" \
 		"$m/kernel/drivers/media" "$m/kernel/drivers/staging"
 	find "$m/kernel" -depth -type d -name wireless -exec rm -rf {} +
+	strip --strip-debug "$ko"
 	install -D -m 644 "$ko" "$m/kernel/drivers/net/netdevsim/netdevsim.ko"
-	depmod -b "$out/modules" "$KVER"
-	[ -n "$(modprobe -d "$out/modules" -S "$KVER" --show-depends netdevsim)" ] || die "netdevsim not found by modprobe"
+	depmod -b "$out/modules" "$kver"
+	[ -n "$(modprobe -d "$out/modules" -S "$kver" --show-depends netdevsim)" ] || die "netdevsim not found by modprobe ($kver)"
+}
 
+stage_kernel() {
+	local out=$1 w=$1/work hdr
+	mkdir -p "$w/img" "$w/hdr" "$w/src"
+	dpkg-deb -x "$(deb_get "linux-image-$KVER" "$KPKGVER")" "$w/img"
+	local p
+	for p in "linux-headers-$KVER" "linux-headers-${KVER%-*}-common" "linux-kbuild-$KSERIES"; do
+		dpkg-deb -x "$(deb_get "$p" "$KPKGVER")" "$w/hdr"
+	done
+	extract_vmlinux "$w/img/boot/vmlinuz-$KVER" "$out/vmlinux"
+	cp "$w/img/boot/config-$KVER" "$out/config"
+
+	# netdevsim out of tree, with bookworm's own compiler.
+	hdr="$w/hdr/usr/src/linux-headers-$KVER"
+	# The headers Makefile includes the -common Makefile by absolute path.
+	sed -i "s|^include /usr/src/|include $w/hdr/usr/src/|" "$hdr/Makefile"
+	netdevsim_src "$(deb_get "linux-source-$KSERIES" "$KPKGVER")" "$KSERIES" "$w/src"
+	make -s -C "$hdr" M="$w/src/linux-source-$KSERIES/drivers/net/netdevsim" \
+		CONFIG_NETDEVSIM=m -j"$(nproc)" modules
+	module_tree "$w/img/lib/modules/$KVER" "$KVER" "$w/src/linux-source-$KSERIES/drivers/net/netdevsim/netdevsim.ko" "$out"
 	rm -rf "$w"
+}
+
+# Debian unstable's kernel. Its headers need sid's compiler (gcc-16) and its
+# kbuild tools need sid's glibc, so netdevsim is built in a sid chroot
+# (debootstrap minbase + the headers, about 35 s) thrown away afterwards.
+# Its modules are xz-compressed (bookworm's kmod reads them).
+stage_kernel_sid() {
+	local out=$1 w=$1/work c=$1/work/chroot p
+	mkdir -p "$w/img" "$c"
+	for p in "linux-binary-$SKVER" "linux-modules-$SKVER" "linux-base-$SKVER"; do
+		dpkg-deb -x "$(deb_get "$p" "$SKPKGVER" sid)" "$w/img"
+	done
+	extract_vmlinux "$w/img/usr/lib/modules/$SKVER/vmlinuz" "$out/vmlinux"
+	cp "$w/img/usr/lib/modules/$SKVER/config" "$out/config"
+	grep -q '^# CONFIG_MODULE_SIG_FORCE is not set' "$out/config" || die "sid kernel $SKVER forces module signatures"
+
+	# Its own debootstrap cache: this stage runs beside the bookworm one.
+	mkdir -p "$CACHE/debootstrap-cache-sid"
+	in_private_ns debootstrap --variant=minbase --cache-dir="$CACHE/debootstrap-cache-sid" \
+		--include="linux-headers-$SKVER,make" sid "$c" "$MIRROR" >"$out/debootstrap.log" 2>&1 ||
+		{ tail -n 40 "$out/debootstrap.log" >&2; die "debootstrap sid (kernel headers) failed (log: $out/debootstrap.log)"; }
+	mkdir -p "$c/build"
+	netdevsim_src "$(deb_get "linux-source-$SKSERIES" "$SKPKGVER" sid)" "$SKSERIES" "$c/build"
+	in_private_ns chroot "$c" sh -c 'mount -t proc proc /proc && exec make -s -C "/usr/src/linux-headers-$1" \
+		M="/build/linux-source-$2/drivers/net/netdevsim" CONFIG_NETDEVSIM=m -j"$3" modules' \
+		sh "$SKVER" "$SKSERIES" "$(nproc)"
+	cp "$c/build/linux-source-$SKSERIES/drivers/net/netdevsim/netdevsim.ko" "$w/netdevsim.ko"
+	module_tree "$w/img/usr/lib/modules/$SKVER" "$SKVER" "$w/netdevsim.ko" "$out"
+	safe_rm "$w"
 }
 
 stage_rootfs() {
@@ -213,30 +265,14 @@ stage_rootfs() {
 	in_private_ns chroot "$r" dpkg-query -W -f '${Package} ${Version}\n' >"$out/packages.txt"
 }
 
-stage_image() {
-	local out=$1 st=$1/stage size m
-	# The rootfs and module trees are hard-linked, never written in place:
-	# only new files are added to the stage.
-	cp -al "$ROOTFS_DIR/root" "$st"
-	mkdir -p "$st/lib/modules"
-	cp -al "$KERNEL_DIR/modules/lib/modules/$KVER" "$st/lib/modules/$KVER"
-	rm -f "$st/sbin/testbed-init"
-	install -m 755 "$E2E_DIR/guest/testbed-init" "$st/sbin/testbed-init"
-	# systemd boots run the scenario from testbed.service (enabled here).
-	rm -f "$st/etc/systemd/system/testbed.service" "$st/etc/systemd/system/multi-user.target.wants/testbed.service"
-	install -m 644 "$E2E_DIR/guest/testbed.service" "$st/etc/systemd/system/testbed.service"
-	ln -s /etc/systemd/system/testbed.service "$st/etc/systemd/system/multi-user.target.wants/testbed.service"
-	rm -f "$st/etc/vflag-e2e-release"
-	printf 'kernel=%s %s\nimage_key=%s\n' "$KVER" "$KPKGVER" "$IMAGE_KEY" >"$st/etc/vflag-e2e-release"
-	size=$(du -sm "$st" | cut -f1)
-	size=$((size * 5 / 4 + 600))
-	mke2fs -q -t ext4 -L vflag-e2e -E root_owner=0:0 -d "$st" "$out/root.ext4" "${size}M"
-	rm -rf "$st"
-
-	# initramfs: busybox + the modules to reach /dev/vda (ext4) and the 9p share.
-	local ird=$1/initrd bb
+# make_initrd KERNEL_DIR KVER OUT: the initramfs of one kernel: busybox +
+# the modules to reach /dev/vda (ext4) and the 9p share, decompressed
+# (busybox insmod reads plain .ko files).
+make_initrd() {
+	local kdir=$1 kver=$2 outf=$3 ird bb m
+	ird=$(mktemp -d "$(dirname "$outf")/initrd.XXXXXX")
 	mkdir -p "$ird/bin" "$ird/lib/modules" "$ird/proc" "$ird/sys" "$ird/dev" "$ird/newroot"
-	bb=$(mktemp -d "$out/bb.XXXXXX")
+	bb=$(mktemp -d "$(dirname "$outf")/bb.XXXXXX")
 	dpkg-deb -x "$(deb_get busybox-static "$BUSYBOX_VER")" "$bb"
 	cp "$bb/bin/busybox" "$ird/bin/busybox"
 	rm -rf "$bb"
@@ -244,13 +280,41 @@ stage_image() {
 	# CPU-specific variants (crc32c-intel) are left out: TCG's default CPU has
 	# no SSE4.2, they fail with ENODEV and the generic ones do the job.
 	for m in "${INITRD_MODULES[@]}"; do
-		modprobe -d "$KERNEL_DIR/modules" -S "$KVER" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
-	done | awk '!seen[$0]++ && !/-intel\.ko$/' | while read -r m; do
-		cp "$m" "$ird/lib/modules/"
-		basename "$m" >>"$ird/modules.order"
+		modprobe -d "$kdir/modules" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
+	done | awk '!seen[$0]++ && !/-intel\.ko(\.xz)?$/' | while read -r m; do
+		case $m in
+		*.ko.xz) xz -dc "$m" >"$ird/lib/modules/$(basename "$m" .xz)" ;;
+		*) cp "$m" "$ird/lib/modules/" ;;
+		esac
+		basename "$m" .xz >>"$ird/modules.order"
 	done
-	(cd "$ird" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -6 >"$out/initrd.cpio.gz"
+	(cd "$ird" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -6 >"$outf"
 	rm -rf "$ird"
+}
+
+stage_image() {
+	local out=$1 st=$1/stage size
+	# The rootfs and module trees are hard-linked, never written in place:
+	# only new files are added to the stage.
+	cp -al "$ROOTFS_DIR/root" "$st"
+	mkdir -p "$st/lib/modules"
+	cp -al "$KERNEL_DIR/modules/lib/modules/$KVER" "$st/lib/modules/$KVER"
+	cp -al "$KERNEL_SID_DIR/modules/lib/modules/$SKVER" "$st/lib/modules/$SKVER"
+	rm -f "$st/sbin/testbed-init"
+	install -m 755 "$E2E_DIR/guest/testbed-init" "$st/sbin/testbed-init"
+	# systemd boots run the scenario from testbed.service (enabled here).
+	rm -f "$st/etc/systemd/system/testbed.service" "$st/etc/systemd/system/multi-user.target.wants/testbed.service"
+	install -m 644 "$E2E_DIR/guest/testbed.service" "$st/etc/systemd/system/testbed.service"
+	ln -s /etc/systemd/system/testbed.service "$st/etc/systemd/system/multi-user.target.wants/testbed.service"
+	rm -f "$st/etc/vflag-e2e-release"
+	printf 'kernel=%s %s\nkernel_sid=%s %s\nimage_key=%s\n' "$KVER" "$KPKGVER" "$SKVER" "$SKPKGVER" "$IMAGE_KEY" >"$st/etc/vflag-e2e-release"
+	size=$(du -sm "$st" | cut -f1)
+	size=$((size * 5 / 4 + 600))
+	mke2fs -q -t ext4 -L vflag-e2e -E root_owner=0:0 -d "$st" "$out/root.ext4" "${size}M"
+	rm -rf "$st"
+
+	make_initrd "$KERNEL_DIR" "$KVER" "$out/initrd.cpio.gz"
+	make_initrd "$KERNEL_SID_DIR" "$SKVER" "$out/initrd-sid.cpio.gz"
 }
 
 stage_qemu_trixie() {
@@ -320,11 +384,34 @@ apt-get "${TAPT[@]}" update >/dev/null || die "apt-get update for trixie failed"
 TRIXIE_QEMU_VER=$(apt-cache "${TAPT[@]}" show --no-all-versions qemu-system-x86 | sed -n 's/^Version: //p' | head -n1)
 [ -n "$TRIXIE_QEMU_VER" ] || die "trixie offers no qemu-system-x86"
 
-log "kernel $KVER $KPKGVER; busybox-static $BUSYBOX_VER; trixie qemu-system-x86 $TRIXIE_QEMU_VER"
+# Debian unstable's kernel (KERNEL-FACTS section 11): the ABI that sid's
+# linux-image-amd64 depends on, pinned to its version. Same private-index
+# way as trixie.
+SA="$CACHE/apt-sid"
+mkdir -p "$SA/lists/partial" "$SA/cache/archives/partial"
+: >"$SA/status"
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR sid main" >"$SA/sources.list"
+SAPT=("${APT[@]}" -o Dir::Etc::SourceList="$SA/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+	-o Dir::State::Lists="$SA/lists" -o Dir::State::status="$SA/status" -o Dir::Cache="$SA/cache"
+	-o APT::Architectures::=amd64 -o Acquire::Languages=none
+	-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
+apt-get "${SAPT[@]}" update >/dev/null || die "apt-get update for sid failed"
+read -r SKVER SKPKGVER < <(apt-cache "${SAPT[@]}" show --no-all-versions linux-image-amd64 |
+	sed -n 's/^Depends:.*linux-image-\([0-9][^ ]*-amd64\) (= \([^)]*\)).*/\1 \2/p' | head -n 1) || true
+[ -n "${SKVER:-}" ] || die "sid's linux-image-amd64 names no linux-image-*-amd64"
+SKSERIES=$(printf '%s' "$SKPKGVER" | cut -d. -f1-2)
+SKPKGS=("linux-binary-$SKVER" "linux-modules-$SKVER" "linux-base-$SKVER" "linux-headers-$SKVER" "linux-source-$SKSERIES")
+for p in "${SKPKGS[@]}"; do
+	[ "$(apt-cache "${SAPT[@]}" show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)" = "$SKPKGVER" ] ||
+		die "sid offers no $p $SKPKGVER (kernel is $SKVER $SKPKGVER)"
+done
 
-KERNEL_KEY=$({ echo "$KVER $KPKGVER"; declare -f stage_kernel; } | sha)
+log "kernel $KVER $KPKGVER; sid kernel $SKVER $SKPKGVER; busybox-static $BUSYBOX_VER; trixie qemu-system-x86 $TRIXIE_QEMU_VER"
+
+KERNEL_KEY=$({ echo "$KVER $KPKGVER"; declare -f stage_kernel extract_vmlinux netdevsim_src module_tree; } | sha)
+KERNEL_SID_KEY=$({ echo "$SKVER $SKPKGVER $MIRROR"; declare -f stage_kernel_sid extract_vmlinux netdevsim_src module_tree; } | sha)
 ROOTFS_KEY=$({ echo "$ROOTFS_VERSIONS"; echo "debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_rootfs; } | sha)
-IMAGE_KEY=$({ echo "$KERNEL_KEY $ROOTFS_KEY busybox-static $BUSYBOX_VER ${INITRD_MODULES[*]}"; declare -f stage_image
+IMAGE_KEY=$({ echo "$KERNEL_KEY $KERNEL_SID_KEY $ROOTFS_KEY busybox-static $BUSYBOX_VER ${INITRD_MODULES[*]}"; declare -f stage_image make_initrd
 	cat "$E2E_DIR/guest/testbed-init" "$E2E_DIR/guest/initrd-init" "$E2E_DIR/guest/testbed.service"; } | sha)
 QEMU_KEY=$({ echo "qemu-system-x86 $TRIXIE_QEMU_VER debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_qemu_trixie; } | sha)
 
@@ -332,17 +419,30 @@ phase "kernel + netdevsim"
 stage kernel "$KERNEL_KEY" stage_kernel
 KERNEL_DIR=$STAGE_DIR
 
+# The sid kernel stage (about 2 min cold, mostly downloads and a sid
+# debootstrap) runs in the background beside the bookworm rootfs and the
+# trixie QEMU chroot; the image waits for it.
+phase "sid kernel + netdevsim (started in the background)"
+SID_LOG=$CACHE/kernel-sid.log
+(stage kernel-sid "$KERNEL_SID_KEY" stage_kernel_sid) >"$SID_LOG" 2>&1 &
+SID_PID=$!
+KERNEL_SID_DIR=$CACHE/kernel-sid/$KERNEL_SID_KEY
+
 phase "rootfs (debootstrap)"
 stage rootfs "$ROOTFS_KEY" stage_rootfs
 ROOTFS_DIR=$STAGE_DIR
 
-phase "image + initramfs"
-stage image "$IMAGE_KEY" stage_image
-IMAGE_DIR=$STAGE_DIR
-
 phase "trixie QEMU chroot"
 stage qemu-trixie "$QEMU_KEY" stage_qemu_trixie
 QEMU_DIR=$STAGE_DIR
+
+phase "wait for the sid kernel"
+wait "$SID_PID" || { tail -n 40 "$SID_LOG" >&2; die "sid kernel stage failed (log: $SID_LOG)"; }
+cat "$SID_LOG" >&2
+
+phase "image + initramfs"
+stage image "$IMAGE_KEY" stage_image
+IMAGE_DIR=$STAGE_DIR
 
 phase "finish"
 cat >"$CACHE/current.env.tmp" <<EOF
@@ -354,10 +454,15 @@ VMLINUX=$KERNEL_DIR/vmlinux
 INITRD=$IMAGE_DIR/initrd.cpio.gz
 ROOT_IMG=$IMAGE_DIR/root.ext4
 QEMU_TRIXIE_ROOT=$QEMU_DIR/root
+KVER_SID=$SKVER
+KERNEL_SID_PKG_VERSION=$SKPKGVER
+VMLINUX_SID=$KERNEL_SID_DIR/vmlinux
+INITRD_SID=$IMAGE_DIR/initrd-sid.cpio.gz
 QEMU_TRIXIE_VERSION=$TRIXIE_QEMU_VER
 EOF
 mv "$CACHE/current.env.tmp" "$CACHE/current.env"
 prune kernel "$KERNEL_DIR"
+prune kernel-sid "$KERNEL_SID_DIR"
 prune rootfs "$ROOTFS_DIR"
 prune image "$IMAGE_DIR"
 prune qemu-trixie "$QEMU_DIR"

@@ -28,6 +28,9 @@
 #   # EXPECT: NAME...      checks the harness requires (see README.md)
 #   # INIT: testbed | systemd   PID 1: testbed-init (default) or the image's
 #                          systemd, which runs the scenario from testbed.service
+#   # KERNEL: bookworm | sid   the guest kernel: bookworm's 6.1 (default) or
+#                          Debian unstable's (7.x: netdevsim offloads tc
+#                          flower and links ports as peers)
 #   # BOOTS: N             systemd only: the scenario may reboot the guest
 #                          (exit 100, lib.sh reboot_guest) up to N boots in all,
 #                          inside this one QEMU process (default 1)
@@ -67,6 +70,17 @@ init=$(header INIT)
 init=${init:-testbed}
 boots=$(header BOOTS)
 boots=${boots:-1}
+kernel=$(header KERNEL)
+kernel=${kernel:-bookworm}
+case $kernel in
+bookworm) ;;
+sid)
+	[ -n "${VMLINUX_SID:-}" ] && [ -f "$VMLINUX_SID" ] && [ -f "${INITRD_SID:-}" ] ||
+		die "no sid kernel in $CACHE: run 'make e2e-image'"
+	VMLINUX=$VMLINUX_SID INITRD=$INITRD_SID KVER=$KVER_SID
+	;;
+*) die "bad # KERNEL: '$kernel' in $scen (bookworm, sid)" ;;
+esac
 case $init in testbed | systemd) ;; *) die "bad # INIT: '$init' in $scen (testbed, systemd)" ;; esac
 case $boots in '' | *[!0-9]* | 0) die "bad # BOOTS: '$boots' in $scen (a number >= 1)" ;; esac
 [ "$boots" = 1 ] || [ "$init" = systemd ] || die "# BOOTS: $boots needs # INIT: systemd in $scen"
@@ -136,7 +150,7 @@ qemu+=(-accel tcg -m 2048 -smp 2 -nographic "${reboot_flag[@]}" -snapshot -nic n
 clean_console() { sed -u -e 's/\r//g' -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
 
 host_timeout=$((timeout + 90))
-log "booting $name (machine $machine, init $init, boots $boots, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
+log "booting $name (machine $machine, kernel $KVER, init $init, boots $boots, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
 t0=$(date +%s)
 set +e
 if [ -z "$chroot_root" ]; then

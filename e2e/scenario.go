@@ -35,6 +35,8 @@ type scenario struct {
 	// only): see run-guest.sh.
 	init  string
 	boots int
+	// kernel ("# KERNEL: bookworm|sid"): the guest kernel (see run-guest.sh).
+	kernel string
 }
 
 // Header lines: "# NAME: value", where a trailing " # comment" is dropped
@@ -131,6 +133,13 @@ func parseScenario(path string) (scenario, error) {
 				sc.init = v
 			default:
 				return sc, fmt.Errorf("%s: bad # INIT %q: want testbed or systemd", path, m[2])
+			}
+		case "KERNEL":
+			switch v := strings.TrimSpace(m[2]); v {
+			case "bookworm", "sid":
+				sc.kernel = v
+			default:
+				return sc, fmt.Errorf("%s: bad # KERNEL %q: want bookworm or sid", path, m[2])
 			}
 		case "BOOTS":
 			n, err := strconv.Atoi(strings.TrimSpace(m[2]))

@@ -54,7 +54,11 @@ func TestParseScenario(t *testing.T) {
 	if sc, err := parseScenario(write("bed.sh", "# BED: yes   # the bed\n# EXPECT: x\n")); err != nil || !sc.bed {
 		t.Errorf("# BED: yes: bed %v, err %v", sc.bed, err)
 	}
+	if sc, err := parseScenario(write("k.sh", "# KERNEL: sid\n# EXPECT: x\n")); err != nil || sc.kernel != "sid" {
+		t.Errorf("# KERNEL: sid: kernel %q, err %v", sc.kernel, err)
+	}
 	for body, why := range map[string]string{
+		"# EXPECT: x\n# KERNEL: 7.2\n":   "bad KERNEL",
 		"# EXPECT: x\n# BED: maybe\n":    "bad BED",
 		"# MACHINE: default\n":           "no EXPECT",
 		"# EXPECT: x x\n":                "duplicate",

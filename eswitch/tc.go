@@ -291,3 +291,60 @@ func parseFilter(msg []byte) (TCFilter, bool, error) {
 	}
 	return f, true, nil
 }
+
+// BindBondToBlock puts a bond on its shared block when members already on
+// the block hold its rules in hardware:
+//
+//	tc qdisc add dev $bond ingress_block $block ingress
+//	# EOPNOTSUPP: then, for each member on the block:
+//	tc qdisc del dev $pf ingress
+//	tc qdisc add dev $bond ingress_block $block ingress
+//	tc qdisc add dev $pf ingress_block $block ingress
+//
+// A bond takes no tc rule into hardware (no ndo_setup_tc), and the kernel
+// binds no such device to a block that holds a rule in some device's
+// hardware (net/sched/cls_api.c tcf_block_offload_bind: EOPNOTSUPP). That is
+// the state an ovs-vswitchd restart can leave: the PFs on the bond's block,
+// the bond off it. ovs-vswitchd binds the bond before its members for that
+// reason. The members leave, which frees the block with its rules (no
+// device holds it); the bond binds a new one of the same index; the
+// members bind again. ovs-vswitchd puts the rules back as packets miss
+// (they name the block, not a device: tc_make_tcf_id), so until then the
+// uplink's flows take the slow path once each. left names the members that
+// left and came back. Without members on the block the first error is
+// returned as it is.
+func BindBondToBlock(t TC, bond string, members []string, block uint32) (left []string, err error) {
+	first := t.SetIngressBlock(bond, block)
+	if first == nil || !errors.Is(first, syscall.EOPNOTSUPP) {
+		return nil, first
+	}
+	for _, m := range members {
+		in, err := t.Ingress(m)
+		if err != nil {
+			return left, errors.Join(first, err)
+		}
+		if !in.Present || in.Block != block {
+			continue
+		}
+		if err := t.DelIngress(m); err != nil {
+			return left, errors.Join(first, rebind(t, left, block), err)
+		}
+		left = append(left, m)
+	}
+	if len(left) == 0 {
+		return nil, first
+	}
+	err = t.SetIngressBlock(bond, block)
+	return left, errors.Join(err, rebind(t, left, block))
+}
+
+// rebind puts members back on block, trying each.
+func rebind(t TC, members []string, block uint32) error {
+	var errs []error
+	for _, m := range members {
+		if err := t.SetIngressBlock(m, block); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -96,3 +96,34 @@ func TestSharedBlockDrift(t *testing.T) {
 		t.Errorf("metrics lack vflag_ovs_flows")
 	}
 }
+
+// TestSharedBlockBondOff: an ovs-vswitchd restart can leave the PFs on the
+// bond's block, holding its rules in hardware, and the bond off it. The
+// kernel binds no bond to such a block (EOPNOTSUPP, as Debian's 7.2 shows
+// in e2e offload-sid): plan says the PFs leave and rejoin, up does so, and
+// the bond and both PFs are on a block that starts empty again.
+func TestSharedBlockBondOff(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, "")
+	b.upJSON(2)
+	defer b.mustVflag(0, "down")
+	b.withSim(func(h *sim.Host) error {
+		if err := h.AddFlower("bond0", 1, false, false); err != nil {
+			return err
+		}
+		return h.DelIngress("bond0")
+	})
+	plan := b.mustVflag(2, "plan", "--detailed-exit-codes")
+	if !strings.Contains(plan, "tc.ingress-block/bond0") || !strings.Contains(plan, "the PFs leave and rejoin") || strings.Contains(plan, "tc.ingress-block/ens1f0np0") {
+		t.Errorf("plan does not show the bond's rebinding:\n%s", plan)
+	}
+	rep := b.upJSON(2)
+	if rep.Changes != 1 {
+		t.Errorf("up made %d changes, want 1 (the bond's binding):\n%+v", rep.Changes, rep.Steps)
+	}
+	hs := b.statusJSON()
+	if s := hs.Groups[0].SharedBlock; s == nil || !s.OK || len(s.Members) != 3 || s.Rules != 0 {
+		t.Errorf("after the repair: %+v, want the bond and both PFs on an empty block", s)
+	}
+	b.upJSON(0)
+}

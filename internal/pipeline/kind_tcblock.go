@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/teardown"
@@ -42,7 +43,11 @@ func (tcBlockKind) DependsOn() []string {
 	return []string{bondKind{}.Name(), enslaveKind{}.Name(), ovsBridgeKind{}.Name()}
 }
 
-func (k tcBlockKind) step(e *Env, bond, netdev string) teardown.Step {
+// step binds netdev (the bond or one of its members, the PFs) to the
+// bond's block. The bond's step lets the members leave and rejoin when the
+// kernel refuses the bond a block they hold rules of in hardware
+// (eswitch.BindBondToBlock).
+func (k tcBlockKind) step(e *Env, bond, netdev string, members []string) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + netdev,
 		Check: func(context.Context) (teardown.Change, error) {
@@ -66,8 +71,12 @@ func (k tcBlockKind) step(e *Env, bond, netdev string) teardown.Step {
 			if in.Present && in.Block == block {
 				return teardown.Change{Summary: fmt.Sprintf("%s: on ingress_block %d", netdev, block)}, nil
 			}
+			how := ""
+			if netdev == bond && blockInHW(tc, block) {
+				how = "; the block holds rules in the PFs' hardware, which keeps a bond off it: the PFs leave and rejoin, its rules go and ovs-vswitchd puts them back as packets miss"
+			}
 			return teardown.Change{Needed: true,
-				Summary: fmt.Sprintf("%s: %s -> ingress_block %d (%s's shared tc block)", netdev, in, block, bond),
+				Summary: fmt.Sprintf("%s: %s -> ingress_block %d (%s's shared tc block)%s", netdev, in, block, bond, how),
 				Revert:  fmt.Sprintf("%s: ingress_block %d -> %s", netdev, block, in),
 				Record:  tcBlockRecord{Netdev: netdev, Block: block, Prior: in}}, nil
 		},
@@ -80,9 +89,31 @@ func (k tcBlockKind) step(e *Env, bond, netdev string) teardown.Step {
 			if err != nil {
 				return err
 			}
-			return tc.SetIngressBlock(netdev, uint32(b.Index))
+			if netdev != bond {
+				return tc.SetIngressBlock(netdev, uint32(b.Index))
+			}
+			left, err := eswitch.BindBondToBlock(tc, bond, members, uint32(b.Index))
+			if len(left) > 0 {
+				slog.Info("the bond's block held rules in hardware: PFs left and rejoined it", "step", k.Name(), "bond", bond, "pfs", left, "block", b.Index)
+			}
+			return err
 		},
 	}
+}
+
+// blockInHW: a rule of the block is in some device's hardware. A failed
+// read counts as no (the apply finds out).
+func blockInHW(tc eswitch.TC, block uint32) bool {
+	fs, err := tc.BlockFilters(block)
+	if err != nil {
+		return false
+	}
+	for _, f := range fs {
+		if f.InHW {
+			return true
+		}
+	}
+	return false
 }
 
 // Undo puts back the ingress qdisc from before (its filters were gone
@@ -121,11 +152,17 @@ func (run *groupRun) sharedBlock(context.Context) ([]batch, error) {
 	if g.OVS.HWOffload == nil || !*g.OVS.HWOffload {
 		return nil, nil
 	}
-	s := []teardown.Step{tcBlockKind{}.step(run.e, g.Bond.Name, g.Bond.Name)}
+	var members []string
 	for _, pf := range g.PFs {
-		s = append(s, tcBlockKind{}.step(run.e, g.Bond.Name, pf.Netdev))
+		members = append(members, pf.Netdev)
 	}
-	return one(s...), nil
+	// The bond first, then its members, as ovs-vswitchd binds them: the
+	// bond's step may make the members leave and rejoin.
+	var s []teardown.Step
+	for _, pf := range members {
+		s = append(s, tcBlockKind{}.step(run.e, g.Bond.Name, pf, members))
+	}
+	return []batch{{tcBlockKind{}.step(run.e, g.Bond.Name, g.Bond.Name, members)}, s}, nil
 }
 
 // leaveSharedBlock deletes the ingress qdisc of a PF released from a bond

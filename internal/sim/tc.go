@@ -95,6 +95,11 @@ func (h *Host) Ingress(link string) (eswitch.Ingress, error) {
 
 // SetIngressBlock implements eswitch.TC. Binding to a block no device
 // holds any more starts it empty (the kernel freed it with its last qdisc).
+// A device that takes no flower rule into hardware (a bond: no
+// ndo_setup_tc; a device with hw-tc-offload off) cannot bind to a block
+// that holds a rule in hardware: EOPNOTSUPP (net/sched/cls_api.c
+// tcf_block_offload_bind, "Bind to offloaded block failed as dev has
+// offload disabled"), after the old qdisc is gone (the del came first).
 func (h *Host) SetIngressBlock(link string, block uint32) error {
 	op := fmt.Sprintf("tc qdisc add dev %s ingress_block %d ingress", link, block)
 	return h.update(func(st *state, now int64) (bool, error) {
@@ -106,9 +111,23 @@ func (h *Host) SetIngressBlock(link string, block uint32) error {
 		if block != 0 && len(st.bound(block, now)) == 0 {
 			delete(st.Blocks, block)
 		}
+		if block != 0 && !st.offloadsFlower(nd) && st.blockInHW(block, now) {
+			return true, kernelErr(op, fail(syscall.EOPNOTSUPP, "Bind to offloaded block failed as dev has offload disabled"))
+		}
 		nd.Ingress = &ingressState{Block: block}
 		return true, nil
 	})
+}
+
+// blockInHW: a rule of shared block b is in some bound device's hardware
+// (the kernel's block->offloadcnt > 0).
+func (st *state) blockInHW(b uint32, now int64) bool {
+	for _, f := range st.blockFilters(b, now) {
+		if f.InHW {
+			return true
+		}
+	}
+	return false
 }
 
 // DelIngress implements eswitch.TC.
