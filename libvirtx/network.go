@@ -688,11 +688,7 @@ func portDomains(ps []NetworkPort) []string {
 // changes nothing and returns an error when the live definition differs
 // (see doc.go, "VF pools"); a persistent definition alone is redefined.
 func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
-	ns, err := normalizeNetwork(s)
-	if err != nil {
-		return false, err
-	}
-	def, err := networkDef(ns)
+	ns, def, want, err := wantedNetwork(s)
 	if err != nil {
 		return false, err
 	}
@@ -700,29 +696,11 @@ func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("network %s: %w", ns.Name, err)
 	}
-	want, err := viewOf(def)
-	if err != nil {
-		return false, err
-	}
 	op := "libvirt: ensure network " + ns.Name
 
 	n, err := c.lookupNetwork(ns.Name)
 	if isNoNetwork(err) {
-		if err := c.defineNetwork(doc); err != nil {
-			return false, fmt.Errorf("%s: %w", op, err)
-		}
-		n, err = c.lookupNetwork(ns.Name)
-		if err != nil {
-			return true, fmt.Errorf("%s: %w", op, err)
-		}
-		defer func() { _ = n.Free() }()
-		if err := lvErr(n.Create()); err != nil {
-			return true, fmt.Errorf("%s: start: %w", op, err)
-		}
-		if err := lvErr(n.SetAutostart(true)); err != nil {
-			return true, fmt.Errorf("%s: autostart: %w", op, err)
-		}
-		return true, nil
+		return c.createNetwork(op, ns.Name, doc)
 	}
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
@@ -739,8 +717,8 @@ func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
 	if owner != ns.Owner {
 		return false, fmt.Errorf("%s: the network belongs to vflag group %q, not %q; refusing to change it", op, owner, ns.Owner)
 	}
-	needDefine := snap.cfg == nil || !snap.cfg.same(want)
-	if needDefine {
+	plan := planNetwork(snap.live, snap.cfg, snap.active, snap.autostart, want)
+	if plan.Define {
 		// libvirt redefines a network by its UUID; a definition without
 		// one is a new network, refused for a name in use.
 		if def.UUID, err = n.GetUUIDString(); err != nil {
@@ -750,59 +728,200 @@ func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
 			return false, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	changed := false
-
-	if !snap.active {
-		if needDefine {
-			if err := c.defineNetwork(doc); err != nil {
-				return false, fmt.Errorf("%s: %w", op, err)
-			}
-			changed = true
+	if snap.active && len(snap.ports) > 0 {
+		if err := refuseLiveChange(plan, snap, want); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
 		}
+	}
+	return c.applyNetworkPlan(n, op, plan, doc, snap.live, ns)
+}
+
+// wantedNetwork normalizes s and returns it with its definition and that
+// definition's view, what PlanNetwork compares libvirt's against.
+func wantedNetwork(s NetworkSpec) (NetworkSpec, libvirtxml.Network, netView, error) {
+	ns, err := normalizeNetwork(s)
+	if err != nil {
+		return ns, libvirtxml.Network{}, netView{}, err
+	}
+	def, err := networkDef(ns)
+	if err != nil {
+		return ns, def, netView{}, err
+	}
+	want, err := viewOf(def)
+	if err != nil {
+		return ns, def, netView{}, err
+	}
+	return ns, def, want, nil
+}
+
+// NetworkPlan is what differs between the network a NetworkSpec wants and
+// libvirt's network of that name: what EnsureNetwork changes, and what a
+// plan reports. PlanNetwork computes it.
+type NetworkPlan struct {
+	// Define: the persistent definition is missing or differs; it is
+	// defined again.
+	Define bool
+	// DefinedPool: the persistent definition's VF pool (or forward mode)
+	// differs, or there is no persistent definition.
+	DefinedPool bool
+	// LivePool, LiveMeta, LivePortgroups: the definition in effect differs
+	// in its VF pool (or forward mode), in vflag's metadata (its owner and
+	// the VLANs it records per portgroup) or in libvirt's portgroups (name,
+	// default, <vlan>). They matter on an active network only.
+	LivePool, LiveMeta, LivePortgroups bool
+	// Start: the network is not active. Autostart: autostart is off.
+	Start, Autostart bool
+	// PoolAdd and PoolDel are the VFs the wanted pool adds to, and drops
+	// from, the pools of both definitions together; sorted.
+	PoolAdd, PoolDel []string
+}
+
+// Restart tells that the running network is restarted (destroy, start):
+// libvirt cannot change a running hostdev network's pool and has no live
+// metadata update.
+func (p NetworkPlan) Restart() bool { return !p.Start && (p.LivePool || p.LiveMeta) }
+
+// PlanNetwork compares the network s wants with st, libvirt's network of
+// that name as Network or ParseNetworkHook read it (Exists): EnsureNetwork
+// makes the same comparison on the definitions themselves. st gives the
+// persistent definition's pool only (ConfigPCIs); its portgroups and
+// metadata are taken to be those of the definition in effect.
+func PlanNetwork(st NetworkState, s NetworkSpec) (NetworkPlan, error) {
+	_, _, want, err := wantedNetwork(s)
+	if err != nil {
+		return NetworkPlan{}, err
+	}
+	cfg := stateView(st, st.ConfigPCIs)
+	return planNetwork(stateView(st, st.PCIs), &cfg, st.Active, st.Autostart, want), nil
+}
+
+// stateView is the view of a definition with the pool pcis and st's
+// portgroups and owner.
+func stateView(st NetworkState, pcis []string) netView {
+	v := netView{hostdev: true, pcis: append([]string(nil), pcis...)}
+	sort.Strings(v.pcis)
+	var meta []networkMetaPG
+	for _, pg := range st.Portgroups {
+		v.portgroups = append(v.portgroups, pgView{name: pg.Name, isDef: pg.Default, vlan: vlanText(libvirtVLAN(pg))})
+		meta = append(meta, networkMetaPG{Name: pg.Name, VLAN: pg.VLAN, VLANMode: pg.VLANMode, Trunks: formatTrunks(pg.Trunks)})
+	}
+	sort.Slice(v.portgroups, func(i, j int) bool { return v.portgroups[i].name < v.portgroups[j].name })
+	sort.Slice(meta, func(i, j int) bool { return meta[i].Name < meta[j].Name })
+	if st.Owned {
+		v.meta = &parsedMeta{Owner: st.Owner, Portgroups: meta}
+	}
+	return v
+}
+
+// planNetwork compares the wanted definition with the one in effect (live)
+// and the persistent one (cfg, nil for a transient network).
+func planNetwork(live netView, cfg *netView, active, autostart bool, want netView) NetworkPlan {
+	p := NetworkPlan{
+		Define:         cfg == nil || !cfg.same(want),
+		DefinedPool:    cfg == nil || !cfg.samePool(want),
+		LivePool:       !live.samePool(want),
+		LiveMeta:       !live.sameMeta(want),
+		LivePortgroups: !live.samePortgroups(want),
+		Start:          !active,
+		Autostart:      !autostart,
+	}
+	has := map[string]bool{}
+	for _, a := range live.pcis {
+		has[a] = true
+	}
+	if cfg != nil {
+		for _, a := range cfg.pcis {
+			has[a] = true
+		}
+	}
+	wanted := map[string]bool{}
+	for _, a := range want.pcis {
+		wanted[a] = true
+		if !has[a] {
+			p.PoolAdd = append(p.PoolAdd, a)
+		}
+	}
+	for a := range has {
+		if !wanted[a] {
+			p.PoolDel = append(p.PoolDel, a)
+		}
+	}
+	sort.Strings(p.PoolDel)
+	return p
+}
+
+// createNetwork defines the network doc (none of that name exists),
+// starts it and turns its autostart on.
+func (c *Conn) createNetwork(op, name, doc string) (bool, error) {
+	if err := c.defineNetwork(doc); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := c.lookupNetwork(name)
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", op, err)
+	}
+	defer func() { _ = n.Free() }()
+	if err := lvErr(n.Create()); err != nil {
+		return true, fmt.Errorf("%s: start: %w", op, err)
+	}
+	if err := lvErr(n.SetAutostart(true)); err != nil {
+		return true, fmt.Errorf("%s: autostart: %w", op, err)
+	}
+	return true, nil
+}
+
+// refuseLiveChange is the error for a change of the running network's
+// definition while ports are allocated (nil when the plan changes none).
+func refuseLiveChange(plan NetworkPlan, snap netSnapshot, want netView) error {
+	if !plan.Restart() && !plan.LivePortgroups {
+		return nil
+	}
+	var what []string
+	if plan.LivePool {
+		what = append(what, fmt.Sprintf("VF pool %v -> %v (libvirt cannot change a running hostdev network's <address> pool)", snap.live.pcis, want.pcis))
+	}
+	if plan.LiveMeta {
+		what = append(what, "vflag metadata (libvirt 9.0 has no live network metadata update)")
+	}
+	if plan.LivePortgroups {
+		what = append(what, "portgroups (a live update resets libvirt's VF usage counts of the pool)")
+	}
+	return fmt.Errorf("cannot change the running network's %s while %d port(s) are allocated: %s; stop or detach them first",
+		strings.Join(what, "; "), len(snap.ports), describePorts(snap.ports))
+}
+
+// applyNetworkPlan makes the changes plan lists on the existing network n:
+// define doc, start it or (running) restart it or update its portgroups
+// live from those of live to those of ns, and turn its autostart on.
+func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan, doc string, live netView, ns NetworkSpec) (bool, error) {
+	changed := false
+	if plan.Define {
+		if err := c.defineNetwork(doc); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		changed = true
+	}
+	switch {
+	case plan.Start:
 		if err := lvErr(n.Create()); err != nil {
 			return changed, fmt.Errorf("%s: start: %w", op, err)
 		}
 		changed = true
-	} else {
-		restart := !snap.live.samePool(want) || !snap.live.sameMeta(want)
-		livePG := !snap.live.samePortgroups(want)
-		if (restart || livePG) && len(snap.ports) > 0 {
-			var what []string
-			if !snap.live.samePool(want) {
-				what = append(what, fmt.Sprintf("VF pool %v -> %v (libvirt cannot change a running hostdev network's <address> pool)", snap.live.pcis, want.pcis))
-			}
-			if !snap.live.sameMeta(want) {
-				what = append(what, "vflag metadata (libvirt 9.0 has no live network metadata update)")
-			}
-			if livePG {
-				what = append(what, "portgroups (a live update resets libvirt's VF usage counts of the pool)")
-			}
-			return false, fmt.Errorf("%s: cannot change the running network's %s while %d port(s) are allocated: %s; stop or detach them first",
-				op, strings.Join(what, "; "), len(snap.ports), describePorts(snap.ports))
+	case plan.Restart():
+		if err := lvErr(n.Destroy()); err != nil {
+			return changed, fmt.Errorf("%s: stop for a restart: %w", op, err)
 		}
-		if needDefine {
-			if err := c.defineNetwork(doc); err != nil {
-				return false, fmt.Errorf("%s: %w", op, err)
-			}
-			changed = true
+		if err := lvErr(n.Create()); err != nil {
+			return true, fmt.Errorf("%s: start again: %w", op, err)
 		}
-		switch {
-		case restart:
-			if err := lvErr(n.Destroy()); err != nil {
-				return changed, fmt.Errorf("%s: stop for a restart: %w", op, err)
-			}
-			if err := lvErr(n.Create()); err != nil {
-				return true, fmt.Errorf("%s: start again: %w", op, err)
-			}
-			changed = true
-		case livePG:
-			if err := updatePortgroups(n, snap.live, ns); err != nil {
-				return changed, fmt.Errorf("%s: %w", op, err)
-			}
-			changed = true
+		changed = true
+	case plan.LivePortgroups:
+		if err := updatePortgroups(n, live, ns); err != nil {
+			return changed, fmt.Errorf("%s: %w", op, err)
 		}
+		changed = true
 	}
-	if !snap.autostart {
+	if plan.Autostart {
 		if err := lvErr(n.SetAutostart(true)); err != nil {
 			return changed, fmt.Errorf("%s: autostart: %w", op, err)
 		}

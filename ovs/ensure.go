@@ -139,7 +139,27 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 			return ch, nil, fmt.Errorf("an interface named %s already exists", s.Bridge)
 		}
 	}
+	add, err := planExistingPorts(st, s, br, &ch, t, owner)
+	if err != nil {
+		return ch, nil, err
+	}
+	if br != nil && !s.Partial {
+		planStalePorts(st, s, br, &ch, t)
+	}
+	portRefs := planNewPorts(add, &ch, t, owner)
+	if err := planBridge(st, s, br, portRefs, t, owner); err != nil {
+		return ch, nil, err
+	}
+	if err := planHWOffload(st, s, &ch, t); err != nil {
+		return ch, nil, err
+	}
+	return ch, t, nil
+}
 
+// planExistingPorts sorts the spec's ports by what the database holds:
+// another owner's (Foreign), to add (returned), or ours on the bridge with
+// VLAN columns or an mtu_request to update in t.
+func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *txn, owner map[string]string) ([]PortSpec, error) {
 	var add []PortSpec
 	for _, ps := range s.Ports {
 		p := st.ports[ps.Name]
@@ -161,7 +181,7 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 				add = append(add, ps)
 				continue
 			}
-			return ch, nil, fmt.Errorf("port %s belongs to %s but is on bridge %s", ps.Name, s.Owner, st.bridgeName(p))
+			return nil, fmt.Errorf("port %s belongs to %s but is on bridge %s", ps.Name, s.Owner, st.bridgeName(p))
 		}
 		if tagOf(p) != ps.Tag || vlanModeOf(p) != ps.VLANMode || !sameInts(trunksOf(p), ps.Trunks) {
 			// The VLAN columns of this port only, all three together.
@@ -184,39 +204,45 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 				}}, 1)
 		}
 	}
+	return add, nil
+}
 
-	// Stale ports: vflag-owned ports on the bridge the spec no longer lists
-	// (a smaller numvfs, representors renamed after a reboot). Removed in
-	// this same transaction; the bridge's own internal port stays.
-	if br != nil && !s.Partial {
-		want := make(map[string]bool, len(s.Ports))
-		for _, ps := range s.Ports {
-			want[ps.Name] = true
-		}
-		var stale []*model.Port
-		for _, pu := range br.Ports {
-			p := st.portByUUID[pu]
-			if p == nil || p.Name == s.Bridge || want[p.Name] || !ownedBy(p.ExternalIDs, s.Owner) {
-				continue
-			}
-			stale = append(stale, p)
-		}
-		sort.Slice(stale, func(i, j int) bool { return stale[i].Name < stale[j].Name })
-		uuids := make([]string, len(stale))
-		for i, p := range stale {
-			ch.RemovePorts = append(ch.RemovePorts, p.Name)
-			t.guardOwned(p, s.Owner)
-			uuids[i] = p.UUID
-		}
-		if len(stale) > 0 {
-			// Unreferenced, the ports and their interfaces are garbage
-			// collected. A bridge gone meanwhile holds nothing: any count.
-			t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
-				Where:     []ovsdb.Condition{uuidIs(br.UUID)},
-				Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationDelete, uuidSet(uuids...))}}, -1)
-		}
+// planStalePorts removes, in the same transaction, the vflag-owned ports on
+// the existing bridge br that the spec no longer lists (a smaller numvfs,
+// representors renamed after a reboot); the bridge's own internal port
+// stays.
+func planStalePorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *txn) {
+	want := make(map[string]bool, len(s.Ports))
+	for _, ps := range s.Ports {
+		want[ps.Name] = true
 	}
+	var stale []*model.Port
+	for _, pu := range br.Ports {
+		p := st.portByUUID[pu]
+		if p == nil || p.Name == s.Bridge || want[p.Name] || !ownedBy(p.ExternalIDs, s.Owner) {
+			continue
+		}
+		stale = append(stale, p)
+	}
+	sort.Slice(stale, func(i, j int) bool { return stale[i].Name < stale[j].Name })
+	uuids := make([]string, len(stale))
+	for i, p := range stale {
+		ch.RemovePorts = append(ch.RemovePorts, p.Name)
+		t.guardOwned(p, s.Owner)
+		uuids[i] = p.UUID
+	}
+	if len(stale) > 0 {
+		// Unreferenced, the ports and their interfaces are garbage
+		// collected. A bridge gone meanwhile holds nothing: any count.
+		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
+			Where:     []ovsdb.Condition{uuidIs(br.UUID)},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationDelete, uuidSet(uuids...))}}, -1)
+	}
+}
 
+// planNewPorts inserts a port and its interface for each port to add and
+// returns the ports' named UUIDs, for the bridge to reference.
+func planNewPorts(add []PortSpec, ch *Change, t *txn, owner map[string]string) []string {
 	var portRefs []string
 	for i, ps := range add {
 		ch.AddPorts = append(ch.AddPorts, ps.Name)
@@ -239,10 +265,16 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.PortTable, UUIDName: portName, Row: row}, -1)
 		portRefs = append(portRefs, portName)
 	}
+	return portRefs
+}
 
+// planBridge creates the bridge (br nil) with its internal port and the
+// new ports, or adds the new ports to the existing bridge, guarded by the
+// bridge still existing.
+func planBridge(st *state, s BridgeSpec, br *model.Bridge, portRefs []string, t *txn, owner map[string]string) error {
 	if br == nil {
 		if st.root == nil {
-			return ch, nil, errNoRoot
+			return errNoRoot
 		}
 		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: "brIface",
 			Row: ovsdb.Row{"name": s.Bridge, "type": "internal", "external_ids": strMap(owner)}}, -1)
@@ -267,11 +299,16 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 			Where:     []ovsdb.Condition{uuidIs(br.UUID)},
 			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationInsert, uuidSet(portRefs...))}}, 1)
 	}
+	return nil
+}
 
+// planHWOffload sets other_config:hw-offload=true when the spec wants it
+// and it is not; turning it off is only reported (RestartRequired).
+func planHWOffload(st *state, s BridgeSpec, ch *Change, t *txn) error {
 	switch cur, ok := otherConfig(st, HWOffloadKey); {
 	case s.HWOffload && cur != "true":
 		if st.root == nil {
-			return ch, nil, errNoRoot
+			return errNoRoot
 		}
 		ch.SetHWOffload = true
 		if ok {
@@ -287,7 +324,7 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 		// Turning offload off needs an ovs-vswitchd restart; never done here.
 		ch.RestartRequired = true
 	}
-	return ch, t, nil
+	return nil
 }
 
 func otherConfig(st *state, key string) (string, bool) {

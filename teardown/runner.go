@@ -196,9 +196,38 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, fmt.Errorf("before %s: %w", steps[0].ID, err))
 	}
-	log := r.log()
+	outs := r.checkSteps(ctx, steps)
+	checkErrs := r.reportChecks(steps, outs)
+	if r.DryRun {
+		return errors.Join(checkErrs...)
+	}
+	if len(checkErrs) > 0 {
+		return r.fail(ctx, errors.Join(checkErrs...))
+	}
+	if err := r.journalPending(steps, outs, run); err != nil {
+		return r.fail(ctx, fmt.Errorf("journal %s before applying %s: %w", r.Journal.Path(), steps[0].ID, err))
+	}
+	for i, s := range steps {
+		if o := outs[i]; !o.change.Needed {
+			r.log().Debug("skip", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Phase: PhaseSkip, Duration: o.dur})
+		}
+	}
+	if err := r.applySteps(ctx, steps, outs); err != nil {
+		return r.fail(ctx, err)
+	}
+	if r.stopped() {
+		r.log().Warn("stopped (StopAfter)", "applied", r.StopAfter, "journal", r.Journal.Path())
+		return fmt.Errorf("after %d applied step(s): %w; journal %s kept for a resumed up or down", r.StopAfter, ErrStopped, r.Journal.Path())
+	}
+	return nil
+}
 
-	// Check, concurrently.
+// checkSteps runs the steps' Checks concurrently (a step a plan pass just
+// found converged is not checked again until this run writes) and, for a
+// needed change, refuses a kind without undoer and encodes its record.
+func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
+	log := r.log()
 	outs := make([]checked, len(steps))
 	fresh := !r.DryRun && len(r.Converged) > 0 && !r.Wrote()
 	parallel(len(steps), func(i int) {
@@ -230,7 +259,13 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 		}
 		outs[i].record = rec
 	})
+	return outs
+}
 
+// reportChecks emits, in step order, each failed check and (DryRun) each
+// plan line, and returns the check errors.
+func (r *Runner) reportChecks(steps []Step, outs []checked) []error {
+	log := r.log()
 	var checkErrs []error
 	for i, s := range steps {
 		o := outs[i]
@@ -248,18 +283,16 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: o.change.Needed, DryRun: true, Phase: phase, Duration: o.dur, Disruptive: o.change.Needed && o.change.Disruptive})
 		}
 	}
-	if r.DryRun {
-		return errors.Join(checkErrs...)
-	}
-	if len(checkErrs) > 0 {
-		return r.fail(ctx, errors.Join(checkErrs...))
-	}
+	return checkErrs
+}
 
-	// Journal: pending entries for what will be applied, applied for a
-	// pending entry whose change is already there. One write, if any.
+// journalPending writes, in one journal write if any, a pending entry for
+// each step to apply and marks applied a pending entry whose change is
+// already there.
+func (r *Runner) journalPending(steps []Step, outs []checked, run string) error {
 	now := time.Now().UTC()
 	batch := r.nextBatch()
-	err := r.Journal.update(func(es []Entry) ([]Entry, bool, error) {
+	return r.Journal.update(func(es []Entry) ([]Entry, bool, error) {
 		changed := false
 		for i, s := range steps {
 			o := outs[i]
@@ -279,41 +312,44 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 				changed = true
 				continue
 			}
-			if es[at].Kind != s.Kind {
-				return nil, false, fmt.Errorf("step %s: journal entry has kind %q, step has kind %q", s.ID, es[at].Kind, s.Kind)
+			if err := repend(&es[at], s, o, run, batch, now); err != nil {
+				return nil, false, err
 			}
-			// Resume or drift: keep the first capture of the prior state
-			// (merged with the prior of what the step covers anew).
-			if o.change.Merge != nil {
-				v, err := o.change.Merge(es[at].Record)
-				if err != nil {
-					return nil, false, fmt.Errorf("step %s: merge its journal record: %w", s.ID, err)
-				}
-				b, err := json.Marshal(v)
-				if err != nil {
-					return nil, false, fmt.Errorf("step %s: merge its journal record: %w", s.ID, err)
-				}
-				es[at].Record = b
-			}
-			es[at].State = StatePending
-			es[at].Run = run
-			es[at].Batch = batch
-			es[at].Time = now
 			changed = true
 		}
 		return es, changed, nil
 	})
-	if err != nil {
-		return r.fail(ctx, fmt.Errorf("journal %s before applying %s: %w", r.Journal.Path(), steps[0].ID, err))
-	}
-	for i, s := range steps {
-		if o := outs[i]; !o.change.Needed {
-			log.Debug("skip", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
-			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Phase: PhaseSkip, Duration: o.dur})
-		}
-	}
+}
 
-	// Apply, concurrently.
+// repend makes an existing journal entry pending again for this run (a
+// resume or a drift), keeping the first capture of the prior state merged
+// with the prior of what the step covers anew.
+func repend(e *Entry, s Step, o checked, run string, batch int, now time.Time) error {
+	if e.Kind != s.Kind {
+		return fmt.Errorf("step %s: journal entry has kind %q, step has kind %q", s.ID, e.Kind, s.Kind)
+	}
+	if o.change.Merge != nil {
+		v, err := o.change.Merge(e.Record)
+		if err != nil {
+			return fmt.Errorf("step %s: merge its journal record: %w", s.ID, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("step %s: merge its journal record: %w", s.ID, err)
+		}
+		e.Record = b
+	}
+	e.State = StatePending
+	e.Run = run
+	e.Batch = batch
+	e.Time = now
+	return nil
+}
+
+// applySteps applies the needed steps concurrently (within StopAfter),
+// marking each applied in the journal, and returns their errors joined.
+func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) error {
+	log := r.log()
 	applyErrs := make([]error, len(steps))
 	parallel(len(steps), func(i int) {
 		s, o := steps[i], outs[i]
@@ -341,14 +377,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 		}
 		r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err, Disruptive: o.change.Disruptive})
 	})
-	if err := errors.Join(applyErrs...); err != nil {
-		return r.fail(ctx, err)
-	}
-	if r.stopped() {
-		log.Warn("stopped (StopAfter)", "applied", r.StopAfter, "journal", r.Journal.Path())
-		return fmt.Errorf("after %d applied step(s): %w; journal %s kept for a resumed up or down", r.StopAfter, ErrStopped, r.Journal.Path())
-	}
-	return nil
+	return errors.Join(applyErrs...)
 }
 
 // barrier runs a Wait step: nothing is journaled; a failure fails the run

@@ -385,18 +385,62 @@ func validPFRef(s string) error {
 // Validate checks the whole config without touching the host and returns
 // every error, each naming its field path and value.
 func (c *Config) Validate() error {
-	var errs Errors
-	// add keeps the first error of each field: its root cause (the checks
-	// below run from the cause to what depends on it, and skip what only
-	// follows from an error already found).
-	reported := map[string]bool{}
-	add := func(path string, v any, format string, args ...any) {
-		if reported[path] {
-			return
-		}
-		reported[path] = true
-		errs = append(errs, FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
+	v := newValidator()
+	c.validateSettings(v.add)
+	for gi := range c.Groups {
+		c.validateGroup(v, gi)
 	}
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	return nil
+}
+
+// validator collects Validate's errors and the names claimed across groups.
+type validator struct {
+	errs Errors
+	// reported keeps the first error of each field: its root cause (the
+	// checks run from the cause to what depends on it, and skip what only
+	// follows from an error already found).
+	reported map[string]bool
+	// seen maps kind/name to the path claiming it, across groups: PFs,
+	// bonds, bridges, group names.
+	seen map[string]string
+	// global holds the Open_vSwitch settings: the first group giving each.
+	global map[string]globalSetting
+}
+
+// globalSetting is an Open_vSwitch-wide setting and the field that gave it.
+type globalSetting struct{ path, value string }
+
+// newValidator returns an empty validator.
+func newValidator() *validator {
+	return &validator{reported: map[string]bool{}, seen: map[string]string{}, global: map[string]globalSetting{}}
+}
+
+// add records an error for path unless that path already has one.
+func (v *validator) add(path string, val any, format string, args ...any) {
+	if v.reported[path] {
+		return
+	}
+	v.reported[path] = true
+	v.errs = append(v.errs, FieldError{Path: path, Value: val, Msg: fmt.Sprintf(format, args...)})
+}
+
+// claim records that path uses name of kind, or reports that an earlier
+// path already does.
+func (v *validator) claim(kind, name, path string) {
+	key := kind + "/" + name
+	if prev, ok := v.seen[key]; ok {
+		v.add(path, name, "is already used at %s", prev)
+		return
+	}
+	v.seen[key] = path
+}
+
+// validateSettings checks the top-level settings: endpoints, timeouts and
+// that there is a group at all.
+func (c *Config) validateSettings(add func(string, any, string, ...any)) {
 	if !endpointRE.MatchString(c.OVSDB) {
 		add("ovsdb", c.OVSDB, "is not an OVSDB endpoint (unix:/path, tcp:host:port or ssl:host:port)")
 	}
@@ -415,217 +459,257 @@ func (c *Config) Validate() error {
 	if len(c.Groups) == 0 {
 		add("groups", "", "must list at least one LAG group")
 	}
-	seen := map[string]string{} // name -> path, across groups: PFs, bonds, bridges, group names
-	type globalSetting struct{ path, value string }
-	global := map[string]globalSetting{} // Open_vSwitch settings: the first group giving each
-	claim := func(kind, name, path string) {
-		key := kind + "/" + name
-		if prev, ok := seen[key]; ok {
-			add(path, name, "is already used at %s", prev)
-			return
+}
+
+// groupCheck is what the section checks of one group share: the group,
+// its field path, its eswitch mode and whether the fields the VF indexes
+// are checked against (pfs, numvfs) are valid.
+type groupCheck struct {
+	g *Group
+	p string
+	// With an unknown eswitch mode (modeOK false) only the checks that
+	// hold in both modes run: the others would report what follows from
+	// the mode.
+	switchdev, legacy, modeOK bool
+	// pfsOK, numvfsOK: the pf and vf indexes of vfs and attachments are
+	// checked against pfs and numvfs only when those are valid.
+	pfsOK, numvfsOK bool
+}
+
+// validateGroup checks group gi section by section, from the fields the
+// others depend on (mode, pfs, numvfs) to those depending on them.
+func (c *Config) validateGroup(v *validator, gi int) {
+	gc := v.validateGroupBasics(&c.Groups[gi], fmt.Sprintf("groups[%d]", gi))
+	g, p := gc.g, gc.p
+	if gc.switchdev {
+		c.validateBond(g, p, gc.pfsOK, v.add)
+		if g.Bond.Name != "" {
+			v.claim("netdev", g.Bond.Name, p+".bond.name")
 		}
-		seen[key] = path
+		v.validateOVS(gc)
 	}
-	for gi := range c.Groups {
-		g := &c.Groups[gi]
-		p := fmt.Sprintf("groups[%d]", gi)
-		if !groupNameRE.MatchString(g.Name) {
-			add(p+".name", g.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter or digit")
-		} else {
-			claim("group", g.Name, p+".name")
+	if gc.legacy {
+		v.validateLegacyNoBridge(gc)
+	}
+	rateGroups := v.validateRateGroups(gc)
+	v.validateVFs(gc, rateGroups)
+	if g.Network != nil {
+		validateNetwork(g, p, gc.switchdev, gc.legacy, gc.pfsOK, gc.numvfsOK, v.claim, v.add)
+	}
+	g.Validate.Check(p+".validate", v.add)
+	v.validateAttachments(gc)
+}
+
+// validateGroupBasics checks a group's own fields (name, eswitch, pfs,
+// numvfs, mtu, flow steering) and returns what the other checks need of
+// them.
+func (v *validator) validateGroupBasics(g *Group, p string) groupCheck {
+	if !groupNameRE.MatchString(g.Name) {
+		v.add(p+".name", g.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter or digit")
+	} else {
+		v.claim("group", g.Name, p+".name")
+	}
+	gc := groupCheck{g: g, p: p, switchdev: g.Eswitch == eswitch.ModeSwitchdev, legacy: g.Eswitch == eswitch.ModeLegacy}
+	gc.modeOK = gc.switchdev || gc.legacy
+	if !gc.modeOK {
+		v.add(p+".eswitch", g.Eswitch, "must be switchdev or legacy")
+	}
+	gc.pfsOK = true
+	switch {
+	case gc.switchdev && len(g.PFs) != 2:
+		v.add(p+".pfs", strings.Join(g.PFs, ","), "must name exactly the two ports of one NIC")
+		gc.pfsOK = false
+	case !gc.switchdev && (len(g.PFs) < 1 || len(g.PFs) > 2):
+		v.add(p+".pfs", strings.Join(g.PFs, ","), "must name one or two PFs")
+		gc.pfsOK = false
+	}
+	for i, ref := range g.PFs {
+		if err := validPFRef(ref); err != nil {
+			v.add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "%v", err)
+			continue
 		}
-		// With an unknown eswitch mode only the checks that hold in both
-		// modes run: the others would report what follows from the mode.
-		switchdev := g.Eswitch == eswitch.ModeSwitchdev
-		legacy := g.Eswitch == eswitch.ModeLegacy
-		modeOK := switchdev || legacy
-		if !modeOK {
-			add(p+".eswitch", g.Eswitch, "must be switchdev or legacy")
+		v.claim("pf", strings.ToLower(ref), fmt.Sprintf("%s.pfs[%d]", p, i))
+	}
+	gc.numvfsOK = g.NumVFs >= 1 && g.NumVFs <= 4096
+	if !gc.numvfsOK {
+		v.add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
+	} else if gc.switchdev && g.NumVFs > MaxVFsLAG {
+		v.add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
+	}
+	if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
+		v.add(p+".mtu", g.MTU, "must be %d-%d (or 0 to leave the MTUs alone)", MinMTU, MaxMTU)
+	}
+	switch g.FlowSteeringMode {
+	case "", "smfs", "dmfs":
+	default:
+		v.add(p+".flow_steering_mode", g.FlowSteeringMode, "must be smfs or dmfs (or empty to leave it)")
+	}
+	return gc
+}
+
+// validateOVS checks a switchdev group's ovs section: the bridge name and
+// the Open_vSwitch-wide settings, which every group giving them must agree
+// on.
+func (v *validator) validateOVS(gc groupCheck) {
+	g, p := gc.g, gc.p
+	if !bridgeNameRE.MatchString(g.OVS.Bridge) || isDotName(g.OVS.Bridge) {
+		v.add(p+".ovs.bridge", g.OVS.Bridge, "must be 1-15 characters of [A-Za-z0-9_.-], not \".\" or \"..\"")
+	} else {
+		v.claim("bridge", g.OVS.Bridge, p+".ovs.bridge")
+	}
+	switch g.OVS.DatapathType {
+	case "", "system", "netdev":
+	default:
+		v.add(p+".ovs.datapath_type", g.OVS.DatapathType, "must be system or netdev")
+	}
+	switch g.OVS.TCPolicy {
+	case "", "skip_sw", "skip_hw", "none":
+		if prev, ok := v.global["tc_policy"]; ok && g.OVS.TCPolicy != "" && prev.value != g.OVS.TCPolicy {
+			v.add(p+".ovs.tc_policy", g.OVS.TCPolicy, "differs from %s %q: tc-policy is one Open_vSwitch setting for every bridge", prev.path, prev.value)
+		} else if g.OVS.TCPolicy != "" && !ok {
+			v.global["tc_policy"] = globalSetting{p + ".ovs.tc_policy", g.OVS.TCPolicy}
 		}
-		// pfsOK, numvfsOK: the pf and vf indexes of vfs and attachments
-		// are checked against pfs and numvfs only when those are valid.
-		pfsOK := true
+	default:
+		v.add(p+".ovs.tc_policy", g.OVS.TCPolicy, "must be skip_sw, skip_hw or none")
+	}
+	if g.OVS.MaxIdle != 0 && (g.OVS.MaxIdle < 500 || g.OVS.MaxIdle > 3600000) {
+		v.add(p+".ovs.max_idle", g.OVS.MaxIdle, "must be 500-3600000 ms (or 0 to leave it)")
+	} else if g.OVS.MaxIdle != 0 {
+		val := fmt.Sprint(g.OVS.MaxIdle)
+		if prev, ok := v.global["max_idle"]; ok && prev.value != val {
+			v.add(p+".ovs.max_idle", g.OVS.MaxIdle, "differs from %s %q: max-idle is one Open_vSwitch setting for every bridge", prev.path, prev.value)
+		} else if !ok {
+			v.global["max_idle"] = globalSetting{p + ".ovs.max_idle", val}
+		}
+	}
+}
+
+// validateLegacyNoBridge reports the bond and ovs fields a legacy group
+// cannot have: it has no VF-LAG, no representors and no bridge.
+func (v *validator) validateLegacyNoBridge(gc groupCheck) {
+	g, p := gc.g, gc.p
+	if g.Bond.Name != "" {
+		v.add(p+".bond.name", g.Bond.Name, "is not allowed with eswitch legacy (no VF-LAG)")
+	}
+	if g.OVS.Bridge != "" {
+		v.add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
+	}
+	if g.OVS.TCPolicy != "" {
+		v.add(p+".ovs.tc_policy", g.OVS.TCPolicy, "is not allowed with eswitch legacy (no bridge)")
+	}
+	if g.OVS.MaxIdle != 0 {
+		v.add(p+".ovs.max_idle", g.OVS.MaxIdle, "is not allowed with eswitch legacy (no bridge)")
+	}
+}
+
+// validateRateGroups checks a group's rate groups (switchdev only) and
+// returns the names declared, for the VFs' rate_group.
+func (v *validator) validateRateGroups(gc groupCheck) map[string]bool {
+	rateGroups := map[string]bool{}
+	for ri, r := range gc.g.RateGroups {
+		rp := fmt.Sprintf("%s.rate_groups[%d]", gc.p, ri)
+		if !gc.switchdev {
+			if gc.legacy {
+				v.add(rp, r.Name, legacyRateMsg)
+			}
+			continue
+		}
 		switch {
-		case switchdev && len(g.PFs) != 2:
-			add(p+".pfs", strings.Join(g.PFs, ","), "must name exactly the two ports of one NIC")
-			pfsOK = false
-		case !switchdev && (len(g.PFs) < 1 || len(g.PFs) > 2):
-			add(p+".pfs", strings.Join(g.PFs, ","), "must name one or two PFs")
-			pfsOK = false
+		case !rateGroupNameRE.MatchString(r.Name):
+			v.add(rp+".name", r.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter")
+		case rateGroups[r.Name]:
+			v.add(rp+".name", r.Name, "is declared twice")
 		}
-		for i, ref := range g.PFs {
-			if err := validPFRef(ref); err != nil {
-				add(fmt.Sprintf("%s.pfs[%d]", p, i), ref, "%v", err)
-				continue
-			}
-			claim("pf", strings.ToLower(ref), fmt.Sprintf("%s.pfs[%d]", p, i))
+		rateGroups[r.Name] = true
+		validRates(rp, r.TxMax, r.TxShare, v.add)
+	}
+	return rateGroups
+}
+
+// validateVFs checks a group's vfs: indexes, duplicates, MACs, driver,
+// policy, VLAN and rates (rateGroups: the names validateRateGroups found).
+func (v *validator) validateVFs(gc groupCheck, rateGroups map[string]bool) {
+	g, p := gc.g, gc.p
+	vfSeen := map[VFRef]bool{}
+	macSeen := map[string]string{}
+	for vi, vf := range g.VFs {
+		vp := fmt.Sprintf("%s.vfs[%d]", p, vi)
+		checkIndexes(vp, vf.PF, vf.VF, g, gc.pfsOK, gc.numvfsOK, v.add)
+		if vfSeen[VFRef{vf.PF, vf.VF}] {
+			v.add(vp, fmt.Sprintf("pf %d vf %d", vf.PF, vf.VF), "is configured twice")
 		}
-		numvfsOK := g.NumVFs >= 1 && g.NumVFs <= 4096
-		if !numvfsOK {
-			add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
-		} else if switchdev && g.NumVFs > MaxVFsLAG {
-			add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
-		}
-		if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
-			add(p+".mtu", g.MTU, "must be %d-%d (or 0 to leave the MTUs alone)", MinMTU, MaxMTU)
-		}
-		switch g.FlowSteeringMode {
-		case "", "smfs", "dmfs":
-		default:
-			add(p+".flow_steering_mode", g.FlowSteeringMode, "must be smfs or dmfs (or empty to leave it)")
-		}
-		if switchdev {
-			c.validateBond(g, p, pfsOK, add)
-			if g.Bond.Name != "" {
-				claim("netdev", g.Bond.Name, p+".bond.name")
-			}
-			if !bridgeNameRE.MatchString(g.OVS.Bridge) || isDotName(g.OVS.Bridge) {
-				add(p+".ovs.bridge", g.OVS.Bridge, "must be 1-15 characters of [A-Za-z0-9_.-], not \".\" or \"..\"")
+		vfSeen[VFRef{vf.PF, vf.VF}] = true
+		if vf.MAC != "" {
+			if err := validMAC(vf.MAC); err != nil {
+				v.add(vp+".mac", vf.MAC, "%v", err)
+			} else if prev, ok := macSeen[strings.ToLower(vf.MAC)]; ok {
+				v.add(vp+".mac", vf.MAC, "is already used at %s", prev)
 			} else {
-				claim("bridge", g.OVS.Bridge, p+".ovs.bridge")
-			}
-			switch g.OVS.DatapathType {
-			case "", "system", "netdev":
-			default:
-				add(p+".ovs.datapath_type", g.OVS.DatapathType, "must be system or netdev")
-			}
-			switch g.OVS.TCPolicy {
-			case "", "skip_sw", "skip_hw", "none":
-				if prev, ok := global["tc_policy"]; ok && g.OVS.TCPolicy != "" && prev.value != g.OVS.TCPolicy {
-					add(p+".ovs.tc_policy", g.OVS.TCPolicy, "differs from %s %q: tc-policy is one Open_vSwitch setting for every bridge", prev.path, prev.value)
-				} else if g.OVS.TCPolicy != "" && !ok {
-					global["tc_policy"] = globalSetting{p + ".ovs.tc_policy", g.OVS.TCPolicy}
-				}
-			default:
-				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "must be skip_sw, skip_hw or none")
-			}
-			if g.OVS.MaxIdle != 0 && (g.OVS.MaxIdle < 500 || g.OVS.MaxIdle > 3600000) {
-				add(p+".ovs.max_idle", g.OVS.MaxIdle, "must be 500-3600000 ms (or 0 to leave it)")
-			} else if g.OVS.MaxIdle != 0 {
-				v := fmt.Sprint(g.OVS.MaxIdle)
-				if prev, ok := global["max_idle"]; ok && prev.value != v {
-					add(p+".ovs.max_idle", g.OVS.MaxIdle, "differs from %s %q: max-idle is one Open_vSwitch setting for every bridge", prev.path, prev.value)
-				} else if !ok {
-					global["max_idle"] = globalSetting{p + ".ovs.max_idle", v}
-				}
-			}
-		} else if legacy && (g.Bond.Name != "" || g.OVS.Bridge != "") {
-			if g.Bond.Name != "" {
-				add(p+".bond.name", g.Bond.Name, "is not allowed with eswitch legacy (no VF-LAG)")
-			}
-			if g.OVS.Bridge != "" {
-				add(p+".ovs.bridge", g.OVS.Bridge, "is not allowed with eswitch legacy (no representors)")
+				macSeen[strings.ToLower(vf.MAC)] = vp + ".mac"
 			}
 		}
-		if legacy {
-			if g.OVS.TCPolicy != "" {
-				add(p+".ovs.tc_policy", g.OVS.TCPolicy, "is not allowed with eswitch legacy (no bridge)")
-			}
-			if g.OVS.MaxIdle != 0 {
-				add(p+".ovs.max_idle", g.OVS.MaxIdle, "is not allowed with eswitch legacy (no bridge)")
-			}
+		if vf.Driver != "" && sriov.ValidDriver(vf.Driver) != nil {
+			v.add(vp+".driver", vf.Driver, "is not a driver name")
 		}
-		rateGroups := map[string]bool{}
-		for ri, r := range g.RateGroups {
-			rp := fmt.Sprintf("%s.rate_groups[%d]", p, ri)
-			if !switchdev {
-				if legacy {
-					add(rp, r.Name, legacyRateMsg)
-				}
-				continue
-			}
-			switch {
-			case !rateGroupNameRE.MatchString(r.Name):
-				add(rp+".name", r.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter")
-			case rateGroups[r.Name]:
-				add(rp+".name", r.Name, "is declared twice")
-			}
-			rateGroups[r.Name] = true
-			validRates(rp, r.TxMax, r.TxShare, add)
+		validateVFPolicy(g.Eswitch, vp, vf, v.add)
+		if gc.modeOK {
+			validateVLANMode(vf, vp, gc.switchdev, v.add)
 		}
-		vfSeen := map[VFRef]bool{}
-		macSeen := map[string]string{}
-		for vi, v := range g.VFs {
-			vp := fmt.Sprintf("%s.vfs[%d]", p, vi)
-			checkIndexes(vp, v.PF, v.VF, g, pfsOK, numvfsOK, add)
-			if vfSeen[VFRef{v.PF, v.VF}] {
-				add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is configured twice")
+		switch {
+		case gc.legacy:
+			if vf.TxMax != 0 {
+				v.add(vp+".tx_max", vf.TxMax, legacyRateMsg)
 			}
-			vfSeen[VFRef{v.PF, v.VF}] = true
-			if v.MAC != "" {
-				if err := validMAC(v.MAC); err != nil {
-					add(vp+".mac", v.MAC, "%v", err)
-				} else if prev, ok := macSeen[strings.ToLower(v.MAC)]; ok {
-					add(vp+".mac", v.MAC, "is already used at %s", prev)
-				} else {
-					macSeen[strings.ToLower(v.MAC)] = vp + ".mac"
-				}
+			if vf.TxShare != 0 {
+				v.add(vp+".tx_share", vf.TxShare, legacyRateMsg)
 			}
-			if v.Driver != "" && sriov.ValidDriver(v.Driver) != nil {
-				add(vp+".driver", v.Driver, "is not a driver name")
+			if vf.RateGroup != "" {
+				v.add(vp+".rate_group", vf.RateGroup, legacyRateMsg)
 			}
-			validateVFPolicy(g.Eswitch, vp, v, add)
-			if modeOK {
-				validateVLANMode(v, vp, switchdev, add)
-			}
-			switch {
-			case legacy:
-				if v.TxMax != 0 {
-					add(vp+".tx_max", v.TxMax, legacyRateMsg)
-				}
-				if v.TxShare != 0 {
-					add(vp+".tx_share", v.TxShare, legacyRateMsg)
-				}
-				if v.RateGroup != "" {
-					add(vp+".rate_group", v.RateGroup, legacyRateMsg)
-				}
-			case switchdev:
-				validRates(vp, v.TxMax, v.TxShare, add)
-				if v.RateGroup != "" && !rateGroups[v.RateGroup] {
-					add(vp+".rate_group", v.RateGroup, "is not a rate group of %s.rate_groups", p)
-				}
-			}
-		}
-		if g.Network != nil {
-			validateNetwork(g, p, switchdev, legacy, pfsOK, numvfsOK, claim, add)
-		}
-		g.Validate.Check(p+".validate", add)
-		attSeen := map[VFRef]string{}
-		for ai, a := range g.Attachments {
-			ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
-			if !domainNameRE.MatchString(a.Domain) || isDotName(a.Domain) {
-				add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-], not \".\" or \"..\")")
-			}
-			checkIndexes(ap, a.PF, a.VF, g, pfsOK, numvfsOK, add)
-			if prev, ok := attSeen[VFRef{a.PF, a.VF}]; ok {
-				add(ap+".vf", a.VF, "is already attached at %s", prev)
-			}
-			attSeen[VFRef{a.PF, a.VF}] = ap
-			if legacy {
-				// libvirt sets the VF's VLAN itself when the domain takes it
-				// through <interface type='hostdev'> (VLAN 0 without a <vlan>
-				// in the domain XML) and puts back only the VLAN, without the
-				// QoS, at release: seen on igb in the e2e bed.
-				for vi, v := range g.VFs {
-					if v.PF == a.PF && v.VF == a.VF && (v.VLAN != 0 || v.QoS != 0) {
-						add(fmt.Sprintf("%s.vfs[%d].vlan", p, vi), v.VLAN, "cannot hold on a VF attached to a domain (%s): libvirt sets the VF's VLAN itself when the domain starts (0 without a <vlan> in its interface) and drops the QoS at release; give the VLAN to a VF the host keeps, or attach another VF", ap)
-					}
-				}
-			}
-			// A MAC taken from vfs is checked there.
-			if a.MAC != "" {
-				if err := validMAC(a.MAC); err != nil {
-					add(ap+".mac", a.MAC, "%v", err)
-				}
-			} else if g.VFMAC(a.PF, a.VF) == "" {
-				add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
+		case gc.switchdev:
+			validRates(vp, vf.TxMax, vf.TxShare, v.add)
+			if vf.RateGroup != "" && !rateGroups[vf.RateGroup] {
+				v.add(vp+".rate_group", vf.RateGroup, "is not a rate group of %s.rate_groups", p)
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return errs
+}
+
+// validateAttachments checks a group's attachments: domain, indexes, one
+// attachment per VF, no host VLAN on a legacy attached VF, and a MAC.
+func (v *validator) validateAttachments(gc groupCheck) {
+	g, p := gc.g, gc.p
+	attSeen := map[VFRef]string{}
+	for ai, a := range g.Attachments {
+		ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
+		if !domainNameRE.MatchString(a.Domain) || isDotName(a.Domain) {
+			v.add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-], not \".\" or \"..\")")
+		}
+		checkIndexes(ap, a.PF, a.VF, g, gc.pfsOK, gc.numvfsOK, v.add)
+		if prev, ok := attSeen[VFRef{a.PF, a.VF}]; ok {
+			v.add(ap+".vf", a.VF, "is already attached at %s", prev)
+		}
+		attSeen[VFRef{a.PF, a.VF}] = ap
+		if gc.legacy {
+			// libvirt sets the VF's VLAN itself when the domain takes it
+			// through <interface type='hostdev'> (VLAN 0 without a <vlan>
+			// in the domain XML) and puts back only the VLAN, without the
+			// QoS, at release: seen on igb in the e2e bed.
+			for vi, vf := range g.VFs {
+				if vf.PF == a.PF && vf.VF == a.VF && (vf.VLAN != 0 || vf.QoS != 0) {
+					v.add(fmt.Sprintf("%s.vfs[%d].vlan", p, vi), vf.VLAN, "cannot hold on a VF attached to a domain (%s): libvirt sets the VF's VLAN itself when the domain starts (0 without a <vlan> in its interface) and drops the QoS at release; give the VLAN to a VF the host keeps, or attach another VF", ap)
+				}
+			}
+		}
+		// A MAC taken from vfs is checked there.
+		if a.MAC != "" {
+			if err := validMAC(a.MAC); err != nil {
+				v.add(ap+".mac", a.MAC, "%v", err)
+			}
+		} else if g.VFMAC(a.PF, a.VF) == "" {
+			v.add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
+		}
 	}
-	return nil
 }
 
 var networkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)

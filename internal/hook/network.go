@@ -56,27 +56,10 @@ func RunNetwork(ctx context.Context, o NetworkOptions) error {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	var doc []byte
-	var err error
-	if o.XML != nil {
-		doc, err = io.ReadAll(io.LimitReader(o.XML, 16<<20))
-	}
-	if err != nil {
-		return nil
-	}
 	created := o.Op == "port-created" && (o.SubOp == "begin" || o.SubOp == "-" || o.SubOp == "")
 	deleted := o.Op == "port-deleted"
-	if !created && !deleted {
-		return nil
-	}
-	data, err := libvirtx.ParseNetworkHook(doc)
-	if err != nil {
-		if created {
-			fmt.Fprintf(o.Stderr, "vflag hook: network %s: %v; not checked\n", o.Network, err)
-		}
-		return nil
-	}
-	if !data.Network.Owned || data.Port == nil || o.Config == nil || o.Host == nil {
+	data, ok := readPortEvent(o, created, deleted)
+	if !ok {
 		return nil
 	}
 	port := *data.Port
@@ -95,12 +78,7 @@ func RunNetwork(ctx context.Context, o NetworkOptions) error {
 	if cfg == nil {
 		return fail(fmt.Errorf("no vflag config: the VLAN of portgroup %q is unknown", port.Portgroup))
 	}
-	var grp *config.Group
-	for i := range cfg.Groups {
-		if g := &cfg.Groups[i]; g.Network != nil && g.NetworkName() == data.Network.Name {
-			grp = g
-		}
-	}
+	grp := networkGroup(cfg, data.Network.Name)
 	if grp == nil {
 		return fail(fmt.Errorf("no group of the config has this network (it left the config: run `vflag up` to remove it)"))
 	}
@@ -118,13 +96,69 @@ func RunNetwork(ctx context.Context, o NetworkOptions) error {
 		return fail(err)
 	}
 	defer h.Close()
+	want, rep, changed, err := setPortVLAN(ctx, h, grp, port, created)
+	if err != nil {
+		return fail(err)
+	}
+	if !changed {
+		return nil
+	}
+	o.Log.Info("network port: representor VLAN set", "network", data.Network.Name, "domain", port.Domain, "vf", port.PCI,
+		"representor", rep, "portgroup", port.Portgroup, "tag", want.Tag, "vlan_mode", want.VLANMode, "trunks", want.Trunks, "op", o.Op)
+	return nil
+}
+
+// readPortEvent reads libvirt's hookData of a port event (created or
+// deleted) from o.XML; false when the hook has nothing to do: another
+// event, unreadable data (said on stderr for a created port), a network
+// that is not vflag's, no port, or no config or host to read.
+func readPortEvent(o NetworkOptions, created, deleted bool) (libvirtx.NetworkHookData, bool) {
+	var doc []byte
+	var err error
+	if o.XML != nil {
+		doc, err = io.ReadAll(io.LimitReader(o.XML, 16<<20))
+	}
+	if err != nil || !created && !deleted {
+		return libvirtx.NetworkHookData{}, false
+	}
+	data, err := libvirtx.ParseNetworkHook(doc)
+	if err != nil {
+		if created {
+			fmt.Fprintf(o.Stderr, "vflag hook: network %s: %v; not checked\n", o.Network, err)
+		}
+		return data, false
+	}
+	if !data.Network.Owned || data.Port == nil || o.Config == nil || o.Host == nil {
+		return data, false
+	}
+	return data, true
+}
+
+// networkGroup is the group of cfg whose network is name (the last one,
+// should two name it), nil when none.
+func networkGroup(cfg *config.Config, name string) *config.Group {
+	var grp *config.Group
+	for i := range cfg.Groups {
+		if g := &cfg.Groups[i]; g.Network != nil && g.NetworkName() == name {
+			grp = g
+		}
+	}
+	return grp
+}
+
+// setPortVLAN puts on the OVS port of the representor of the port's VF the
+// VLAN columns (and MTU) it should have: its portgroup's for a created
+// port, the representor's own for a deleted one. It returns that port
+// spec, the representor and whether anything changed; a nil error with
+// nothing changed when the port already has them.
+func setPortVLAN(ctx context.Context, h *host.Host, grp *config.Group, port libvirtx.NetworkPort, created bool) (ovs.PortSpec, string, bool, error) {
 	g, errs := pipeline.ResolveGroup(h.Kernel, h.FS, grp)
 	if len(errs) > 0 {
-		return fail(errs[0])
+		return ovs.PortSpec{}, "", false, errs[0]
 	}
 	key, rep, err := poolVF(h, g, port.PCI)
 	if err != nil {
-		return fail(err)
+		return ovs.PortSpec{}, "", false, err
 	}
 	want := pipeline.RepPortSpec(grp, key, rep)
 	if created {
@@ -134,30 +168,28 @@ func RunNetwork(ctx context.Context, o NetworkOptions) error {
 	c, err := ovs.Connect(cctx, h.OVSDB)
 	cancel()
 	if err != nil {
-		return fail(err)
+		return want, rep, false, err
 	}
 	defer c.Close()
 	spec := ovs.BridgeSpec{Owner: grp.Name, Bridge: grp.OVS.Bridge, HWOffload: *grp.OVS.HWOffload, Partial: true, Ports: []ovs.PortSpec{want}}
 	ch, err := c.Plan(ctx, spec)
 	if err != nil {
-		return fail(err)
+		return want, rep, false, err
 	}
 	switch {
 	case ch.CreateBridge:
-		return fail(fmt.Errorf("bridge %s does not exist: run `vflag up`", grp.OVS.Bridge))
+		return want, rep, false, fmt.Errorf("bridge %s does not exist: run `vflag up`", grp.OVS.Bridge)
 	case len(ch.Foreign) > 0:
-		return fail(fmt.Errorf("port %s on %s is not vflag's: left alone", rep, grp.OVS.Bridge))
+		return want, rep, false, fmt.Errorf("port %s on %s is not vflag's: left alone", rep, grp.OVS.Bridge)
 	case len(ch.AddPorts) > 0:
-		return fail(fmt.Errorf("representor %s is not a port of %s: run `vflag up`", rep, grp.OVS.Bridge))
+		return want, rep, false, fmt.Errorf("representor %s is not a port of %s: run `vflag up`", rep, grp.OVS.Bridge)
 	case len(ch.Retag) == 0 && len(ch.SetMTU) == 0:
-		return nil
+		return want, rep, false, nil
 	}
 	if _, _, err := c.Ensure(ctx, spec); err != nil {
-		return fail(err)
+		return want, rep, false, err
 	}
-	o.Log.Info("network port: representor VLAN set", "network", data.Network.Name, "domain", port.Domain, "vf", port.PCI,
-		"representor", rep, "portgroup", port.Portgroup, "tag", want.Tag, "vlan_mode", want.VLANMode, "trunks", want.Trunks, "op", o.Op)
-	return nil
+	return want, rep, true, nil
 }
 
 // poolVF finds the VF of g at pci (its key) and its representor.

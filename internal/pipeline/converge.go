@@ -53,85 +53,9 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if err != nil {
 		return err
 	}
-
-	// 3. Disruption: which running domains each disruptive change breaks.
-	// Fail closed: a disruptive change whose VFs or their holders cannot be
-	// read is refused, unless --force (noted in the report and the log).
-	unshown := func(what string, err error) error {
-		if !e.Force {
-			return fmt.Errorf("refusing %s: cannot tell whether a running domain holds the VFs it breaks: %w; fix that (or shut the domains down and run up --force to go ahead unchecked)", what, err)
-		}
-		e.log.Warn("--force: disruptive change not checked against running domains", "change", what, "err", err)
-		r.Note(teardown.Event{Kind: KindForce, ID: KindForce + "/" + what, Phase: teardown.PhaseSkip, DryRun: r.DryRun,
-			Summary: fmt.Sprintf("--force: %s goes ahead without knowing whether a running domain holds its VFs (%v)", what, err)})
-		return nil
-	}
-	var refusals []string
-	for gi, g := range gs {
-		var ids []string
-		for i := spans[gi][0]; i < spans[gi][1]; i++ {
-			if planned[i].Changed && planned[i].Disruptive {
-				ids = append(ids, planned[i].ID)
-			}
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		vfs, err := e.groupVFs(g)
-		var doms []string
-		if err == nil {
-			doms, err = e.domainsHolding(vfs)
-		}
-		if err != nil {
-			if err := unshown(strings.Join(ids, ","), err); err != nil {
-				return err
-			}
-		}
-		for i := spans[gi][0]; i < spans[gi][1]; i++ {
-			if planned[i].Changed && planned[i].Disruptive {
-				planned[i].Domains = doms
-			}
-		}
-		if len(doms) > 0 {
-			refusals = append(refusals, fmt.Sprintf("group %s: %s would break running domain(s) %s", g.Name, strings.Join(ids, ", "), strings.Join(doms, ", ")))
-		}
-	}
-	var pruneIDs []string
-	for _, en := range prune {
-		if disruptivePrune[en.Kind] {
-			pruneIDs = append(pruneIDs, en.ID)
-		}
-	}
-	prunedVFs, err := e.prunedVFs(prune)
-	var pruneDoms []string
-	if err == nil {
-		pruneDoms, err = e.domainsHolding(prunedVFs)
-	}
+	refusals, err := e.disruptionRefusals(r, gs, spans, planned, prune)
 	if err != nil {
-		if err := unshown("removing "+strings.Join(pruneIDs, ","), err); err != nil {
-			return err
-		}
-	}
-	if len(pruneDoms) > 0 {
-		ids := pruneIDs
-		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(ids, ", "), strings.Join(pruneDoms, ", ")))
-	}
-	// A VF pool whose network left the config: refused while a domain holds
-	// one of its ports (libvirt would drop the ports, the domains keep the VFs).
-	for _, en := range prune {
-		if en.Kind != KindNetwork {
-			continue
-		}
-		ports, err := e.networkPorts(en)
-		if err != nil {
-			if err := unshown("removing "+en.ID, err); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(ports) > 0 {
-			refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s): %s", en.ID, portHolders(ports)))
-		}
+		return err
 	}
 
 	early, late := splitLatePrunes(prune)
@@ -169,6 +93,119 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if err := r.Prune(ctx, late); err != nil {
 		return fmt.Errorf("remove what the config no longer wants (after the changes that referred to it): %w", err)
 	}
+	return nil
+}
+
+// disruptionRefusals is stage 3 of Up: which running domains each
+// disruptive change (planned, the plan pass's events, spans[gi] those of
+// group gi) and each disruptive prune breaks. It annotates the planned
+// events with those domains and returns one refusal line per breakage.
+// Fail closed: a disruptive change whose VFs or their holders cannot be
+// read is refused, unless --force (noted in the report and the log).
+func (e *Env) disruptionRefusals(r *teardown.Runner, gs []Group, spans [][2]int, planned []teardown.Event, prune []teardown.Entry) ([]string, error) {
+	var refusals []string
+	for gi, g := range gs {
+		refusal, err := e.groupRefusal(r, g, planned[spans[gi][0]:spans[gi][1]])
+		if err != nil {
+			return nil, err
+		}
+		if refusal != "" {
+			refusals = append(refusals, refusal)
+		}
+	}
+	more, err := e.pruneRefusals(r, prune)
+	if err != nil {
+		return nil, err
+	}
+	return append(refusals, more...), nil
+}
+
+// groupRefusal sets, on the disruptive changes among a group's planned
+// events, the running domains holding the group's VFs, and returns the
+// refusal line when there are any ("" when none).
+func (e *Env) groupRefusal(r *teardown.Runner, g Group, planned []teardown.Event) (string, error) {
+	var ids []string
+	for i := range planned {
+		if planned[i].Changed && planned[i].Disruptive {
+			ids = append(ids, planned[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	vfs, err := e.groupVFs(g)
+	var doms []string
+	if err == nil {
+		doms, err = e.domainsHolding(vfs)
+	}
+	if err != nil {
+		if err := e.unshown(r, strings.Join(ids, ","), err); err != nil {
+			return "", err
+		}
+	}
+	for i := range planned {
+		if planned[i].Changed && planned[i].Disruptive {
+			planned[i].Domains = doms
+		}
+	}
+	if len(doms) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("group %s: %s would break running domain(s) %s", g.Name, strings.Join(ids, ", "), strings.Join(doms, ", ")), nil
+}
+
+// pruneRefusals returns the refusal lines for the prunes that break
+// running domains: a disruptive kind's removal while domains hold the VFs,
+// and a VF pool whose network left the config while a domain holds one of
+// its ports (libvirt would drop the ports, the domains keep the VFs).
+func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]string, error) {
+	var refusals []string
+	var pruneIDs []string
+	for _, en := range prune {
+		if disruptivePrune[en.Kind] {
+			pruneIDs = append(pruneIDs, en.ID)
+		}
+	}
+	prunedVFs, err := e.prunedVFs(prune)
+	var pruneDoms []string
+	if err == nil {
+		pruneDoms, err = e.domainsHolding(prunedVFs)
+	}
+	if err != nil {
+		if err := e.unshown(r, "removing "+strings.Join(pruneIDs, ","), err); err != nil {
+			return nil, err
+		}
+	}
+	if len(pruneDoms) > 0 {
+		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(pruneIDs, ", "), strings.Join(pruneDoms, ", ")))
+	}
+	for _, en := range prune {
+		if en.Kind != KindNetwork {
+			continue
+		}
+		ports, err := e.networkPorts(en)
+		if err != nil {
+			if err := e.unshown(r, "removing "+en.ID, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if len(ports) > 0 {
+			refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s): %s", en.ID, portHolders(ports)))
+		}
+	}
+	return refusals, nil
+}
+
+// unshown handles a disruptive change (what) whose VFs or their holders
+// cannot be read: refused, unless --force, which notes it and goes ahead.
+func (e *Env) unshown(r *teardown.Runner, what string, err error) error {
+	if !e.Force {
+		return fmt.Errorf("refusing %s: cannot tell whether a running domain holds the VFs it breaks: %w; fix that (or shut the domains down and run up --force to go ahead unchecked)", what, err)
+	}
+	e.log.Warn("--force: disruptive change not checked against running domains", "change", what, "err", err)
+	r.Note(teardown.Event{Kind: KindForce, ID: KindForce + "/" + what, Phase: teardown.PhaseSkip, DryRun: r.DryRun,
+		Summary: fmt.Sprintf("--force: %s goes ahead without knowing whether a running domain holds its VFs (%v)", what, err)})
 	return nil
 }
 

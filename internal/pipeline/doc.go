@@ -1,7 +1,8 @@
 // Package pipeline is the order of `vflag up` (DESIGN.md section 2): the
 // phases as one table (phases.go), the kinds of change (one file each,
-// kind_*.go), preflight, the barriers (LAG wait, verification) and the undo
-// registry that `vflag down` uses.
+// kind_*.go, with the phase functions that build their steps), preflight,
+// the barriers (LAG wait, verification) and the undo registry that
+// `vflag down` uses.
 //
 // # The order, and why
 //

@@ -70,3 +70,33 @@ func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) error {
 	teardown.SayUndone(ctx, "domain %s: detach VF %s", r.Attachment.Domain, r.Attachment.PCI)
 	return nil
 }
+
+// attach: one domain at a time (libvirt serialises them anyway).
+func (run *groupRun) attach(context.Context) ([]batch, error) {
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	g := run.g
+	var out []batch
+	for _, a := range g.Attachments {
+		pf := g.PFs[a.PF]
+		id := attachKind{}.id(a.Domain, pf, a.VF)
+		mac := a.MAC
+		if mac == "" {
+			mac = g.VFMAC(a.PF, a.VF)
+		}
+		pci, ok := vfs[VFKey{a.PF, a.VF}]
+		switch {
+		case ok:
+			att := libvirtx.Attachment{Domain: a.Domain, PCI: string(pci), MAC: mac, Live: a.Live, Owner: g.Name}
+			out = append(out, batch{attachKind{}.step(run.e, id, att)})
+		case run.dry:
+			out = append(out, batch{predicted(attachKind{}.Name(), id,
+				fmt.Sprintf("domain %s: attach VF %d of %s mac %s (after VF creation)", a.Domain, a.VF, pf.Netdev, mac))})
+		default:
+			return nil, fmt.Errorf("attachment of pf %d vf %d: the VF does not exist", a.PF, a.VF)
+		}
+	}
+	return out, nil
+}

@@ -59,3 +59,11 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+func (run *groupRun) autoprobe(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, pf := range run.owners() {
+		s = append(s, autoprobeKind{}.step(run.e, pf))
+	}
+	return one(s...), nil
+}

@@ -399,3 +399,28 @@ func (enslaveKind) Undo(ctx context.Context, e *Env, r enslaveRecord) error {
 	}
 	return nil
 }
+
+func (run *groupRun) bond(context.Context) ([]batch, error) {
+	if run.dry {
+		c, err := run.e.bondReform(run.g)
+		if err != nil {
+			return nil, err
+		}
+		run.bondCost = c
+	}
+	return one(bondKind{}.step(run.e, run.g)), nil
+}
+
+// enslave one PF at a time: the bonding driver serialises them anyway. A
+// plan of a bond re-form predicts the enslave its release makes needed.
+func (run *groupRun) enslave(context.Context) ([]batch, error) {
+	var out []batch
+	for _, pf := range run.g.PFs {
+		s := enslaveKind{}.step(run.e, pf, run.g.Bond.Name)
+		if run.dry && run.bondCost >= costReform {
+			s = predicted(s.Kind, s.ID, fmt.Sprintf("enslave %s to %s again (after the mode change)", pf.Netdev, run.g.Bond.Name))
+		}
+		out = append(out, batch{s})
+	}
+	return out, nil
+}

@@ -205,3 +205,109 @@ func (e *Env) undoDrivers(ctx context.Context, r driversRecord) error {
 	}
 	return errors.Join(errs...)
 }
+
+// unbind: every VF, except that a VF already on its configured host driver
+// may stay bound where unbinding serves nothing: a legacy group, or a
+// switchdev group whose eswitch and LAG are already in place.
+func (run *groupRun) unbind(context.Context) ([]batch, error) {
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	want := map[sriov.Addr]string{}
+	for _, v := range run.g.VFs {
+		if a, ok := vfs[VFKey{v.PF, v.VF}]; ok && v.Driver != "" {
+			want[a] = v.Driver
+		}
+	}
+	settled := !run.g.Switchdev() || run.e.lagSettled(run.g)
+	run.settled = settled
+	// Once settled, a VF on vfio-pci stays too: libvirt bound it for a
+	// domain (managed passthrough); unbinding it would pull the device from
+	// a running guest, and the kernel's vfio remove blocks until the guest
+	// lets go (seen on the real kernel, e2e disrupt.sh: up hung). Before the
+	// LAG is in place (a mode change with VFs) the disruption gate refuses
+	// while domains run.
+	keep := func(vf sriov.Addr, driver string) bool {
+		return settled && (want[vf] == driver || driver == "vfio-pci")
+	}
+	var s []teardown.Step
+	for _, pf := range run.owners() {
+		if run.fresh(pf) {
+			// Made again with autoprobe off (phase 1): no VF is bound.
+			s = append(s, unchanged(unbindKind{}.Name(), unbindKind{}.Name()+"/"+string(pf.Dev),
+				fmt.Sprintf("%s: unbind 0 VFs from host drivers (the VFs are made again unbound)", pf.Dev)))
+			continue
+		}
+		var restored map[sriov.Addr]string
+		if run.dry {
+			wanted := map[string]bool{}
+			for _, v := range run.g.VFs {
+				if v.Driver != "" {
+					wanted[bindKind{}.id(run.g.PFs[v.PF], v.VF)] = true
+				}
+			}
+			if restored, err = prunedBinds(run.r.Journal, pf, wanted); err != nil {
+				return nil, err
+			}
+		}
+		s = append(s, unbindKind{}.step(run.e, pf, keep, restored))
+	}
+	return one(s...), nil
+}
+
+// lagSettled tells whether a switchdev group's eswitches, bond and LAG are
+// already in place, so that VFs bound after LAG need not be unbound again.
+// A bond whose mode changes is not: its slaves are released and the LAG
+// activates again, which firmware refuses while a VF is bound.
+func (e *Env) lagSettled(g Group) bool {
+	if c, err := e.bondReform(g); err != nil || c >= costReform {
+		return false
+	}
+	for _, pf := range g.PFs {
+		if e.modeOf(pf) != eswitch.ModeSwitchdev {
+			return false
+		}
+		l, err := e.k.Link(pf.Netdev)
+		if err != nil || l.Master != g.Bond.Name {
+			return false
+		}
+	}
+	st, err := eswitch.ReadLAG(e.fs, g.PFs[0].Addr)
+	return err == nil && st.State != eswitch.LAGInactive
+}
+
+func (run *groupRun) bind(context.Context) ([]batch, error) {
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return nil, err
+	}
+	var s []teardown.Step
+	for _, v := range run.g.VFs {
+		if v.Driver == "" {
+			continue
+		}
+		pf := run.g.PFs[v.PF]
+		a, ok := vfs[VFKey{v.PF, v.VF}]
+		switch {
+		case ok && run.dry && (!run.settled || run.fresh(pf)):
+			// The unbind phase unbinds it first (the eswitch, bond or LAG
+			// changes), or the numvfs change makes it again unbound:
+			// binding it again is a change.
+			why := "after the LAG re-forms"
+			if run.fresh(pf) {
+				why = "after the VFs are made again"
+			}
+			s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
+				fmt.Sprintf("%s: bind to %s again (%s)", a, v.Driver, why)))
+		case ok:
+			s = append(s, bindKind{}.step(run.e, pf, v.VF, a, v.Driver))
+		case run.dry:
+			s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
+				fmt.Sprintf("VF %d of %s: bind to %s (after VF creation and LAG)", v.VF, pf.Netdev, v.Driver)))
+		default:
+			return nil, fmt.Errorf("VF %d of %s does not exist", v.VF, pf.Netdev)
+		}
+	}
+	return one(s...), nil
+}

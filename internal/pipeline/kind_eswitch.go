@@ -162,3 +162,19 @@ func (tcOffloadKind) Undo(ctx context.Context, e *Env, r featureRecord) error {
 	teardown.SayUndone(ctx, "%s: %s -> %s", r.Netdev, r.Feature, map[bool]string{true: "on", false: "off"}[r.Prior])
 	return nil
 }
+
+func (run *groupRun) switchdev(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, d := range devlinks(run.g.PFs) {
+		s = append(s, modeKind{}.step(run.e, d, run.g.PFs, eswitch.ModeSwitchdev))
+	}
+	return one(s...), nil
+}
+
+func (run *groupRun) tcOffload(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, pf := range run.g.PFs {
+		s = append(s, tcOffloadKind{}.step(run.e, pf))
+	}
+	return one(s...), nil
+}

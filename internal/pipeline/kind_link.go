@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/teardown"
@@ -102,4 +104,88 @@ func (e *Env) undoLinkUp(ctx context.Context, r linkUpRecord) error {
 	}
 	teardown.SayUndone(ctx, "set down: %s", abbreviate(r.Names, 6))
 	return nil
+}
+
+// legacyPFsUp: no bond brings a legacy group's PFs up, and libvirt refuses
+// to start a domain with a VF whose PF is down.
+func (run *groupRun) legacyPFsUp(context.Context) ([]batch, error) {
+	pfs := netdevs(run.g.PFs)
+	return one(linkUpKind{}.step(run.e, strings.Join(pfs, "+"), pfs...)), nil
+}
+
+func (run *groupRun) bondUp(context.Context) ([]batch, error) {
+	names := append([]string{run.g.Bond.Name}, netdevs(run.g.PFs)...)
+	s := linkUpKind{}.step(run.e, run.g.Bond.Name, names...)
+	if run.dry && run.bondCost >= costDown {
+		s = predicted(s.Kind, s.ID, fmt.Sprintf("set up: %s (again, after the option change)", strings.Join(names, " ")))
+	}
+	return one(s), nil
+}
+
+// repsUp maps every VF of every owning PF to its representor (by devlink
+// port, then phys_port_name + switch id; waiting for them in a real run)
+// and sets them up.
+func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
+	e, g := run.e, run.g
+	n := g.NumVFs
+	if p := run.plan; p != nil && p.repsAll && !run.r.Wrote() {
+		run.reps, run.repsAll = p.reps, true // the plan pass mapped them; nothing changed since
+		return run.repsUpSteps(), nil
+	}
+	run.reps = map[VFKey]string{}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, i := range g.Owners {
+		pf := g.PFs[i]
+		var reps map[int]string
+		var err error
+		if run.dry {
+			reps, err = eswitch.RepresentorsOf(e.k, e.fs, pf, n)
+		} else {
+			reps, err = eswitch.WaitRepresentors(wctx, e.k, e.fs, pf, n, e.Poll)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for vf, name := range reps {
+			if vf < n {
+				run.reps[VFKey{i, vf}] = name
+			}
+		}
+	}
+	run.repsAll = len(run.reps) == n*len(g.Owners)
+	return run.repsUpSteps(), nil
+}
+
+func (run *groupRun) repsUpSteps() []batch {
+	e, g, n := run.e, run.g, run.g.NumVFs
+	var s []teardown.Step
+	for _, i := range g.Owners {
+		pf := g.PFs[i]
+		if !run.repsKnown(i) { // a plan on a host that is not in switchdev yet, or whose VFs are made again
+			s = append(s, predicted(repsUpKind{}.Name(), repsUpKind{}.id(pf),
+				fmt.Sprintf("map %d representors of %s and set them up (%s)", n, pf.Netdev, run.repsWhy(i))))
+			continue
+		}
+		var names []string
+		for vf := 0; vf < n; vf++ {
+			names = append(names, run.reps[VFKey{i, vf}])
+		}
+		s = append(s, repsUpKind{}.step(e, pf, names))
+	}
+	return one(s...)
+}
+
+// repsKnown tells whether the representors of owning PF i are mapped and
+// stay: not in a plan whose numvfs change makes them again.
+func (run *groupRun) repsKnown(i int) bool {
+	return run.repsAll && !run.fresh(run.g.PFs[i])
+}
+
+// repsWhy says why a plan predicts the representors of owning PF i.
+func (run *groupRun) repsWhy(i int) string {
+	if run.fresh(run.g.PFs[i]) {
+		return "after the VFs are made again"
+	}
+	return "after switchdev"
 }

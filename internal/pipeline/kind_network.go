@@ -79,42 +79,28 @@ func NetworkSpec(g Group, pcis map[VFKey]string) (spec libvirtx.NetworkSpec, mis
 	return spec, missing
 }
 
-// networkDiff says how st differs from spec ("" when it does not), and which
-// of the pool's VFs leaving it a port holds (pci -> domain).
-func networkDiff(st libvirtx.NetworkState, spec libvirtx.NetworkSpec) (diff []string, held map[string]string) {
+// networkDiff says how st differs from spec (nothing when it does not), as
+// libvirtx.PlanNetwork, the comparison EnsureNetwork makes, finds it; and
+// which of the pool's VFs leaving it a port holds (pci -> domain).
+func networkDiff(st libvirtx.NetworkState, spec libvirtx.NetworkSpec) (diff []string, held map[string]string, err error) {
+	p, err := libvirtx.PlanNetwork(st, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.DefinedPool || st.Active && p.LivePool {
+		if len(p.PoolAdd) > 0 {
+			diff = append(diff, fmt.Sprintf("pool + %s", strings.Join(p.PoolAdd, " ")))
+		}
+		if len(p.PoolDel) > 0 {
+			diff = append(diff, fmt.Sprintf("pool - %s", strings.Join(p.PoolDel, " ")))
+		}
+		if len(p.PoolAdd) == 0 && len(p.PoolDel) == 0 {
+			diff = append(diff, "pool definition out of date")
+		}
+	}
 	want := map[string]bool{}
 	for _, p := range spec.PCIs {
 		want[p] = true
-	}
-	has := map[string]bool{}
-	for _, p := range st.ConfigPCIs {
-		has[p] = true
-	}
-	for _, p := range st.PCIs {
-		has[p] = true
-	}
-	var add, del []string
-	for _, p := range spec.PCIs {
-		if !has[p] {
-			add = append(add, p)
-		}
-	}
-	for p := range has {
-		if !want[p] {
-			del = append(del, p)
-		}
-	}
-	slices.Sort(del)
-	if !slices.Equal(sortedCopy(st.ConfigPCIs), sortedCopy(spec.PCIs)) || st.Active && !slices.Equal(sortedCopy(st.PCIs), sortedCopy(spec.PCIs)) {
-		if len(add) > 0 {
-			diff = append(diff, fmt.Sprintf("pool + %s", strings.Join(add, " ")))
-		}
-		if len(del) > 0 {
-			diff = append(diff, fmt.Sprintf("pool - %s", strings.Join(del, " ")))
-		}
-		if len(add) == 0 && len(del) == 0 {
-			diff = append(diff, "pool definition out of date")
-		}
 	}
 	held = map[string]string{}
 	for _, port := range st.Ports {
@@ -122,16 +108,16 @@ func networkDiff(st libvirtx.NetworkState, spec libvirtx.NetworkSpec) (diff []st
 			held[port.PCI] = port.Domain
 		}
 	}
-	if !portgroupsEqual(st.Portgroups, spec.Portgroups) {
+	if p.LivePortgroups || p.LiveMeta {
 		diff = append(diff, "portgroups "+portgroupsString(st.Portgroups)+" -> "+portgroupsString(spec.Portgroups))
 	}
-	if !st.Active {
+	if p.Start {
 		diff = append(diff, "start")
 	}
-	if !st.Autostart {
+	if p.Autostart {
 		diff = append(diff, "autostart on")
 	}
-	return diff, held
+	return diff, held, nil
 }
 
 // liveChanges are the differences that touch the running definition (all
@@ -153,24 +139,6 @@ func portHolders(ps []libvirtx.NetworkPort) string {
 		out = append(out, fmt.Sprintf("domain %s on %s", p.Domain, p.PCI))
 	}
 	return strings.Join(out, ", ")
-}
-
-func sortedCopy(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c
-}
-
-func portgroupsEqual(a, b []libvirtx.NetworkPortgroup) bool {
-	key := func(pgs []libvirtx.NetworkPortgroup) []string {
-		var out []string
-		for _, p := range pgs {
-			out = append(out, portgroupString(p))
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(key(a), key(b))
 }
 
 func portgroupString(p libvirtx.NetworkPortgroup) string {
@@ -231,7 +199,10 @@ func (k networkKind) step(e *Env, spec libvirtx.NetworkSpec) teardown.Step {
 			if st.Owner != "" && st.Owner != spec.Owner {
 				return teardown.Change{}, fmt.Errorf("libvirt network %s is vflag's network of group %s, not of %s", spec.Name, st.Owner, spec.Owner)
 			}
-			diff, held := networkDiff(st, spec)
+			diff, held, err := networkDiff(st, spec)
+			if err != nil {
+				return teardown.Change{}, err
+			}
 			if len(held) > 0 {
 				var msgs []string
 				for _, p := range slices.Sorted(maps.Keys(held)) {

@@ -84,3 +84,26 @@ func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) error {
 	teardown.SayUndone(ctx, "%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior)
 	return nil
 }
+
+func (run *groupRun) numVFs(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, pf := range run.owners() {
+		s = append(s, numVFsKind{}.step(run.e, pf, run.g.NumVFs))
+		if !run.dry {
+			continue
+		}
+		// The step's Check reads the same count (no write comes between in
+		// a plan): a change from a non-zero count makes every VF again.
+		cur, err := run.e.pci.NumVFs(pf.Dev)
+		if err != nil {
+			return nil, fmt.Errorf("read sriov_numvfs of %s: %w", pf.Dev, err)
+		}
+		if cur != 0 && cur != run.g.NumVFs {
+			if run.remade == nil {
+				run.remade = map[sriov.Device]bool{}
+			}
+			run.remade[pf.Dev] = true
+		}
+	}
+	return one(s...), nil
+}

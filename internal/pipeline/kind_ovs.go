@@ -3,9 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
@@ -268,4 +270,119 @@ func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) error {
 	}
 	teardown.SayUndone(ctx, "remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge)
 	return nil
+}
+
+func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
+	g := run.g
+	if !run.repsAll || run.anyFresh() {
+		// Representors made again are new netdevs: the bridge's ports change.
+		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
+			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
+	}
+	if err := run.readPoolPorts(); err != nil {
+		return nil, err
+	}
+	spec := run.bridgeSpec()
+	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
+	return one(ovsBridgeKind{}.step(run.e, spec, func(bs ovs.BridgeStatus) { run.bridgeSeen = &bs })), nil
+}
+
+// bridgeSpec is the group's bridge: the bond plus every representor, with
+// the VLAN columns of its VF; with the group's mtu, every interface's
+// mtu_request.
+func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
+	g := run.g
+	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
+	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
+	for _, pf := range g.Owners {
+		for vf := 0; vf < g.NumVFs; vf++ {
+			k := VFKey{pf, vf}
+			ps := RepPortSpec(g.Group, k, run.reps[k])
+			if pg, held := run.poolPorts[k]; held {
+				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
+			}
+			spec.Ports = append(spec.Ports, ps)
+		}
+	}
+	return spec
+}
+
+// readPoolPorts finds, for a switchdev group with a network, the pool's
+// VFs that a domain's port holds and the portgroup of each: their
+// representors' OVS ports carry that portgroup's VLAN (the network hook
+// sets it when libvirt makes the port), which up keeps.
+func (run *groupRun) readPoolPorts() error {
+	g := run.g
+	run.poolPorts = nil
+	if g.Network == nil || !g.Switchdev() {
+		return nil
+	}
+	vfs, err := run.namedVFs()
+	if err != nil {
+		return err
+	}
+	byPCI := map[string]VFKey{}
+	for _, k := range g.Pool() {
+		if a, ok := vfs[k]; ok {
+			byPCI[string(a)] = k
+		}
+	}
+	if len(byPCI) == 0 {
+		return nil
+	}
+	c, err := run.e.h.Virt()
+	if err != nil {
+		return fmt.Errorf("libvirt network %s (the VLANs of its ports' representors): %w", g.NetworkName(), err)
+	}
+	st, err := c.Network(g.NetworkName())
+	if err != nil {
+		return fmt.Errorf("libvirt network %s (the VLANs of its ports' representors): %w", g.NetworkName(), err)
+	}
+	if !st.Owned {
+		return nil // a foreign network of that name: the network step refuses it
+	}
+	run.poolPorts = map[VFKey]string{}
+	for _, p := range st.Ports {
+		if k, ok := byPCI[p.PCI]; ok {
+			run.poolPorts[k] = p.Portgroup
+		}
+	}
+	return nil
+}
+
+// PoolPortSpec is the OVS port of the representor rep of pool VF k while a
+// domain's port in portgroup pg holds it: the portgroup's VLAN (the default
+// portgroup's when pg is "" or unknown), else as RepPortSpec.
+func PoolPortSpec(g *config.Group, k VFKey, rep, pg string) ovs.PortSpec {
+	ps := RepPortSpec(g, k, rep)
+	if g.Network == nil {
+		return ps
+	}
+	var chosen *config.Portgroup
+	for i, p := range g.Network.Portgroups {
+		if p.Name == pg && pg != "" {
+			chosen = &g.Network.Portgroups[i]
+			break
+		}
+		if p.Default && chosen == nil {
+			chosen = &g.Network.Portgroups[i]
+		}
+	}
+	if chosen != nil {
+		ps.Tag, ps.VLANMode, ps.Trunks = chosen.VLAN, chosen.VLANMode, slices.Clone(chosen.Trunks)
+	}
+	return ps
+}
+
+// RepPortSpec is the OVS port of the representor rep of VF k: its VF's
+// tag, vlan_mode and trunks, and the group's mtu as mtu_request. The
+// bridge step and the qemu hook build it alike.
+func RepPortSpec(g *config.Group, k VFKey, rep string) ovs.PortSpec {
+	ps := ovs.PortSpec{Name: rep, MTURequest: g.MTU}
+	for _, v := range g.VFs {
+		if v.PF == k.PF && v.VF == k.VF {
+			ps.Tag, ps.VLANMode, ps.Trunks = v.VLAN, v.VLANMode, v.Trunks
+		}
+	}
+	return ps
 }

@@ -74,3 +74,26 @@ func (paramKind) Undo(ctx context.Context, e *Env, r paramRecord) error {
 	teardown.SayUndone(ctx, "%s: %s %s -> %s", r.Devlink, r.Name, cur, r.Prior)
 	return nil
 }
+
+// params: flow_steering_mode as the config sets it; left empty, a
+// switchdev group defaults to smfs (SW steering, the one hardware offload
+// of OVS flows needs at scale) where the driver has the param and the
+// eswitch is still legacy (paramKind.step's byDefault).
+func (run *groupRun) params(context.Context) ([]batch, error) {
+	value, byDefault := run.g.FlowSteeringMode, false
+	if value == "" {
+		if !run.g.Switchdev() {
+			return nil, nil
+		}
+		value, byDefault = DefaultFlowSteeringMode, true
+	}
+	var s []teardown.Step
+	for _, d := range devlinks(run.g.PFs) {
+		s = append(s, paramKind{}.step(run.e, d, "flow_steering_mode", value, byDefault))
+	}
+	return one(s...), nil
+}
+
+// DefaultFlowSteeringMode is a switchdev group's flow_steering_mode when
+// the config leaves it empty.
+const DefaultFlowSteeringMode = "smfs"

@@ -156,3 +156,21 @@ func AdoptVFMAC(pf string, vf int, prior string) teardown.Step {
 		Apply: func(context.Context) error { return nil },
 	}
 }
+
+func (run *groupRun) vfMACs(context.Context) ([]batch, error) {
+	var s []teardown.Step
+	for _, v := range run.g.VFs {
+		if v.MAC == "" {
+			continue
+		}
+		pf := run.g.PFs[v.PF]
+		if run.fresh(pf) {
+			// A VF made again has the zero MAC.
+			s = append(s, predicted(vfMACKind{}.Name(), vfMACKind{}.id(pf.Netdev, v.VF),
+				fmt.Sprintf("%s vf %d: mac 00:00:00:00:00:00 -> %s (after the VFs are made again)", pf.Netdev, v.VF, v.MAC)))
+			continue
+		}
+		s = append(s, vfMACKind{}.step(run.e, pf, v.VF, v.MAC))
+	}
+	return one(s...), nil
+}

@@ -34,85 +34,15 @@ func (es HostErrors) Error() string {
 // each naming its field.
 func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	var errs HostErrors
-	add := func(path string, v any, format string, args ...any) {
-		errs = append(errs, config.FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
-	}
 	var out []Group
 	needOVS, needVirt := false, false
-	type domainRef struct{ path, name string }
 	var domains []domainRef // the attachments' domains, each must exist
 	for gi := range e.cfg.Groups {
-		cg := &e.cfg.Groups[gi]
-		p := fmt.Sprintf("groups[%d]", gi)
-		g, pfErrs := ResolveGroup(e.k, e.fs, cg)
-		for _, pe := range pfErrs {
-			if what := e.notAPort(pe.Ref); what != "" {
-				add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "is %s, not a physical port (PF) of an SR-IOV NIC", what)
-				continue
-			}
-			add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v", pe.Err)
-		}
-		var usable = g.PFs[:0:0]
-		for i, pf := range g.PFs {
-			idx := indexOfRef(cg.PFs, pf, i)
-			path := fmt.Sprintf("%s.pfs[%d]", p, idx)
-			if what := e.notAPort(pf.Netdev); what != "" {
-				add(path, cg.PFs[idx], "is %s, not a physical port (PF) of an SR-IOV NIC", what)
-				continue
-			}
-			if !e.pci.HasSRIOV(pf.Dev) {
-				add(path, cg.PFs[idx], "is not an SR-IOV physical function (%s has no sriov_numvfs)", pf.Dev)
-				continue
-			}
-			if e.pci.HasPCIVFs(pf.Dev) { // netdevsim has no sriov_totalvfs: the kernel checks the count
-				total, err := e.pci.TotalVFs(pf.Dev)
-				if err != nil {
-					add(path, cg.PFs[idx], "%v", err)
-					continue
-				}
-				if cg.NumVFs > total {
-					add(p+".numvfs", cg.NumVFs, "exceeds sriov_totalvfs %d of %s (%s)", total, pf.Netdev, pf.Dev)
-				}
-			}
-			usable = append(usable, pf)
-		}
-		g.PFs = usable
-		g.Owners = Owners(g.PFs)
-		if len(g.PFs) == 2 && g.Switchdev() {
-			a, b := g.PFs[0], g.PFs[1]
-			// One NIC: the same devlink instance (netdevsim) or the same PCI
-			// slot (mlx5: one instance per function), and one switch id.
-			sameNIC := a.Devlink == b.Devlink || a.Addr != "" && b.Addr != "" && a.Addr.Slot() == b.Addr.Slot()
-			if !sameNIC || a.SwitchID != "" && b.SwitchID != "" && a.SwitchID != b.SwitchID {
-				add(p+".pfs", strings.Join(cg.PFs, ","), "are not the two ports of one NIC (%s and %s differ in PCI slot, devlink instance or switch id)", a.Dev, b.Dev)
-			}
-			if a.Netdev == b.Netdev {
-				add(p+".pfs", strings.Join(cg.PFs, ","), "name the same PF twice")
-			}
-		}
-		if g.Switchdev() {
-			needOVS = true
-			if l, err := e.k.Link(g.Bond.Name); err == nil && l.Alias != BondAlias(g.Name) {
-				add(p+".bond.name", g.Bond.Name, "exists and was not created by vflag (alias %q): choose another name", l.Alias)
-			} else if err != nil && !errors.Is(err, eswitch.ErrLinkNotFound) {
-				add(p+".bond.name", g.Bond.Name, "%v", err)
-			}
-			for i, pf := range g.PFs {
-				if l, err := e.k.Link(pf.Netdev); err == nil && l.Master != "" && l.Master != g.Bond.Name {
-					add(fmt.Sprintf("%s.pfs[%d]", p, i), cg.PFs[i], "is already a slave of %s", l.Master)
-				}
-			}
-		}
-		if len(g.PFs) == len(cg.PFs) {
-			for _, v := range PoollessVFs(g) {
-				add(fmt.Sprintf("%s.%s.pf", p, v.Field), v.PF, "%s", v.Why(g))
-			}
-		}
+		g, ds := e.preflightGroup(gi, errs.add)
+		needOVS = needOVS || g.Switchdev()
 		if len(g.Attachments) > 0 {
 			needVirt = true
-			for i, a := range g.Attachments {
-				domains = append(domains, domainRef{fmt.Sprintf("%s.attachments[%d].domain", p, i), a.Domain})
-			}
+			domains = append(domains, ds...)
 		}
 		out = append(out, g)
 	}
@@ -125,36 +55,144 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	}
 	if needOVS {
 		if _, err := e.h.OVS(ctx); err != nil {
-			add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
+			errs.add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
 		}
 	}
 	if needVirt {
-		c, err := e.h.Virt()
-		if err != nil {
-			add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
-		}
-		// An attachment to a domain libvirt does not know would fail at
-		// its step, after the eswitch, bond and bridge were built: refuse
-		// it now (plan fails where up would).
-		checked := map[string]bool{}
-		for _, d := range domains {
-			if c == nil || checked[d.name] {
-				continue
-			}
-			checked[d.name] = true
-			st, err := c.Domain(d.name)
-			switch {
-			case err != nil:
-				add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
-			case !st.Exists:
-				add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
-			}
-		}
+		e.preflightDomains(domains, errs.add)
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return out, nil
+}
+
+// add appends a host error for the config field path.
+func (es *HostErrors) add(path string, v any, format string, args ...any) {
+	*es = append(*es, config.FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
+}
+
+// domainRef is an attachment's domain and the field naming it.
+type domainRef struct{ path, name string }
+
+// preflightGroup resolves group gi and checks its PFs, its bond and its
+// VF pools on the host; it returns the group (with only its usable PFs)
+// and its attachments' domains.
+func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Group, []domainRef) {
+	cg := &e.cfg.Groups[gi]
+	p := fmt.Sprintf("groups[%d]", gi)
+	g, pfErrs := ResolveGroup(e.k, e.fs, cg)
+	for _, pe := range pfErrs {
+		if what := e.notAPort(pe.Ref); what != "" {
+			add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "is %s, not a physical port (PF) of an SR-IOV NIC", what)
+			continue
+		}
+		add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v", pe.Err)
+	}
+	g.PFs = e.usablePFs(cg, p, g.PFs, add)
+	g.Owners = Owners(g.PFs)
+	if len(g.PFs) == 2 && g.Switchdev() {
+		checkOneNIC(g, cg, p, add)
+	}
+	if g.Switchdev() {
+		e.checkBondFree(g, cg, p, add)
+	}
+	if len(g.PFs) == len(cg.PFs) {
+		for _, v := range PoollessVFs(g) {
+			add(fmt.Sprintf("%s.%s.pf", p, v.Field), v.PF, "%s", v.Why(g))
+		}
+	}
+	var domains []domainRef
+	for i, a := range g.Attachments {
+		domains = append(domains, domainRef{fmt.Sprintf("%s.attachments[%d].domain", p, i), a.Domain})
+	}
+	return g, domains
+}
+
+// usablePFs returns the resolved PFs that are SR-IOV physical ports (not a
+// bond, VF or other netdev) and reports the others; it also checks numvfs
+// against each PF's sriov_totalvfs.
+func (e *Env) usablePFs(cg *config.Group, p string, pfs []eswitch.PF, add func(string, any, string, ...any)) []eswitch.PF {
+	var usable = pfs[:0:0]
+	for i, pf := range pfs {
+		idx := indexOfRef(cg.PFs, pf, i)
+		path := fmt.Sprintf("%s.pfs[%d]", p, idx)
+		if what := e.notAPort(pf.Netdev); what != "" {
+			add(path, cg.PFs[idx], "is %s, not a physical port (PF) of an SR-IOV NIC", what)
+			continue
+		}
+		if !e.pci.HasSRIOV(pf.Dev) {
+			add(path, cg.PFs[idx], "is not an SR-IOV physical function (%s has no sriov_numvfs)", pf.Dev)
+			continue
+		}
+		if e.pci.HasPCIVFs(pf.Dev) { // netdevsim has no sriov_totalvfs: the kernel checks the count
+			total, err := e.pci.TotalVFs(pf.Dev)
+			if err != nil {
+				add(path, cg.PFs[idx], "%v", err)
+				continue
+			}
+			if cg.NumVFs > total {
+				add(p+".numvfs", cg.NumVFs, "exceeds sriov_totalvfs %d of %s (%s)", total, pf.Netdev, pf.Dev)
+			}
+		}
+		usable = append(usable, pf)
+	}
+	return usable
+}
+
+// checkOneNIC checks that a switchdev group's two PFs are the two
+// distinct ports of one NIC.
+func checkOneNIC(g Group, cg *config.Group, p string, add func(string, any, string, ...any)) {
+	a, b := g.PFs[0], g.PFs[1]
+	// One NIC: the same devlink instance (netdevsim) or the same PCI
+	// slot (mlx5: one instance per function), and one switch id.
+	sameNIC := a.Devlink == b.Devlink || a.Addr != "" && b.Addr != "" && a.Addr.Slot() == b.Addr.Slot()
+	if !sameNIC || a.SwitchID != "" && b.SwitchID != "" && a.SwitchID != b.SwitchID {
+		add(p+".pfs", strings.Join(cg.PFs, ","), "are not the two ports of one NIC (%s and %s differ in PCI slot, devlink instance or switch id)", a.Dev, b.Dev)
+	}
+	if a.Netdev == b.Netdev {
+		add(p+".pfs", strings.Join(cg.PFs, ","), "name the same PF twice")
+	}
+}
+
+// checkBondFree checks that a switchdev group's bond name is free or
+// vflag's own, and that no PF is a slave of another master.
+func (e *Env) checkBondFree(g Group, cg *config.Group, p string, add func(string, any, string, ...any)) {
+	if l, err := e.k.Link(g.Bond.Name); err == nil && l.Alias != BondAlias(g.Name) {
+		add(p+".bond.name", g.Bond.Name, "exists and was not created by vflag (alias %q): choose another name", l.Alias)
+	} else if err != nil && !errors.Is(err, eswitch.ErrLinkNotFound) {
+		add(p+".bond.name", g.Bond.Name, "%v", err)
+	}
+	for i, pf := range g.PFs {
+		if l, err := e.k.Link(pf.Netdev); err == nil && l.Master != "" && l.Master != g.Bond.Name {
+			add(fmt.Sprintf("%s.pfs[%d]", p, i), cg.PFs[i], "is already a slave of %s", l.Master)
+		}
+	}
+}
+
+// preflightDomains checks that libvirt is reachable and knows each
+// attachment's domain: an attachment to a domain libvirt does not know
+// would fail at its step, after the eswitch, bond and bridge were built,
+// so it is refused now (plan fails where up would).
+func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string, ...any)) {
+	c, err := e.h.Virt()
+	if err != nil {
+		add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+	}
+	checked := map[string]bool{}
+	for _, d := range domains {
+		if c == nil || checked[d.name] {
+			continue
+		}
+		checked[d.name] = true
+		st, err := c.Domain(d.name)
+		switch {
+		case err != nil:
+			add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
+		case !st.Exists:
+			add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
+		}
+	}
 }
 
 // PoollessVF is a VF entry or attachment of the config on a PF that has no

@@ -196,200 +196,259 @@ type HostStatus struct {
 // Gather reads the host h for the groups of cfg; what cannot be read
 // becomes a problem line, never a guess.
 func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
-	k, f, pci := h.Kernel, h.FS, h.PCI
 	var hs HostStatus
 	for gi := range cfg.Groups {
-		g := &cfg.Groups[gi]
-		gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}, MTU: g.MTU}
-		problem := func(format string, args ...any) { gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...)) }
-		// Every static check of vflag validate that fails is a problem,
-		// named as validate names it: a PF that does not resolve, an
-		// eswitch mode, the bond, the LAG, OVS ports without an ofport,
-		// hw-offload, the kernel datapath, the shared tc block, rates,
-		// attachments, RDMA. What follows only reads what is shown, and
-		// adds a problem only for what those checks do not cover.
-		// The bridge, read once for the checks and for what status shows.
-		var bridge *ovs.BridgeStatus
-		bridgeErr := fmt.Errorf("not read")
-		if g.Switchdev() {
-			if bs, err := bridgeStatus(ctx, h, g.OVS.Bridge); err == nil {
-				bridge, bridgeErr = &bs, nil
-			} else {
-				bridgeErr = err
-			}
-		}
-		for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
-			if c.Verdict == validate.Fail {
-				first, _, _ := strings.Cut(c.Detail, "\n")
-				problem("%s: %s", c.Name, first)
-			}
-		}
-		gh, errs := pipeline.ResolveGroup(k, f, g)
-		failed := map[int]bool{}
-		for _, err := range errs {
-			failed[err.Index] = true // validate's pf/<n> check said why
-		}
-		var refs []string // the refs of gh.PFs
-		for i, ref := range g.PFs {
-			if !failed[i] {
-				refs = append(refs, ref)
-			}
-		}
-		pfs := gh.PFs
-		for j, pf := range pfs {
-			ps := PFStatus{Ref: refs[j], Netdev: pf.Netdev, PCI: string(pf.Addr), Device: string(pf.Dev), Devlink: pf.Devlink.String()}
-			if pf.Addr != "" {
-				ps.Driver, _ = pci.Driver(pf.Addr)
-			}
-			ps.NumVFs, _ = pci.NumVFs(pf.Dev)
-			ps.TotalVFs, _ = pci.TotalVFs(pf.Dev)
-			if m, err := k.EswitchMode(pf.Devlink); err == nil {
-				ps.Eswitch = m
-			} else {
-				ps.Eswitch = "unknown"
-			}
-			if l, err := k.Link(pf.Netdev); err == nil {
-				ps.Up, ps.OperState, ps.Master, ps.MTU = l.AdminUp, l.OperState, l.Master, l.MTU
-			}
-			gs.PFs = append(gs.PFs, ps)
-		}
-		if g.Switchdev() {
-			if b, err := eswitch.ReadBond(f, g.Bond.Name); err == nil {
-				b.LACP = eswitch.ReadLACP(f, b)
-				gs.Bond = &b
-				if l, err := k.Link(g.Bond.Name); err == nil {
-					gs.BondMTU = l.MTU
-				}
-				for _, sl := range b.Slaves {
-					if l, err := k.Link(sl); err == nil && l.OperState == "up" {
-						gs.SlavesUp = append(gs.SlavesUp, sl)
-					}
-				}
-			} else if errors.Is(err, fs.ErrNotExist) {
-				gs.Bond = &eswitch.BondInfo{Name: g.Bond.Name, Mode: "absent"}
-			}
-			if len(pfs) > 0 {
-				if l, err := eswitch.ReadLAG(f, pfs[0].Addr); err == nil {
-					gs.LAG = &l
-				}
-			}
-		}
-		ports := map[string]ovs.PortStatus{}
-		if g.Switchdev() {
-			gs.Bridge = g.OVS.Bridge
-			// An unreadable OVSDB is validate's ovs/bridge problem.
-			if bs, err := bridge, bridgeErr; err == nil {
-				gs.HWOffload = bs.HWOffload
-				gs.TCPolicy = bs.TCPolicy
-				gs.MaxIdle, _ = strconv.Atoi(bs.MaxIdle)
-				if bs.HWOffload == "" {
-					gs.HWOffload = "unset"
-				}
-				for _, p := range bs.Ports {
-					ports[p.Name] = p
-				}
-				gs.BondOVSMTU = ports[g.Bond.Name].MTU
-				if bs.Exists {
-					fc, err := countFlows(h.OVSDB, ports, g.OVS.Bridge)
-					if err != nil {
-						problem("datapath flows: %v", err)
-					}
-					gs.Flows = fc
-				}
-			}
-			if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
-				if st, err := eswitch.ReadDatapath(k, eswitch.SystemDatapath); err == nil {
-					gs.Datapath = &st
-				}
-			}
-			if gs.Bond != nil && gs.Bond.Mode != "absent" {
-				_, gs.SharedBlock = validate.SharedBlockCheck(k, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
-			}
-		}
-		domains := attachedDomains(h, g)
-		gs.Network = networkStatus(h, g)
-		if gs.Network != nil {
-			for _, v := range gs.Network.VFs {
-				if v.Domain != "" && domains[v.PCI] == "" {
-					domains[v.PCI] = v.Domain
-				}
-			}
-		}
-		var rates []eswitch.Rate
-		var devPorts []eswitch.Port
-		if g.Switchdev() {
-			var err error
-			if rates, err = k.Rates(); err != nil {
-				problem("devlink rate: %v", err)
-			}
-			if devPorts, err = k.Ports(); err != nil {
-				problem("devlink port: %v", err)
-			}
-			gs.RateGroups = rateGroups(g, gh, rates) // a missing node is validate's rate/<devlink>/<name> problem
-		}
-		for _, i := range gh.Owners {
-			pf := pfs[i]
-			numvfs, _ := pci.NumVFs(pf.Dev)
-			var reps map[int]string
-			if g.Switchdev() {
-				// VFs 0..numvfs-1: no scan of every netdev's phys_port_name
-				// when devlink names them all.
-				reps, _ = eswitch.RepresentorsOf(k, f, pf, numvfs)
-			}
-			var netlinkVFs []eswitch.VFInfo
-			if l, err := k.Link(pf.Netdev); err == nil {
-				netlinkVFs = l.VFs
-			}
-			// VFs by index: PCI functions where the device has them, else
-			// (netdevsim) the PF's netlink VF list alone.
-			pciOf := map[int]string{}
-			if pci.HasPCIVFs(pf.Dev) {
-				vfs, err := pci.VFs(pf.Dev)
-				if err != nil {
-					problem("%v", err)
-					continue
-				}
-				for _, v := range vfs {
-					pciOf[v.Index] = string(v.Addr)
-				}
-			}
-			macOf := map[int]string{}
-			policyOf := map[int]eswitch.VFPolicy{}
-			for _, v := range netlinkVFs {
-				macOf[v.ID] = v.MAC
-				policyOf[v.ID] = v.VFPolicy
-			}
-			for id := 0; id < numvfs; id++ {
-				vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
-				if p, ok := policyOf[id]; ok && !g.Switchdev() {
-					vs.Policy = &p
-				}
-				if vs.Representor != "" {
-					if l, err := k.Link(vs.Representor); err == nil {
-						vs.RepMTU = l.MTU
-					}
-				}
-				if vs.PCI != "" {
-					vs.Driver, _ = pci.Driver(sriov.Addr(vs.PCI))
-					vs.Domain = domains[vs.PCI]
-					if nd, err := pci.Netdevs(sriov.Addr(vs.PCI)); err == nil && len(nd) == 1 && vs.Driver != "" {
-						vs.Netdev = nd[0]
-						if l, err := k.Link(nd[0]); err == nil {
-							vs.NetdevMTU = l.MTU
-						}
-					}
-				}
-				vs.Rate = leafRate(rates, devPorts, pf, id)
-				if p, ok := ports[vs.Representor]; ok && vs.Representor != "" {
-					vs.OVSPort, vs.OFPort = vs.Representor, p.OFPort
-					vs.VLANMode, vs.Tag, vs.Trunks, vs.OVSMTU, vs.OVSMTURequest = p.VLANMode, p.Tag, p.Trunks, p.MTU, p.MTURequest
-				}
-				gs.VFs = append(gs.VFs, vs)
-			}
-		}
-		hs.Groups = append(hs.Groups, gs)
+		hs.Groups = append(hs.Groups, gatherGroup(ctx, cfg, h, &cfg.Groups[gi]))
 	}
 	return hs
+}
+
+// problem adds a problem line to the group's status.
+func (gs *GroupStatus) problem(format string, args ...any) {
+	gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...))
+}
+
+// gatherGroup reads one group: validate's static problems, the PFs, bond
+// and LAG, the bridge, the network and every VF of the owning PFs.
+func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group) GroupStatus {
+	gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}, MTU: g.MTU}
+	// Every static check of vflag validate that fails is a problem,
+	// named as validate names it: a PF that does not resolve, an
+	// eswitch mode, the bond, the LAG, OVS ports without an ofport,
+	// hw-offload, the kernel datapath, the shared tc block, rates,
+	// attachments, RDMA. What follows only reads what is shown, and
+	// adds a problem only for what those checks do not cover.
+	// The bridge, read once for the checks and for what status shows.
+	var bridge *ovs.BridgeStatus
+	bridgeErr := fmt.Errorf("not read")
+	if g.Switchdev() {
+		if bs, err := bridgeStatus(ctx, h, g.OVS.Bridge); err == nil {
+			bridge, bridgeErr = &bs, nil
+		} else {
+			bridgeErr = err
+		}
+	}
+	for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
+		if c.Verdict == validate.Fail {
+			first, _, _ := strings.Cut(c.Detail, "\n")
+			gs.problem("%s: %s", c.Name, first)
+		}
+	}
+	gh, errs := pipeline.ResolveGroup(h.Kernel, h.FS, g)
+	gs.PFs = pfStatuses(h, g, gh, errs)
+	vc := vfSources{ports: map[string]ovs.PortStatus{}}
+	if g.Switchdev() {
+		gatherBondLAG(&gs, h, g, gh.PFs)
+		gs.Bridge = g.OVS.Bridge
+		// An unreadable OVSDB is validate's ovs/bridge problem.
+		if bridgeErr == nil {
+			vc.ports = gatherBridge(&gs, h, g, bridge)
+		}
+		gatherDatapath(&gs, h, g, gh.PFs)
+	}
+	vc.domains = attachedDomains(h, g)
+	gs.Network = networkStatus(h, g)
+	if gs.Network != nil {
+		for _, v := range gs.Network.VFs {
+			if v.Domain != "" && vc.domains[v.PCI] == "" {
+				vc.domains[v.PCI] = v.Domain
+			}
+		}
+	}
+	if g.Switchdev() {
+		var err error
+		if vc.rates, err = h.Kernel.Rates(); err != nil {
+			gs.problem("devlink rate: %v", err)
+		}
+		if vc.devPorts, err = h.Kernel.Ports(); err != nil {
+			gs.problem("devlink port: %v", err)
+		}
+		gs.RateGroups = rateGroups(g, gh, vc.rates) // a missing node is validate's rate/<devlink>/<name> problem
+	}
+	for _, i := range gh.Owners {
+		vfs, err := pfVFs(h, g, gh.PFs[i], vc)
+		if err != nil {
+			gs.problem("%v", err)
+			continue
+		}
+		gs.VFs = append(gs.VFs, vfs...)
+	}
+	return gs
+}
+
+// pfStatuses reads each resolved PF of the group (errs: the PFs that did
+// not resolve, validate's pf/<n> problems, left out).
+func pfStatuses(h *host.Host, g *config.Group, gh pipeline.Group, errs []*pipeline.PFError) []PFStatus {
+	k, pci := h.Kernel, h.PCI
+	failed := map[int]bool{}
+	for _, err := range errs {
+		failed[err.Index] = true // validate's pf/<n> check said why
+	}
+	var refs []string // the refs of gh.PFs
+	for i, ref := range g.PFs {
+		if !failed[i] {
+			refs = append(refs, ref)
+		}
+	}
+	var out []PFStatus
+	for j, pf := range gh.PFs {
+		ps := PFStatus{Ref: refs[j], Netdev: pf.Netdev, PCI: string(pf.Addr), Device: string(pf.Dev), Devlink: pf.Devlink.String()}
+		if pf.Addr != "" {
+			ps.Driver, _ = pci.Driver(pf.Addr)
+		}
+		ps.NumVFs, _ = pci.NumVFs(pf.Dev)
+		ps.TotalVFs, _ = pci.TotalVFs(pf.Dev)
+		if m, err := k.EswitchMode(pf.Devlink); err == nil {
+			ps.Eswitch = m
+		} else {
+			ps.Eswitch = "unknown"
+		}
+		if l, err := k.Link(pf.Netdev); err == nil {
+			ps.Up, ps.OperState, ps.Master, ps.MTU = l.AdminUp, l.OperState, l.Master, l.MTU
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// gatherBondLAG reads a switchdev group's bond (its LACP, MTU and the
+// slaves with carrier) and the PFs' hardware LAG.
+func gatherBondLAG(gs *GroupStatus, h *host.Host, g *config.Group, pfs []eswitch.PF) {
+	k, f := h.Kernel, h.FS
+	if b, err := eswitch.ReadBond(f, g.Bond.Name); err == nil {
+		b.LACP = eswitch.ReadLACP(f, b)
+		gs.Bond = &b
+		if l, err := k.Link(g.Bond.Name); err == nil {
+			gs.BondMTU = l.MTU
+		}
+		for _, sl := range b.Slaves {
+			if l, err := k.Link(sl); err == nil && l.OperState == "up" {
+				gs.SlavesUp = append(gs.SlavesUp, sl)
+			}
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		gs.Bond = &eswitch.BondInfo{Name: g.Bond.Name, Mode: "absent"}
+	}
+	if len(pfs) > 0 {
+		if l, err := eswitch.ReadLAG(f, pfs[0].Addr); err == nil {
+			gs.LAG = &l
+		}
+	}
+}
+
+// gatherBridge fills a switchdev group's bridge settings and datapath flow
+// counts from bs, the bridge as read from OVSDB, and returns its ports by
+// name.
+func gatherBridge(gs *GroupStatus, h *host.Host, g *config.Group, bs *ovs.BridgeStatus) map[string]ovs.PortStatus {
+	ports := map[string]ovs.PortStatus{}
+	gs.HWOffload = bs.HWOffload
+	gs.TCPolicy = bs.TCPolicy
+	gs.MaxIdle, _ = strconv.Atoi(bs.MaxIdle)
+	if bs.HWOffload == "" {
+		gs.HWOffload = "unset"
+	}
+	for _, p := range bs.Ports {
+		ports[p.Name] = p
+	}
+	gs.BondOVSMTU = ports[g.Bond.Name].MTU
+	if bs.Exists {
+		fc, err := countFlows(h.OVSDB, ports, g.OVS.Bridge)
+		if err != nil {
+			gs.problem("datapath flows: %v", err)
+		}
+		gs.Flows = fc
+	}
+	return ports
+}
+
+// gatherDatapath reads a switchdev group's kernel datapath (system
+// datapath only) and whether its uplinks share a tc block.
+func gatherDatapath(gs *GroupStatus, h *host.Host, g *config.Group, pfs []eswitch.PF) {
+	if dt := g.OVS.DatapathType; dt == "" || dt == "system" {
+		if st, err := eswitch.ReadDatapath(h.Kernel, eswitch.SystemDatapath); err == nil {
+			gs.Datapath = &st
+		}
+	}
+	if gs.Bond != nil && gs.Bond.Mode != "absent" {
+		_, gs.SharedBlock = validate.SharedBlockCheck(h.Kernel, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
+	}
+}
+
+// vfSources is what a group's VF rows draw from besides the PF itself.
+type vfSources struct {
+	domains  map[string]string // VF PCI address -> domain holding it
+	rates    []eswitch.Rate    // devlink rate objects (switchdev)
+	devPorts []eswitch.Port    // devlink ports (switchdev)
+	ports    map[string]ovs.PortStatus
+}
+
+// pfVFs lists the VFs 0..numvfs-1 of one owning PF: by PCI function where
+// the device has them, else (netdevsim) the PF's netlink VF list alone.
+func pfVFs(h *host.Host, g *config.Group, pf eswitch.PF, vc vfSources) ([]VFStatus, error) {
+	k, f, pci := h.Kernel, h.FS, h.PCI
+	numvfs, _ := pci.NumVFs(pf.Dev)
+	var reps map[int]string
+	if g.Switchdev() {
+		// VFs 0..numvfs-1: no scan of every netdev's phys_port_name
+		// when devlink names them all.
+		reps, _ = eswitch.RepresentorsOf(k, f, pf, numvfs)
+	}
+	var netlinkVFs []eswitch.VFInfo
+	if l, err := k.Link(pf.Netdev); err == nil {
+		netlinkVFs = l.VFs
+	}
+	pciOf := map[int]string{}
+	if pci.HasPCIVFs(pf.Dev) {
+		vfs, err := pci.VFs(pf.Dev)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vfs {
+			pciOf[v.Index] = string(v.Addr)
+		}
+	}
+	macOf := map[int]string{}
+	policyOf := map[int]eswitch.VFPolicy{}
+	for _, v := range netlinkVFs {
+		macOf[v.ID] = v.MAC
+		policyOf[v.ID] = v.VFPolicy
+	}
+	var out []VFStatus
+	for id := 0; id < numvfs; id++ {
+		vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
+		if p, ok := policyOf[id]; ok && !g.Switchdev() {
+			vs.Policy = &p
+		}
+		fillVF(&vs, h, pf, vc)
+		out = append(out, vs)
+	}
+	return out, nil
+}
+
+// fillVF reads what hangs off one VF: its representor's MTU, driver,
+// domain, netdev, devlink rate and OVS port.
+func fillVF(vs *VFStatus, h *host.Host, pf eswitch.PF, vc vfSources) {
+	k, pci := h.Kernel, h.PCI
+	if vs.Representor != "" {
+		if l, err := k.Link(vs.Representor); err == nil {
+			vs.RepMTU = l.MTU
+		}
+	}
+	if vs.PCI != "" {
+		vs.Driver, _ = pci.Driver(sriov.Addr(vs.PCI))
+		vs.Domain = vc.domains[vs.PCI]
+		if nd, err := pci.Netdevs(sriov.Addr(vs.PCI)); err == nil && len(nd) == 1 && vs.Driver != "" {
+			vs.Netdev = nd[0]
+			if l, err := k.Link(nd[0]); err == nil {
+				vs.NetdevMTU = l.MTU
+			}
+		}
+	}
+	vs.Rate = leafRate(vc.rates, vc.devPorts, pf, vs.Index)
+	if p, ok := vc.ports[vs.Representor]; ok && vs.Representor != "" {
+		vs.OVSPort, vs.OFPort = vs.Representor, p.OFPort
+		vs.VLANMode, vs.Tag, vs.Trunks, vs.OVSMTU, vs.OVSMTURequest = p.VLANMode, p.Tag, p.Trunks, p.MTU, p.MTURequest
+	}
 }
 
 // bridgeStatus reads the bridge from OVSDB.

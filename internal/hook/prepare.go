@@ -1,0 +1,181 @@
+package hook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/pathsafe"
+	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/libvirtx"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
+)
+
+// preparer is the hook's view of the host for one prepare/start event.
+type preparer struct {
+	o   Options
+	e   *pipeline.Env
+	h   *host.Host
+	vfs map[sriov.Addr]managedVF
+	r   *teardown.Runner
+}
+
+func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, nameErr error) error {
+	if err := pathsafe.CheckDir(o.StateDir); err != nil {
+		// The main journal is read below, as root.
+		return fmt.Errorf("refusing to start domain %q: %w", d.Name, err)
+	}
+	cfg, cfgErr := o.Config()
+	j, jErr := teardown.OpenJournal(o.StateDir)
+	if cfg == nil && (jErr != nil || len(j.Entries()) == 0) {
+		if cfgErr != nil {
+			// Possibly not vflag's domain at all: warn, never fail it.
+			fmt.Fprintf(o.Stderr, "vflag hook: %v; VFs not checked\n", cfgErr)
+		}
+		return nil
+	}
+	h, err := o.Host(cfg)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	p := &preparer{o: o, e: pipeline.New(cfg, h, o.Log), h: h, vfs: map[sriov.Addr]managedVF{}}
+	p.index(cfg, j, jErr)
+	if len(p.vfs) == 0 {
+		return nil
+	}
+	tasks, err := libvirtx.PlanHook(d, func(pci string) bool { _, ok := p.vfs[sriov.Addr(pci)]; return ok })
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	// A VF the config gives to the host is refused for that, at once: not
+	// deferred at boot to be refused later.
+	var conflicts []string
+	for _, t := range tasks {
+		m := p.vfs[sriov.Addr(t.Device.PCI)]
+		if err := hostConflict(m); err != nil {
+			conflicts = append(conflicts, fmt.Sprintf("%s: %v", m, err))
+		}
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(conflicts, "; "))
+	}
+	if nameErr != nil {
+		// Its changes could not be journaled, nor released: it must not
+		// take vflag's VFs.
+		return fmt.Errorf("refusing to start %v: vflag cannot keep the state of its VFs under that name; rename the domain", nameErr)
+	}
+	if err := gate(o, d.Name); err != nil {
+		return err
+	}
+	dj, err := openDomain(ctx, o, d.Name, dir)
+	if err != nil {
+		return fmt.Errorf("refusing to start domain %s: %w", d.Name, err)
+	}
+	defer dj.close()
+	p.r = o.runner(dj.j, p.e)
+	var problems []string
+	for _, t := range tasks {
+		m := p.vfs[sriov.Addr(t.Device.PCI)]
+		if err := p.prepareVF(ctx, m, t); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", m, err))
+		}
+	}
+	// No rollback: libvirt runs "release end" after an aborted start, which
+	// undoes what the domain's journal holds.
+	if len(problems) > 0 {
+		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// do runs one change through the domain's journal. The runner's
+// "no rollback" note is dropped: release undoes the domain's journal.
+func (p *preparer) do(ctx context.Context, s teardown.Step) error {
+	err := p.r.Do(ctx, s)
+	if err != nil && !errors.Is(err, teardown.ErrStopped) {
+		if u := errors.Unwrap(err); u != nil {
+			return u
+		}
+	}
+	return err
+}
+
+func (p *preparer) modeOf(pf eswitch.PF) string {
+	m, _ := p.h.Kernel.EswitchMode(pf.Devlink)
+	return m
+}
+
+// hostConflict refuses a VF the config gives to a host driver.
+func hostConflict(m managedVF) error {
+	if d := m.vfConfig().Driver; d != "" {
+		return fmt.Errorf("the config gives it to the host (driver %s): a domain must not take it; give the domain another VF or drop the driver from the config and run `vflag up`", d)
+	}
+	return nil
+}
+
+// prepareVF makes one VF's host side ready.
+func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTask) error {
+	k := p.h.Kernel
+	vc := m.vfConfig()
+	if err := hostConflict(m); err != nil {
+		return err
+	}
+	// PF up (direct, not journaled: release leaves it up, the PF serves
+	// other VFs): libvirt refuses a VF whose PF is down, and no traffic flows.
+	l, err := k.Link(m.PF.Netdev)
+	if err != nil {
+		return fmt.Errorf("PF %s: %w", m.PF.Netdev, err)
+	}
+	if !l.AdminUp {
+		if err := k.SetLinkUp(m.PF.Netdev, true); err != nil {
+			return fmt.Errorf("set PF %s up: %w", m.PF.Netdev, err)
+		}
+	}
+	// VF MAC through the PF.
+	if t.MAC != "" {
+		if err := p.do(ctx, p.e.VFMACStep(m.PF, m.VF, t.MAC)); err != nil {
+			return err
+		}
+	}
+	switchdev := m.Group != nil && m.Group.Switchdev()
+	if m.Group == nil {
+		switchdev = p.modeOf(m.PF) == eswitch.ModeSwitchdev
+	}
+	if !switchdev {
+		return nil
+	}
+	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
+		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, pipeline.OrDash(mode))
+	}
+	reps, err := eswitch.RepresentorsOf(k, p.h.FS, m.PF, m.VF+1)
+	if err != nil {
+		return err
+	}
+	rep, ok := reps[m.VF]
+	if !ok {
+		return errors.New("no representor")
+	}
+	rl, err := k.Link(rep)
+	if err != nil {
+		return fmt.Errorf("representor %s: %w", rep, err)
+	}
+	if !rl.AdminUp { // direct, like the PF's
+		if err := k.SetLinkUp(rep, true); err != nil {
+			return fmt.Errorf("set representor %s up: %w", rep, err)
+		}
+	}
+	want := ovs.PortSpec{Name: rep, Tag: vc.VLAN, VLANMode: vc.VLANMode, Trunks: vc.Trunks}
+	if m.Group != nil {
+		want.MTURequest = m.Group.MTU
+	}
+	return p.ensurePort(ctx, m, want)
+}
