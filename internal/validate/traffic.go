@@ -353,6 +353,9 @@ type TrafficConfig struct {
 	Interval time.Duration
 	MinShare float64 // default 0.05
 	OnTick   func(Tick)
+	// Probe, when set, samples the representors before and after the run
+	// (the slow-path probe; its Check judges them).
+	Probe *SlowPathProbe
 }
 
 func (c *TrafficConfig) defaults() {
@@ -372,6 +375,9 @@ func TrafficCheck(ctx context.Context, c TrafficConfig) Check {
 	c.defaults()
 	start := time.Now()
 	activeBefore := c.Active()
+	if c.Probe != nil {
+		c.Probe.begin()
+	}
 	s := &Sampler{Counters: c.Counters, Slaves: c.Slaves, Interval: c.Interval, OnTick: c.OnTick}
 	stop := s.Start()
 	res, lerr := c.Load.Run(ctx)
@@ -379,13 +385,22 @@ func TrafficCheck(ctx context.Context, c TrafficConfig) Check {
 	ch := Check{Name: "traffic", Duration: time.Since(start)}
 	if err := s.Err(); err != nil {
 		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("cannot read counters: %v", err)
+		c.Probe.failed("the traffic check " + ch.Detail)
 		return ch
 	}
 	if lerr != nil {
 		ch.Verdict, ch.Detail = Fail, lerr.Error()
+		c.Probe.failed(ch.Detail)
 		return ch
 	}
 	ss := Shares(points[0], points[len(points)-1], c.Slaves, c.Counters)
+	if c.Probe != nil {
+		var sent uint64
+		for _, sh := range ss {
+			sent += sh.Packets
+		}
+		c.Probe.end(sent)
+	}
 	ch.Data = map[string]any{"shares": ss, "load": res}
 	active := c.Active()
 	if c.Mode == "active-backup" && active != activeBefore {
