@@ -94,6 +94,9 @@ type SlowPathProbe struct {
 	// NA, when set, makes the check n/a with this reason (hw-offload not
 	// wanted, a userspace datapath): nothing is read.
 	NA string
+	// ListErr, when set, is why the representors could not be listed: the
+	// check fails with it.
+	ListErr error
 
 	before, after map[string]RepSample
 	err           error
@@ -117,14 +120,14 @@ func (p *SlowPathProbe) read() map[string]RepSample {
 
 // begin takes the samples before the run.
 func (p *SlowPathProbe) begin() {
-	if p.NA == "" {
+	if p.NA == "" && p.ListErr == nil {
 		p.before = p.read()
 	}
 }
 
 // end takes the samples after a run in which the slaves counted sent packets.
 func (p *SlowPathProbe) end(sent uint64) {
-	if p.NA == "" {
+	if p.NA == "" && p.ListErr == nil {
 		p.after, p.sent, p.ran = p.read(), sent, true
 	}
 }
@@ -157,6 +160,8 @@ func (p *SlowPathProbe) Check() Check {
 	switch {
 	case p.NA != "":
 		return notApplicable(SlowPathName, "%s", p.NA)
+	case p.ListErr != nil:
+		return failed(SlowPathName, "cannot list the group's representors: %v", p.ListErr)
 	case p.notRun != "":
 		return skip(SlowPathName, "the traffic run did not happen: %s", p.notRun)
 	case !p.ran:
