@@ -102,7 +102,7 @@ func TestSlowPathProbeOnSim(t *testing.T) {
 				hw = &off
 			}
 			g := &config.Group{Bond: config.Bond{Name: "bond0"}, OVS: config.OVSConfig{Bridge: "br-lag", HWOffload: hw}}
-			r := &run{o: Options{Duration: 300 * time.Millisecond, Interval: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}, h: h}
+			r := &run{o: Options{Duration: 500 * time.Millisecond, Interval: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}, h: h}
 			out := r.trafficChecks(context.Background(), trafficTarget{bond: "bond0", probe: r.slowPathProbe(g, reps, nil)})
 			got := map[string]validate.Check{}
 			for _, c := range out {
