@@ -7,8 +7,10 @@ import (
 
 // Per-netdev traffic counters: /sys/class/net/<if>/statistics/* (the
 // generic rtnl_link_stats64 counters; mlx5's ethtool -S *_phy counters are
-// not modelled). The simulated host carries no traffic by itself: tests
-// advance the counters with AddCounters or Traffic.
+// not modelled; an mlx5 representor's statistics are its VF's vport
+// counters and its ethtool -S has its software and vport counters, see
+// Stats and TrafficReps). The simulated host carries no traffic by itself:
+// tests advance the counters with AddCounters, Traffic or TrafficReps.
 
 // netStats is one netdev's counters (state.go: netdev.Stats).
 type netStats struct {
