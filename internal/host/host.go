@@ -178,19 +178,22 @@ func (h *Host) Close() {
 }
 
 // TrafficLoad is the load of validate's traffic checks on the simulated
-// host: packets pushed through the simulated bond every 20 ms. ok is false
-// on a real host (iperf3 is the load there).
-func (h *Host) TrafficLoad(bond string, dur time.Duration) (l validate.Load, ok bool) {
+// host: packets pushed through the simulated bond every 20 ms, and what the
+// bond carried on through the representors reps (sim.Host.TrafficReps:
+// between the VFs and the uplink). ok is false on a real host (iperf3 is
+// the load there).
+func (h *Host) TrafficLoad(bond string, reps []string, dur time.Duration) (l validate.Load, ok bool) {
 	if h.sim == nil {
 		return nil, false
 	}
-	return simLoad{h: h.sim, bond: bond, dur: dur}, true
+	return simLoad{h: h.sim, bond: bond, reps: reps, dur: dur}, true
 }
 
-// simLoad pushes packets through a simulated bond every 20 ms.
+// simLoad pushes packets through a simulated bond and representors every 20 ms.
 type simLoad struct {
 	h    *sim.Host
 	bond string
+	reps []string
 	dur  time.Duration
 }
 
@@ -208,6 +211,9 @@ func (l simLoad) Run(ctx context.Context) (validate.LoadResult, error) {
 		}
 		c, err := l.h.Traffic(l.bond, pkts, size)
 		if err != nil {
+			return validate.LoadResult{}, fmt.Errorf("simulated traffic: %w", err)
+		}
+		if err := l.h.TrafficReps(l.reps, c, size); err != nil {
 			return validate.LoadResult{}, fmt.Errorf("simulated traffic: %w", err)
 		}
 		sent += pkts

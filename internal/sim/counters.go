@@ -7,8 +7,10 @@ import (
 
 // Per-netdev traffic counters: /sys/class/net/<if>/statistics/* (the
 // generic rtnl_link_stats64 counters; mlx5's ethtool -S *_phy counters are
-// not modelled). The simulated host carries no traffic by itself: tests
-// advance the counters with AddCounters or Traffic.
+// not modelled; an mlx5 representor's statistics are its VF's vport
+// counters and its ethtool -S has its software and vport counters, see
+// Stats and TrafficReps). The simulated host carries no traffic by itself:
+// tests advance the counters with AddCounters, Traffic or TrafficReps.
 
 // netStats is one netdev's counters (state.go: netdev.Stats).
 type netStats struct {
@@ -121,4 +123,100 @@ func (h *Host) Traffic(bond string, packets, size uint64) (carried uint64, err e
 		return true, nil
 	})
 	return carried, err
+}
+
+// vportStats tells whether nd's statistics are its VF's vport counters and
+// its ethtool -S has both the software and the vport counters: an mlx5
+// representor.
+func (st *state) vportStats(nd *netdev) bool {
+	if nd.Role != roleRep {
+		return false
+	}
+	nic, _ := st.pfOf(nd)
+	return nic.Driver == defaultDriver
+}
+
+// ingressInHW tells whether a rule of nd's ingress (its shared block's
+// when it has one) is in some device's hardware: the eswitch then forwards
+// the representor's traffic without the representor's rings.
+func (st *state) ingressInHW(nd *netdev, now int64) bool {
+	if nd.Ingress == nil {
+		return false
+	}
+	fs, devs := nd.Ingress.Filters, []*netdev{nd}
+	if b := nd.Ingress.Block; b != 0 {
+		fs, devs = st.Blocks[b], st.bound(b, now)
+	}
+	for _, f := range fs {
+		if st.filterView(f, devs).InHW {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats implements eswitch.EthtoolStats ("ethtool -S $name"): an mlx5
+// representor's software (rx_packets, ...) and vport (vport_rx_packets,
+// ...) counters; any other device: EOPNOTSUPP.
+func (h *Host) Stats(name string) (map[string]uint64, error) {
+	var out map[string]uint64
+	err := h.view(func(st *state, now int64) error {
+		nd := st.link(name, now)
+		switch {
+		case nd == nil:
+			return kernelErr("ethtool -S "+name, st.notFound(name))
+		case !st.vportStats(nd):
+			return kernelErr("ethtool -S "+name, fail(syscall.EOPNOTSUPP, "no driver statistics modelled"))
+		}
+		var sw, vp netStats
+		if nd.SWStats != nil {
+			sw = *nd.SWStats
+		}
+		if nd.Stats != nil {
+			vp = *nd.Stats
+		}
+		out = map[string]uint64{
+			"rx_packets": sw.RxPackets, "rx_bytes": sw.RxBytes, "tx_packets": sw.TxPackets, "tx_bytes": sw.TxBytes,
+			"vport_rx_packets": vp.RxPackets, "vport_rx_bytes": vp.RxBytes, "vport_tx_packets": vp.TxPackets, "vport_tx_bytes": vp.TxBytes,
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TrafficReps sends packets of size bytes each way between the VFs of reps
+// and the uplink, spread evenly over reps. Each packet moves the VF's vport
+// counters (an mlx5 representor's statistics); it crosses the
+// representor's own rings (ethtool -S rx_packets/tx_packets) only when no
+// rule of the representor's ingress is in hardware. A representor of
+// another driver counts every packet in its statistics.
+func (h *Host) TrafficReps(reps []string, packets, size uint64) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		if len(reps) == 0 || packets == 0 {
+			return false, nil
+		}
+		n := uint64(len(reps))
+		for i, name := range reps {
+			nd := st.link(name, now)
+			if nd == nil {
+				return false, st.notFound(name)
+			}
+			p := packets / n
+			if uint64(i) < packets%n {
+				p++
+			}
+			c := Counters{RxPackets: p, TxPackets: p, RxBytes: p * size, TxBytes: p * size}
+			if nd.Stats == nil {
+				nd.Stats = &netStats{}
+			}
+			nd.Stats.add(c)
+			if st.vportStats(nd) && !st.ingressInHW(nd, now) {
+				if nd.SWStats == nil {
+					nd.SWStats = &netStats{}
+				}
+				nd.SWStats.add(c)
+			}
+		}
+		return true, nil
+	})
 }

@@ -151,7 +151,16 @@
 //     bond's are its slaves' sum. Nothing moves by itself: Host.AddCounters
 //     advances one netdev, Host.Traffic pushes packets through a bond as
 //     it would spread them (active-backup: the active slave; other modes:
-//     evenly over the up slaves; lost when no slave is up).
+//     evenly over the up slaves; lost when no slave is up). Host.TrafficReps
+//     sends packets between VFs and the uplink through their representors:
+//     an mlx5 representor's statistics are its VF's vport counters
+//     (mlx5e_rep_get_stats copies vf_vport), which count every packet, and
+//     its ethtool -S rx_packets/tx_packets count its own rings, which see a
+//     packet only when no rule of its ingress is in hardware (the slow
+//     path); ethtool -S of a representor also shows vport_rx_packets/
+//     vport_tx_packets. Another driver's representor (no flower offload)
+//     counts every packet in its statistics. ethtool -S of any other
+//     device: EOPNOTSUPP (not modelled).
 //   - §7 ethtool. Only hw-tc-offload: PF off in legacy, on in switchdev (the
 //     uplink representor's default), representors on, VF netdevs off; all
 //     settable. Bonds, lo and other features: ErrNotSupported.

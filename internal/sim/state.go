@@ -116,6 +116,10 @@ type netdev struct {
 	ReadyAt int64      `json:"ready_at,omitempty"`
 	Bond    *bondState `json:"bond,omitempty"`
 	Stats   *netStats  `json:"stats,omitempty"` // counters.go
+	// SWStats are an mlx5 representor's own rings (ethtool -S
+	// rx_packets/tx_packets: the slow path); its Stats are then the VF's
+	// vport counters (counters.go).
+	SWStats *netStats `json:"sw_stats,omitempty"`
 	// Ingress is the netdev's ingress qdisc (tc.go); nil: none.
 	Ingress *ingressState `json:"ingress,omitempty"`
 }

@@ -114,3 +114,61 @@ func TestTCBlockLifetime(t *testing.T) {
 	x.ok(x.h.DelIngress("p0")) // idempotent
 	x.ok(x.h.DelIngress("p0"))
 }
+
+// TestTrafficRepsCounters: traffic through a representor moves its VF's
+// vport counters (an mlx5 representor's statistics and ethtool -S
+// vport_*) always, and its software rings (ethtool -S rx/tx_packets) only
+// when no rule of its ingress is in hardware; another driver's
+// representor counts every packet in its statistics and has no ethtool -S.
+func TestTrafficRepsCounters(t *testing.T) {
+	tests := []struct {
+		name     string
+		driver   string // "" mlx5_core
+		rule     bool   // a flower rule on the representor's ingress
+		skipHW   bool
+		hwtcOff  bool
+		wantSW   uint64 // ethtool -S rx_packets + tx_packets
+		wantStat uint64 // /sys/class/net/<rep>/statistics rx_packets + tx_packets
+		noStats  bool   // ethtool -S EOPNOTSUPP
+	}{
+		{name: "rule in hardware: the eswitch forwards", rule: true, wantSW: 0, wantStat: 2000},
+		{name: "no rule: every packet through the rings", wantSW: 2000, wantStat: 2000},
+		{name: "skip_hw rule: tc software", rule: true, skipHW: true, wantSW: 2000, wantStat: 2000},
+		{name: "hw-tc-offload off", rule: true, hwtcOff: true, wantSW: 2000, wantStat: 2000},
+		{name: "another driver: software only", driver: "igb", rule: true, wantStat: 2000, noStats: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := testSpec()
+			spec.NICs[0].Driver = tt.driver
+			x := newTH(t, spec)
+			x.setupLAG(lagSetup{mode: "active-backup"})
+			x.settle()
+			rep := x.reps(pf0)[0]
+			if tt.hwtcOff {
+				x.ok(x.h.SetFeature(rep, featureHWTC, false))
+			}
+			if tt.rule {
+				x.ok(x.h.SetIngressBlock(rep, 0))
+				x.ok(x.h.AddFlower(rep, 1, tt.skipHW, false))
+			}
+			x.ok(x.h.TrafficReps([]string{rep}, 1000, 100))
+			stat := x.read("/sys/class/net/" + rep + "/statistics/rx_packets")
+			if got := stat + "+" + x.read("/sys/class/net/"+rep+"/statistics/tx_packets"); got != "1000\n+1000\n" {
+				t.Errorf("statistics rx+tx %q, want 1000+1000 (%d)", got, tt.wantStat)
+			}
+			st, err := x.h.Stats(rep)
+			if tt.noStats {
+				checkErrno(t, err, syscall.EOPNOTSUPP, "")
+				return
+			}
+			x.ok(err)
+			if sw := st["rx_packets"] + st["tx_packets"]; sw != tt.wantSW {
+				t.Errorf("ethtool -S rx/tx_packets %d, want %d (%v)", sw, tt.wantSW, st)
+			}
+			if vp := st["vport_rx_packets"] + st["vport_tx_packets"]; vp != 2000 {
+				t.Errorf("ethtool -S vport_rx/tx_packets %d, want 2000 (%v)", vp, st)
+			}
+		})
+	}
+}

@@ -353,6 +353,9 @@ type TrafficConfig struct {
 	Interval time.Duration
 	MinShare float64 // default 0.05
 	OnTick   func(Tick)
+	// Probe, when set, samples the representors before and after the run
+	// (the slow-path probe; its Check judges them).
+	Probe *SlowPathProbe
 }
 
 func (c *TrafficConfig) defaults() {
@@ -372,6 +375,9 @@ func TrafficCheck(ctx context.Context, c TrafficConfig) Check {
 	c.defaults()
 	start := time.Now()
 	activeBefore := c.Active()
+	if c.Probe != nil {
+		c.Probe.begin()
+	}
 	s := &Sampler{Counters: c.Counters, Slaves: c.Slaves, Interval: c.Interval, OnTick: c.OnTick}
 	stop := s.Start()
 	res, lerr := c.Load.Run(ctx)
@@ -379,13 +385,22 @@ func TrafficCheck(ctx context.Context, c TrafficConfig) Check {
 	ch := Check{Name: "traffic", Duration: time.Since(start)}
 	if err := s.Err(); err != nil {
 		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("cannot read counters: %v", err)
+		c.Probe.failed("the traffic check " + ch.Detail)
 		return ch
 	}
 	if lerr != nil {
 		ch.Verdict, ch.Detail = Fail, lerr.Error()
+		c.Probe.failed(ch.Detail)
 		return ch
 	}
 	ss := Shares(points[0], points[len(points)-1], c.Slaves, c.Counters)
+	if c.Probe != nil {
+		var sent uint64
+		for _, sh := range ss {
+			sent += sh.Packets
+		}
+		c.Probe.end(sent)
+	}
 	ch.Data = map[string]any{"shares": ss, "load": res}
 	active := c.Active()
 	if c.Mode == "active-backup" && active != activeBefore {
@@ -422,122 +437,25 @@ func FailoverCheck(ctx context.Context, c FailoverConfig, total time.Duration) (
 	ch = Check{Name: "failover/" + c.Fail}
 	start := time.Now()
 	defer func() { ch.Duration = time.Since(start) }()
-	if c.Warmup <= 0 {
-		c.Warmup = total / 4
-	}
-	if c.Hold <= 0 {
-		c.Hold = total / 3
-	}
-	if c.Wait <= 0 {
-		c.Wait = 10 * time.Second
-		if c.Manual {
-			c.Wait = 2 * time.Minute
-		}
-	}
-	if !slices.Contains(c.Slaves, c.Fail) {
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s is not a slave of %s (%s)", c.Fail, c.Bond, strings.Join(c.Slaves, " "))
+	c.failoverDefaults(total)
+	if detail := c.precheck(); detail != "" {
+		ch.Verdict, ch.Detail = Fail, detail
 		return ch
 	}
-	if up, err := c.LinkUp(c.Fail); err != nil || !up {
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s is not up before the test (%v)", c.Fail, err)
-		return ch
-	}
-
-	var tookDown bool
-	restore := func() error {
-		if !tookDown || c.Manual {
-			return nil
-		}
-		if err := c.SetLink(c.Fail, true); err != nil {
-			return fmt.Errorf("restore %s: %w", c.Fail, err)
-		}
-		tookDown = false
-		return nil
-	}
+	sl := &slaveRestore{c: &c}
 	// Whatever happens below (an error, a panic, ctx cancelled by SIGINT),
 	// the slave goes back up.
-	defer func() {
-		wasDown := tookDown
-		if err := restore(); err != nil {
-			ch.Verdict = Fail
-			ch.Detail += "; " + err.Error()
-		} else if wasDown {
-			ch.Detail += "; " + c.Fail + " set back up"
-		}
-	}()
-
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s := &Sampler{Counters: c.Counters, Slaves: c.Slaves, Interval: c.Interval, OnTick: c.OnTick}
-	stop := s.Start()
-	type loadOut struct {
-		res LoadResult
-		err error
-	}
-	loadDone := make(chan loadOut, 1)
-	go func() {
-		r, err := c.Load.Run(lctx)
-		loadDone <- loadOut{r, err}
-	}()
-	finish := func() (LoadResult, []Point, error) {
-		cancel()
-		lo := <-loadDone
-		points := stop()
-		return lo.res, points, lo.err
-	}
-	sleep := func(d time.Duration) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case lo := <-loadDone:
-			loadDone <- lo
-			if lo.err != nil {
-				return lo.err
-			}
-			return errors.New("the traffic ended before the failover test did (use a longer --duration)")
-		case <-t.C:
-			return nil
-		}
-	}
-	abort := func(format string, args ...any) Check {
-		_, _, _ = finish()
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf(format, args...)
+	defer sl.deferred(&ch)
+	l := startFailoverLoad(ctx, c)
+	defer l.cancel()
+	tDown, tRestore, tBack, err := c.failAndRestore(ctx, sl, l)
+	if err != nil {
+		_, _, _ = l.finish()
+		ch.Verdict, ch.Detail = Fail, err.Error()
 		return ch
 	}
-
-	if err := sleep(c.Warmup); err != nil {
-		return abort("before the failure: %v", err)
-	}
-	if c.Manual {
-		fmt.Fprintf(c.Prompt, "\n>>> pull the cable of %s now (waiting up to %s)\n", c.Fail, c.Wait)
-	} else if err := c.SetLink(c.Fail, false); err != nil {
-		return abort("set %s down: %v", c.Fail, err)
-	} else {
-		tookDown = true
-	}
-	if err := waitLink(ctx, c.LinkUp, c.Fail, false, c.Wait); err != nil {
-		return abort("%v", err)
-	}
-	tDown := s.Now()
-	if err := sleep(c.Hold); err != nil {
-		return abort("while %s was down: %v", c.Fail, err)
-	}
-	tRestore := s.Now()
-	if c.Manual {
-		fmt.Fprintf(c.Prompt, "\n>>> plug the cable of %s back in (waiting up to %s)\n", c.Fail, c.Wait)
-	} else if err := restore(); err != nil {
-		return abort("%v", err)
-	}
-	if err := waitLink(ctx, c.LinkUp, c.Fail, true, c.Wait); err != nil {
-		return abort("%v", err)
-	}
-	tBack := s.Now()
-	// Let the restored slave settle and carry some traffic.
-	_ = sleep(c.Hold / 2)
-	res, points, lerr := finish()
-	if err := s.Err(); err != nil {
+	res, points, lerr := l.finish()
+	if err := l.s.Err(); err != nil {
 		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("cannot read counters: %v", err)
 		return ch
 	}
@@ -551,21 +469,172 @@ func FailoverCheck(ctx context.Context, c FailoverConfig, total time.Duration) (
 	}
 	a := analyzeFailover(points, c.Slaves, c.Fail, tDown, tRestore, tBack)
 	ch.Data = map[string]any{"gap_ms": a.gap.Milliseconds(), "during": a.during, "after": a.after, "load": res}
+	ch.Verdict, ch.Detail = c.judge(a)
+	return ch
+}
+
+// failoverDefaults fills the failover's times from the run's total.
+func (c *FailoverConfig) failoverDefaults(total time.Duration) {
+	if c.Warmup <= 0 {
+		c.Warmup = total / 4
+	}
+	if c.Hold <= 0 {
+		c.Hold = total / 3
+	}
+	if c.Wait <= 0 {
+		c.Wait = 10 * time.Second
+		if c.Manual {
+			c.Wait = 2 * time.Minute
+		}
+	}
+}
+
+// precheck says why the failover cannot start ("" it can): Fail must be
+// a slave of the bond and up.
+func (c *FailoverConfig) precheck() string {
+	if !slices.Contains(c.Slaves, c.Fail) {
+		return fmt.Sprintf("%s is not a slave of %s (%s)", c.Fail, c.Bond, strings.Join(c.Slaves, " "))
+	}
+	if up, err := c.LinkUp(c.Fail); err != nil || !up {
+		return fmt.Sprintf("%s is not up before the test (%v)", c.Fail, err)
+	}
+	return ""
+}
+
+// slaveRestore sets the failed slave back up once, when this run took it
+// down (never in Manual).
+type slaveRestore struct {
+	c        *FailoverConfig
+	tookDown bool
+}
+
+func (r *slaveRestore) restore() error {
+	if !r.tookDown || r.c.Manual {
+		return nil
+	}
+	if err := r.c.SetLink(r.c.Fail, true); err != nil {
+		return fmt.Errorf("restore %s: %w", r.c.Fail, err)
+	}
+	r.tookDown = false
+	return nil
+}
+
+// deferred restores the slave on the way out and says so in ch.
+func (r *slaveRestore) deferred(ch *Check) {
+	wasDown := r.tookDown
+	if err := r.restore(); err != nil {
+		ch.Verdict = Fail
+		ch.Detail += "; " + err.Error()
+	} else if wasDown {
+		ch.Detail += "; " + r.c.Fail + " set back up"
+	}
+}
+
+// failoverLoad is the load of a failover check running while the slaves
+// are sampled.
+type failoverLoad struct {
+	ctx    context.Context // the check's (not the load's)
+	cancel context.CancelFunc
+	s      *Sampler
+	stop   func() []Point
+	done   chan loadOut
+}
+
+type loadOut struct {
+	res LoadResult
+	err error
+}
+
+func startFailoverLoad(ctx context.Context, c FailoverConfig) *failoverLoad {
+	lctx, cancel := context.WithCancel(ctx)
+	l := &failoverLoad{ctx: ctx, cancel: cancel, done: make(chan loadOut, 1)}
+	l.s = &Sampler{Counters: c.Counters, Slaves: c.Slaves, Interval: c.Interval, OnTick: c.OnTick}
+	l.stop = l.s.Start()
+	go func() {
+		r, err := c.Load.Run(lctx)
+		l.done <- loadOut{r, err}
+	}()
+	return l
+}
+
+// finish ends the load and the sampling.
+func (l *failoverLoad) finish() (LoadResult, []Point, error) {
+	l.cancel()
+	lo := <-l.done
+	points := l.stop()
+	return lo.res, points, lo.err
+}
+
+// sleep waits d unless the check is cancelled or the load ends first.
+func (l *failoverLoad) sleep(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.ctx.Done():
+		return l.ctx.Err()
+	case lo := <-l.done:
+		l.done <- lo
+		if lo.err != nil {
+			return lo.err
+		}
+		return errors.New("the traffic ended before the failover test did (use a longer --duration)")
+	case <-t.C:
+		return nil
+	}
+}
+
+// failAndRestore runs the failure while the load runs: warm-up, Fail down
+// (or the operator pulls the cable), hold, Fail back up, settle. It
+// returns when the link went down, was restored and was back, on the
+// sampler's clock; an error ends the check.
+func (c *FailoverConfig) failAndRestore(ctx context.Context, sl *slaveRestore, l *failoverLoad) (tDown, tRestore, tBack time.Duration, err error) {
+	if err := l.sleep(c.Warmup); err != nil {
+		return 0, 0, 0, fmt.Errorf("before the failure: %v", err)
+	}
+	if c.Manual {
+		fmt.Fprintf(c.Prompt, "\n>>> pull the cable of %s now (waiting up to %s)\n", c.Fail, c.Wait)
+	} else if err := c.SetLink(c.Fail, false); err != nil {
+		return 0, 0, 0, fmt.Errorf("set %s down: %v", c.Fail, err)
+	} else {
+		sl.tookDown = true
+	}
+	if err := waitLink(ctx, c.LinkUp, c.Fail, false, c.Wait); err != nil {
+		return 0, 0, 0, err
+	}
+	tDown = l.s.Now()
+	if err := l.sleep(c.Hold); err != nil {
+		return 0, 0, 0, fmt.Errorf("while %s was down: %v", c.Fail, err)
+	}
+	tRestore = l.s.Now()
+	if c.Manual {
+		fmt.Fprintf(c.Prompt, "\n>>> plug the cable of %s back in (waiting up to %s)\n", c.Fail, c.Wait)
+	} else if err := sl.restore(); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := waitLink(ctx, c.LinkUp, c.Fail, true, c.Wait); err != nil {
+		return 0, 0, 0, err
+	}
+	tBack = l.s.Now()
+	// Let the restored slave settle and carry some traffic.
+	_ = l.sleep(c.Hold / 2)
+	return tDown, tRestore, tBack, nil
+}
+
+// judge gives the failover's verdict from its analysis.
+func (c *FailoverConfig) judge(a failoverAnalysis) (Verdict, string) {
 	others := formatShares(a.during)
 	switch {
 	case a.othersDuring == 0:
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("traffic stopped while %s was down: %s", c.Fail, others)
+		return Fail, fmt.Sprintf("traffic stopped while %s was down: %s", c.Fail, others)
 	case a.failedDuring > 0 && !c.Manual && a.failedDuring*20 > a.othersDuring:
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s still counted traffic while down: %s", c.Fail, others)
+		return Fail, fmt.Sprintf("%s still counted traffic while down: %s", c.Fail, others)
 	case c.MaxGap > 0 && a.gap > c.MaxGap:
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("traffic paused %s after %s went down (limit %s): %s", a.gap.Round(time.Millisecond), c.Fail, c.MaxGap, others)
+		return Fail, fmt.Sprintf("traffic paused %s after %s went down (limit %s): %s", a.gap.Round(time.Millisecond), c.Fail, c.MaxGap, others)
 	case c.Mode != "active-backup" && a.failedAfter == 0:
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s is back up but carried no traffic afterwards in %s", c.Fail, c.Mode)
-	default:
-		ch.Verdict, ch.Detail = Pass, fmt.Sprintf("traffic continued while %s was down (gap %s, sampled every %s): %s; %s is back up",
-			c.Fail, a.gap.Round(time.Millisecond), c.Interval, others, c.Fail)
+		return Fail, fmt.Sprintf("%s is back up but carried no traffic afterwards in %s", c.Fail, c.Mode)
 	}
-	return ch
+	return Pass, fmt.Sprintf("traffic continued while %s was down (gap %s, sampled every %s): %s; %s is back up",
+		c.Fail, a.gap.Round(time.Millisecond), c.Interval, others, c.Fail)
 }
 
 func waitLink(ctx context.Context, linkUp func(string) (bool, error), name string, want bool, bound time.Duration) error {
@@ -744,39 +813,66 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 	ch := Check{Name: "rdma/" + r.Tool}
 	start := time.Now()
 	defer func() { ch.Duration = time.Since(start) }()
-	pkg, known := RDMATools[r.Tool]
-	if !known {
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("rdma tool: %q is not ib_send_bw, rping, ucmatose or ibv_rc_pingpong", r.Tool)
-		return ch
-	}
-	if !r.Server && r.Peer == "" {
-		ch.Verdict, ch.Detail = Fail, "no RDMA peer (--rdma-peer or groups[].validate.rdma_peer)"
-		return ch
-	}
-	if r.Tool == "ibv_rc_pingpong" && r.GIDIndex < 0 {
-		ch.Verdict, ch.Detail = Fail, "ibv_rc_pingpong: no GID to use: "+r.GIDWhy
-		return ch
-	}
-	bin, err := lookTool(r.Tool, pkg)
-	if err != nil {
-		ch.Verdict, ch.Detail = Fail, err.Error()
+	bin, detail := r.precheck()
+	if detail != "" {
+		ch.Verdict, ch.Detail = Fail, detail
 		return ch
 	}
 	line := r.Tool + " " + strings.Join(r.Args(), " ")
-	var (
-		out     []byte
-		bw      float64
-		unit    string
-		zeros   int
-		retried string
-	)
-	reconnects := 0
 	if r.Tool == "ibv_rc_pingpong" {
 		line += fmt.Sprintf(" (GID %d: %s)", r.GIDIndex, r.GIDWhy)
 	}
+	run := r.runRetrying(ctx, bin)
+	if run.err != nil && run.zeros > 0 {
+		line += fmt.Sprintf(" [retry %d after a measured 0]", run.zeros)
+	}
+	if run.err != nil {
+		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: %v\n%s", line, run.err, tail(string(run.out), 8))
+		return ch
+	}
+	ch.Verdict, ch.Detail, ch.Data = r.judge(line, run)
+	return ch
+}
+
+// precheck finds the tool's binary, or says why the check cannot run.
+func (r RDMAPerf) precheck() (bin, detail string) {
+	pkg, known := RDMATools[r.Tool]
+	if !known {
+		return "", fmt.Sprintf("rdma tool: %q is not ib_send_bw, rping, ucmatose or ibv_rc_pingpong", r.Tool)
+	}
+	if !r.Server && r.Peer == "" {
+		return "", "no RDMA peer (--rdma-peer or groups[].validate.rdma_peer)"
+	}
+	if r.Tool == "ibv_rc_pingpong" && r.GIDIndex < 0 {
+		return "", "ibv_rc_pingpong: no GID to use: " + r.GIDWhy
+	}
+	bin, err := lookTool(r.Tool, pkg)
+	if err != nil {
+		return "", err.Error()
+	}
+	return bin, ""
+}
+
+// rdmaRun is the outcome of the tool's runs: the last one's output and
+// error, and for ib_send_bw its BW average and how many runs measured 0.
+type rdmaRun struct {
+	out     []byte
+	err     error
+	bw      float64
+	unit    string
+	zeros   int
+	retried string
+}
+
+// runRetrying runs the tool; an ib_send_bw client run that measured 0 is
+// run again (zeroRetries), and such a run again whose connect came before
+// the server listened again is retried with a backoff (reconnectTries).
+func (r RDMAPerf) runRetrying(ctx context.Context, bin string) rdmaRun {
+	var x rdmaRun
+	reconnects := 0
 	for attempt := 0; ; attempt++ {
-		out, err = runRDMATool(ctx, bin, r)
-		if err != nil && zeros > 0 && notListening(out) && reconnects < reconnectTries {
+		x.out, x.err = runRDMATool(ctx, bin, r)
+		if x.err != nil && x.zeros > 0 && notListening(x.out) && reconnects < reconnectTries {
 			// The run again after a measured 0 came before the server
 			// accepted again (its loop restarts ib_send_bw): the RDMA CM
 			// connect is rejected. Give it time, a bounded number of times.
@@ -790,63 +886,52 @@ func RDMACheck(ctx context.Context, r RDMAPerf) Check {
 				continue
 			}
 		}
-		if err != nil || r.Tool != "ib_send_bw" || r.Server {
-			break
+		if x.err != nil || r.Tool != "ib_send_bw" || r.Server {
+			return x
 		}
 		var ok bool
-		if bw, unit, ok = ParseSendBW(string(out)); !ok || bw > 0 || r.Iters <= 0 {
-			break
+		if x.bw, x.unit, ok = ParseSendBW(string(x.out)); !ok || x.bw > 0 || r.Iters <= 0 {
+			return x
 		}
 		// ib_send_bw -n prints 0 when its cycle-counter timing failed
 		// under an emulated CPU although the messages went through:
 		// measure again (the server must accept again), and say so.
-		zeros++
-		retried = fmt.Sprintf(" (after %d run(s) that measured 0 %s: perftest's timing, retried)", zeros, unit)
+		x.zeros++
+		x.retried = fmt.Sprintf(" (after %d run(s) that measured 0 %s: perftest's timing, retried)", x.zeros, x.unit)
 		if attempt >= zeroRetries {
-			break
+			return x
 		}
 	}
-	if err != nil && zeros > 0 {
-		line += fmt.Sprintf(" [retry %d after a measured 0]", zeros)
-	}
-	if err != nil {
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: %v\n%s", line, err, tail(string(out), 8))
-		return ch
-	}
+}
+
+// judge reads the verdict from a successful run's output.
+func (r RDMAPerf) judge(line string, x rdmaRun) (Verdict, string, any) {
+	out := string(x.out)
 	switch r.Tool {
 	case "rping":
-		ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: ok", line)
-		return ch
+		return Pass, fmt.Sprintf("%s: ok", line), nil
 	case "ucmatose":
-		if r.Server || strings.Contains(string(out), "test complete") {
-			ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: connected, data transferred, disconnected", line)
-		} else {
-			ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: no \"test complete\" in the output\n%s", line, tail(string(out), 8))
+		if r.Server || strings.Contains(out, "test complete") {
+			return Pass, fmt.Sprintf("%s: connected, data transferred, disconnected", line), nil
 		}
-		return ch
+		return Fail, fmt.Sprintf("%s: no \"test complete\" in the output\n%s", line, tail(out, 8)), nil
 	case "ibv_rc_pingpong":
-		m := pingpongRE.FindStringSubmatch(string(out))
+		m := pingpongRE.FindStringSubmatch(out)
 		if m == nil {
-			ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: no bandwidth line in the output\n%s", line, tail(string(out), 8))
-			return ch
+			return Fail, fmt.Sprintf("%s: no bandwidth line in the output\n%s", line, tail(out, 8)), nil
 		}
-		ch.Data = map[string]any{"bytes": m[1], "mbit_per_sec": m[2], "gid_index": r.GIDIndex}
-		ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: %s bytes at %s Mbit/sec", line, m[1], m[2])
-		return ch
+		return Pass, fmt.Sprintf("%s: %s bytes at %s Mbit/sec", line, m[1], m[2]), map[string]any{"bytes": m[1], "mbit_per_sec": m[2], "gid_index": r.GIDIndex}
 	}
-	if _, _, ok := ParseSendBW(string(out)); !ok {
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: no bandwidth line in the output\n%s", line, tail(string(out), 8))
-		return ch
+	if _, _, ok := ParseSendBW(out); !ok {
+		return Fail, fmt.Sprintf("%s: no bandwidth line in the output\n%s", line, tail(out, 8)), nil
 	}
-	ch.Data = map[string]any{"bw_average": bw, "unit": unit, "zero_runs": zeros}
-	if bw <= 0 {
+	data := map[string]any{"bw_average": x.bw, "unit": x.unit, "zero_runs": x.zeros}
+	if x.bw <= 0 {
 		// perftest prints zeros when its cycle-counter timing failed
 		// (e.g. -D under an emulated CPU): no measurement is no pass.
-		ch.Verdict, ch.Detail = Fail, fmt.Sprintf("%s: ib_send_bw measured no bandwidth (average %.2f %s%s; with -D under emulation use --rdma-iters)\n%s", line, bw, unit, retried, tail(string(out), 4))
-		return ch
+		return Fail, fmt.Sprintf("%s: ib_send_bw measured no bandwidth (average %.2f %s%s; with -D under emulation use --rdma-iters)\n%s", line, x.bw, x.unit, x.retried, tail(out, 4)), data
 	}
-	ch.Verdict, ch.Detail = Pass, fmt.Sprintf("%s: average %.2f %s%s", line, bw, unit, retried)
-	return ch
+	return Pass, fmt.Sprintf("%s: average %.2f %s%s", line, x.bw, x.unit, x.retried), data
 }
 
 // pingpongRE is ibv_rc_pingpong's result: "8192000 bytes in 0.05 seconds = 1310.72 Mbit/sec".

@@ -185,6 +185,8 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 		// Asked for and cannot run here: an explicit skip, never absent.
 		out = append(out, r.legacySkips(g)...)
 	case r.o.Traffic || r.o.Failover:
+		reps, err := r.bridgeReps(ctx, g)
+		tt.probe = r.slowPathProbe(g, reps, err)
 		out = append(out, r.trafficChecks(ctx, tt)...)
 		out = append(out, r.offloadCheck(ctx, g, gh))
 	case r.o.Offload:
@@ -241,6 +243,9 @@ type trafficTarget struct {
 	v       config.ValidateConfig
 	pcis    []string // PCI functions whose RDMA devices are candidates for -d
 	netdevs []string // netdevs whose RDMA devices are candidates for -d (--bond)
+	// probe, for a group, is the slow-path probe of its representors
+	// during the traffic check's run (slowpath.go).
+	probe *validate.SlowPathProbe
 }
 
 // bond runs every check of a bare bond.
@@ -363,6 +368,7 @@ func (r *run) trafficChecks(ctx context.Context, tt trafficTarget) []validate.Ch
 	tc := validate.TrafficConfig{
 		Bond: tt.bond, Mode: b.Mode, Slaves: b.Slaves, Counters: counters,
 		Load:     r.load(tt, b.Mode, dur),
+		Probe:    tt.probe,
 		Interval: interval, MinShare: minShare,
 		Active: func() string {
 			nb, err := eswitch.ReadBond(f, tt.bond)
@@ -377,6 +383,9 @@ func (r *run) trafficChecks(ctx context.Context, tt trafficTarget) []validate.Ch
 	c := validate.TrafficCheck(ctx, tc)
 	r.ticksDone(tc.OnTick)
 	out = append(out, c)
+	if tt.probe != nil {
+		out = append(out, tt.probe.Check())
+	}
 	if !r.o.Failover || ctx.Err() != nil {
 		return out
 	}
@@ -406,6 +415,7 @@ func (r *run) trafficChecks(ctx context.Context, tt trafficTarget) []validate.Ch
 		fc.Interval = 100 * time.Millisecond // the gap is measured at sampling resolution
 	}
 	fc.OnTick = r.o.OnFailoverTick
+	fc.Probe = nil // the probe judges the traffic check's run
 	out = append(out, validate.FailoverCheck(ctx, fc, dur))
 	r.ticksDone(fc.OnTick)
 	return out
@@ -434,7 +444,11 @@ func (r *run) counters() (validate.Counters, func()) {
 
 // load is iperf3 on a real host, simulated packets through the bond on the simulated one.
 func (r *run) load(tt trafficTarget, mode string, dur time.Duration) validate.Load {
-	if l, ok := r.h.TrafficLoad(tt.bond, dur); ok {
+	var reps []string
+	if tt.probe != nil && tt.probe.NA == "" {
+		reps = tt.probe.Reps
+	}
+	if l, ok := r.h.TrafficLoad(tt.bond, reps, dur); ok {
 		return l
 	}
 	peer := r.o.Peer

@@ -393,6 +393,7 @@ func (b *bencher) criticalPath() {
 			dom := s.hookDomain()
 			b.add(s.commandRow("qemu hook prepare, one VF", 20*time.Millisecond, []byte(dom), "hook", "qemu", "--", "vmh", "prepare", "begin", "-"))
 			b.add(s.commandRow("qemu hook release, one VF", 20*time.Millisecond, []byte(dom), "hook", "qemu", "--", "vmh", "release", "end", "-"))
+			b.add(s.validateOffloadRow())
 		}
 		down := s.vflag("down")
 		if db := s.downBound(); db > 0 {
@@ -486,6 +487,49 @@ func (s *scenario) commandRow(what string, target time.Duration, stdin []byte, a
 		st = "MISS"
 	}
 	return row{section: "commands", what: what + " (median of 5)", measured: ms(wall), target: "<= " + ms(target), status: st}
+}
+
+// validateOffloadRow times `vflag validate --offload` on the converged host
+// without traffic (median of 5, no target: issue 20 asks what it costs):
+// the static checks, then the offload check's reads (the bridge from
+// OVSDB, ovs-vswitchd's datapath flows over its control socket, the
+// shared block, ovs-vswitchd's log). The exit code is not judged (the
+// simulated host's skips make it 1); the run must print a report with the
+// offload check, whose verdict the row names.
+func (s *scenario) validateOffloadRow() row {
+	var walls []time.Duration
+	verdict := ""
+	for range 5 {
+		cmd := exec.Command(s.b.bin, "--config", s.cfg, "--sim", s.simDir, "--state-dir", s.state, "-o", "json", "validate", "--offload")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		t0 := time.Now()
+		err := cmd.Run()
+		walls = append(walls, time.Since(t0))
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			s.b.r.Fatalf("vflag validate --offload: %v", err)
+		}
+		var rep struct {
+			Groups []struct {
+				Checks []struct{ Name, Verdict string }
+			}
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			s.b.r.Fatalf("vflag validate --offload: no report: %v\n%s\n%s", err, out.String(), errb.String())
+		}
+		verdict = ""
+		for _, g := range rep.Groups {
+			for _, c := range g.Checks {
+				if c.Name == "offload" {
+					verdict = c.Verdict
+				}
+			}
+		}
+		if verdict == "" {
+			s.b.r.Fatalf("vflag validate --offload: no offload check in the report\n%s", out.String())
+		}
+	}
+	return row{section: "commands", what: "validate --offload, no traffic (median of 5)", measured: fmt.Sprintf("%s (offload: %s)", ms(median(walls)), verdict), target: "-", status: "report"}
 }
 
 // hookDomain is a domain with one VF of the group's (pf 0 vf 1, no
