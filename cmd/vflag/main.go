@@ -26,6 +26,7 @@ import (
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -77,7 +78,7 @@ type app struct {
 	// intr says what an interrupt does and bounds the rollback (nil in tests).
 	intr *interrupts
 	// live is the progress line of up and down on a terminal (nil otherwise).
-	live *liveLine
+	live *report.Live
 }
 
 // signalled is the process's interrupt handler (main; nil in tests, which
@@ -364,11 +365,11 @@ func (a *app) runner(j *teardown.Journal, e *pipeline.Env, dry bool) *teardown.R
 	}
 	if isTerminal(a.stderr) {
 		if a.v.GetString("output") == "text" && !dry {
-			a.live = newLiveLine(a.stderr)
-			r.OnEvent = a.live.event
-			e.Progress = a.live.set
+			a.live = report.NewLive(a.stderr)
+			r.OnEvent = a.live.Event
+			e.Progress = a.live.Set
 		} else {
-			r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
+			r.OnEvent = func(ev teardown.Event) { report.Progress(a.stderr, ev) }
 		}
 	}
 	return r
@@ -420,7 +421,7 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	r := a.runner(j, e, dry)
 	runErr := e.Up(ctx, r, groups)
 	if a.live != nil {
-		a.live.done()
+		a.live.Done()
 	}
 	if errors.Is(runErr, teardown.ErrDegraded) {
 		runErr = fmt.Errorf("host degraded: every step succeeded and stays (no rollback), but %w", runErr)
@@ -486,7 +487,7 @@ func (a *app) runDown(ctx context.Context) error {
 	r := a.runner(j, e, false)
 	downErr := r.Down(ctx)
 	if a.live != nil {
-		a.live.done()
+		a.live.Done()
 	}
 	return a.report("down", r.Results(), downErr)
 }
