@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -83,9 +82,7 @@ func (a *app) roceShow(args []string) error {
 		return err
 	}
 	if a.v.GetString("output") == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(a.stdout, out)
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(a.stdout, "no RDMA devices")
@@ -120,9 +117,7 @@ func (a *app) roceGIDs(args []string) error {
 		return err
 	}
 	if a.v.GetString("output") == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return writeJSON(a.stdout, all)
 	}
 	fmt.Fprintln(a.stdout, validate.FormatGIDs(all))
 	fmt.Fprintf(a.stdout, "n_gids_found=%d\n", len(all))
