@@ -3,14 +3,30 @@ package main
 import (
 	"fmt"
 
+	"github.com/vflag/vflag/internal/apply"
 	"github.com/vflag/vflag/internal/report"
-	"github.com/vflag/vflag/teardown"
 )
 
 // report prints the report of up, plan or down (internal/report) and
-// turns the run's outcome into the command's error and exit code.
-func (a *app) report(command string, events []teardown.Event, runErr error) error {
-	rep := report.Build(command, version, events, a.journalIDs, runErr)
+// turns the run's outcome into the command's error and exit code. An
+// error before any step ran is failed's.
+func (a *app) report(command string, res apply.Result) error {
+	if !res.Ran {
+		return a.failed(command, res.Err)
+	}
+	return a.printReport(report.Build(command, version, res.Events, res.JournalIDs, res.Err), res.Err)
+}
+
+// failed reports an error before any step ran: with -o json a report
+// whose error is set (automation reads stdout), else the error alone.
+func (a *app) failed(command string, err error) error {
+	if a.v.GetString("output") == "json" {
+		return a.printReport(report.Build(command, version, nil, nil, err), err)
+	}
+	return err
+}
+
+func (a *app) printReport(rep report.Report, runErr error) error {
 	if a.v.GetString("output") == "json" {
 		if err := rep.WriteJSON(a.stdout); err != nil {
 			return err
@@ -28,13 +44,4 @@ func (a *app) report(command string, events []teardown.Event, runErr error) erro
 		return exitError{code: 2}
 	}
 	return nil
-}
-
-// failed reports an error before any step ran: with -o json a report
-// whose error is set (automation reads stdout), else the error alone.
-func (a *app) failed(command string, err error) error {
-	if a.v.GetString("output") == "json" {
-		return a.report(command, nil, err)
-	}
-	return err
 }

@@ -169,3 +169,8 @@ func Progress(w io.Writer, ev teardown.Event) {
 	}
 	fmt.Fprintf(w, "[%s] %s %s (%s) %s\n", ev.Phase, ev.ID, strings.TrimSpace(ev.Summary), ev.Duration.Round(time.Millisecond/10), status)
 }
+
+// ProgressTo is Progress on w, for a runner's OnEvent.
+func ProgressTo(w io.Writer) func(teardown.Event) {
+	return func(ev teardown.Event) { Progress(w, ev) }
+}
