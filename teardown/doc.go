@@ -37,8 +37,9 @@
 //     a kill, or drift after an earlier run) its existing entry keeps its
 //     original Record, the state from before vflag ever touched the host.
 //     The entry also keeps its position in the journal.
-//  4. Undo runs in exact reverse of journal order. The caller (cmd/vflag)
-//     passes steps to the Runner in the pipeline order of DESIGN.md §2, so
+//  4. Undo runs in exact reverse of journal order. The caller
+//     (internal/pipeline, run by internal/apply) passes steps to the Runner
+//     in the pipeline order of DESIGN.md §2, so
 //     reverse order detaches from domains before OVS rows are removed, deletes
 //     the bond before the eswitch goes back to legacy, sets numvfs to 0 only
 //     after that, and restores legacy settings last.

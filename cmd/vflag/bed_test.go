@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/libvirtx/virttest"
@@ -89,10 +90,10 @@ func (b *bed) mustVflag(want int, args ...string) string {
 }
 
 // upJSON runs `up -o json` and decodes its report.
-func (b *bed) upJSON(want int, args ...string) report {
+func (b *bed) upJSON(want int, args ...string) report.Report {
 	b.t.Helper()
 	out := b.mustVflag(want, append([]string{"up", "-o", "json", "--detailed-exit-codes"}, args...)...)
-	var rep report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		b.t.Fatalf("decode up report: %v\n%s", err, out)
 	}

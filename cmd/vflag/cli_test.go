@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/status"
 	"github.com/vflag/vflag/internal/testbed"
@@ -168,7 +169,7 @@ func TestPlanWritesNothing(t *testing.T) {
 		t.Fatalf("plan on a converged host: %s", out)
 	}
 	// The converged plan reads every step, including OVS and libvirt.
-	var rep report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(b.mustVflag(0, "plan", "-o", "json")), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vflag/vflag/internal/cfgdecode"
 	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/validaterun"
 )
 
 // fixedValues completes a flag from a list of "value\tdescription".
@@ -86,7 +87,7 @@ func (a *app) registerCompletions(root *cobra.Command) {
 			_ = c.RegisterFlagCompletionFunc("group", a.completeGroups)
 			_ = c.RegisterFlagCompletionFunc("rdma-tool", fixedValues("ib_send_bw", "rping", "ucmatose", "ibv_rc_pingpong"))
 			_ = c.RegisterFlagCompletionFunc("roce-mode", fixedValues("v1", "v2"))
-			_ = c.RegisterFlagCompletionFunc("bond-mode", fixedValues(kernelBondModes...))
+			_ = c.RegisterFlagCompletionFunc("bond-mode", fixedValues(validaterun.BondModes...))
 		case "roce":
 			for _, sub := range c.Commands() {
 				if sub.Name() == "set" {

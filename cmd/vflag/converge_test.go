@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/testbed"
 	"time"
 )
@@ -225,9 +226,9 @@ func (b *bed) fullDump() string {
 	return canonical(b.dump() + "\n== vm2\n" + testbed.NormalizeXML(b.virt.DomainXML(b.t, "vm2")))
 }
 
-func upReport(t *testing.T, b *bed) report {
+func upReport(t *testing.T, b *bed) report.Report {
 	t.Helper()
-	var rep report
+	var rep report.Report
 	out := b.mustVflagAny(0, 1, 2)("up", "-o", "json", "--detailed-exit-codes")
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("decode up report: %v\n%s", err, out)
@@ -248,17 +249,6 @@ func (b *bed) mustVflagAny(codes ...int) func(args ...string) string {
 		b.t.Fatalf("vflag %s: exit %d, want %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, codes, out, errs)
 		return ""
 	}
-}
-
-func changed(rep report) []string {
-	var ids []string
-	for _, s := range rep.Steps {
-		if s.Changed {
-			ids = append(ids, s.ID)
-		}
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 func (b *bed) useConfig(text string) {
@@ -290,7 +280,7 @@ func TestConvergeTransitions(t *testing.T) {
 			baseline = base
 		}
 		plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
-		if up := changed(upReport(t, b)); !slices.Equal(plan, up) {
+		if up := upReport(t, b).ChangedIDs(); !slices.Equal(plan, up) {
 			t.Errorf("(clean) -> %s: plan predicts %d change(s), up made %d:\n%s", x.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
 		}
 		fresh[x.name] = b.fullDump()
@@ -320,16 +310,16 @@ func TestConvergeTransitions(t *testing.T) {
 		if rep.Error != "" {
 			t.Fatalf("%s -> %s: up failed: %s", prev, x.name, rep.Error)
 		}
-		if up := changed(rep); !slices.Equal(plan, up) {
+		if up := rep.ChangedIDs(); !slices.Equal(plan, up) {
 			t.Errorf("%s -> %s: plan predicts %d change(s), up made %d:\n%s", prev, x.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
 		}
 		if got := b.fullDump(); got != fresh[x.name] {
-			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), testbed.DiffText(fresh[x.name], got))
+			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, rep.ChangedIDs(), testbed.DiffText(fresh[x.name], got))
 		}
-		if again := changed(upReport(t, b)); len(again) != 0 {
+		if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
 			t.Fatalf("%s -> %s: a second up changed %v", prev, x.name, again)
 		}
-		t.Logf("%s -> %s: %d change(s)", prev, x.name, len(changed(rep)))
+		t.Logf("%s -> %s: %d change(s)", prev, x.name, len(rep.ChangedIDs()))
 		prev = x.name
 	}
 	b.mustVflag(0, "down")
@@ -429,7 +419,7 @@ func TestConvergeMinimalWrites(t *testing.T) {
 			if rep.Error != "" {
 				t.Fatalf("up: %s", rep.Error)
 			}
-			ids := changed(rep)
+			ids := rep.ChangedIDs()
 			if err := tt.want(ids); err != nil {
 				t.Errorf("base -> %s changed %v: %v", tt.to, ids, err)
 			}
@@ -451,7 +441,7 @@ func TestConvergeMinimalWrites(t *testing.T) {
 			if tt.to == "group2" { // and back: group 2 goes, group 1 untouched
 				b.useConfig(byName["base"].config(d))
 				rep := upReport(t, b)
-				back := changed(rep)
+				back := rep.ChangedIDs()
 				for _, id := range back {
 					if !group2(id) {
 						t.Errorf("group2 -> base changed %s, which is not group 2's", id)
@@ -512,7 +502,7 @@ func TestRebootReconverges(t *testing.T) {
 			if got := b.fullDump(); got != want {
 				t.Fatalf("after the reboot the host differs from the fresh state:\n%s", testbed.DiffText(want, got))
 			}
-			if again := changed(upReport(t, b)); len(again) != 0 {
+			if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
 				t.Fatalf("a second up changed %v", again)
 			}
 			b.mustVflag(0, "down")

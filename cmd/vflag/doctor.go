@@ -6,10 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/doctor"
-	"github.com/vflag/vflag/internal/sysfs"
 )
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -38,7 +35,7 @@ Exit 0 when the host is ready (no check failed; warnings allowed), 1 when not.
 
 func (a *app) runDoctor(cmd *cobra.Command) error {
 	cfg, cfgErr := a.loadConfig(true)
-	t := doctorTarget(cfg)
+	t := doctor.TargetFromConfig(cfg)
 	t.ConfigError = cfgErr
 	t.StateDir = a.stateDir()
 	h, err := a.openHost(cfg, cfg)
@@ -46,13 +43,7 @@ func (a *app) runDoctor(cmd *cobra.Command) error {
 		return err
 	}
 	defer h.Close()
-	k, f := h.Kernel, h.FS
-	simulated := a.v.GetString("sim") != ""
-	host := f
-	if simulated {
-		host = sysfs.Dir("/") // the daemons and this machine's files are real
-	}
-	rep := doctor.Run(cmd.Context(), doctor.Env{Sys: f, Host: host, Kernel: k, Run: doctor.ExecRunner{}, Probe: doctor.HostProber{}, Simulated: simulated}, t)
+	rep := doctor.Run(cmd.Context(), doctor.HostEnv(h), t)
 	if path := a.v.GetString("doctor-junit"); path != "" {
 		if err := rep.WriteJUnitFile(path); err != nil {
 			return fmt.Errorf("--junit %s: %w", path, err)
@@ -70,23 +61,4 @@ func (a *app) runDoctor(cmd *cobra.Command) error {
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-// doctorTarget maps the config's groups to doctor's input; nil (no
-// config): doctor discovers the NICs.
-func doctorTarget(cfg *config.Config) doctor.Target {
-	var t doctor.Target
-	if cfg == nil {
-		return t
-	}
-	for _, g := range cfg.Groups {
-		t.Groups = append(t.Groups, doctor.Group{
-			Name: g.Name, PFs: g.PFs, NumVFs: g.NumVFs,
-			Switchdev: g.Eswitch == eswitch.ModeSwitchdev,
-			BondName:  g.Bond.Name, BondMode: g.Bond.Mode, DatapathType: g.OVS.DatapathType,
-			HWOffload: g.OVS.HWOffload != nil && *g.OVS.HWOffload,
-			OVSDB:     cfg.OVSDB, Libvirt: cfg.Libvirt,
-		})
-	}
-	return t
 }

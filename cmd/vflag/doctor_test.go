@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/internal/doctor"
 )
 
 // TestDoctorSim runs `vflag doctor -o json` on the simulated host of
@@ -137,31 +134,4 @@ func TestDoctorRealMachine(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
 		t.Error("doctor created the state directory")
 	}
-}
-
-// TestDoctorTarget maps the example config's group into doctor's input.
-func TestDoctorTarget(t *testing.T) {
-	tg := doctorTarget(mustParseConfig(t, exampleConfig))
-	want := doctor.Group{Name: "lag0", PFs: []string{"ens1f0np0", "ens1f1np1"}, NumVFs: 4, Switchdev: true, BondName: "bond0", BondMode: "802.3ad",
-		OVSDB: "unix:/var/run/openvswitch/db.sock", Libvirt: "qemu:///system"}
-	if len(tg.Groups) != 1 {
-		t.Fatalf("groups: %+v", tg.Groups)
-	}
-	g := tg.Groups[0]
-	if g.Name != want.Name || strings.Join(g.PFs, ",") != strings.Join(want.PFs, ",") || g.NumVFs != want.NumVFs || g.Switchdev != want.Switchdev ||
-		g.BondName != want.BondName || g.BondMode != want.BondMode || g.OVSDB != want.OVSDB || g.Libvirt != want.Libvirt || g.DatapathType != "" {
-		t.Errorf("group %+v, want %+v", g, want)
-	}
-	if len(doctorTarget(nil).Groups) != 0 {
-		t.Error("no config must mean discovery")
-	}
-}
-
-func mustParseConfig(t *testing.T, text string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vflag/vflag/internal/hook"
 	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/status"
 	"github.com/vflag/vflag/internal/testbed"
 )
 
@@ -95,7 +96,7 @@ func TestHookLifecycle(t *testing.T) {
 	b.upJSON(2)
 	base := b.dump()
 	// Representor names depend on creation order: look them up.
-	var hs HostStatus
+	var hs status.HostStatus
 	if err := json.Unmarshal([]byte(b.mustVflag(0, "status", "-o", "json")), &hs); err != nil {
 		t.Fatal(err)
 	}

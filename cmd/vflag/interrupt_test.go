@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/testbed"
 )
 
@@ -240,8 +241,8 @@ func TestLiveProgressOnTerminal(t *testing.T) {
 func TestLogLineAboveTheLiveLine(t *testing.T) {
 	var buf bytes.Buffer
 	a := &app{stderr: &buf}
-	a.live = newLiveLine(&buf)
-	a.live.set("vfs/pci/0000:61:00.0", "pci/0000:61:00.0: VFs 2/4")
+	a.live = report.NewLive(&buf)
+	a.live.Set("vfs/pci/0000:61:00.0", "pci/0000:61:00.0: VFs 2/4")
 	if _, err := (logWriter{a}).Write([]byte("level=WARN msg=waiting\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,12 +22,12 @@ import (
 	"github.com/spf13/viper"
 	"golang.org/x/sys/unix"
 
-	"github.com/vflag/vflag/internal/bootgate"
+	"github.com/vflag/vflag/internal/apply"
 	"github.com/vflag/vflag/internal/cfgdecode"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
-	"github.com/vflag/vflag/teardown"
+	"github.com/vflag/vflag/internal/report"
 )
 
 const (
@@ -68,16 +69,13 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
-	// journalIDs are the journal's entries before this run (a report's
-	// add versus change).
-	journalIDs map[string]bool
 	// force: up/down --force (a disruptive change that cannot be shown
 	// safe goes ahead, noted).
 	force bool
 	// intr says what an interrupt does and bounds the rollback (nil in tests).
 	intr *interrupts
 	// live is the progress line of up and down on a terminal (nil otherwise).
-	live *liveLine
+	live *report.Live
 }
 
 // signalled is the process's interrupt handler (main; nil in tests, which
@@ -332,18 +330,6 @@ func (a *app) openEnv(cfg, envCfg *config.Config) (e *pipeline.Env, done func(),
 	return e, h.Close, nil
 }
 
-// lock takes the state directory's lock, waiting at most --lock-wait while
-// another vflag holds it (saying whom it waits for).
-func (a *app) lock(ctx context.Context) (*teardown.Lock, error) {
-	bound := a.v.GetDuration("lock-wait")
-	if bound < 0 {
-		return nil, fmt.Errorf("--lock-wait: %s is negative", bound)
-	}
-	return teardown.WaitLock(ctx, a.stateDir(), bound, func(holder string) {
-		a.log.Warn("waiting for another vflag to finish", "holder", holder, "bound", bound)
-	})
-}
-
 func (a *app) stateDir() string {
 	if d := a.v.GetString("state-dir"); d != defaultStateDir || a.v.GetString("sim") == "" {
 		return d
@@ -351,27 +337,33 @@ func (a *app) stateDir() string {
 	return filepath.Join(a.v.GetString("sim"), "state")
 }
 
-func (a *app) runner(j *teardown.Journal, e *pipeline.Env, dry bool) *teardown.Runner {
-	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: dry, Log: a.log,
+// applyOptions are the settings of up, plan and down (internal/apply):
+// the lock, up's testing hooks, and on a terminal the progress lines and
+// what an interrupt says.
+func (a *app) applyOptions(e *pipeline.Env, dry bool) apply.Options {
+	o := apply.Options{StateDir: a.stateDir(), LockWait: a.v.GetDuration("lock-wait"), DryRun: dry, Log: a.log, Stderr: a.stderr,
 		NoRollback: a.v.GetBool("no-rollback"), StopAfter: a.v.GetInt("stop-after"), FailAt: a.v.GetString("fail-at")}
 	if a.intr != nil && !dry {
-		r.Abort = a.intr.abort
-		if r.NoRollback {
-			a.intr.expect(interruptUpNoRollback)
-		} else {
-			a.intr.expect(interruptUp)
+		o.Abort = a.intr.abort
+		o.BeforeSteps = func() {
+			if o.NoRollback {
+				a.intr.expect(interruptUpNoRollback)
+			} else {
+				a.intr.expect(interruptUp)
+			}
 		}
 	}
 	if isTerminal(a.stderr) {
 		if a.v.GetString("output") == "text" && !dry {
-			a.live = newLiveLine(a.stderr)
-			r.OnEvent = a.live.event
-			e.Progress = a.live.set
+			a.live = report.NewLive(a.stderr)
+			o.OnEvent = a.live.Event
+			e.Progress = a.live.Set
+			o.AfterSteps = a.live.Done
 		} else {
-			r.OnEvent = func(ev teardown.Event) { printProgress(a.stderr, ev) }
+			o.OnEvent = report.ProgressTo(a.stderr)
 		}
 	}
-	return r
+	return o
 }
 
 func (a *app) runUp(ctx context.Context, dry bool) error {
@@ -392,66 +384,12 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	defer closeEnv()
 	e.Stage = stage
 	e.Force = a.force
-
-	var j *teardown.Journal
-	if !dry {
-		// At boot the PFs may not exist yet (driver probe after udev
-		// starts): wait for them, bounded by pf_wait, before the lock.
-		if err := e.WaitPFs(ctx, cfg.PFWait); err != nil {
-			return fail(err)
-		}
-		lock, err := a.lock(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		defer func() { _ = lock.Release() }()
-	}
-	if j, err = teardown.OpenJournal(a.stateDir()); err != nil {
-		return fail(err)
-	}
-	groups, err := e.Preflight(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	a.journalIDs = map[string]bool{}
-	for _, en := range j.Entries() {
-		a.journalIDs[en.ID] = true
-	}
-	r := a.runner(j, e, dry)
-	runErr := e.Up(ctx, r, groups)
-	if a.live != nil {
-		a.live.done()
-	}
-	if errors.Is(runErr, teardown.ErrDegraded) {
-		runErr = fmt.Errorf("host degraded: every step succeeded and stays (no rollback), but %w", runErr)
-	}
-	if runErr != nil && errors.Is(runErr, teardown.ErrStopped) {
-		_ = a.report(command, r.Results(), nil) // the stop's exit code (3) wins
+	res := apply.Up(ctx, e, cfg.PFWait, a.applyOptions(e, dry))
+	if res.Stopped {
+		_ = a.report(command, res) // the stop's exit code (3) wins
 		return exitError{code: 3}
 	}
-	if !dry && stage == pipeline.StageAll && (runErr == nil || errors.Is(runErr, teardown.ErrDegraded)) {
-		a.markReady(e)
-	}
-	return a.report(command, r.Results(), runErr)
-}
-
-// markReady records that the VF-LAG is up in this boot and starts the
-// autostarted domains the qemu hook deferred until now (internal/bootgate).
-// A domain that does not start is logged with libvirt's reason; it does not
-// fail up, whose work is done.
-func (a *app) markReady(e *pipeline.Env) {
-	res, err := bootgate.New(a.stateDir()).ReadyAndStart(func() (bootgate.Starter, error) { return e.Host().Virt() })
-	if err != nil {
-		a.log.Warn("boot readiness", "err", err)
-	}
-	for _, r := range res {
-		switch {
-		case r.Err != nil:
-			a.log.Warn("autostart deferred at boot: domain did not start", "step", "libvirt.start", "domain", r.Domain, "err", r.Err)
-		case r.Started:
-			fmt.Fprintf(a.stderr, "vflag: started domain %s (the hook deferred its autostart until the VF-LAG was up)\n", r.Domain)
-		}
-	}
+	return a.report(command, res)
 }
 
 func (a *app) runDown(ctx context.Context) error {
@@ -467,28 +405,7 @@ func (a *app) runDown(ctx context.Context) error {
 	defer closeEnv()
 	e.Force = a.force
 	a.intr.expect(interruptDown)
-	lock, err := a.lock(ctx)
-	if err != nil {
-		return a.failed("down", err)
-	}
-	defer func() { _ = lock.Release() }()
-	// From here on the hook refuses domains holding VFs until the next up.
-	if err := bootgate.New(a.stateDir()).Unready(); err != nil {
-		return a.failed("down", err)
-	}
-	j, err := teardown.OpenJournal(a.stateDir())
-	if err != nil {
-		return a.failed("down", err)
-	}
-	if err := e.DownPreflight(j, cfg != nil); err != nil {
-		return a.failed("down", err)
-	}
-	r := a.runner(j, e, false)
-	downErr := r.Down(ctx)
-	if a.live != nil {
-		a.live.done()
-	}
-	return a.report("down", r.Results(), downErr)
+	return a.report("down", apply.Down(ctx, e, cfg != nil, a.applyOptions(e, false)))
 }
 
 func isTerminal(w io.Writer) bool {
@@ -498,4 +415,11 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// writeJSON prints v as indented JSON (-o json).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

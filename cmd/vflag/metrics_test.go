@@ -3,15 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/status"
+	"github.com/vflag/vflag/internal/status/statustest"
 	"github.com/vflag/vflag/internal/validate"
 )
 
@@ -154,7 +152,7 @@ func TestStatusPrometheus(t *testing.T) {
 			}
 			out := b.statusAny("-o", "prometheus")
 			t.Log(out)
-			fams := checkExposition(t, out)
+			fams := statustest.CheckExposition(t, out)
 			lines := map[string]bool{}
 			for _, l := range strings.Split(out, "\n") {
 				lines[l] = true
@@ -218,35 +216,6 @@ func (b *bed) statusJSON() status.HostStatus {
 	return hs
 }
 
-// checkExposition parses the output as node_exporter's textfile collector
-// does and checks that each family has HELP and TYPE gauge; it returns the
-// number of samples per family.
-func checkExposition(t *testing.T, out string) map[string]int {
-	t.Helper()
-	var p expfmt.TextParser
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
-	if err != nil {
-		t.Fatalf("not valid exposition format: %v\n%s", err, out)
-	}
-	n := map[string]int{}
-	var names []string
-	for name, mf := range mfs {
-		names = append(names, name)
-		if mf.GetHelp() == "" || mf.GetType().String() != "GAUGE" {
-			t.Errorf("%s: help %q type %s", name, mf.GetHelp(), mf.GetType())
-		}
-		if !strings.Contains(out, "# TYPE "+name+" gauge\n") {
-			t.Errorf("%s: no TYPE line", name)
-		}
-		n[name] = len(mf.GetMetric())
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		t.Fatal("no metric families")
-	}
-	return n
-}
-
 func TestStatusPrometheusOnlyForStatus(t *testing.T) {
 	var out, errb strings.Builder
 	if code := run(t.Context(), []string{"--config", "/nonexistent", "plan", "-o", "prometheus"}, &out, &errb); code != 1 ||
@@ -256,64 +225,6 @@ func TestStatusPrometheusOnlyForStatus(t *testing.T) {
 	if code := run(t.Context(), []string{"--config", "/nonexistent", "status", "-o", "yaml"}, &out, &errb); code != 1 ||
 		!strings.Contains(errb.String(), `"yaml" is not text or json`) {
 		t.Fatalf("status -o yaml: exit %d, stderr %q", code, errb.String())
-	}
-}
-
-// TestWriteStatusPrometheusEscapes: label values are escaped as the format
-// wants, and families without samples are left out.
-func TestWriteStatusPrometheusEscapes(t *testing.T) {
-	hs := status.HostStatus{Groups: []status.GroupStatus{{Name: "g", Eswitch: "legacy", VFs: []status.VFStatus{{PF: "p", Index: 2, PCI: "0000:01:00.2", Domain: "a\"b\\c\nd"}}}}}
-	var b strings.Builder
-	if err := writeStatusPrometheus(&b, hs); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	want := `vflag_vf_info{group="g",pf="p",vf="2",pci="0000:01:00.2",driver="",mac="",representor="",ovs_port="",domain="a\"b\\c\nd"} 1`
-	if !strings.Contains(out, want+"\n") {
-		t.Errorf("want line %s in\n%s", want, out)
-	}
-	if strings.Contains(out, "vflag_lag_active") || strings.Contains(out, "vflag_pf_up") {
-		t.Errorf("families without samples printed:\n%s", out)
-	}
-	fams := checkExposition(t, out)
-	if fams["vflag_vfs_attached"] != 1 {
-		t.Errorf("families: %v", fams)
-	}
-}
-
-// TestStatusPrometheusDatapath: a group whose bridge runs on the kernel
-// datapath exports its upcall counters; one that lost every upcall can be
-// told apart (lost == upcalls > 0), and the exposition stays valid.
-func TestStatusPrometheusDatapath(t *testing.T) {
-	dead := eswitch.DatapathStats{Name: "ovs-system", Missed: 13, Lost: 13, PerCPUDispatch: true}
-	hs := status.HostStatus{Groups: []status.GroupStatus{
-		{Name: "lag0", Eswitch: "switchdev", Bridge: "br-vf", HWOffload: "true", Datapath: &dead},
-		{Name: "lag1", Eswitch: "switchdev", Bridge: "br-user", HWOffload: "true"}, // netdev datapath: no series
-	}}
-	var b strings.Builder
-	if err := writeStatusPrometheus(&b, hs); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{
-		`vflag_ovs_datapath_upcalls{group="lag0",bridge="br-vf",datapath="ovs-system"} 13`,
-		`vflag_ovs_datapath_upcalls_lost{group="lag0",bridge="br-vf",datapath="ovs-system"} 13`,
-	} {
-		if !strings.Contains(out, want+"\n") {
-			t.Errorf("want line %s in\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, `datapath_upcalls{group="lag1"`) {
-		t.Errorf("series for a bridge without a kernel datapath:\n%s", out)
-	}
-	fams := checkExposition(t, out)
-	if fams["vflag_ovs_datapath_upcalls_lost"] != 1 {
-		t.Errorf("families: %v", fams)
-	}
-	var text strings.Builder
-	writeStatusText(&text, hs)
-	if want := "  ovs datapath ovs-system hit 0 missed 13 lost 13 flows 0 upcall dispatch per-cpu\n"; !strings.Contains(text.String(), want) {
-		t.Errorf("status text lacks %q:\n%s", want, text.String())
 	}
 }
 
@@ -362,7 +273,7 @@ func TestStatusRates(t *testing.T) {
 		t.Errorf("status json rate groups %+v", g.RateGroups)
 	}
 	out := b.mustVflag(0, "status", "-o", "prometheus")
-	checkExposition(t, out)
+	statustest.CheckExposition(t, out)
 	for _, w := range []string{
 		`vflag_vf_tx_max_mbps{group="lag0",pf="ens1f0np0",vf="0",rate_group="tenant1"} 100`,
 		`vflag_vf_tx_share_mbps{group="lag0",pf="ens1f0np0",vf="0",rate_group="tenant1"} 10`,

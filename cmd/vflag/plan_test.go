@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/testbed"
 )
 
@@ -63,18 +63,11 @@ func simulatedExample(t *testing.T, d daemons, text string) (string, *config.Con
 // changedIDs are the ids of the steps a report says changed, sorted.
 func changedIDs(t *testing.T, out string) []string {
 	t.Helper()
-	var rep report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("decode report: %v\n%s", err, out)
 	}
-	var ids []string
-	for _, s := range rep.Steps {
-		if s.Changed {
-			ids = append(ids, s.ID)
-		}
-	}
-	sort.Strings(ids)
-	return ids
+	return rep.ChangedIDs()
 }
 
 // TestPlanMatchesUp: for every example config, on a fresh simulated host

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
-	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/internal/validaterun"
 )
@@ -49,43 +49,29 @@ func (a *app) roceCommand() *cobra.Command {
 	return root
 }
 
-// roceFS opens the host and lists the RDMA devices to look at: named when
-// given, else those of the groups' PFs, else all. The config is optional
-// (it only narrows the devices, and gives the simulated host's spec).
-func (a *app) roceFS(named []string) (sysfs.FS, []string, func(), error) {
+// roceHost opens the host for `vflag roce`. The config is optional (it
+// only narrows the devices, and gives the simulated host's spec).
+func (a *app) roceHost() (*config.Config, *host.Host, error) {
 	cfg, err := a.loadConfig(true)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	h, err := a.openHost(cfg, cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if len(named) > 0 {
-		return h.FS, named, h.Close, nil
-	}
-	devs, err := validaterun.RoCEDevices(cfg, h)
-	if err != nil {
-		h.Close()
-		return nil, nil, nil, err
-	}
-	return h.FS, devs, h.Close, nil
+	return cfg, h, err
 }
 
 func (a *app) roceShow(args []string) error {
-	f, devs, closeHost, err := a.roceFS(args)
+	cfg, h, err := a.roceHost()
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	out, err := validate.RoCEPorts(f, devs)
+	defer h.Close()
+	out, err := validaterun.RoCEPorts(cfg, h, args)
 	if err != nil {
 		return err
 	}
 	if a.v.GetString("output") == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(a.stdout, out)
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(a.stdout, "no RDMA devices")
@@ -110,19 +96,17 @@ func optInt(v *int) string {
 }
 
 func (a *app) roceGIDs(args []string) error {
-	f, devs, closeHost, err := a.roceFS(args)
+	cfg, h, err := a.roceHost()
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	all, err := validate.GIDTable(f, devs)
+	defer h.Close()
+	all, err := validaterun.GIDTable(cfg, h, args)
 	if err != nil {
 		return err
 	}
 	if a.v.GetString("output") == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return writeJSON(a.stdout, all)
 	}
 	fmt.Fprintln(a.stdout, validate.FormatGIDs(all))
 	fmt.Fprintf(a.stdout, "n_gids_found=%d\n", len(all))
@@ -152,10 +136,10 @@ func (a *app) roceSet(cmd *cobra.Command, dev string) error {
 	if err := s.Check(); err != nil {
 		return err
 	}
-	f, _, closeHost, err := a.roceFS([]string{dev})
+	_, h, err := a.roceHost()
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	return s.Apply(f, func(line string) { fmt.Fprintln(a.stdout, line) })
+	defer h.Close()
+	return validaterun.SetRoCE(h, s, func(line string) { fmt.Fprintln(a.stdout, line) })
 }

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vflag/vflag/internal/apply"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/sim"
-	"github.com/vflag/vflag/teardown"
 )
 
 // simCommand is `vflag sim`: the simulated host kept in the --sim directory.
@@ -47,16 +47,16 @@ func (a *app) runSimReset(ctx context.Context) error {
 	if cfg.Sim == nil {
 		return fmt.Errorf("sim reset: config %s has no sim section to create the host from", a.v.GetString("config"))
 	}
-	lock, err := a.lock(ctx)
+	release, err := apply.Lock(ctx, apply.Options{StateDir: a.stateDir(), LockWait: a.v.GetDuration("lock-wait"), Log: a.log})
 	if err != nil {
 		return fmt.Errorf("sim reset: %w", err)
 	}
-	defer func() { _ = lock.Release() }()
-	j, err := teardown.OpenJournal(a.stateDir())
+	defer release()
+	n, err := apply.Recorded(a.stateDir())
 	if err != nil {
 		return fmt.Errorf("sim reset: %w", err)
 	}
-	if n := len(j.Entries()); n > 0 {
+	if n > 0 {
 		return fmt.Errorf("sim reset: the journal in %s holds %d entries of an earlier up (VFs, bond, OVS rows, attachments on the saved host): run `vflag --sim %s down` first, then `vflag --sim %s sim reset`", a.stateDir(), n, dir, dir)
 	}
 	h, err := host.Open(host.Options{SimDir: dir, SimSpec: cfg.Sim})

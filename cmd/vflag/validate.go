@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os/signal"
-	"slices"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/internal/atomicfile"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/internal/validaterun"
 )
@@ -93,58 +86,9 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 
 func (a *app) vget(name string) string { return a.v.GetString("validate-" + name) }
 
-// kernelBondModes are the kernel's bonding modes (/sys/class/net/<bond>/bonding/mode).
-var kernelBondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
-
 func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
-	bond := a.vget("bond")
-	if bond != "" {
-		if a.vget("group") != "" {
-			return fmt.Errorf("--bond and --group exclude each other")
-		}
-		if err := eswitch.ValidIfName(bond); err != nil {
-			return fmt.Errorf("--bond: %w", err)
-		}
-		if m := a.vget("bond-mode"); m != "" && !slices.Contains(kernelBondModes, m) {
-			return fmt.Errorf("--bond-mode: %q is not a bonding mode (%s)", m, strings.Join(kernelBondModes, ", "))
-		}
-	} else if a.vget("bond-mode") != "" {
-		return fmt.Errorf("--bond-mode needs --bond")
-	}
-	if n := a.v.GetInt("validate-rdma-iters"); n < 0 {
-		return fmt.Errorf("--rdma-iters: %d must be positive", n)
-	}
-	cfg, err := a.loadConfig(bond != "")
-	if err != nil {
-		return err
-	}
-	if g := a.vget("group"); g != "" {
-		found := false
-		for _, x := range cfg.Groups {
-			found = found || x.Name == g
-		}
-		if !found {
-			return fmt.Errorf("--group: %q is not a group of the config", g)
-		}
-	}
-	if m := a.vget("roce-mode"); m != "" {
-		if _, err := validate.ParseRoCEMode(m); err != nil {
-			return fmt.Errorf("--roce-mode: %w", err)
-		}
-	}
-	if s := a.v.GetFloat64("validate-min-share"); s < 0 || s >= 0.5 {
-		return fmt.Errorf("--min-share: %v must be in [0, 0.5)", s)
-	}
-	if a.v.GetDuration("validate-interval") <= 0 {
-		return fmt.Errorf("--interval: %s must be positive", a.v.GetDuration("validate-interval"))
-	}
-	h, err := a.openHost(cfg, cfg)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
 	o := validaterun.Options{
-		Group: a.vget("group"), Bond: bond, BondMode: a.vget("bond-mode"), AllowSkip: a.v.GetBool("validate-allow-skip"),
+		Group: a.vget("group"), Bond: a.vget("bond"), BondMode: a.vget("bond-mode"), AllowSkip: a.v.GetBool("validate-allow-skip"),
 		RoCEMode: a.vget("roce-mode"), Traffic: a.v.GetBool("validate-traffic"), Failover: a.v.GetBool("validate-failover"),
 		Offload: a.v.GetBool("validate-offload"), VswitchdLog: a.vget("ovs-log"),
 		Manual: a.v.GetBool("validate-manual"), FailSlave: a.vget("fail-slave"), Peer: a.vget("peer"),
@@ -155,14 +99,29 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 		RDMATool: a.vget("rdma-tool"), RDMADev: a.vget("rdma-dev"), RDMAIters: a.v.GetInt("validate-rdma-iters"),
 		Prompt: a.stderr, Log: a.log,
 	}
+	if err := o.CheckFlags(); err != nil {
+		return err
+	}
+	cfg, err := a.loadConfig(o.Bond != "")
+	if err != nil {
+		return err
+	}
+	if err := o.CheckConfig(cfg); err != nil {
+		return err
+	}
+	h, err := a.openHost(cfg, cfg)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
 	if isTerminal(a.stderr) {
-		o.OnTick, o.OnFailoverTick = liveView(a.stderr), throttle(liveView(a.stderr), time.Second)
+		o.OnTick, o.OnFailoverTick = validate.LiveView(a.stderr), validate.Throttle(validate.LiveView(a.stderr), time.Second)
 		o.TicksDone = func() { fmt.Fprintln(a.stderr) }
 	}
 	rep := validaterun.Run(ctx, cfg, h, o)
 	if path := a.vget("junit"); path != "" {
-		if err := writeJUnit(path, rep); err != nil {
-			return err
+		if err := rep.WriteJUnitFile(path); err != nil {
+			return fmt.Errorf("--junit %s: %w", path, err)
 		}
 	}
 	if a.v.GetString("output") == "json" {
@@ -176,54 +135,4 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-func writeJUnit(path string, rep *validate.Report) error {
-	var b bytes.Buffer
-	if err := rep.WriteJUnit(&b); err != nil {
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	if err := atomicfile.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	return nil
-}
-
-// liveView prints one line per tick: each slave's packet and bit rate.
-func liveView(w io.Writer) func(validate.Tick) {
-	return func(t validate.Tick) {
-		names := make([]string, 0, len(t.Rates))
-		for n := range t.Rates {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var parts []string
-		for _, n := range names {
-			r := t.Rates[n]
-			parts = append(parts, fmt.Sprintf("%s %8.0f pkt/s %10s", n, r.PacketsPerSec, formatRate(r.BitsPerSec)))
-		}
-		fmt.Fprintf(w, "\r\033[K[%5.1fs] %s", t.At.Seconds(), strings.Join(parts, " | "))
-	}
-}
-
-func formatRate(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.2f Gb/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.2f Mb/s", bps/1e6)
-	}
-	return fmt.Sprintf("%.1f kb/s", bps/1e3)
-}
-
-// throttle calls fn at most once per period (the live view of a finely
-// sampled failover check).
-func throttle(fn func(validate.Tick), period time.Duration) func(validate.Tick) {
-	var last time.Duration = -period
-	return func(t validate.Tick) {
-		if t.At-last >= period {
-			last = t.At
-			fn(t)
-		}
-	}
 }

@@ -89,7 +89,7 @@ func TestConvergeLegacyVFPolicy(t *testing.T) {
 			baseline = base
 		}
 		plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
-		if up := changed(upReport(t, b)); !slices.Equal(plan, up) {
+		if up := upReport(t, b).ChangedIDs(); !slices.Equal(plan, up) {
 			t.Fatalf("%s: plan on a clean host changes %v, up %v", x.name, plan, up)
 		}
 		fresh[x.name] = canonical(b.dump())
@@ -120,16 +120,16 @@ func TestConvergeLegacyVFPolicy(t *testing.T) {
 		if rep.Error != "" {
 			t.Fatalf("%s -> %s: up failed: %s", prev, x.name, rep.Error)
 		}
-		if up := changed(rep); !slices.Equal(plan, up) {
+		if up := rep.ChangedIDs(); !slices.Equal(plan, up) {
 			t.Errorf("%s -> %s: plan predicts %d change(s), up made %d:\n%s", prev, x.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
 		}
 		if got := canonical(b.dump()); got != fresh[x.name] {
-			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, changed(rep), testbed.DiffText(fresh[x.name], got))
+			t.Fatalf("%s -> %s: the host differs from %s's fresh state (changed %v):\n%s", prev, x.name, x.name, rep.ChangedIDs(), testbed.DiffText(fresh[x.name], got))
 		}
-		if again := changed(upReport(t, b)); len(again) != 0 {
+		if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
 			t.Fatalf("%s -> %s: a second up changed %v", prev, x.name, again)
 		}
-		t.Logf("%s -> %s: %d change(s) %v", prev, x.name, len(changed(rep)), changed(rep))
+		t.Logf("%s -> %s: %d change(s) %v", prev, x.name, len(rep.ChangedIDs()), rep.ChangedIDs())
 		prev = x.name
 	}
 	b.mustVflag(0, "down")
@@ -206,13 +206,13 @@ func TestVFPolicyFields(t *testing.T) {
 			if !slices.Equal(plan, []string{tt.id}) {
 				t.Fatalf("plan changes %v, want [%s]", plan, tt.id)
 			}
-			if got := changed(upReport(t, b)); !slices.Equal(got, []string{tt.id}) {
+			if got := upReport(t, b).ChangedIDs(); !slices.Equal(got, []string{tt.id}) {
 				t.Fatalf("up changed %v, want [%s]", got, tt.id)
 			}
 			if got := policyOf(); !tt.want(got) {
 				t.Fatalf("after up the PF reports %+v", got)
 			}
-			if again := changed(upReport(t, b)); len(again) != 0 {
+			if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
 				t.Fatalf("a second up changed %v", again)
 			}
 			if text := b.mustVflag(0, "status"); !strings.Contains(text, tt.status) {
@@ -234,7 +234,7 @@ func TestVFPolicyFields(t *testing.T) {
 			if _, ok := checksBy(b.validateJSON(1), validate.Fail)[check]; !ok {
 				t.Fatalf("validate does not fail %s after the change behind vflag's back", check)
 			}
-			if got := changed(upReport(t, b)); !slices.Equal(got, []string{tt.id}) {
+			if got := upReport(t, b).ChangedIDs(); !slices.Equal(got, []string{tt.id}) {
 				t.Fatalf("repair changed %v, want [%s]", got, tt.id)
 			}
 

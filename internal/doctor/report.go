@@ -1,14 +1,12 @@
 package doctor
 
 import (
-	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/vflag/vflag/internal/atomicfile"
+	"github.com/vflag/vflag/internal/junit"
 )
 
 // ANSI colours of the text output.
@@ -121,56 +119,30 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(out)
 }
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
+// WriteJUnit writes the checks as JUnit XML (junitSuites).
+func (r *Report) WriteJUnit(w io.Writer) error { return junit.Write(w, r.junitSuites()) }
 
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
+// WriteJUnitFile writes the JUnit XML to path atomically (junit.WriteFile).
+func (r *Report) WriteJUnitFile(path string) error { return junit.WriteFile(path, r.junitSuites()) }
 
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
-// WriteJUnit writes the checks as JUnit XML: one testsuite per area, one
+// junitSuites are the checks as JUnit suites: one testsuite per area, one
 // testcase per check; a fail is a failure (detail and fix), a skip is
 // skipped, a warn passes with "WARN" and its fix in system-out.
-func (r *Report) WriteJUnit(w io.Writer) error {
-	out := junitSuites{Name: "vflag doctor"}
+func (r *Report) junitSuites() junit.Suites {
+	out := junit.Suites{Name: "vflag doctor"}
 	for _, area := range Areas {
-		s := junitSuite{Name: "vflag.doctor." + area, Time: "0.000"}
+		s := junit.Suite{Name: "vflag.doctor." + area, Time: "0.000"}
 		for _, c := range r.Checks {
 			if c.Area != area {
 				continue
 			}
-			tc := junitCase{Name: c.Name, Classname: s.Name, Time: "0.000"}
+			tc := junit.Case{Name: c.Name, Classname: s.Name, Time: "0.000"}
 			switch c.Status {
 			case Fail:
-				tc.Failure = &junitMessage{Message: firstLine(c.Detail), Text: c.Detail + "\nfix: " + c.Fix}
+				tc.Failure = &junit.Message{Message: firstLine(c.Detail), Text: c.Detail + "\nfix: " + c.Fix}
 				s.Failures++
 			case Skip:
-				tc.Skipped = &junitMessage{Message: firstLine(c.Detail)}
+				tc.Skipped = &junit.Message{Message: firstLine(c.Detail)}
 				s.Skipped++
 			case Warn:
 				tc.SystemOut = "WARN: " + c.Detail + "\nfix: " + c.Fix
@@ -180,32 +152,9 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			s.Tests++
 			s.Cases = append(s.Cases, tc)
 		}
-		if s.Tests == 0 {
-			continue
+		if s.Tests > 0 {
+			out.Add(s)
 		}
-		out.Tests += s.Tests
-		out.Failures += s.Failures
-		out.Skipped += s.Skipped
-		out.Suites = append(out.Suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
-}
-
-// WriteJUnitFile writes the JUnit XML to path atomically: a temp file in
-// the same directory, fsync, rename, fsync of the directory.
-func (r *Report) WriteJUnitFile(path string) error {
-	var b bytes.Buffer
-	if err := r.WriteJUnit(&b); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, b.Bytes(), 0o644)
+	return out
 }

@@ -3,6 +3,9 @@
 // representor, OVS port and libvirt domain, as the host shows them. Every
 // static check of vflag validate that fails is a problem line, named as
 // validate names it (internal/validaterun.Static), and so is what status
-// could not read: never a guess. Rendering (text, JSON, Prometheus), the
-// journal and boot-unit problems and the exit code are cmd/vflag's.
+// could not read: never a guess. The journal's and the failed boot units'
+// problems are added by the caller (AddJournalProblem, AddBootProblems)
+// after Gather. The package renders the status as text (WriteText), as a
+// tree (WriteTree) and as Prometheus textfile metrics (WritePrometheus);
+// JSON is the HostStatus itself. The exit code is cmd/vflag's.
 package status

@@ -10,11 +10,12 @@ package validate
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/vflag/vflag/internal/junit"
 )
 
 // Verdict is a check's outcome.
@@ -135,60 +136,34 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
+// WriteJUnit writes the report as JUnit XML (junitSuites).
+func (r *Report) WriteJUnit(w io.Writer) error { return junit.Write(w, r.junitSuites()) }
 
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
+// WriteJUnitFile writes the JUnit XML to path atomically (junit.WriteFile).
+func (r *Report) WriteJUnitFile(path string) error { return junit.WriteFile(path, r.junitSuites()) }
 
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
-// WriteJUnit writes the report as JUnit XML: one testsuite per group, one
+// junitSuites are the report as JUnit suites: one testsuite per group, one
 // testcase per check.
-func (r *Report) WriteJUnit(w io.Writer) error {
-	out := junitSuites{Name: "vflag validate"}
+func (r *Report) junitSuites() junit.Suites {
+	out := junit.Suites{Name: "vflag validate"}
 	for _, g := range r.Groups {
-		s := junitSuite{Name: "vflag.validate." + g.Group}
+		s := junit.Suite{Name: "vflag.validate." + g.Group}
 		var total time.Duration
 		for _, c := range g.Checks {
 			total += c.Duration
-			tc := junitCase{Name: c.Name, Classname: "vflag.validate." + g.Group, Time: secs(c.Duration)}
+			tc := junit.Case{Name: c.Name, Classname: "vflag.validate." + g.Group, Time: secs(c.Duration)}
 			first, _, _ := strings.Cut(c.Detail, "\n")
 			switch c.Verdict {
 			case Fail:
-				tc.Failure = &junitMessage{Message: first, Text: c.Detail}
+				tc.Failure = &junit.Message{Message: first, Text: c.Detail}
 				s.Failures++
 			case Skip:
-				tc.Skipped = &junitMessage{Message: first}
+				tc.Skipped = &junit.Message{Message: first}
 				s.Skipped++
 			case NA:
 				// JUnit has no "not applicable": a skipped testcase whose
 				// message says so.
-				tc.Skipped = &junitMessage{Message: "n/a: " + first}
+				tc.Skipped = &junit.Message{Message: "n/a: " + first}
 				s.Skipped++
 			default:
 				tc.SystemOut = c.Detail
@@ -197,21 +172,9 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			s.Cases = append(s.Cases, tc)
 		}
 		s.Time = secs(total)
-		out.Tests += s.Tests
-		out.Failures += s.Failures
-		out.Skipped += s.Skipped
-		out.Suites = append(out.Suites, s)
+		out.Add(s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return out
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

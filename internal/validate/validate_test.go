@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/junit"
 	"github.com/vflag/vflag/internal/sysfs"
 )
 
@@ -128,7 +129,7 @@ func TestReportFormats(t *testing.T) {
 	if err := r.WriteJUnit(&b); err != nil {
 		t.Fatal(err)
 	}
-	var ju junitSuites
+	var ju junit.Suites
 	if err := xml.Unmarshal(b.Bytes(), &ju); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestReportNotApplicable(t *testing.T) {
 	if err := r.WriteJUnit(&b); err != nil {
 		t.Fatal(err)
 	}
-	var ju junitSuites
+	var ju junit.Suites
 	if err := xml.Unmarshal(b.Bytes(), &ju); err != nil {
 		t.Fatal(err)
 	}

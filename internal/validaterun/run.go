@@ -4,7 +4,9 @@
 // RDMA checks with the settings of Options, falling back to each group's
 // validate: section. It is separate from internal/validate, which
 // internal/host and internal/config import, because it joins them with
-// internal/pipeline. Rendering the report is cmd/vflag's.
+// internal/pipeline. It also reads and sets the RoCE settings of `vflag
+// roce` (roce.go). Rendering the report is internal/validate's; choosing
+// the output is cmd/vflag's.
 package validaterun
 
 import (

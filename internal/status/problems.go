@@ -1,7 +1,7 @@
-package main
+package status
 
-// Boot failures in `vflag status`: when vflag-pre.service or vflag.service
-// failed in this boot (a PF that never appeared, a step that failed), every
+// Problems beside Gather's. Boot failures: when vflag-pre.service or
+// vflag.service failed in this boot (a PF that never appeared, a step that failed), every
 // group gets a problem naming the unit and where its reason is (the
 // journal), so the text output, the JSON and vflag_group_problems say so.
 
@@ -13,17 +13,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vflag/vflag/internal/status"
+	"github.com/vflag/vflag/teardown"
 )
 
 // bootUnits are the units `vflag install` and the package enable.
 var bootUnits = []string{"vflag-pre.service", "vflag.service"}
 
-// failedBootUnits lists the boot units systemd reports failed, with their
+// FailedBootUnits lists the boot units systemd reports failed, with their
 // result ("vflag-pre.service (result exit-code)"). Nothing without systemd
-// or systemctl, or under --sim (a simulated host has no boot).
-func (a *app) failedBootUnits(ctx context.Context) []string {
-	if a.v.GetString("sim") != "" {
+// or systemctl, or on a simulated host (it has no boot).
+func FailedBootUnits(ctx context.Context, simulated bool) []string {
+	if simulated {
 		return nil
 	}
 	if fi, err := os.Stat("/run/systemd/system"); err != nil || !fi.IsDir() {
@@ -50,11 +50,23 @@ func (a *app) failedBootUnits(ctx context.Context) []string {
 	return out
 }
 
-// addBootProblems gives every group a problem per failed boot unit.
-func addBootProblems(hs *status.HostStatus, failed []string) {
+// AddBootProblems gives every group a problem per failed boot unit.
+func AddBootProblems(hs *HostStatus, failed []string) {
 	for _, f := range failed {
 		unit, _, _ := strings.Cut(f, " ")
 		p := fmt.Sprintf("boot: %s failed: the host was not brought up at boot (reason: journalctl -b -u %s)", f, unit)
+		for i := range hs.Groups {
+			hs.Groups[i].Problems = append(hs.Groups[i].Problems, p)
+		}
+	}
+}
+
+// AddJournalProblem gives every group a problem when the journal in
+// stateDir cannot be read: down and a resuming up refuse to run on it, and
+// what it records is unknown.
+func AddJournalProblem(hs *HostStatus, stateDir string) {
+	if _, err := teardown.OpenJournal(stateDir); err != nil {
+		p := fmt.Sprintf("journal: %v", err)
 		for i := range hs.Groups {
 			hs.Groups[i].Problems = append(hs.Groups[i].Problems, p)
 		}

@@ -1,4 +1,4 @@
-package main
+package status
 
 // `vflag status --tree`: each group drawn as a tree on the terminal, along
 // the path of the traffic: PFs, the bond over them, its bridge, the
@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/vflag/vflag/internal/status"
 )
 
 // treeNode is one line of the picture and what hangs below it.
@@ -36,8 +34,8 @@ func (n *treeNode) draw(w io.Writer, prefix string) {
 	}
 }
 
-// writeStatusTree draws every group of hs.
-func writeStatusTree(w io.Writer, hs status.HostStatus) {
+// WriteTree draws every group of hs.
+func WriteTree(w io.Writer, hs HostStatus) {
 	for _, g := range hs.Groups {
 		root := groupTree(g)
 		fmt.Fprintln(w, root.label)
@@ -49,7 +47,7 @@ func writeStatusTree(w io.Writer, hs status.HostStatus) {
 // over them, its bridge, each representor in the bridge with its VF and
 // domain; a VF whose representor is not in the bridge hangs under its PF,
 // as does every VF of a legacy group.
-func groupTree(g status.GroupStatus) *treeNode {
+func groupTree(g GroupStatus) *treeNode {
 	head := fmt.Sprintf("group %s (%s", g.Name, g.Eswitch)
 	if g.LAG != nil {
 		head += ", lag " + g.LAG.State
