@@ -24,6 +24,7 @@ dpkg -i "$deb" >/dev/null 2>&1
 [ -x "$root/usr/bin/vflag" ] || fail "install: no binary"
 "$root/usr/bin/vflag" --help >/dev/null || fail "installed binary does not run"
 "$root/usr/bin/vflag-hook" --version >/dev/null || fail "installed vflag-hook does not run"
+if ldd "$root/usr/bin/vflag-hook" 2>&1 | grep -q libvirt; then fail "vflag-hook loads libvirt (build it with -tags vflag_nolibvirt)"; fi
 grep -q 'hook qemu' "$root/etc/libvirt/hooks/qemu.d/vflag" || fail "install: no hook"
 grep -q 'hook network' "$root/etc/libvirt/hooks/network.d/vflag" || fail "install: no network hook"
 dpkg -r vflag >/dev/null 2>&1
