@@ -194,3 +194,24 @@ func TestHookScript(t *testing.T) {
 		t.Fatalf("hook script without vflag: %v %q, want exit 0 and no output", err, out)
 	}
 }
+
+// TestInstallHookBinaryNote: install-hook says when the scripts will run
+// vflag itself, there being no vflag-hook next to the binary they name
+// (under --root).
+func TestInstallHookBinaryNote(t *testing.T) {
+	c := newSimCLI(t)
+	root := t.TempDir()
+	const note = "note: no /opt/v/vflag-hook (make build and the packages have it): the hooks run /opt/v/vflag"
+	if out := c.run(0, "install-hook", "--root", root, "--binary", "/opt/v/vflag"); !strings.Contains(out, note) {
+		t.Errorf("without vflag-hook: output lacks %q:\n%s", note, out)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "opt/v"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "opt/v/vflag-hook"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.run(0, "install-hook", "--root", root, "--binary", "/opt/v/vflag"); strings.Contains(out, "note: no") {
+		t.Errorf("with vflag-hook: output has the note:\n%s", out)
+	}
+}
