@@ -4,6 +4,10 @@ SHELL := /bin/bash
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 export PATH := $(dir $(GO)):$(PATH)
 BIN := bin/vflag
+# HOOK_BIN: the libvirt hooks alone (cmd/vflag-hook), without libvirt's C
+# library and static: the hook scripts run it when it is next to vflag.
+HOOK_BIN := $(BIN)-hook
+HOOK_BUILD := CGO_ENABLED=0 $(GO) build -tags vflag_nolibvirt
 DEBS := rpm openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
@@ -21,9 +25,11 @@ deps:
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/vflag
+	$(HOOK_BUILD) -o $(HOOK_BIN) ./cmd/vflag-hook
 
 vet: deps
 	$(GO) vet ./...
+	$(GO) vet -tags vflag_nolibvirt ./cmd/vflag-hook/ ./libvirtx/
 
 # lint: static analysis beyond vet, at pinned versions the Go toolchain
 # fetches and builds (nothing to install): staticcheck, and errcheck for
@@ -108,12 +114,13 @@ ARCH ?= $(shell $(GO) env GOARCH)
 package: deps
 	rm -rf build/pkg && mkdir -p build/pkg
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o build/pkg/vflag ./cmd/vflag
+	$(HOOK_BUILD) -trimpath -ldflags "-X main.version=$(VERSION)" -o build/pkg/vflag-hook ./cmd/vflag-hook
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) build/pkg/vflag gen-docs build/pkg
 	gzip -9n build/pkg/man/man1/*.1
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t build/
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t build/
 	bash packaging/check.sh build/vflag_$(VERSION)_$(ARCH).deb
-	rpm -qlp build/vflag-*.rpm | grep -qx /usr/bin/vflag && rpm -qlp build/vflag-*.rpm | grep -qx /etc/libvirt/hooks/qemu.d/vflag \
+	rpm -qlp build/vflag-*.rpm | grep -qx /usr/bin/vflag && rpm -qlp build/vflag-*.rpm | grep -qx /usr/bin/vflag-hook && rpm -qlp build/vflag-*.rpm | grep -qx /etc/libvirt/hooks/qemu.d/vflag \
 	  && echo "rpm: contents OK"
 
 clean:

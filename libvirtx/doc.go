@@ -157,4 +157,12 @@
 // port with its <plug type='hostdev-pci'> VF and <vlan>, the network with
 // connections= counting it), "port-deleted begin" and "stopped end".
 // testdata/network-hook holds real ones, captured by TestNetworkHookData.
+//
+// # Without libvirt's C library
+//
+// Only libvirtx.go and network_conn.go use the binding (libvirt.org/go/libvirt,
+// cgo). Built with the tag vflag_nolibvirt (vflag-hook: the libvirt hooks,
+// which never call libvirt) they are left out, and nolibvirt.go's Conn takes
+// their place: Open fails with ErrNotLinked. The types, the XML and the
+// attach and network planning are in the other files, in both builds.
 package libvirtx

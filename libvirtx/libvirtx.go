@@ -1,3 +1,5 @@
+//go:build !vflag_nolibvirt
+
 package libvirtx
 
 import (
@@ -8,55 +10,6 @@ import (
 
 	"libvirt.org/go/libvirt"
 )
-
-// Attachment is one VF to put into one domain.
-type Attachment struct {
-	Domain string
-	// PCI is the VF's PCI address, "0000:61:00.2".
-	PCI string
-	// MAC is the guest-visible MAC address, "52:54:00:...".
-	MAC string
-	// Live: also attach live if the domain runs; false = config only.
-	Live bool
-	// Owner is the LAG group name, stored in vflag's domain metadata.
-	Owner string
-}
-
-// Record is what Attach did, enough to undo it without the configuration;
-// it goes into the journal as JSON.
-type Record struct {
-	Domain string `json:"domain"`
-	PCI    string `json:"pci"`
-	MAC    string `json:"mac"`
-	// Live tells that the VF is in the running domain by vflag's hand
-	// (attached live now or by an earlier run); Detach then removes it
-	// live too.
-	Live  bool   `json:"live"`
-	Owner string `json:"owner"`
-}
-
-// DomainState is what libvirt says about one domain.
-type DomainState struct {
-	Name   string
-	Exists bool
-	Active bool
-	// Interfaces are the <interface type='hostdev'> with a PCI source of
-	// the persistent definition and, when the domain runs, of the live one
-	// (merged by PCI address; the persistent one wins).
-	Interfaces []HostdevIface
-}
-
-// HostdevIface is one <interface type='hostdev'> of a domain.
-type HostdevIface struct {
-	PCI     string
-	MAC     string
-	Managed bool
-	// Owned tells that vflag attached it (its metadata says so).
-	Owned bool
-	// InConfig and InLive tell which definitions hold it.
-	InConfig bool
-	InLive   bool
-}
 
 // Conn is a connection to one libvirt daemon. Its methods may be called
 // from several goroutines; Close must come last.
@@ -122,14 +75,6 @@ func (c *Conn) lookup(name string) (*libvirt.Domain, error) {
 }
 
 func isNoDomain(err error) bool { return hasCode(err, libvirt.ERR_NO_DOMAIN) }
-
-// snapshot is one read of a domain: both definitions.
-type snapshot struct {
-	active     bool
-	persistent bool
-	cfg        view  // persistent definition (the live one for a transient domain)
-	live       *view // nil unless active
-}
 
 func readView(d *libvirt.Domain, flags libvirt.DomainXMLFlags) (view, error) {
 	doc, err := d.GetXMLDesc(flags)
@@ -199,107 +144,6 @@ func (c *Conn) Domain(name string) (DomainState, error) {
 		}
 	}
 	return st, nil
-}
-
-// norm is a validated Attachment.
-type norm struct {
-	Attachment
-}
-
-func validate(a Attachment) (norm, error) {
-	n := norm{a}
-	var err error
-	if strings.TrimSpace(a.Domain) == "" {
-		return n, errors.New("empty domain name")
-	}
-	if n.PCI, err = parsePCI(a.PCI); err != nil {
-		return n, err
-	}
-	if n.MAC, err = parseMAC(a.MAC); err != nil {
-		return n, err
-	}
-	if strings.TrimSpace(a.Owner) == "" {
-		return n, errors.New("empty owner (LAG group name)")
-	}
-	return n, nil
-}
-
-func attachOp(a Attachment) string {
-	return fmt.Sprintf("libvirt: attach %s to %s", a.PCI, a.Domain)
-}
-
-// present checks one definition for the VF: true when vflag's interface with
-// this MAC is there; an error when anything else holds the PCI address.
-func present(v view, n norm, where string) (bool, error) {
-	if v.hasHostdev(n.PCI) {
-		return false, fmt.Errorf("the %s definition has a <hostdev> with this PCI address that vflag did not create; not touching it", where)
-	}
-	found := v.ifacesFor(n.PCI)
-	for _, i := range found {
-		if !v.owned(i) {
-			return false, fmt.Errorf("the %s definition has an <interface type='hostdev'> with this PCI address (mac %s) that vflag did not attach; not touching it", where, i.mac)
-		}
-	}
-	switch {
-	case len(found) == 0:
-		return false, nil
-	case len(found) > 1:
-		return false, fmt.Errorf("the %s definition has %d interfaces with this PCI address", where, len(found))
-	}
-	c, _ := v.claimFor(n.PCI)
-	if c.Owner != n.Owner {
-		return false, fmt.Errorf("vflag attached it for LAG group %q, not %q", c.Owner, n.Owner)
-	}
-	if c.MAC != n.MAC {
-		return false, fmt.Errorf("vflag attached it with MAC %s, want %s; detach it first", c.MAC, n.MAC)
-	}
-	return true, nil
-}
-
-// plan is what Attach has to do.
-type plan struct {
-	config     bool // attach to the persistent definition
-	live       bool // attach to the live definition
-	liveWanted bool // Attachment.Live and the domain runs
-	why        string
-}
-
-func makePlan(s snapshot, n norm) (plan, error) {
-	if !s.persistent {
-		return plan{}, errors.New("the domain is transient; vflag attaches only to persistent (defined) domains")
-	}
-	var p plan
-	inCfg, err := present(s.cfg, n, "persistent")
-	if err != nil {
-		return p, err
-	}
-	p.config = !inCfg
-	p.liveWanted = n.Live && s.active
-	inLive := false
-	if p.liveWanted {
-		if inLive, err = present(*s.live, n, "live"); err != nil {
-			return p, err
-		}
-		p.live = !inLive
-	}
-	dev := fmt.Sprintf("%s (mac %s, group %s)", n.PCI, n.MAC, n.Owner)
-	switch {
-	case p.config && p.live:
-		p.why = fmt.Sprintf("attach %s to %s: persistent and live", dev, n.Domain)
-	case p.config:
-		p.why = fmt.Sprintf("attach %s to %s: persistent", dev, n.Domain)
-		switch {
-		case n.Live && !s.active:
-			p.why += " only (domain not running)"
-		case !n.Live && s.active:
-			p.why += " only (live not requested)"
-		}
-	case p.live:
-		p.why = fmt.Sprintf("attach %s to %s: live (already in the persistent definition)", dev, n.Domain)
-	default:
-		p.why = fmt.Sprintf("%s already attached to %s by vflag", dev, n.Domain)
-	}
-	return p, nil
 }
 
 // Plan tells whether Attach would change the domain, and why; it only reads.

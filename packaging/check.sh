@@ -5,7 +5,7 @@ set -euo pipefail
 deb=$1
 fail() { echo "check.sh: $*" >&2; exit 1; }
 list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
-for want in /usr/bin/vflag /usr/lib/systemd/system/vflag-pre.service /usr/lib/systemd/system/vflag.service /usr/lib/udev/rules.d/71-vflag-representors.rules \
+for want in /usr/bin/vflag /usr/bin/vflag-hook /usr/lib/systemd/system/vflag-pre.service /usr/lib/systemd/system/vflag.service /usr/lib/udev/rules.d/71-vflag-representors.rules \
     /etc/libvirt/hooks/qemu.d/vflag /etc/libvirt/hooks/network.d/vflag /usr/share/doc/vflag/examples/vflag.yaml \
     /usr/share/doc/vflag/examples/ansible/playbook.yml /usr/share/man/man1/vflag.1.gz \
     /usr/share/man/man1/vflag-hook-qemu.1.gz /usr/share/man/man1/vflag-up.1.gz \
@@ -23,10 +23,12 @@ dpkg() { command dpkg --root="$root" --force-script-chrootless --force-depends -
 dpkg -i "$deb" >/dev/null 2>&1
 [ -x "$root/usr/bin/vflag" ] || fail "install: no binary"
 "$root/usr/bin/vflag" --help >/dev/null || fail "installed binary does not run"
+"$root/usr/bin/vflag-hook" --version >/dev/null || fail "installed vflag-hook does not run"
+if ldd "$root/usr/bin/vflag-hook" 2>&1 | grep -q libvirt; then fail "vflag-hook loads libvirt (build it with -tags vflag_nolibvirt)"; fi
 grep -q 'hook qemu' "$root/etc/libvirt/hooks/qemu.d/vflag" || fail "install: no hook"
 grep -q 'hook network' "$root/etc/libvirt/hooks/network.d/vflag" || fail "install: no network hook"
 dpkg -r vflag >/dev/null 2>&1
-[ ! -e "$root/usr/bin/vflag" ] || fail "remove left the binary"
+[ ! -e "$root/usr/bin/vflag" ] && [ ! -e "$root/usr/bin/vflag-hook" ] || fail "remove left a binary"
 [ -e "$root/etc/libvirt/hooks/qemu.d/vflag" ] || fail "remove dropped the conffile (only purge may)"
 dpkg -P vflag >/dev/null 2>&1
 [ ! -e "$root/etc/libvirt/hooks/qemu.d/vflag" ] || fail "purge left the hook"

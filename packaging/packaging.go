@@ -16,11 +16,14 @@ var files embed.FS
 // Marker is in every file vflag installs: uninstall removes only files that carry it.
 const Marker = "Installed by vflag."
 
-// Packaged paths, as the files name them.
+// Packaged paths, as the files name them. The hook scripts run HookBinary
+// when it is there, else Binary: rendered for another Binary, HookBinary is
+// that path with "-hook" appended.
 const (
-	Binary   = "/usr/bin/vflag"
-	Config   = "/etc/vflag/vflag.yaml"
-	StateDir = "/var/lib/vflag"
+	Binary     = "/usr/bin/vflag"
+	HookBinary = Binary + "-hook"
+	Config     = "/etc/vflag/vflag.yaml"
+	StateDir   = "/var/lib/vflag"
 )
 
 // Units are the systemd units, by file name.

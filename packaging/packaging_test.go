@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestNFPMSources(t *testing.T) {
 			t.Errorf("nfpm.yaml: %s -> %s: %v", c.Src, c.Dst, err)
 		}
 	}
-	for _, want := range []string{"/usr/bin/vflag", "/usr/lib/systemd/system/vflag-pre.service", "/usr/lib/systemd/system/vflag.service",
+	for _, want := range []string{"/usr/bin/vflag", "/usr/bin/vflag-hook", "/usr/lib/systemd/system/vflag-pre.service", "/usr/lib/systemd/system/vflag.service",
 		"/etc/libvirt/hooks/qemu.d/vflag", "/usr/share/doc/vflag/examples/vflag.yaml", "/usr/share/man/man1/",
 		"/usr/share/bash-completion/completions/vflag", "/usr/share/zsh/vendor-completions/_vflag", "/usr/share/fish/vendor_completions.d/vflag.fish"} {
 		if !dsts[want] {
@@ -66,7 +67,56 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "exec /usr/bin/vflag --config /etc/vflag/vflag.yaml --state-dir /var/lib/vflag hook qemu -- \"$@\"") {
+	if !strings.Contains(string(b), "bin=/usr/bin/vflag\n[ -x /usr/bin/vflag-hook ] && bin=/usr/bin/vflag-hook\n"+
+		"exec \"$bin\" --config /etc/vflag/vflag.yaml --state-dir /var/lib/vflag hook qemu -- \"$@\"") {
 		t.Errorf("hook:\n%s", b)
+	}
+}
+
+// TestHookScripts runs the rendered hook scripts as libvirt does, with fake
+// binaries: vflag-hook next to vflag runs the hook, else vflag does; the
+// arguments and stdin pass through; neither binary: exit 0, silent.
+func TestHookScripts(t *testing.T) {
+	for _, c := range []struct {
+		script, sub string
+		bins        []string // fake binaries present
+		want        string   // the binary that runs ("" none)
+	}{
+		{"libvirt/qemu-hook", "qemu", []string{"vflag", "vflag-hook"}, "vflag-hook"},
+		{"libvirt/qemu-hook", "qemu", []string{"vflag"}, "vflag"},
+		{"libvirt/qemu-hook", "qemu", nil, ""},
+		{"libvirt/network-hook", "network", []string{"vflag", "vflag-hook"}, "vflag-hook"},
+		{"libvirt/network-hook", "network", []string{"vflag"}, "vflag"},
+	} {
+		t.Run(c.script+"/"+strings.Join(c.bins, "+"), func(t *testing.T) {
+			dir := t.TempDir()
+			for _, b := range c.bins {
+				fake := "#!/bin/sh\necho \"" + b + " $*\"\ncat\n"
+				if err := os.WriteFile(filepath.Join(dir, b), []byte(fake), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, err := Render(c.script, Paths{Binary: filepath.Join(dir, "vflag"), Config: "/c.yaml", StateDir: "/st"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			script := filepath.Join(dir, "hook")
+			if err := os.WriteFile(script, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(script, "vm1", "prepare", "begin", "-")
+			cmd.Stdin = strings.NewReader("<domain/>")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			want := ""
+			if c.want != "" {
+				want = c.want + " --config /c.yaml --state-dir /st hook " + c.sub + " -- vm1 prepare begin -\n<domain/>"
+			}
+			if string(out) != want {
+				t.Errorf("got %q, want %q", out, want)
+			}
+		})
 	}
 }

@@ -66,7 +66,7 @@ func (a *app) installHookCommand() *cobra.Command {
 			if err := install.Files(root, []install.File{f, nf}, a.stdout); err != nil {
 				return err
 			}
-			a.hookNotes(root)
+			a.hookNotes(root, p.Binary)
 			return nil
 		},
 	}
@@ -74,9 +74,13 @@ func (a *app) installHookCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) hookNotes(root string) {
+func (a *app) hookNotes(root, bin string) {
 	if install.ForeignLegacyHook(root) {
 		fmt.Fprintf(a.stdout, "note: %s is not vflag's and stays; libvirt runs it, then the scripts in qemu.d/\n", "/"+install.LegacyHook)
+	}
+	// The scripts run bin-hook when it is there (packaging.HookBinary).
+	if fi, err := os.Stat(filepath.Join(root, bin+"-hook")); err != nil || fi.Mode()&0o111 == 0 {
+		fmt.Fprintf(a.stdout, "note: no %s-hook (make build and the packages have it): the hooks run %s, which loads libvirt's libraries at every start\n", bin, bin)
 	}
 	fmt.Fprintln(a.stdout, "libvirt looks for hooks when it starts: restart libvirtd (or virtqemud) once to enable the hook")
 }
@@ -134,7 +138,7 @@ A file already as wanted is left untouched; files vflag did not write are never 
 				return err
 			}
 			fmt.Fprintln(a.stdout, "next: systemctl daemon-reload; udevadm control --reload (names and NM_UNMANAGED apply from the next boot, or: udevadm trigger --subsystem-match=net --action=change)")
-			a.hookNotes(root)
+			a.hookNotes(root, p.Binary)
 			return nil
 		},
 	}

@@ -102,7 +102,8 @@ func TestInstallIdempotentAndUninstall(t *testing.T) {
 		"etc/udev/rules.d/69-vflag-nm-unmanaged.rules -rw-r--r--",
 		`KERNELS=="0000:61:00.1", ENV{NM_UNMANAGED}="1"`,
 		`KERNEL=="bond0", ENV{NM_UNMANAGED}="1"`,
-		"exec /usr/bin/vflag --config " + c.config + " --state-dir " + c.state + " hook qemu -- \"$@\"",
+		"bin=/usr/bin/vflag\n[ -x /usr/bin/vflag-hook ] && bin=/usr/bin/vflag-hook\n",
+		"exec \"$bin\" --config " + c.config + " --state-dir " + c.state + " hook qemu -- \"$@\"",
 		`KERNELS=="0000:61:00.0", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f0np0"`,
 		`KERNELS=="0000:61:00.1", ATTR{phys_port_name}!="pf*vf*", NAME="ens1f1np1"`,
 		`KERNELS=="0000:61:00.0", ATTR{phys_port_name}=="pf0vf3", NAME="ens1f0np0_3"`,
@@ -191,5 +192,26 @@ func TestHookScript(t *testing.T) {
 	os.Remove(bin)
 	if out, err := exec.Command(script, "vm1", "prepare", "begin", "-").CombinedOutput(); err != nil || len(out) != 0 {
 		t.Fatalf("hook script without vflag: %v %q, want exit 0 and no output", err, out)
+	}
+}
+
+// TestInstallHookBinaryNote: install-hook says when the scripts will run
+// vflag itself, there being no vflag-hook next to the binary they name
+// (under --root).
+func TestInstallHookBinaryNote(t *testing.T) {
+	c := newSimCLI(t)
+	root := t.TempDir()
+	const note = "note: no /opt/v/vflag-hook (make build and the packages have it): the hooks run /opt/v/vflag"
+	if out := c.run(0, "install-hook", "--root", root, "--binary", "/opt/v/vflag"); !strings.Contains(out, note) {
+		t.Errorf("without vflag-hook: output lacks %q:\n%s", note, out)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "opt/v"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "opt/v/vflag-hook"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.run(0, "install-hook", "--root", root, "--binary", "/opt/v/vflag"); strings.Contains(out, "note: no") {
+		t.Errorf("with vflag-hook: output has the note:\n%s", out)
 	}
 }

@@ -4,7 +4,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +20,8 @@ import (
 	"github.com/spf13/viper"
 	"golang.org/x/sys/unix"
 
+	"github.com/vflag/vflag/cmd/internal/hookcli"
 	"github.com/vflag/vflag/internal/apply"
-	"github.com/vflag/vflag/internal/cfgdecode"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
@@ -249,53 +247,10 @@ func (a *app) exampleCommand() *cobra.Command {
 	}
 }
 
-// loadConfig reads and validates the config file. missingOK lets down run
-// from the journal alone. Errors name the file, then the line of a YAML
-// syntax error, or each field path with its value.
+// loadConfig reads and validates the config file (hookcli.LoadConfig).
+// missingOK lets down run from the journal alone.
 func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
-	path := a.v.GetString("config")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		var pe *os.PathError
-		if missingOK && (errors.As(err, &pe) || errors.Is(err, os.ErrNotExist)) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read config %s: %w", path, err)
-	}
-	// YAML's own parse first: viper's error would name the line where the
-	// enclosing block starts, not the line at fault.
-	if _, err := cfgdecode.YAML(data); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	cv := viper.New()
-	cv.SetConfigType("yaml")
-	cv.SetEnvPrefix("VFLAG")
-	// Only the top-level scalars below are read from the environment: an
-	// automatic mapping would let VFLAG_SIM (the --sim directory) replace the
-	// config's sim: section.
-	if err := cv.ReadConfig(bytes.NewReader(data)); err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
-	}
-	// Environment overrides for the top-level scalars (VFLAG_OVSDB, VFLAG_LIBVIRT, ...).
-	envKeys := []string{"ovsdb", "libvirt", "lag_timeout", "vf_timeout", "pf_wait"}
-	for _, k := range envKeys {
-		_ = cv.BindEnv(k)
-	}
-	cfg, err := config.Decode(cv.AllSettings())
-	if err != nil {
-		// A value from the environment is not in the file: say where it is.
-		var es config.Errors
-		if errors.As(err, &es) {
-			for i, e := range es {
-				env := "VFLAG_" + strings.ToUpper(e.Path)
-				if slices.Contains(envKeys, e.Path) && os.Getenv(env) != "" {
-					es[i].Path += " (" + env + ")"
-				}
-			}
-		}
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
+	return hookcli.LoadConfig(a.v.GetString("config"), missingOK)
 }
 
 // openHost opens the host: the simulated one with --sim (its spec from

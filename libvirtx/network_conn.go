@@ -1,0 +1,425 @@
+//go:build !vflag_nolibvirt
+
+package libvirtx
+
+// The VF pools' calls into libvirt (built without vflag_nolibvirt).
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+)
+
+func isNoNetwork(err error) bool { return hasCode(err, libvirt.ERR_NO_NETWORK) }
+
+func (c *Conn) lookupNetwork(name string) (*libvirt.Network, error) {
+	if c == nil || c.c == nil {
+		return nil, errors.New("connection is closed")
+	}
+	n, err := c.c.LookupNetworkByName(name)
+	return n, lvErr(err)
+}
+
+// netSnapshot is one read of a network.
+type netSnapshot struct {
+	active, persistent, autostart bool
+	live                          netView // the definition in effect
+	cfg                           *netView
+	ports                         []NetworkPort
+}
+
+func readNetwork(n *libvirt.Network) (netSnapshot, error) {
+	var s netSnapshot
+	var err error
+	if s.active, err = n.IsActive(); err != nil {
+		return s, lvErr(err)
+	}
+	if s.persistent, err = n.IsPersistent(); err != nil {
+		return s, lvErr(err)
+	}
+	if s.autostart, err = n.GetAutostart(); err != nil {
+		return s, lvErr(err)
+	}
+	doc, err := n.GetXMLDesc(0)
+	if err != nil {
+		return s, lvErr(err)
+	}
+	if s.live, _, err = parseNetView(doc); err != nil {
+		return s, err
+	}
+	if s.persistent {
+		doc, err := n.GetXMLDesc(libvirt.NETWORK_XML_INACTIVE)
+		if err != nil {
+			return s, fmt.Errorf("read persistent XML: %w", lvErr(err))
+		}
+		v, _, err := parseNetView(doc)
+		if err != nil {
+			return s, err
+		}
+		s.cfg = &v
+	}
+	if s.active {
+		if s.ports, err = listPorts(n); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func listPorts(n *libvirt.Network) ([]NetworkPort, error) {
+	ports, err := n.ListAllPorts(0)
+	if err != nil {
+		return nil, fmt.Errorf("list ports: %w", lvErr(err))
+	}
+	var out []NetworkPort
+	var firstErr error
+	for i := range ports {
+		p := &ports[i]
+		doc, err := p.GetXMLDesc(0)
+		_ = p.Free()
+		if err != nil {
+			// A port deleted meanwhile is gone: not an error.
+			if !hasCode(err, libvirt.ERR_NO_NETWORK_PORT) && firstErr == nil {
+				firstErr = fmt.Errorf("read port: %w", lvErr(err))
+			}
+			continue
+		}
+		np, err := parsePort(doc)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		out = append(out, np)
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sortPorts(out)
+	return out, nil
+}
+
+func sortPorts(ps []NetworkPort) {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].PCI != ps[j].PCI {
+			return ps[i].PCI < ps[j].PCI
+		}
+		return ps[i].UUID < ps[j].UUID
+	})
+}
+
+func parsePort(doc string) (NetworkPort, error) {
+	var x libvirtxml.NetworkPort
+	if err := x.Unmarshal(doc); err != nil {
+		return NetworkPort{}, fmt.Errorf("parse network port XML: %w", err)
+	}
+	return portOf(x), nil
+}
+
+func (s netSnapshot) owned() (bool, string) {
+	if s.live.meta != nil {
+		return true, s.live.meta.Owner
+	}
+	if s.cfg != nil && s.cfg.meta != nil {
+		return true, s.cfg.meta.Owner
+	}
+	return false, ""
+}
+
+// Network reads a network: both definitions and, when it is active, its
+// ports. A missing network is not an error: Exists is false.
+func (c *Conn) Network(name string) (NetworkState, error) {
+	st := NetworkState{Name: name}
+	n, err := c.lookupNetwork(name)
+	if isNoNetwork(err) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("libvirt: read network %s: %w", name, err)
+	}
+	defer func() { _ = n.Free() }()
+	s, err := readNetwork(n)
+	if isNoNetwork(err) {
+		return st, nil // undefined meanwhile
+	}
+	if err != nil {
+		return st, fmt.Errorf("libvirt: read network %s: %w", name, err)
+	}
+	return stateOf(name, s), nil
+}
+
+func stateOf(name string, s netSnapshot) NetworkState {
+	st := NetworkState{Name: name, Exists: true, Active: s.active, Autostart: s.autostart, Persistent: s.persistent}
+	st.Owned, st.Owner = s.owned()
+	st.PCIs = s.live.pcis
+	if s.cfg != nil {
+		st.ConfigPCIs = s.cfg.pcis
+	}
+	st.Portgroups = s.live.statePortgroups()
+	st.Ports = s.ports
+	return st
+}
+
+func describePorts(ps []NetworkPort) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s (%s)", p.Domain, p.PCI)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func portDomains(ps []NetworkPort) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range ps {
+		if !seen[p.Domain] {
+			seen[p.Domain] = true
+			out = append(out, p.Domain)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// EnsureNetwork makes the network of s exist, persistent, active and
+// autostarted, with the definition NetworkXML(s). It reports whether it
+// changed anything. It refuses a network of that name without vflag's
+// metadata (foreign) or with another owner.
+//
+// On an active network, portgroup changes are applied live
+// (virNetworkUpdate, VIR_NETWORK_SECTION_PORTGROUP) when no port is
+// allocated; a changed pool or metadata restarts the network (destroy,
+// start) when no port is allocated. With ports allocated, EnsureNetwork
+// changes nothing and returns an error when the live definition differs
+// (see doc.go, "VF pools"); a persistent definition alone is redefined.
+func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
+	ns, def, want, err := wantedNetwork(s)
+	if err != nil {
+		return false, err
+	}
+	doc, err := def.Marshal()
+	if err != nil {
+		return false, fmt.Errorf("network %s: %w", ns.Name, err)
+	}
+	op := "libvirt: ensure network " + ns.Name
+
+	n, err := c.lookupNetwork(ns.Name)
+	if isNoNetwork(err) {
+		return c.createNetwork(op, ns.Name, doc)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	defer func() { _ = n.Free() }()
+	snap, err := readNetwork(n)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	owned, owner := snap.owned()
+	if !owned {
+		return false, fmt.Errorf("%s: a libvirt network of that name exists without vflag's metadata (not vflag's); refusing to change it", op)
+	}
+	if owner != ns.Owner {
+		return false, fmt.Errorf("%s: the network belongs to vflag group %q, not %q; refusing to change it", op, owner, ns.Owner)
+	}
+	plan := planNetwork(snap.live, snap.cfg, snap.active, snap.autostart, want)
+	if plan.Define {
+		// libvirt redefines a network by its UUID; a definition without
+		// one is a new network, refused for a name in use.
+		if def.UUID, err = n.GetUUIDString(); err != nil {
+			return false, fmt.Errorf("%s: %w", op, lvErr(err))
+		}
+		if doc, err = def.Marshal(); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if snap.active && len(snap.ports) > 0 {
+		if err := refuseLiveChange(plan, snap, want); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return c.applyNetworkPlan(n, op, plan, doc, snap.live, ns)
+}
+
+// createNetwork defines the network doc (none of that name exists),
+// starts it and turns its autostart on.
+func (c *Conn) createNetwork(op, name, doc string) (bool, error) {
+	if err := c.defineNetwork(doc); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := c.lookupNetwork(name)
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", op, err)
+	}
+	defer func() { _ = n.Free() }()
+	if err := lvErr(n.Create()); err != nil {
+		return true, fmt.Errorf("%s: start: %w", op, err)
+	}
+	if err := lvErr(n.SetAutostart(true)); err != nil {
+		return true, fmt.Errorf("%s: autostart: %w", op, err)
+	}
+	return true, nil
+}
+
+// refuseLiveChange is the error for a change of the running network's
+// definition while ports are allocated (nil when the plan changes none).
+func refuseLiveChange(plan NetworkPlan, snap netSnapshot, want netView) error {
+	if !plan.Restart() && !plan.LivePortgroups {
+		return nil
+	}
+	var what []string
+	if plan.LivePool {
+		what = append(what, fmt.Sprintf("VF pool %v -> %v (libvirt cannot change a running hostdev network's <address> pool)", snap.live.pcis, want.pcis))
+	}
+	if plan.LiveMeta {
+		what = append(what, "vflag metadata (libvirt 9.0 has no live network metadata update)")
+	}
+	if plan.LivePortgroups {
+		what = append(what, "portgroups (a live update resets libvirt's VF usage counts of the pool)")
+	}
+	return fmt.Errorf("cannot change the running network's %s while %d port(s) are allocated: %s; stop or detach them first",
+		strings.Join(what, "; "), len(snap.ports), describePorts(snap.ports))
+}
+
+// applyNetworkPlan makes the changes plan lists on the existing network n:
+// define doc, start it or (running) restart it or update its portgroups
+// live from those of live to those of ns, and turn its autostart on.
+func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan, doc string, live netView, ns NetworkSpec) (bool, error) {
+	changed := false
+	if plan.Define {
+		if err := c.defineNetwork(doc); err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		changed = true
+	}
+	switch {
+	case plan.Start:
+		if err := lvErr(n.Create()); err != nil {
+			return changed, fmt.Errorf("%s: start: %w", op, err)
+		}
+		changed = true
+	case plan.Restart():
+		if err := lvErr(n.Destroy()); err != nil {
+			return changed, fmt.Errorf("%s: stop for a restart: %w", op, err)
+		}
+		if err := lvErr(n.Create()); err != nil {
+			return true, fmt.Errorf("%s: start again: %w", op, err)
+		}
+		changed = true
+	case plan.LivePortgroups:
+		if err := updatePortgroups(n, live, ns); err != nil {
+			return changed, fmt.Errorf("%s: %w", op, err)
+		}
+		changed = true
+	}
+	if plan.Autostart {
+		if err := lvErr(n.SetAutostart(true)); err != nil {
+			return changed, fmt.Errorf("%s: autostart: %w", op, err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+func (c *Conn) defineNetwork(doc string) error {
+	if c == nil || c.c == nil {
+		return errors.New("connection is closed")
+	}
+	n, err := c.c.NetworkDefineXML(doc)
+	if err != nil {
+		return fmt.Errorf("define: %w", lvErr(err))
+	}
+	_ = n.Free()
+	return nil
+}
+
+// updatePortgroups changes the live portgroups of a running network to
+// those of s: removed ones first, then changed or added ones that are not
+// the default, the default last (libvirt allows one default at a time).
+func updatePortgroups(n *libvirt.Network, live netView, s NetworkSpec) error {
+	have := map[string]pgView{}
+	for _, pg := range live.portgroups {
+		have[pg.name] = pg
+	}
+	wantNames := map[string]bool{}
+	for _, pg := range s.Portgroups {
+		wantNames[pg.Name] = true
+	}
+	const flags = libvirt.NETWORK_UPDATE_AFFECT_LIVE
+	for _, pg := range live.portgroups {
+		if wantNames[pg.name] {
+			continue
+		}
+		x, err := pg.libvirt.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := lvErr(n.Update(libvirt.NETWORK_UPDATE_COMMAND_DELETE, libvirt.NETWORK_SECTION_PORTGROUP, -1, x, flags)); err != nil {
+			return fmt.Errorf("remove portgroup %s: %w", pg.name, err)
+		}
+	}
+	ordered := append([]NetworkPortgroup(nil), s.Portgroups...)
+	sort.SliceStable(ordered, func(i, j int) bool { return !ordered[i].Default && ordered[j].Default })
+	for _, pg := range ordered {
+		x := portgroupXML(pg)
+		cur, exists := have[pg.Name]
+		if exists && cur.isDef == pg.Default && cur.vlan == vlanText(x.VLAN) {
+			continue
+		}
+		doc, err := x.Marshal()
+		if err != nil {
+			return err
+		}
+		cmd := libvirt.NETWORK_UPDATE_COMMAND_ADD_LAST
+		verb := "add"
+		if exists {
+			cmd, verb = libvirt.NETWORK_UPDATE_COMMAND_MODIFY, "change"
+		}
+		if err := lvErr(n.Update(cmd, libvirt.NETWORK_SECTION_PORTGROUP, -1, doc, flags)); err != nil {
+			return fmt.Errorf("%s portgroup %s: %w", verb, pg.Name, err)
+		}
+	}
+	return nil
+}
+
+// RemoveNetwork stops and undefines a vflag network. It refuses a network
+// without vflag's metadata and one with allocated ports (naming their
+// domains). A missing network is (false, nil).
+func (c *Conn) RemoveNetwork(name string) (bool, error) {
+	op := "libvirt: remove network " + name
+	n, err := c.lookupNetwork(name)
+	if isNoNetwork(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	defer func() { _ = n.Free() }()
+	snap, err := readNetwork(n)
+	if isNoNetwork(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if owned, _ := snap.owned(); !owned {
+		return false, fmt.Errorf("%s: the network has no vflag metadata (not vflag's); refusing to remove it", op)
+	}
+	if len(snap.ports) > 0 {
+		return false, fmt.Errorf("%s: %d port(s) allocated to domains %s: %s; refusing to remove it",
+			op, len(snap.ports), strings.Join(portDomains(snap.ports), ", "), describePorts(snap.ports))
+	}
+	if snap.active {
+		if err := lvErr(n.Destroy()); err != nil && !isNoNetwork(err) {
+			return false, fmt.Errorf("%s: stop: %w", op, err)
+		}
+	}
+	if snap.persistent {
+		if err := lvErr(n.Undefine()); err != nil && !isNoNetwork(err) {
+			return true, fmt.Errorf("%s: undefine: %w", op, err)
+		}
+	}
+	return true, nil
+}
