@@ -171,6 +171,27 @@ func TestCtrlCDuringUp(t *testing.T) {
 		}
 	})
 
+	t.Run("down: the interrupt says down's next step", func(t *testing.T) {
+		b.mustVflag(0, "up")
+		downArgs := append(append([]string{}, args[:len(args)-1]...), "down")
+		// inUndo: the bridge's entry, undone before the eswitch mode's,
+		// has left the journal.
+		inUndo := func() bool {
+			raw, err := os.ReadFile(filepath.Join(b.state, "journal.json"))
+			return err == nil && !bytes.Contains(raw, []byte(`ovs.bridge`))
+		}
+		p := startOnPTY(t, downArgs...)
+		p.waitFor("down's undo steps run", inUndo)
+		p.ctrlC()
+		const ack = "vflag: interrupt: stopping after the current undo step"
+		p.waitFor("the interrupt is acknowledged with down's message", func() bool { return strings.Contains(p.output(), ack) })
+		p.exitCode()
+		b.mustVflag(0, "down")
+		if got := b.dump(); got != base {
+			t.Errorf("after down: the host differs:\n%s", testbed.DiffText(base, got))
+		}
+	})
+
 	t.Run("twice: the rollback stops, down cleans up", func(t *testing.T) {
 		p := startOnPTY(t, args...)
 		p.waitFor("the eswitch mode step starts", inModeStep)

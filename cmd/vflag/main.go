@@ -295,15 +295,20 @@ func (a *app) stateDir() string {
 // applyOptions are the settings of up, plan and down (internal/apply):
 // the lock, up's testing hooks, and on a terminal the progress lines and
 // what an interrupt says.
-func (a *app) applyOptions(e *pipeline.Env, dry bool) apply.Options {
+// applyOptions are the runner's options; down says which message the
+// first interrupt prints once the steps run (up's rolls back, down's stops).
+func (a *app) applyOptions(e *pipeline.Env, dry, down bool) apply.Options {
 	o := apply.Options{StateDir: a.stateDir(), LockWait: a.v.GetDuration("lock-wait"), DryRun: dry, Log: a.log, Stderr: a.stderr,
 		NoRollback: a.v.GetBool("no-rollback"), StopAfter: a.v.GetInt("stop-after"), FailAt: a.v.GetString("fail-at")}
 	if a.intr != nil && !dry {
 		o.Abort = a.intr.abort
 		o.BeforeSteps = func() {
-			if o.NoRollback {
+			switch {
+			case down:
+				a.intr.expect(interruptDown)
+			case o.NoRollback:
 				a.intr.expect(interruptUpNoRollback)
-			} else {
+			default:
 				a.intr.expect(interruptUp)
 			}
 		}
@@ -339,7 +344,7 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	defer closeEnv()
 	e.Stage = stage
 	e.Force = a.force
-	res := apply.Up(ctx, e, cfg.PFWait, a.applyOptions(e, dry))
+	res := apply.Up(ctx, e, cfg.PFWait, a.applyOptions(e, dry, false))
 	if res.Stopped {
 		_ = a.report(command, res) // the stop's exit code (3) wins
 		return exitError{code: 3}
@@ -360,7 +365,7 @@ func (a *app) runDown(ctx context.Context) error {
 	defer closeEnv()
 	e.Force = a.force
 	a.intr.expect(interruptDown)
-	return a.report("down", apply.Down(ctx, e, cfg != nil, a.applyOptions(e, false)))
+	return a.report("down", apply.Down(ctx, e, cfg != nil, a.applyOptions(e, false, true)))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -117,6 +117,15 @@ func TestNetworkPool(t *testing.T) {
 	if again := b.upJSON(0); again.Changed {
 		t.Fatalf("second up changed: %+v", again)
 	}
+	metrics, _, _ := b.vflag("status", "-o", "prometheus")
+	for _, w := range []string{
+		`vflag_network_active{group="lag0",network="vflag-lag0"} 1`,
+		`vflag_network_vfs{group="lag0",network="vflag-lag0",state="free"} 5`,
+	} {
+		if !strings.Contains(metrics, w+"\n") {
+			t.Errorf("metrics lack %s", w)
+		}
+	}
 
 	// pf 0 vf 2 to an attachment: out of the pool.
 	cfg := strings.Replace(networkConfig(t, poolNetwork), "      - {domain: vm1, pf: 1, vf: 0, live: true}\n",

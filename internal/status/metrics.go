@@ -129,7 +129,7 @@ func newMetricFamilies() *metricFamilies {
 
 // ordered are the families in output order.
 func (m *metricFamilies) ordered() []*metricFamily {
-	return []*metricFamily{m.groupInfo, m.problems, m.pfUp, m.numVFs, m.pfMTU, m.lagActive, m.lagInfo, m.slaves, m.slavesUp, m.bondMTU, m.minLinks, m.upDelay, m.downDelay, m.lacpPorts, m.lacpPeer, m.offload, m.maxIdle, m.dpMissed, m.dpLost, m.blockOK, m.blockOn, m.blockRules, m.flowsFam, m.bridgePort, m.ovsMTUFam, m.vfs, m.attached, m.vfInfo, m.vfMaxRate, m.vfMinRate, m.vfTxMax, m.vfTxShare, m.rgTxMax, m.rgTxShare, m.rgLeaves}
+	return []*metricFamily{m.groupInfo, m.problems, m.pfUp, m.numVFs, m.pfMTU, m.lagActive, m.lagInfo, m.slaves, m.slavesUp, m.bondMTU, m.minLinks, m.upDelay, m.downDelay, m.lacpPorts, m.lacpPeer, m.offload, m.maxIdle, m.dpMissed, m.dpLost, m.blockOK, m.blockOn, m.blockRules, m.flowsFam, m.bridgePort, m.ovsMTUFam, m.vfs, m.attached, m.poolUp, m.poolVFs, m.vfInfo, m.vfMaxRate, m.vfMinRate, m.vfTxMax, m.vfTxShare, m.rgTxMax, m.rgTxShare, m.rgLeaves}
 }
 
 // statusMetrics turns a status into metric families, in output order.

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -63,5 +64,27 @@ func TestStatusPrometheusDatapath(t *testing.T) {
 	WriteText(&text, hs)
 	if want := "  ovs datapath ovs-system hit 0 missed 13 lost 13 flows 0 upcall dispatch per-cpu\n"; !strings.Contains(text.String(), want) {
 		t.Errorf("status text lacks %q:\n%s", want, text.String())
+	}
+}
+
+// TestEveryFamilyIsWritten: each metric family a status can fill is in the
+// output order (vflag_network_vfs and vflag_network_active were filled and
+// never written).
+func TestEveryFamilyIsWritten(t *testing.T) {
+	m := newMetricFamilies()
+	written := map[uintptr]bool{}
+	for _, f := range m.ordered() {
+		p := reflect.ValueOf(f).Pointer()
+		if written[p] {
+			t.Errorf("family %s written twice", f.name)
+		}
+		written[p] = true
+	}
+	v := reflect.ValueOf(m).Elem()
+	famType := reflect.TypeOf(&metricFamily{})
+	for i := 0; i < v.NumField(); i++ {
+		if fv := v.Field(i); fv.Type() == famType && !written[fv.Pointer()] {
+			t.Errorf("family of field %s is never written", v.Type().Field(i).Name)
+		}
 	}
 }
