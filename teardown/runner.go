@@ -52,20 +52,28 @@ type Runner struct {
 	// OnEvent reports progress; may be nil. Calls are serialized.
 	OnEvent func(Event)
 	// Converged are steps (id -> summary) a plan pass just found converged
-	// on this host: until this run writes anything, Do skips them without
-	// checking again (the host cannot have changed under one lock).
+	// on this host: Do skips them without checking again (the host cannot
+	// have changed under one lock) until this run writes something they
+	// depend on. With DependsOn nil that is any write; with it, a write of
+	// the step's own kind or of a kind it depends on, directly or through
+	// others (a VLAN change, an OVS transaction, leaves the libvirt and
+	// devlink steps after it unread).
 	Converged map[string]string
+	// DependsOn maps a kind to the kinds whose change forces it to be
+	// checked again (DESIGN.md section 2a).
+	DependsOn map[string][]string
 	// Abort, when set, bounds the rollback after a failure (a second
 	// Ctrl-C): once it is done the rollback stops after its current undo
 	// batch and the rest stays in the journal for up or down. Unset, the
 	// rollback runs to its end whatever the run's context says.
 	Abort context.Context
 
-	mu      sync.Mutex // guards run, applies, results
-	run     string     // this run's id, stored in the entries it journals
-	applies int        // Apply calls started in this run (StopAfter)
-	batches int        // Do calls that journaled something (Entry.Batch)
-	wrote   bool       // this run applied or undid something
+	mu      sync.Mutex      // guards run, applies, results
+	run     string          // this run's id, stored in the entries it journals
+	applies int             // Apply calls started in this run (StopAfter)
+	batches int             // Do calls that journaled something (Entry.Batch)
+	wrote   bool            // this run applied or undid something
+	written map[string]bool // the kinds this run applied or undid
 	results []Event
 	evMu    sync.Mutex // serializes OnEvent
 }
@@ -139,10 +147,43 @@ func (r *Runner) Wrote() bool {
 	return r.wrote
 }
 
-func (r *Runner) markWrote() {
+func (r *Runner) markWrote(kind string) {
 	r.mu.Lock()
 	r.wrote = true
+	if r.written == nil {
+		r.written = map[string]bool{}
+	}
+	r.written[kind] = true
 	r.mu.Unlock()
+}
+
+// stale tells whether a step of kind a plan pass found converged must be
+// checked again: this run wrote that kind, or one it depends on (closed
+// over DependsOn), or anything at all when DependsOn is nil.
+func (r *Runner) stale(kind string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.wrote {
+		return false
+	}
+	if r.DependsOn == nil {
+		return true
+	}
+	seen := map[string]bool{}
+	todo := []string{kind}
+	for len(todo) > 0 {
+		k := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if r.written[k] {
+			return true
+		}
+		todo = append(todo, r.DependsOn[k]...)
+	}
+	return false
 }
 
 // takeApplySlot reserves one Apply under StopAfter; false means the run is
@@ -224,15 +265,16 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 }
 
 // checkSteps runs the steps' Checks concurrently (a step a plan pass just
-// found converged is not checked again until this run writes) and, for a
+// found converged is not checked again until this run writes what it
+// depends on: stale) and, for a
 // needed change, refuses a kind without undoer and encodes its record.
 func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
 	log := r.log()
 	outs := make([]checked, len(steps))
-	fresh := !r.DryRun && len(r.Converged) > 0 && !r.Wrote()
+	fresh := !r.DryRun && len(r.Converged) > 0
 	parallel(len(steps), func(i int) {
 		s := steps[i]
-		if sum, ok := r.Converged[s.ID]; ok && fresh {
+		if sum, ok := r.Converged[s.ID]; ok && fresh && !r.stale(s.Kind) {
 			outs[i] = checked{change: Change{Summary: sum}}
 			return
 		}
@@ -356,7 +398,7 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 		if !o.change.Needed || !r.takeApplySlot() {
 			return
 		}
-		r.markWrote()
+		r.markWrote(s.Kind)
 		log.Info("apply", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
 		start := time.Now()
 		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(ctx) })
@@ -517,7 +559,7 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 				r.emit(ev)
 				return
 			}
-			r.markWrote()
+			r.markWrote(e.Kind)
 			undo, found := r.Undo[e.Kind]
 			if !found {
 				err := fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())

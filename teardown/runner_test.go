@@ -975,3 +975,50 @@ func TestUndoSummaryReadsBackwards(t *testing.T) {
 		}
 	}
 }
+
+// TestConvergedRecheckFollowsDependsOn: once the forward pass wrote a kind,
+// a step the plan pass found converged is checked again when its kind is
+// that one or depends on it (through others too), and taken as converged
+// otherwise; without DependsOn, any write makes every step checked again.
+func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		deps map[string][]string
+		want map[string]int32 // checks in the forward pass, by kind
+	}{
+		{"by dependency", map[string][]string{"b": {"a"}, "c": nil, "d": {"b"}}, map[string]int32{"b": 1, "c": 0, "d": 1}},
+		{"nil: any write", nil, map[string]int32{"b": 1, "c": 1, "d": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := OpenJournal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			undo := func(context.Context, json.RawMessage) error { return nil }
+			r := &Runner{Journal: j, Undo: Undoers{"a": undo, "b": undo, "c": undo, "d": undo}, Log: testLogger(t), DependsOn: tc.deps}
+			checks := map[string]*atomic.Int32{}
+			step := func(kind string, needed bool) Step {
+				n := &atomic.Int32{}
+				checks[kind] = n
+				return Step{Kind: kind, ID: kind + "/1",
+					Check: func(context.Context) (Change, error) {
+						n.Add(1)
+						return Change{Needed: needed, Summary: kind, Record: struct{}{}}, nil
+					},
+					Apply: func(context.Context) error { return nil }}
+			}
+			a, b, c, d := step("a", true), step("b", false), step("c", false), step("d", false)
+			r.Converged = map[string]string{"b/1": "b", "c/1": "c", "d/1": "d"}
+			for _, s := range []Step{a, b, c, d} {
+				if err := r.Do(t.Context(), s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k, want := range tc.want {
+				if got := checks[k].Load(); got != want {
+					t.Errorf("kind %s checked %d times after a's write, want %d", k, got, want)
+				}
+			}
+		})
+	}
+}

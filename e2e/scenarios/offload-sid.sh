@@ -32,7 +32,7 @@
 # TIMEOUT: 480
 # EXPECT: s_kernel s_up s_linked s_traffic s_lacp_verdict s_in_hw s_kernel_in_hw
 # EXPECT: s_uplink_traffic s_block_in_hw s_validate_offload_uplink s_bond_off_repaired s_not_in_hw_reason
-# EXPECT: s_restored s_down
+# EXPECT: s_no_flow_api s_restored s_down
 . "$(dirname "$0")/lib.sh"
 
 kernel() {
@@ -214,6 +214,10 @@ step "S: the bond off its block while the PFs hold its rules in hardware"
 # What an ovs-vswitchd restart can leave (it did in some runs here): the
 # kernel then refuses the bond the block (EOPNOTSUPP, cls_api.c
 # tcf_block_offload_bind); up lets the PFs leave and rejoin.
+qdiscs() { # the ingress qdiscs of bond0 and the PFs
+	local d
+	for d in bond0 "$PF1" "$PF2"; do echo "$d: $(tc qdisc show dev "$d" ingress | tr -s ' ')"; done
+}
 on_block() { # bond0 and both PFs on bond0's block
 	local d b
 	b=$(cat /sys/class/net/bond0/ifindex)
@@ -268,19 +272,48 @@ not_in_hw_reason() {
 		length > 0 and all(.where != "hardware" and (.reasons | join(" ") | test("tc-policy skip_hw")))' "$OUT/offload-skiphw.json" >/dev/null
 }
 check s_not_in_hw_reason not_in_hw_reason
-restored() { # tc-policy back to none: up binds what the restart dropped, the flows are in hardware again
+# no_flow_api: tc-policy back to none, OVS restarted with the PFs still on
+# the block (vflag bound them: ovs-vswitchd unbinds at exit only members it
+# bound) and holding its rules in hardware: the kernel refuses ovs-vswitchd
+# the bond's ingress qdisc, it logs "No suitable flow API found" and every
+# flow of the bond stays in its kernel datapath; validate --offload says
+# so and why.
+no_flow_api() {
+	local v
 	ovs-vsctl remove Open_vSwitch . other_config tc-policy || return 1
 	ovs_restart || return 1
-	V up -o json >"$OUT/up-restored.json" || { jq -r '.error' "$OUT/up-restored.json"; return 1; }
-	echo "up changed: $(jq -r '[.steps[] | select(.changed) | .id] | join(" ")' "$OUT/up-restored.json")"
+	grep -E 'bond0: (No suitable flow API found|Assigned flow API)|failed adding ingress qdisc' /var/log/openvswitch/ovs-vswitchd.log | tail -n 2
+	grep 'netdev_offload|INFO|bond0:' /var/log/openvswitch/ovs-vswitchd.log | tail -n 1 | grep -q 'No suitable flow API found' ||
+		{ echo "ovs-vswitchd has a flow API for bond0 after the restart: the case this check is for did not happen"; return 1; }
 	wait_for 20 ip netns exec a ping -c 1 -W 1 10.78.0.1 || return 1
 	ip netns exec a ping -c 20 -i 0.05 -q 10.78.0.1 >/dev/null
-	ip netns exec a ping -c 20 -i 0.05 -q 10.78.0.12 >/dev/null
+	v=$(offload_verdict noapi)
+	echo "$v"
+	flows_of noapi bond0 | cut -c1-200
+	case "$v" in "fail "*) ;; *) return 1 ;; esac
+	jq -e '[.groups[0].checks[] | select(.name == "offload") | .data.flows[] | select(.in_port == "bond0" and .packets > 0)] |
+		length > 0 and all(.where != "hardware" and (.reasons | join(" ") | test("no tc flow API for bond0")))' "$OUT/offload-noapi.json" >/dev/null
+}
+check s_no_flow_api no_flow_api
+restored() { # up adds the bond's port again: the flows are in hardware again
 	local v
+	V plan 2>&1 | grep 'tc.ingress-block/bond0' | cut -c1-200
+	V up -o json >"$OUT/up-restored.json" || { jq -r '.error' "$OUT/up-restored.json"; return 1; }
+	echo "up changed: $(jq -r '[.steps[] | select(.changed) | .id] | join(" ")' "$OUT/up-restored.json")"
+	grep 'netdev_offload|INFO|bond0:' /var/log/openvswitch/ovs-vswitchd.log | tail -n 1
+	on_block || return 1
+	wait_for 30 sh -c "ip netns exec a ping -c 3 -i 0.05 -W 1 -q 10.78.0.1 >/dev/null; ip netns exec a ping -c 3 -i 0.05 -W 1 -q 10.78.0.12 >/dev/null;
+		tc -s filter show block $(cat /sys/class/net/bond0/ifindex) | grep -q ' in_hw in_hw_count 2'"
+	ip netns exec a ping -c 20 -i 0.05 -q 10.78.0.1 >/dev/null
+	ip netns exec a ping -c 20 -i 0.05 -q 10.78.0.12 >/dev/null
 	v=$(offload_verdict restored)
 	echo "$v"
-	case "$v" in "pass "*) ;; *) return 1 ;; esac
-	all_in_hw restored bond0 "$N1" && block_in_hw
+	case "$v" in "pass "*) ;; *)
+		grep -E 'bond0|failed|WARN|ERR' /var/log/openvswitch/ovs-vswitchd.log | tail -n 20
+		qdiscs
+		return 1 ;;
+	esac
+	all_in_hw restored bond0 "$N1" && block_in_hw && again
 }
 check s_restored restored
 

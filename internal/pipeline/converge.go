@@ -75,9 +75,11 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		return fmt.Errorf("remove what the config no longer wants: %w", err)
 	}
 	// What the plan pass found converged is not checked again until the
-	// forward pass writes something (a VLAN change: one OVS transaction,
-	// every other step read once).
+	// forward pass writes a kind it depends on (the kinds' DependsOn: a
+	// VLAN change, one OVS transaction, re-reads the OVS steps after it and
+	// no libvirt or devlink step).
 	r.Converged = map[string]string{}
+	r.DependsOn = dependencies()
 	for _, ev := range planned {
 		if len(early) > 0 {
 			break // the prune wrote: check everything again

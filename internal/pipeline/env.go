@@ -46,6 +46,10 @@ type Env struct {
 	pci sriov.Host
 	log *slog.Logger
 
+	// VswitchdLog is ovs-vswitchd's log (ovs.DefaultVswitchdLog when
+	// empty), read for what it said of the bond's tc flow API.
+	VswitchdLog string
+
 	// Stage is StageAll (default) or StagePre.
 	Stage Stage
 	// Poll is the interval of the bounded polls (LAG, representors); 0 = their default.

@@ -25,8 +25,10 @@ type hwOffloadRecord struct {
 	Prior    *string `json:"prior"` // nil: the key was absent
 }
 
-func (hwOffloadKindT) Name() string        { return "ovs.hw-offload" }
-func (hwOffloadKindT) DependsOn() []string { return []string{ovsBridgeKind{}.Name()} }
+func (hwOffloadKindT) Name() string { return "ovs.hw-offload" }
+func (hwOffloadKindT) DependsOn() []string {
+	return []string{ovsBridgeKind{}.Name(), ovsConfigKind{}.Name()}
+}
 
 func (k hwOffloadKindT) id(endpoint string) string { return k.Name() + "/" + endpoint }
 

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -47,7 +48,8 @@ func (tcBlockKind) DependsOn() []string {
 // bond's block. The bond's step lets the members leave and rejoin when the
 // kernel refuses the bond a block they hold rules of in hardware
 // (eswitch.BindBondToBlock).
-func (k tcBlockKind) step(e *Env, bond, netdev string, members []string) teardown.Step {
+func (k tcBlockKind) step(e *Env, bond, netdev string, members []string, reAdd *bondReAdd) teardown.Step {
+	var noFlowAPI bool // the bond's Check found ovs-vswitchd without a tc flow API for it
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + netdev,
 		Check: func(context.Context) (teardown.Change, error) {
@@ -68,19 +70,26 @@ func (k tcBlockKind) step(e *Env, bond, netdev string, members []string) teardow
 				return teardown.Change{}, err
 			}
 			block := uint32(b.Index)
+			noFlowAPI = netdev == bond && reAdd != nil && reAdd.missing(e)
+			if noFlowAPI {
+				return teardown.Change{Needed: true,
+					Summary: fmt.Sprintf("%s: %s; ovs-vswitchd has no tc flow API for it (its log: %q: the kernel refused it its ingress qdisc when ovs-vswitchd added it, its block holding rules in the PFs' hardware), so every flow from it stays in the OVS kernel datapath: the port leaves %s and comes back, the PFs off the block meanwhile", netdev, in, bond+": No suitable flow API found", reAdd.bridge),
+					Revert:  fmt.Sprintf("%s: ingress_block %d -> %s", netdev, block, in),
+					Record:  tcBlockRecord{Netdev: netdev, Block: block, Prior: in}}, nil
+			}
 			if in.Present && in.Block == block {
 				return teardown.Change{Summary: fmt.Sprintf("%s: on ingress_block %d", netdev, block)}, nil
 			}
 			how := ""
 			if netdev == bond && blockInHW(tc, block) {
-				how = "; the block holds rules in the PFs' hardware, which keeps a bond off it: the PFs leave and rejoin, its rules go and ovs-vswitchd puts them back as packets miss"
+				how = "; the block holds rules in the PFs' hardware, which keeps a bond off it: the PFs leave and rejoin, its rules go, and ovs-vswitchd's datapath flows are purged so that the next packets put them back"
 			}
 			return teardown.Change{Needed: true,
 				Summary: fmt.Sprintf("%s: %s -> ingress_block %d (%s's shared tc block)%s", netdev, in, block, bond, how),
 				Revert:  fmt.Sprintf("%s: ingress_block %d -> %s", netdev, block, in),
 				Record:  tcBlockRecord{Netdev: netdev, Block: block, Prior: in}}, nil
 		},
-		Apply: func(context.Context) error {
+		Apply: func(ctx context.Context) error {
 			tc, err := eswitch.AsTC(e.k)
 			if err != nil {
 				return err
@@ -92,13 +101,41 @@ func (k tcBlockKind) step(e *Env, bond, netdev string, members []string) teardow
 			if netdev != bond {
 				return tc.SetIngressBlock(netdev, uint32(b.Index))
 			}
+			if noFlowAPI {
+				if err := reAdd.run(ctx, e, tc, members, uint32(b.Index)); err != nil {
+					return err
+				}
+				if in, err := tc.Ingress(bond); err == nil && in.Present && in.Block == uint32(b.Index) {
+					return nil // ovs-vswitchd bound it when it added the port
+				}
+			}
 			left, err := eswitch.BindBondToBlock(tc, bond, members, uint32(b.Index))
-			if len(left) > 0 {
-				slog.Info("the bond's block held rules in hardware: PFs left and rejoined it", "step", k.Name(), "bond", bond, "pfs", left, "block", b.Index)
+			if len(left) > 0 && err == nil {
+				e.purgeDatapathFlows(bond, left, b.Index)
 			}
 			return err
 		},
 	}
+}
+
+// purgeDatapathFlows asks ovs-vswitchd to forget its datapath flows after
+// the bond's block was freed with its rules ("ovs-appctl
+// revalidator/purge"): it still counts them as installed, and without the
+// purge its revalidator finds them missing only after some 20 s of the
+// uplink's packets taking the slow path (e2e offload-sid: 23.6 s); after
+// it, every flow's next packet puts it back (the rep-to-rep flows too, one
+// upcall each). A failure only costs that wait: it is logged.
+func (e *Env) purgeDatapathFlows(bond string, left []string, block int) {
+	log := e.log.With("step", tcBlockKind{}.Name(), "bond", bond, "pfs", left, "block", block)
+	sock, err := ovs.VswitchdSocket(ovs.RunDirOf(e.h.OVSDB))
+	if err == nil {
+		_, err = ovs.Appctl(sock, "revalidator/purge", nil, 5*time.Second)
+	}
+	if err != nil {
+		log.Warn("the bond's block held rules in hardware: PFs left and rejoined it; ovs-vswitchd's datapath flows not purged, the uplink's flows take the slow path until its revalidator misses them", "err", err)
+		return
+	}
+	log.Info("the bond's block held rules in hardware: PFs left and rejoined it, ovs-vswitchd's datapath flows purged")
 }
 
 // blockInHW: a rule of the block is in some device's hardware. A failed
@@ -160,9 +197,13 @@ func (run *groupRun) sharedBlock(context.Context) ([]batch, error) {
 	// bond's step may make the members leave and rejoin.
 	var s []teardown.Step
 	for _, pf := range members {
-		s = append(s, tcBlockKind{}.step(run.e, g.Bond.Name, pf, members))
+		s = append(s, tcBlockKind{}.step(run.e, g.Bond.Name, pf, members, nil))
 	}
-	return []batch{{tcBlockKind{}.step(run.e, g.Bond.Name, g.Bond.Name, members)}, s}, nil
+	var reAdd *bondReAdd
+	if dp := g.OVS.DatapathType; (dp == "" || dp == "system") && run.repsAll && !run.anyFresh() {
+		reAdd = &bondReAdd{group: run, bridge: g.OVS.Bridge, bond: g.Bond.Name}
+	}
+	return []batch{{tcBlockKind{}.step(run.e, g.Bond.Name, g.Bond.Name, members, reAdd)}, s}, nil
 }
 
 // leaveSharedBlock deletes the ingress qdisc of a PF released from a bond
@@ -185,4 +226,71 @@ func leaveSharedBlock(e *Env, netdev string, block uint32) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// bondReAdd makes ovs-vswitchd add the bond's port again, for a tc flow
+// API it lacks. At its start ovs-vswitchd replaces the bond's ingress
+// qdisc by one on the bond's block (netdev_tc_init_flow_api); when the PFs
+// (bound by vflag, which ovs-vswitchd leaves alone when it exits) hold the
+// block's rules in hardware, the kernel refuses that (EOPNOTSUPP, as
+// eswitch.BindBondToBlock says) and ovs-vswitchd logs "No suitable flow API
+// found" and never offloads a flow of the bond (seen on Debian's 7.2 in e2e
+// offload-sid). Only adding the port again makes it try again, and that
+// works once the block holds no rule in hardware.
+type bondReAdd struct {
+	group        *groupRun
+	bridge, bond string
+}
+
+// missing: ovs-vswitchd's log says it has no flow API for the bond.
+func (b *bondReAdd) missing(e *Env) bool {
+	path := e.VswitchdLog
+	if path == "" {
+		path = ovs.DefaultVswitchdLog
+	}
+	ok, known := ovs.FlowAPI(path, b.bond)
+	return known && !ok
+}
+
+// run adds the bond's port again:
+//
+//	ovs-vsctl del-port $bridge $bond; tc qdisc del dev $pf ingress (each PF on the block)
+//	ovs-vsctl add-port $bridge $bond (with vflag's columns)
+//
+// Both transactions wait until ovs-vswitchd applied them. The uplink is
+// out of the bridge for that time (some 100 ms); the PFs' steps bind them
+// to the bond's block again after.
+func (b *bondReAdd) run(ctx context.Context, e *Env, tc eswitch.TC, members []string, block uint32) error {
+	c, done, err := e.ovsAt(ctx, e.h.OVSDB)
+	if err != nil {
+		return err
+	}
+	defer done()
+	spec := b.group.bridgeSpec()
+	without := spec
+	without.Ports = nil
+	for _, p := range spec.Ports {
+		if p.Name != b.bond {
+			without.Ports = append(without.Ports, p)
+		}
+	}
+	if _, _, err := c.Ensure(ctx, without); err != nil {
+		return fmt.Errorf("take %s out of %s: %w", b.bond, b.bridge, err)
+	}
+	if err := c.WaitApplied(ctx); err != nil {
+		return err
+	}
+	for _, m := range append([]string{b.bond}, members...) {
+		if _, err := leaveSharedBlock(e, m, block); err != nil {
+			return err
+		}
+	}
+	if _, _, err := c.Ensure(ctx, spec); err != nil {
+		return fmt.Errorf("add %s to %s again: %w", b.bond, b.bridge, err)
+	}
+	if err := c.WaitApplied(ctx); err != nil {
+		return err
+	}
+	e.log.Info("ovs-vswitchd had no tc flow API for the bond: its port added again", "step", tcBlockKind{}.Name(), "bond", b.bond, "bridge", b.bridge)
+	return nil
 }

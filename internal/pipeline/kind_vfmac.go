@@ -22,7 +22,7 @@ type vfMACRecord struct {
 }
 
 func (vfMACKind) Name() string        { return "sriov.vfmac" }
-func (vfMACKind) DependsOn() []string { return []string{numVFsKind{}.Name()} }
+func (vfMACKind) DependsOn() []string { return []string{numVFsKind{}.Name(), modeKind{}.Name()} }
 
 func (k vfMACKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.Name(), pf, vf) }
 

@@ -99,7 +99,7 @@ func vfPolicyKindNames() []string {
 }
 
 func (k vfPolicyKind) Name() string      { return k.s.name }
-func (vfPolicyKind) DependsOn() []string { return []string{numVFsKind{}.Name()} }
+func (vfPolicyKind) DependsOn() []string { return []string{numVFsKind{}.Name(), modeKind{}.Name()} }
 
 func (k vfPolicyKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.s.name, pf, vf) }
 

@@ -23,7 +23,11 @@ type kind[R any] interface {
 	// down for journals written by an older vflag.
 	Name() string
 	// DependsOn names the kinds whose change forces this kind to be
-	// re-done (DESIGN.md section 2a).
+	// checked again (DESIGN.md section 2a): after a write of one of them,
+	// or of one they depend on, the forward pass checks a step of this kind
+	// again instead of taking the plan pass's "converged"
+	// (teardown.Runner.DependsOn). Missing one leaves a step unchecked
+	// after a change that broke it: declare too many rather than too few.
 	DependsOn() []string
 	// Undo restores the prior state kept in r; "already gone" is success.
 	Undo(ctx context.Context, e *Env, r R) error
@@ -34,6 +38,15 @@ type Kind struct {
 	Name      string
 	DependsOn []string
 	undo      func(ctx context.Context, e *Env, raw json.RawMessage) error
+}
+
+// dependencies is every kind's DependsOn, for teardown.Runner.DependsOn.
+func dependencies() map[string][]string {
+	out := make(map[string][]string, len(Kinds))
+	for _, k := range Kinds {
+		out[k.Name] = k.DependsOn
+	}
+	return out
 }
 
 func declare[R any](k kind[R]) Kind {

@@ -74,6 +74,9 @@ type OffloadFacts struct {
 	Ports     map[string]PortTC
 	Block     *eswitch.SharedBlock
 	Refusals  []string // ovs-vswitchd log lines "failed to offload flow: ERR: PORT", oldest first
+	// FlowAPI is what ovs-vswitchd's log last said of each port's tc flow
+	// API (ovs.FlowAPIs): false, "No suitable flow API found".
+	FlowAPI map[string]bool
 	// DatapathType is the bridge's datapath_type ("" or "system": the
 	// kernel datapath, whose flows tc can offload; "netdev": the userspace
 	// datapath, which tc offload does not apply to).
@@ -184,6 +187,9 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 		out = append(out, "tc-policy skip_hw: ovs-vswitchd asks tc to keep every rule out of hardware")
 	case x.TCPolicy == "skip_sw" && f.DP != "tc":
 		out = append(out, "tc-policy skip_sw: a rule no device takes into hardware is refused by tc and the flow stays in the OVS kernel datapath")
+	}
+	if api, said := x.FlowAPI[f.InPort]; said && !api && f.DP != "tc" {
+		out = append(out, fmt.Sprintf("ovs-vswitchd has no tc flow API for %s (its log: \"%s: No suitable flow API found\": the kernel refused the port its ingress qdisc when ovs-vswitchd added it, e.g. a bond whose block held rules in its PFs' hardware): its flows stay in the OVS kernel datapath until the port is added again (vflag up does it for the bond)", f.InPort, f.InPort))
 	}
 	p, known := x.Ports[f.InPort]
 	switch {

@@ -42,6 +42,7 @@ func TestOffloadCheck(t *testing.T) {
 		block    *eswitch.SharedBlock
 		refusals []string
 		dpType   string
+		flowAPI  map[string]bool
 		want     Verdict
 		detail   []string
 		inHW     int
@@ -68,6 +69,8 @@ func TestOffloadCheck(t *testing.T) {
 			detail: []string{"port missing from the shared block: p1 (no ingress qdisc)"}, inSW: 1},
 		{name: "bond's rule in hardware on one PF only", flows: []string{flowBondHW}, hwoff: "true", ports: mlx5, block: blockOnePF, want: Fail,
 			detail: []string{"not on every PF (in_hw_count below the PF count)"}, inHW: 1},
+		{name: "ovs-vswitchd without a flow API for the bond (Debian's 7.2, after an OVS restart)", flows: []string{flowBondOVS}, hwoff: "true", ports: mlx5, block: blockOK,
+			flowAPI: map[string]bool{"bond0": false, "rep0": true}, want: Fail, detail: []string{"ovs-vswitchd has no tc flow API for bond0", "bond0: No suitable flow API found"}, inSW: 1},
 		{name: "no traffic", flows: []string{flowRepIdle, flowOtherSW}, hwoff: "true", want: Skip, detail: []string{"(1 idle)"}},
 		{name: "unreadable", flowsErr: errors.New("ovs-vswitchd's pid file: no such file"), want: Fail, detail: []string{"cannot read ovs-vswitchd's datapath flows"}},
 	}
@@ -78,7 +81,7 @@ func TestOffloadCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := OffloadCheck(OffloadFacts{Flows: flows, FlowsErr: tt.flowsErr, HWOffload: tt.hwoff, TCPolicy: tt.policy, Bond: "bond0",
-				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals, DatapathType: tt.dpType})
+				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals, DatapathType: tt.dpType, FlowAPI: tt.flowAPI})
 			if c.Verdict != tt.want {
 				t.Fatalf("verdict %s, want %s: %s", c.Verdict, tt.want, c.Detail)
 			}

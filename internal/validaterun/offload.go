@@ -60,6 +60,7 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 		logPath = DefaultVswitchdLog
 	}
 	x.Refusals = refusals(logPath)
+	x.FlowAPI = ovs.FlowAPIs(logPath)
 	c := validate.OffloadCheck(x)
 	c.Duration = time.Since(start)
 	return c
