@@ -76,6 +76,19 @@
 // listed: it does not compile. Adding a kind: write kind_<name>.go, list
 // it in Kinds, and put its constructor in the phase table.
 //
+// What a kind depends on (DependsOn) decides what the forward pass reads
+// again after a write: a step the plan pass found converged is taken as
+// converged unless this run has written its own kind or one it depends on,
+// directly or through others (teardown.Runner.DependsOn). A VLAN change
+// (ovs.bridge) so re-reads the OVS steps after it (ovs.port, hw-offload,
+// tc.ingress-block) and nothing of libvirt or devlink. A prune that wrote
+// before the forward pass makes every step read again; reads a phase shares
+// between its steps (the VF list, the representors, the bridge for verify)
+// are taken again after any write. The order of prunes against changes is
+// not derived from DependsOn: prunes run before the forward pass, except
+// the kinds in pruneLate (converge.go), which an object the forward pass
+// keeps may still refer to.
+//
 // # Step ids
 //
 // Ids come from logical coordinates known before anything is created: the

@@ -90,14 +90,6 @@ var (
 	vfPolicyKinds = []vfPolicyKind{vfVlan, vfTrust, vfSpoofchk, vfLinkState, vfRate}
 )
 
-func vfPolicyKindNames() []string {
-	var out []string
-	for _, k := range vfPolicyKinds {
-		out = append(out, k.Name())
-	}
-	return out
-}
-
 func (k vfPolicyKind) Name() string      { return k.s.name }
 func (vfPolicyKind) DependsOn() []string { return []string{numVFsKind{}.Name(), modeKind{}.Name()} }
 

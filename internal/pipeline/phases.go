@@ -35,46 +35,46 @@ func (w groups) has(g Group) bool {
 type batch []teardown.Step
 
 // phase is one row of the pipeline: DESIGN.md section 2's number, the stage
-// that runs it, the groups it is for, the kinds it changes, and its step
-// constructor. The batches a phase returns run in order.
+// that runs it, the groups it is for, and its step constructor (the kinds
+// it changes are those of the steps it builds; a step of a kind without an
+// undoer is refused when it runs). The batches a phase returns run in order.
 type phase struct {
 	num    string
 	name   string
 	stage  Stage
 	groups groups
-	kinds  []string // what it changes; none for a barrier
 	build  func(run *groupRun, ctx context.Context) ([]batch, error)
 }
 
 // Phases is the order of `vflag up`, as one table (see doc.go for why).
 var phases = []phase{
-	{"1", "sriov_drivers_autoprobe=0", StagePre, allGroups, []string{autoprobeKind{}.Name()}, (*groupRun).autoprobe},
-	{"1", "devlink flow_steering_mode (legacy mode only)", StagePre, allGroups, []string{paramKind{}.Name()}, (*groupRun).params},
-	{"2", "VFs on both PFs, in parallel", StagePre, allGroups, []string{numVFsKind{}.Name()}, (*groupRun).numVFs},
-	{"3", "VF MACs through the PF", StagePre, allGroups, []string{vfMACKind{}.Name()}, (*groupRun).vfMACs},
-	{"4", "unbind every VF", StagePre, allGroups, []string{unbindKind{}.Name()}, (*groupRun).unbind},
-	{"5", "PFs up (legacy: no bond does it)", StagePre, legacyGroups, []string{linkUpKind{}.Name()}, (*groupRun).legacyPFsUp},
-	{"5", "MTU on the PFs (legacy)", StagePre, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).legacyMTU},
-	{"5", "VF policy through the PF (legacy): vlan/qos, trust, spoofchk, link state, rates", StagePre, legacyGroups, vfPolicyKindNames(), (*groupRun).vfPolicy},
-	{"5", "eswitch switchdev on both PFs", StagePre, switchdevGroups, []string{modeKind{}.Name()}, (*groupRun).switchdev},
-	{"5", "hw-tc-offload on the PFs", StagePre, switchdevGroups, []string{tcOffloadKind{}.Name()}, (*groupRun).tcOffload},
-	{"6", "bond, after switchdev", StageAll, switchdevGroups, []string{bondKind{}.Name()}, (*groupRun).bond},
-	{"6", "enslave the PFs while down", StageAll, switchdevGroups, []string{enslaveKind{}.Name()}, (*groupRun).enslave},
-	{"6", "bond and PFs up", StageAll, switchdevGroups, []string{linkUpKind{}.Name()}, (*groupRun).bondUp},
-	{"6", "MTU on the bond (its PFs follow it)", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).bondMTU},
-	{"7", "wait for hardware LAG", StageAll, switchdevGroups, nil, (*groupRun).waitLAG},
-	{"8", "host drivers, strictly after LAG", StageAll, allGroups, []string{bindKind{}.Name()}, (*groupRun).bind},
-	{"8", "MTU on the host's VF netdevs (legacy)", StageAll, legacyGroups, []string{mtuKind{}.Name()}, (*groupRun).vfMTU},
-	{"9", "representors up", StageAll, switchdevGroups, []string{repsUpKind{}.Name()}, (*groupRun).repsUp},
-	{"9", "MTU on the representors", StageAll, switchdevGroups, []string{mtuKind{}.Name()}, (*groupRun).repsMTU},
-	{"9", "devlink rate nodes (rate_groups)", StageAll, switchdevGroups, []string{rateNodeKind{}.Name()}, (*groupRun).rateNodes},
-	{"9", "devlink rate leaves of the VF ports", StageAll, switchdevGroups, []string{rateLeafKind{}.Name()}, (*groupRun).rateLeaves},
-	{"10", "OVS other_config tc-policy (before hw-offload), max-idle", StageAll, switchdevGroups, []string{ovsConfigKind{}.Name()}, (*groupRun).ovsConfig},
-	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, []string{ovsBridgeKind{}.Name()}, (*groupRun).ovsBridge},
-	{"10", "the bond and its PFs on the bond's shared tc block (hw-offload)", StageAll, switchdevGroups, []string{tcBlockKind{}.Name()}, (*groupRun).sharedBlock},
-	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, []string{attachKind{}.Name()}, (*groupRun).attach},
-	{"11", "libvirt hostdev network: the group's VF pool", StageAll, allGroups, []string{networkKind{}.Name()}, (*groupRun).network},
-	{"12", "verify", StageAll, allGroups, nil, (*groupRun).verify},
+	{"1", "sriov_drivers_autoprobe=0", StagePre, allGroups, (*groupRun).autoprobe},
+	{"1", "devlink flow_steering_mode (legacy mode only)", StagePre, allGroups, (*groupRun).params},
+	{"2", "VFs on both PFs, in parallel", StagePre, allGroups, (*groupRun).numVFs},
+	{"3", "VF MACs through the PF", StagePre, allGroups, (*groupRun).vfMACs},
+	{"4", "unbind every VF", StagePre, allGroups, (*groupRun).unbind},
+	{"5", "PFs up (legacy: no bond does it)", StagePre, legacyGroups, (*groupRun).legacyPFsUp},
+	{"5", "MTU on the PFs (legacy)", StagePre, legacyGroups, (*groupRun).legacyMTU},
+	{"5", "VF policy through the PF (legacy): vlan/qos, trust, spoofchk, link state, rates", StagePre, legacyGroups, (*groupRun).vfPolicy},
+	{"5", "eswitch switchdev on both PFs", StagePre, switchdevGroups, (*groupRun).switchdev},
+	{"5", "hw-tc-offload on the PFs", StagePre, switchdevGroups, (*groupRun).tcOffload},
+	{"6", "bond, after switchdev", StageAll, switchdevGroups, (*groupRun).bond},
+	{"6", "enslave the PFs while down", StageAll, switchdevGroups, (*groupRun).enslave},
+	{"6", "bond and PFs up", StageAll, switchdevGroups, (*groupRun).bondUp},
+	{"6", "MTU on the bond (its PFs follow it)", StageAll, switchdevGroups, (*groupRun).bondMTU},
+	{"7", "wait for hardware LAG", StageAll, switchdevGroups, (*groupRun).waitLAG},
+	{"8", "host drivers, strictly after LAG", StageAll, allGroups, (*groupRun).bind},
+	{"8", "MTU on the host's VF netdevs (legacy)", StageAll, legacyGroups, (*groupRun).vfMTU},
+	{"9", "representors up", StageAll, switchdevGroups, (*groupRun).repsUp},
+	{"9", "MTU on the representors", StageAll, switchdevGroups, (*groupRun).repsMTU},
+	{"9", "devlink rate nodes (rate_groups)", StageAll, switchdevGroups, (*groupRun).rateNodes},
+	{"9", "devlink rate leaves of the VF ports", StageAll, switchdevGroups, (*groupRun).rateLeaves},
+	{"10", "OVS other_config tc-policy (before hw-offload), max-idle", StageAll, switchdevGroups, (*groupRun).ovsConfig},
+	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, (*groupRun).ovsBridge},
+	{"10", "the bond and its PFs on the bond's shared tc block (hw-offload)", StageAll, switchdevGroups, (*groupRun).sharedBlock},
+	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, (*groupRun).attach},
+	{"11", "libvirt hostdev network: the group's VF pool", StageAll, allGroups, (*groupRun).network},
+	{"12", "verify", StageAll, allGroups, (*groupRun).verify},
 }
 
 // groupRun is one group's pass through the phases.

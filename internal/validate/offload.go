@@ -188,8 +188,13 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	case x.TCPolicy == "skip_sw" && f.DP != "tc":
 		out = append(out, "tc-policy skip_sw: a rule no device takes into hardware is refused by tc and the flow stays in the OVS kernel datapath")
 	}
-	if api, said := x.FlowAPI[f.InPort]; said && !api && f.DP != "tc" {
-		out = append(out, fmt.Sprintf("ovs-vswitchd has no tc flow API for %s (its log: \"%s: No suitable flow API found\": the kernel refused the port its ingress qdisc when ovs-vswitchd added it, e.g. a bond whose block held rules in its PFs' hardware): its flows stay in the OVS kernel datapath until the port is added again (vflag up does it for the bond)", f.InPort, f.InPort))
+	if f.DP != "tc" {
+		for _, port := range append([]string{f.InPort}, outputPorts(f.Actions)...) {
+			if api, said := x.FlowAPI[port]; said && !api {
+				out = append(out, fmt.Sprintf("ovs-vswitchd has no tc flow API for %s (its log: \"%s: No suitable flow API found\": the kernel refused the port its ingress qdisc when ovs-vswitchd added it, e.g. a bond whose block held rules in its PFs' hardware): a flow from or to it stays in the OVS kernel datapath until the port is added again (vflag up does it for the bond)", port, port))
+				break
+			}
+		}
 	}
 	p, known := x.Ports[f.InPort]
 	switch {
@@ -215,6 +220,38 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	}
 	if len(out) == 0 {
 		out = append(out, "no reason found (see ovs-vswitchd's log with vlog/set dpif_netlink:dbg netdev_offload_tc:dbg)")
+	}
+	return out
+}
+
+// outputPorts are the ports a datapath flow's actions output to, as
+// "dpctl/dump-flows -m" names them ("actions:bond0,eth2"; other actions,
+// such as push_vlan(...) or set(...), are left out).
+func outputPorts(actions string) []string {
+	var out []string
+	depth := 0
+	start := 0
+	for i := 0; i <= len(actions); i++ {
+		if i < len(actions) {
+			switch actions[i] {
+			case '(':
+				depth++
+				continue
+			case ')':
+				depth--
+				continue
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		if a := actions[start:i]; a != "" && !strings.ContainsAny(a, "():=") {
+			out = append(out, a)
+		}
+		start = i + 1
 	}
 	return out
 }

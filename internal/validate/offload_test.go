@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,8 @@ func TestOffloadCheck(t *testing.T) {
 			detail: []string{"not on every PF (in_hw_count below the PF count)"}, inHW: 1},
 		{name: "ovs-vswitchd without a flow API for the bond (Debian's 7.2, after an OVS restart)", flows: []string{flowBondOVS}, hwoff: "true", ports: mlx5, block: blockOK,
 			flowAPI: map[string]bool{"bond0": false, "rep0": true}, want: Fail, detail: []string{"ovs-vswitchd has no tc flow API for bond0", "bond0: No suitable flow API found"}, inSW: 1},
+		{name: "to a port without a flow API: the rep's flow out to the bond", flows: []string{flowRepOVS}, hwoff: "true", ports: mlx5, block: blockOK,
+			flowAPI: map[string]bool{"bond0": false}, want: Fail, detail: []string{"in_port(rep0) 900 packets: OVS kernel datapath", "ovs-vswitchd has no tc flow API for bond0"}, inSW: 1},
 		{name: "no traffic", flows: []string{flowRepIdle, flowOtherSW}, hwoff: "true", want: Skip, detail: []string{"(1 idle)"}},
 		{name: "unreadable", flowsErr: errors.New("ovs-vswitchd's pid file: no such file"), want: Fail, detail: []string{"cannot read ovs-vswitchd's datapath flows"}},
 	}
@@ -104,5 +107,20 @@ func TestOffloadCheck(t *testing.T) {
 			}
 			t.Logf("%s: %s", c.Verdict, c.Detail)
 		})
+	}
+}
+
+func TestOutputPorts(t *testing.T) {
+	for in, want := range map[string][]string{
+		"bond0":                                 {"bond0"},
+		"bond0,eth2":                            {"bond0", "eth2"},
+		"push_vlan(vid=100,pcp=0),bond0":        {"bond0"},
+		"set(tunnel(tun_id=0x1,dst=1.1.1.1)),3": {"3"},
+		"drop":                                  {"drop"},
+		"":                                      nil,
+	} {
+		if got := outputPorts(in); !slices.Equal(got, want) {
+			t.Errorf("outputPorts(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
