@@ -10,9 +10,8 @@
 // Netlink dumps (ip link show, devlink port show) are asked again, up to 5
 // times, when the kernel marks them interrupted (NLM_F_DUMP_INTR: the table
 // changed while being read, as representors do during an eswitch mode
-// change); a partial dump is never used. NewNetlink keeps one netlink
-// handle and one ethtool socket for a whole run (Close releases them); the
-// zero value Netlink{} opens sockets per call.
+// change); a partial dump is never used. Netlink{} opens its sockets per
+// call, in the calling thread's network namespace.
 //
 // Ordering constraints, for mlx5 (DESIGN.md section 2):
 //

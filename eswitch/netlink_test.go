@@ -2,7 +2,6 @@ package eswitch_test
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"reflect"
@@ -339,125 +338,6 @@ func TestNetlinkNoDevlinkNoBonding(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// openFDs counts the process's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(es)
-}
-
-// exercise makes one call of each kind that opens sockets.
-func exercise(t *testing.T, k eswitch.Kernel) {
-	t.Helper()
-	if _, err := k.Link("vfa0"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Links(); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.SetLinkUp("vfa0", false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Ports(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Feature("vfa0", "rx-gro"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestNewNetlinkKeepsItsSockets(t *testing.T) {
-	inNetns(t, func() {
-		addVeth(t, "vfa0", "vfb0")
-
-		// The zero value keeps nothing.
-		base := openFDs(t)
-		exercise(t, eswitch.Netlink{})
-		if n := openFDs(t); n != base {
-			t.Errorf("Netlink{} left %d descriptors open", n-base)
-		}
-		if err := (eswitch.Netlink{}).Close(); err != nil {
-			t.Errorf("Close of the zero value: %v", err)
-		}
-
-		// NewNetlink opens its sockets once and reuses them.
-		k := eswitch.NewNetlink()
-		exercise(t, k)
-		kept := openFDs(t) - base
-		// rtnetlink and generic netlink sockets, the ethtool socket, the namespace.
-		if kept != 4 {
-			t.Errorf("NewNetlink keeps %d descriptors after its first calls, want 4", kept)
-		}
-		for range 20 {
-			exercise(t, k)
-		}
-		if n := openFDs(t) - base; n != kept {
-			t.Errorf("NewNetlink holds %d descriptors after 20 more rounds of calls, %d after the first: not reusing its sockets", n, kept)
-		}
-		if err := k.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if n := openFDs(t); n != base {
-			t.Errorf("%d descriptors still open after Close", n-base)
-		}
-		// Usable again after Close (it opens new sockets), and a value copy
-		// shares them.
-		v := *k
-		exercise(t, v)
-		if n := openFDs(t) - base; n != kept {
-			t.Errorf("after Close and reuse through a copy: %d descriptors, want %d", n, kept)
-		}
-		if err := k.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if n := openFDs(t); n != base {
-			t.Errorf("the copy's sockets were not the original's: %d descriptors left after Close", n-base)
-		}
-	})
-}
-
-// A Netlink from NewNetlink stays in the namespace of its first call, also
-// for calls from other threads, and for the extra handles that concurrent
-// calls make.
-func TestNewNetlinkPinsNamespace(t *testing.T) {
-	var k *eswitch.Netlink
-	inNetns(t, func() {
-		addVeth(t, "vfa0", "vfb0")
-		k = eswitch.NewNetlink()
-		if _, err := k.Link("vfa0"); err != nil {
-			t.Fatal(err)
-		}
-	})
-	defer k.Close()
-	// This goroutine may now be on any thread, in the initial namespace,
-	// and so are the ones below.
-	errs := make(chan error, 8)
-	for range cap(errs) {
-		go func() {
-			for range 10 {
-				ls, err := k.Links()
-				if err != nil {
-					errs <- err
-					return
-				}
-				if _, ok := findLink(ls, "vfb0"); !ok || len(ls) != 3 {
-					errs <- fmt.Errorf("Links() from another thread = %d links (vfb0 %v): not the pinned namespace", len(ls), ok)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range cap(errs) {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
 }
 
 // SetIngressBlock while another writer makes the same two calls on the same

@@ -66,9 +66,8 @@ func (r Rate) String() string {
 }
 
 // rateReq is a devlink request of cmd for d, with flags beyond
-// NLM_F_REQUEST|NLM_F_ACK. Its socket is opened in the Netlink's pinned
-// namespace (the calling thread's for the zero value); the devlink family
-// id comes from the handle, in the same namespace.
+// NLM_F_REQUEST|NLM_F_ACK. Its socket is opened in the calling thread's
+// namespace; the devlink family id comes from the handle, in the same one.
 func (n Netlink) rateExec(cmd uint8, flags int, attrs func(req *nl.NetlinkRequest)) ([][]byte, error) {
 	h, done, err := n.handle()
 	if err != nil {
@@ -79,17 +78,7 @@ func (n Netlink) rateExec(cmd uint8, flags int, attrs func(req *nl.NetlinkReques
 	if err != nil {
 		return nil, fmt.Errorf("generic netlink family devlink: %w", err)
 	}
-	ns := netns.None()
-	if n.c != nil {
-		n.c.mu.Lock()
-		if err := n.c.pin(); err != nil {
-			n.c.mu.Unlock()
-			return nil, err
-		}
-		ns = n.c.ns
-		n.c.mu.Unlock()
-	}
-	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_GENERIC)
+	s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_GENERIC)
 	if err != nil {
 		return nil, fmt.Errorf("generic netlink socket: %w", err)
 	}
