@@ -86,8 +86,6 @@ var (
 			return k.SetVFVlanQos(pf, vf, p.Vlan, p.Qos)
 		},
 	}}
-	// vfPolicyKinds in the order their steps are listed.
-	vfPolicyKinds = []vfPolicyKind{vfVlan, vfTrust, vfSpoofchk, vfLinkState, vfRate}
 )
 
 func (k vfPolicyKind) Name() string      { return k.s.name }
