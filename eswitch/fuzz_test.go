@@ -40,7 +40,7 @@ func FuzzValidIfName(f *testing.F) {
 	})
 }
 
-// FuzzParseRepName: parseRepName takes a representor's phys_port_name,
+// FuzzParseRepName: ParseRepName takes a representor's phys_port_name,
 // "[c<n>]pf<p>vf<v>", exactly when its numbers fit devlink's u16, and gives
 // those numbers back.
 func FuzzParseRepName(f *testing.F) {
@@ -48,11 +48,11 @@ func FuzzParseRepName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ppn string) {
-		pf, vf, ok := parseRepName(ppn)
+		pf, vf, ok := ParseRepName(ppn)
 		m := repNameRE.FindStringSubmatch(ppn)
 		if m == nil {
 			if ok {
-				t.Fatalf("parseRepName(%q) = %d, %d: not a representor name", ppn, pf, vf)
+				t.Fatalf("ParseRepName(%q) = %d, %d: not a representor name", ppn, pf, vf)
 			}
 			return
 		}
@@ -67,11 +67,11 @@ func FuzzParseRepName(f *testing.F) {
 		wantPF, okPF := fits(m[1])
 		wantVF, okVF := fits(m[2])
 		if ok != (okPF && okVF) || ok && (pf != wantPF || vf != wantVF) {
-			t.Fatalf("parseRepName(%q) = %d, %d, %v", ppn, pf, vf, ok)
+			t.Fatalf("ParseRepName(%q) = %d, %d, %v", ppn, pf, vf, ok)
 		}
 		if ok {
-			if p, v, ok := parseRepName(fmt.Sprintf("pf%dvf%d", pf, vf)); !ok || p != pf || v != vf {
-				t.Fatalf("parseRepName(pf%dvf%d) = %d, %d, %v", pf, vf, p, v, ok)
+			if p, v, ok := ParseRepName(fmt.Sprintf("pf%dvf%d", pf, vf)); !ok || p != pf || v != vf {
+				t.Fatalf("ParseRepName(pf%dvf%d) = %d, %d, %v", pf, vf, p, v, ok)
 			}
 		}
 	})

@@ -70,11 +70,11 @@ func PhysSwitchID(f sysfs.FS, name string) (string, error) {
 
 var repNameRE = regexp.MustCompile(`^(?:c\d+)?pf(\d+)vf(\d+)$`)
 
-// parseRepName reads a VF representor's phys_port_name, "pf<p>vf<n>" (with
+// ParseRepName reads a VF representor's phys_port_name, "pf<p>vf<n>" (with
 // a "c<controller>" prefix on a SmartNIC's host side): the PF and VF
 // numbers, which devlink carries as u16. ok is false for any other name
 // and for a number beyond 65535.
-func parseRepName(ppn string) (pf, vf uint16, ok bool) {
+func ParseRepName(ppn string) (pf, vf uint16, ok bool) {
 	m := repNameRE.FindStringSubmatch(ppn)
 	if m == nil {
 		return 0, 0, false
@@ -91,7 +91,7 @@ func parseRepName(ppn string) (pf, vf uint16, ok bool) {
 // ("pf0vf3", with a controller prefix "c1pf0vf3" on a SmartNIC): the one
 // rule, used by preflight, doctor and the PF lookup.
 func IsRepresentorName(ppn string) bool {
-	_, _, ok := parseRepName(ppn)
+	_, _, ok := ParseRepName(ppn)
 	return ok
 }
 
@@ -225,7 +225,7 @@ func representors(k Kernel, f sysfs.FS, pf PF, need int) (map[int]string, error)
 		if err != nil {
 			continue // the netdev went away meanwhile
 		}
-		p, vf, ok := parseRepName(ppn)
+		p, vf, ok := ParseRepName(ppn)
 		if !ok || p != pf.PfNumber {
 			continue
 		}

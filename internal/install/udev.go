@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -75,8 +75,6 @@ func WriteUdevGroup(w io.Writer, pfs []eswitch.PF, numvfs int, switchdev bool) {
 	}
 }
 
-var repPortRE = regexp.MustCompile(`^pf(\d+)vf(\d+)$`)
-
 // RepresentorName is "<uplink>_<vf>" for a VF representor (the PROGRAM of
 // packaging/udev/71-vflag-representors.rules): the uplink is the netdev of
 // the representor's parent device that is not itself a representor (mlx5:
@@ -89,8 +87,8 @@ func RepresentorName(f sysfs.FS, rep string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := repPortRE.FindStringSubmatch(ppn)
-	if m == nil {
+	_, vf, ok := eswitch.ParseRepName(ppn)
+	if !ok {
 		return "", fmt.Errorf("%s is not a VF representor (phys_port_name %q)", rep, ppn)
 	}
 	dev, err := sriov.Host{FS: f}.DeviceOfNetdev(rep)
@@ -102,8 +100,8 @@ func RepresentorName(f sysfs.FS, rep string) (string, error) {
 		return "", fmt.Errorf("netdevs of %s: %w", dev, err)
 	}
 	for _, n := range names {
-		if p, err := eswitch.PhysPortName(f, n); err == nil && p != "" && !repPortRE.MatchString(p) {
-			name := n + "_" + m[2]
+		if p, err := eswitch.PhysPortName(f, n); err == nil && p != "" && !eswitch.IsRepresentorName(p) {
+			name := n + "_" + strconv.Itoa(int(vf))
 			if err := eswitch.ValidIfName(name); err != nil {
 				return "", fmt.Errorf("%s: %w", rep, err)
 			}
