@@ -109,3 +109,9 @@ func (s BridgeStatus) WithoutOFPort(owner string) []string {
 	}
 	return out
 }
+
+// Columns tells whether a port already has the columns s asks of it: the
+// VLAN columns (tag, vlan_mode, trunks as a set) and mtu_request.
+func (s PortSpec) Columns(p PortStatus) bool {
+	return p.Tag == s.Tag && p.VLANMode == s.VLANMode && sameInts(p.Trunks, s.Trunks) && p.MTURequest == s.MTURequest
+}

@@ -3,18 +3,11 @@ package hook
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/ovs"
 )
-
-func sortedInts(v []int) []int {
-	out := append([]int(nil), v...)
-	slices.Sort(out)
-	return out
-}
 
 // portStatus reads the bridge and the port rep on it at endpoint: through
 // the run's connection when it is the host's endpoint (PortStep writes
@@ -86,8 +79,7 @@ func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpe
 			// portgroup, set when libvirt allocated the port): kept.
 			want.Tag, want.VLANMode, want.Trunks = port.Tag, port.VLANMode, port.Trunks
 		}
-		if port != nil && port.Tag == want.Tag && port.VLANMode == want.VLANMode &&
-			slices.Equal(port.Trunks, sortedInts(want.Trunks)) && port.MTURequest == want.MTURequest {
+		if port != nil && want.Columns(*port) {
 			return nil
 		}
 		// Missing, or vflag's with other VLAN columns or mtu_request: one

@@ -1,6 +1,7 @@
 // Package pipeline is the order of `vflag up` (DESIGN.md section 2): the
-// phases as one table (phases.go), the kinds of change (one file each,
-// kind_*.go, with the phase functions that build their steps), preflight,
+// phases as one table (phases.go), the kinds of change (kind_*.go: a kind,
+// or a family of kinds such as the VF policy, with the phase functions that
+// build their steps), preflight,
 // the barriers (LAG wait, verification) and the undo registry that
 // `vflag down` uses.
 //

@@ -291,6 +291,18 @@ func (b *bondReAdd) run(ctx context.Context, e *Env, tc eswitch.TC, members []st
 	if err := c.WaitApplied(ctx); err != nil {
 		return err
 	}
-	e.log.Info("ovs-vswitchd had no tc flow API for the bond: its port added again", "step", tcBlockKind{}.Name(), "bond", b.bond, "bridge", b.bridge)
-	return nil
+	// ovs-vswitchd logs the outcome as it adds the port; a second refusal
+	// is an error to read in its log, not a change to make again on every up.
+	for range 10 {
+		if !b.missing(e) {
+			e.log.Info("ovs-vswitchd had no tc flow API for the bond: its port added again", "step", tcBlockKind{}.Name(), "bond", b.bond, "bridge", b.bridge)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("ovs-vswitchd added %s to %s again and still has no tc flow API for it (its log: %q): read its log for why", b.bond, b.bridge, b.bond+": No suitable flow API found")
 }

@@ -46,7 +46,7 @@ type phase struct {
 	build  func(run *groupRun, ctx context.Context) ([]batch, error)
 }
 
-// Phases is the order of `vflag up`, as one table (see doc.go for why).
+// phases is the order of `vflag up`, as one table (see doc.go for why).
 var phases = []phase{
 	{"1", "sriov_drivers_autoprobe=0", StagePre, allGroups, (*groupRun).autoprobe},
 	{"1", "devlink flow_steering_mode (legacy mode only)", StagePre, allGroups, (*groupRun).params},
