@@ -125,7 +125,6 @@ func hostConflict(m managedVF) error {
 // prepareVF makes one VF's host side ready.
 func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTask) error {
 	k := p.h.Kernel
-	vc := m.vfConfig()
 	if err := hostConflict(m); err != nil {
 		return err
 	}
@@ -173,9 +172,11 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 			return fmt.Errorf("set representor %s up: %w", rep, err)
 		}
 	}
-	want := ovs.PortSpec{Name: rep, Tag: vc.VLAN, VLANMode: vc.VLANMode, Trunks: vc.Trunks}
-	if m.Group != nil {
-		want.MTURequest = m.Group.MTU
+	// The port as the bridge step makes it (RepPortSpec); a VF known from
+	// the journal only: its name alone.
+	want := ovs.PortSpec{Name: rep}
+	if key, ok := m.key(); ok {
+		want = pipeline.RepPortSpec(m.Group, key, rep)
 	}
 	return p.ensurePort(ctx, m, want)
 }

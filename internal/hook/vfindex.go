@@ -50,20 +50,28 @@ func (m managedVF) inPool() bool {
 
 // vfConfig is the config's entry for the VF (zero when none).
 func (m managedVF) vfConfig() config.VFConfig {
-	if m.Group == nil {
-		return config.VFConfig{}
-	}
-	for pi, ref := range m.Group.PFs {
-		if ref != m.PF.Netdev && ref != string(m.PF.Addr) {
-			continue
-		}
+	if k, ok := m.key(); ok {
 		for _, v := range m.Group.VFs {
-			if v.PF == pi && v.VF == m.VF {
+			if v.PF == k.PF && v.VF == k.VF {
 				return v
 			}
 		}
 	}
 	return config.VFConfig{}
+}
+
+// key is the VF's coordinates in its group's config (its PF's index in
+// pfs[]); ok is false for a VF known from the journal only.
+func (m managedVF) key() (pipeline.VFKey, bool) {
+	if m.Group == nil {
+		return pipeline.VFKey{}, false
+	}
+	for pi, ref := range m.Group.PFs {
+		if ref == m.PF.Netdev || ref == string(m.PF.Addr) {
+			return pipeline.VFKey{PF: pi, VF: m.VF}, true
+		}
+	}
+	return pipeline.VFKey{}, false
 }
 
 // index finds the VFs the config and the main journal make vflag's.
