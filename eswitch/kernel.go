@@ -247,3 +247,10 @@ func SetLinksUp(k Kernel, names []string, up bool) (int, error) {
 	}
 	return len(names), nil
 }
+
+// ModeOf is the eswitch mode of pf's device, "" when it cannot be read
+// ("devlink dev eswitch show $dev").
+func ModeOf(k Kernel, pf PF) string {
+	m, _ := k.EswitchMode(pf.Devlink)
+	return m
+}

@@ -109,10 +109,7 @@ func (p *preparer) do(ctx context.Context, s teardown.Step) error {
 	return err
 }
 
-func (p *preparer) modeOf(pf eswitch.PF) string {
-	m, _ := p.h.Kernel.EswitchMode(pf.Devlink)
-	return m
-}
+func (p *preparer) modeOf(pf eswitch.PF) string { return eswitch.ModeOf(p.h.Kernel, pf) }
 
 // hostConflict refuses a VF the config gives to a host driver.
 func hostConflict(m managedVF) error {

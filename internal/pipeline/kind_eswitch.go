@@ -98,10 +98,7 @@ func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) error {
 	return nil
 }
 
-func (e *Env) modeOf(pf eswitch.PF) string {
-	m, _ := e.k.EswitchMode(pf.Devlink)
-	return m
-}
+func (e *Env) modeOf(pf eswitch.PF) string { return eswitch.ModeOf(e.k, pf) }
 
 // tcOffloadKind enables hw-tc-offload on a PF (the uplink representor)
 // after switchdev (DESIGN.md step 5).
