@@ -474,7 +474,7 @@ func (r *Runner) fail(ctx context.Context, cause error) error {
 	}
 	if r.NoRollback {
 		r.log().Warn("failed; no rollback", "journal", r.Journal.Path(), "err", cause)
-		return fmt.Errorf("%w; no rollback: this run's changes stay in journal %s for a resumed up or a down", cause, r.Journal.Path())
+		return &keptError{cause: cause, journal: r.Journal.Path()}
 	}
 	r.log().Warn("failed; rolling back this run", "err", cause)
 	rctx := context.WithoutCancel(ctx)
@@ -675,4 +675,27 @@ func SayUndone(ctx context.Context, format string, args ...any) {
 	if p, ok := ctx.Value(undoSummaryKey{}).(*string); ok {
 		*p = fmt.Sprintf(format, args...)
 	}
+}
+
+// keptError is a failure whose run kept its changes (NoRollback).
+type keptError struct {
+	cause   error
+	journal string
+}
+
+func (e *keptError) Error() string {
+	return fmt.Sprintf("%v; no rollback: this run's changes stay in journal %s for a resumed up or a down", e.cause, e.journal)
+}
+
+func (e *keptError) Unwrap() error { return e.cause }
+
+// Cause is the step's own failure beneath a NoRollback run's note on its
+// journal, for a caller whose own undo takes the journal's place (the qemu
+// hook: libvirt's "release end" undoes it); any other error is itself.
+func Cause(err error) error {
+	var k *keptError
+	if errors.As(err, &k) {
+		return k.cause
+	}
+	return err
 }

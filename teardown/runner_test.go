@@ -1022,3 +1022,27 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 		})
 	}
 }
+
+// TestCauseBeneathNoRollback: a NoRollback run's failure says where its
+// changes stay; Cause gives the step's own error, and leaves others alone.
+func TestCauseBeneathNoRollback(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	r := &Runner{Journal: j, NoRollback: true, Log: testLogger(t), Undo: Undoers{"a": func(context.Context, json.RawMessage) error { return nil }}}
+	err = r.Do(t.Context(), Step{Kind: "a", ID: "a/1",
+		Check: func(context.Context) (Change, error) { return Change{Needed: true, Record: struct{}{}}, nil },
+		Apply: func(context.Context) error { return boom }})
+	if err == nil || !strings.Contains(err.Error(), "no rollback: this run's changes stay in journal") {
+		t.Fatalf("err = %v, want the journal note", err)
+	}
+	c := Cause(err)
+	if !errors.Is(c, boom) || strings.Contains(c.Error(), "no rollback") {
+		t.Errorf("Cause = %v, want the step's failure alone", c)
+	}
+	if other := errors.New("x"); Cause(other) != other {
+		t.Errorf("Cause changed an error that is not a run's")
+	}
+}

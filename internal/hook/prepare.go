@@ -98,15 +98,10 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 }
 
 // do runs one change through the domain's journal. The runner's
-// "no rollback" note is dropped: release undoes the domain's journal.
+// "no rollback" note is dropped (teardown.Cause): release undoes the
+// domain's journal.
 func (p *preparer) do(ctx context.Context, s teardown.Step) error {
-	err := p.r.Do(ctx, s)
-	if err != nil && !errors.Is(err, teardown.ErrStopped) {
-		if u := errors.Unwrap(err); u != nil {
-			return u
-		}
-	}
-	return err
+	return teardown.Cause(p.r.Do(ctx, s))
 }
 
 func (p *preparer) modeOf(pf eswitch.PF) string { return eswitch.ModeOf(p.h.Kernel, pf) }
