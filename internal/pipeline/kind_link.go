@@ -143,6 +143,9 @@ func (run *groupRun) repsUp(ctx context.Context) ([]batch, error) {
 			reps, err = eswitch.RepresentorsOf(e.k, e.fs, pf, n)
 		} else {
 			reps, err = eswitch.WaitRepresentors(wctx, e.k, e.fs, pf, n, e.Poll)
+			if err == nil {
+				reps = e.settleReps(wctx, pf, n, reps)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -188,4 +191,52 @@ func (run *groupRun) repsWhy(i int) string {
 		return "after the VFs are made again"
 	}
 	return "after switchdev"
+}
+
+// repsSettleBound bounds the wait for udev to process new representors.
+const repsSettleBound = 10 * time.Second
+
+// settleReps waits, within repsSettleBound and never failing, until udev
+// has processed each of pf's representors (/run/udev/data/n<ifindex>),
+// reading their names again meanwhile: vflag's udev rule renames a new
+// representor (<uplink>_<vf>) an instant after switchdev makes it, and a
+// name read before that is gone when its step runs ("link eth2: not
+// found", seen in e2e boot.sh). Where udev keeps no database, reps as
+// they are.
+func (e *Env) settleReps(ctx context.Context, pf eswitch.PF, n int, reps map[int]string) map[int]string {
+	if _, err := e.fs.ReadDir("/run/udev/data"); err != nil {
+		return reps
+	}
+	poll := e.Poll
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	deadline := time.Now().Add(repsSettleBound)
+	for {
+		if e.udevProcessed(reps) || !time.Now().Before(deadline) {
+			return reps
+		}
+		select {
+		case <-ctx.Done():
+			return reps
+		case <-time.After(poll):
+		}
+		if r, err := eswitch.RepresentorsOf(e.k, e.fs, pf, n); err == nil {
+			reps = r
+		}
+	}
+}
+
+// udevProcessed: every netdev of names exists and udev has processed it.
+func (e *Env) udevProcessed(names map[int]string) bool {
+	for _, name := range names {
+		l, err := e.k.Link(name)
+		if err != nil {
+			return false
+		}
+		if _, err := e.fs.ReadFile(fmt.Sprintf("/run/udev/data/n%d", l.Index)); err != nil {
+			return false
+		}
+	}
+	return true
 }

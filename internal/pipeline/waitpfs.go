@@ -38,27 +38,41 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(bound)
 	logged := false
+	var wrongSince time.Time
 	for {
 		missing, wrong := e.missingPFs()
-		if len(wrong) > 0 {
+		switch {
+		case len(wrong) > 0:
 			// A netdev that exists and can never be a PF (a bond, a
-			// representor, a VF, a virtual link) is a config error now,
-			// not a PF still to come.
-			return wrong
-		}
-		if len(missing) == 0 {
+			// representor, a VF, a virtual link) is a config error, not a
+			// PF still to come, once it has looked so for wrongFor: at
+			// boot a PF udev was renaming was seen for an instant without
+			// its device link ("a virtual interface").
+			if wrongSince.IsZero() {
+				wrongSince = time.Now()
+			}
+			if time.Since(wrongSince) >= wrongFor || !time.Now().Before(deadline) {
+				return wrong
+			}
+			for _, w := range wrong {
+				missing = append(missing, w.Error())
+			}
+		case len(missing) == 0:
+			wrongSince = time.Time{}
 			// At boot udev may still be renaming a PF that just appeared
 			// (eth0 -> its persistent name): a name resolved now would be
 			// gone at the next step. Wait, within the same bound, until
 			// udev has processed each PF's netdev; never fail on it.
-			if unsettled := e.udevUnsettled(); len(unsettled) > 0 && time.Now().Before(deadline) {
-				missing = unsettled
-			} else {
+			unsettled := e.udevUnsettled()
+			if len(unsettled) == 0 || !time.Now().Before(deadline) {
 				if logged {
 					e.log.Warn("PFs appeared", "after", time.Since(start).Round(time.Millisecond))
 				}
 				return nil
 			}
+			missing = unsettled
+		default:
+			wrongSince = time.Time{}
 		}
 		if !logged {
 			e.log.Warn("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
@@ -76,6 +90,10 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 		}
 	}
 }
+
+// wrongFor is how long a PF reference must name a netdev that is no PF
+// before the wait gives up on it.
+const wrongFor = time.Second
 
 // udevUnsettled lists the PF netdevs udev has not processed yet (no
 // /run/udev/data/n<ifindex>: udev writes it after its rules, the rename

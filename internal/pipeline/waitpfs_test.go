@@ -105,3 +105,26 @@ func TestRefuseVFsWithoutPool(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitPFsOutlivesAMomentaryNoPF: a PF reference that names a netdev
+// which is no PF for an instant (at boot a PF udev was renaming showed no
+// device link: "a virtual interface") is waited for, not refused at once:
+// when it goes, the wait goes on as for any PF still to come.
+func TestWaitPFsOutlivesAMomentaryNoPF(t *testing.T) {
+	se := newStepEnv(t, nil)
+	se.Poll = 10 * time.Millisecond
+	if err := se.k.AddBond(eswitch.BondSpec{Name: "late0", Mode: "active-backup", Miimon: 100}); err != nil {
+		t.Fatal(err)
+	}
+	se.g.PFs = append([]string(nil), se.g.PFs...)
+	se.g.PFs[1] = "late0"
+	go func() {
+		time.Sleep(wrongFor / 4)
+		_ = se.k.DeleteLink("late0")
+	}()
+	err := se.WaitPFs(context.Background(), wrongFor/2)
+	var we *PFWaitError
+	if !errors.As(err, &we) {
+		t.Fatalf("a netdev that was no PF for %s, then gone: want the wait's own end (*PFWaitError), got %v", wrongFor/4, err)
+	}
+}
