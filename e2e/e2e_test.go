@@ -268,6 +268,21 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) (dig
 
 	logPath := filepath.Join(out, "share", "out", sc.name+".log")
 	guestLog, err := os.ReadFile(logPath)
+	if err != nil && bootCrashed(console.String()) && ctx.Err() == nil {
+		// The guest kernel died before the scenario began (seen once in
+		// 10 boots of Debian's 7.2 under TCG: "Oops: int3" in the
+		// scheduler at 2 s): a fault of the bed, not of vflag. Boot again
+		// once, saying so.
+		t.Logf("%s: the guest kernel crashed before the scenario started; booting it again once:\n%s", sc.name, lastLines(console.String(), 12))
+		retry := exec.CommandContext(ctx, "bash", filepath.Join(e2eDir, "run-guest.sh"), sc.path, out)
+		retry.Env = cmd.Env
+		console.Reset()
+		retry.Stdout, retry.Stderr = &console, &console
+		start = time.Now()
+		runErr = retry.Run()
+		t.Logf("%s: guest ran %s again", sc.name, time.Since(start).Round(time.Second))
+		guestLog, err = os.ReadFile(logPath)
+	}
 	if err != nil {
 		t.Errorf("the guest never started the scenario: no log %s", logPath)
 	}

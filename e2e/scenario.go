@@ -269,3 +269,9 @@ func failureDigest(log []byte, failed []string, perCheck int) string {
 	}
 	return b.String()
 }
+
+// bootCrashed: the console shows the guest kernel's oops or panic (the
+// caller has seen that the scenario never began).
+func bootCrashed(console string) bool {
+	return strings.Contains(console, "Oops:") || strings.Contains(console, "Kernel panic")
+}

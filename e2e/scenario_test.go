@@ -160,3 +160,15 @@ RESULT b_unit FAIL exit 1 from 'units_ok'
 		t.Errorf("failureDigest:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestBootCrashed(t *testing.T) {
+	for console, want := range map[string]bool{
+		"Booting from ROM..[    2.275967] Oops: int3: 0000 [#1] SMP NOPTI\n":   true,
+		"[    1.0] Kernel panic - not syncing: VFS: Unable to mount root fs\n": true,
+		"TESTBED-INIT: running scenario x.sh (timeout 480s)\n":                 false,
+	} {
+		if got := bootCrashed(console); got != want {
+			t.Errorf("bootCrashed(%q) = %v, want %v", console, got, want)
+		}
+	}
+}
