@@ -321,7 +321,7 @@ func BindBondToBlock(t TC, bond string, members []string, block uint32) (left []
 	for _, m := range members {
 		in, err := t.Ingress(m)
 		if err != nil {
-			return left, errors.Join(first, err)
+			return left, errors.Join(first, rebind(t, left, block), err)
 		}
 		if !in.Present || in.Block != block {
 			continue
