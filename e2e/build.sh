@@ -371,31 +371,31 @@ done
 ROOTFS_VERSIONS=$(printf '%s\n' "$MADISON" | awk -F'|' '$3 ~ /bookworm\/main/ { print $1, $2 }' | sort -u)
 DEBOOTSTRAP_VER=$(dpkg-query -W -f '${Version}' debootstrap)
 
-# QEMU in trixie: ask apt with a private state dir holding only trixie's index.
-TA="$CACHE/apt-trixie"
-mkdir -p "$TA/lists/partial" "$TA/cache/archives/partial"
-: >"$TA/status"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR trixie main" >"$TA/sources.list"
-TAPT=("${APT[@]}" -o Dir::Etc::SourceList="$TA/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-	-o Dir::State::Lists="$TA/lists" -o Dir::State::status="$TA/status" -o Dir::Cache="$TA/cache"
-	-o APT::Architectures::=amd64 -o Acquire::Languages=none
-	-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
-apt-get "${TAPT[@]}" update >/dev/null || die "apt-get update for trixie failed"
+# private_apt SUITE VAR: apt options (into the array VAR) for a private
+# state dir holding only SUITE's index from the mirror, updated; the build
+# machine's own apt sources stay as they are.
+private_apt() {
+	local d="$CACHE/apt-$1"
+	local -n opts=$2
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	: >"$d/status"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $1 main" >"$d/sources.list"
+	opts=("${APT[@]}" -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+		-o Dir::State::Lists="$d/lists" -o Dir::State::status="$d/status" -o Dir::Cache="$d/cache"
+		-o APT::Architectures::=amd64 -o Acquire::Languages=none
+		-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
+	apt-get "${opts[@]}" update >/dev/null || die "apt-get update for $1 failed"
+}
+
+# QEMU in trixie.
+private_apt trixie TAPT
 TRIXIE_QEMU_VER=$(apt-cache "${TAPT[@]}" show --no-all-versions qemu-system-x86 | sed -n 's/^Version: //p' | head -n1)
 [ -n "$TRIXIE_QEMU_VER" ] || die "trixie offers no qemu-system-x86"
 
 # Debian unstable's kernel (KERNEL-FACTS section 11): the ABI that sid's
 # linux-image-amd64 depends on, pinned to its version. Same private-index
 # way as trixie.
-SA="$CACHE/apt-sid"
-mkdir -p "$SA/lists/partial" "$SA/cache/archives/partial"
-: >"$SA/status"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR sid main" >"$SA/sources.list"
-SAPT=("${APT[@]}" -o Dir::Etc::SourceList="$SA/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-	-o Dir::State::Lists="$SA/lists" -o Dir::State::status="$SA/status" -o Dir::Cache="$SA/cache"
-	-o APT::Architectures::=amd64 -o Acquire::Languages=none
-	-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
-apt-get "${SAPT[@]}" update >/dev/null || die "apt-get update for sid failed"
+private_apt sid SAPT
 read -r SKVER SKPKGVER < <(apt-cache "${SAPT[@]}" show --no-all-versions linux-image-amd64 |
 	sed -n 's/^Depends:.*linux-image-\([0-9][^ ]*-amd64\) (= \([^)]*\)).*/\1 \2/p' | head -n 1) || true
 [ -n "${SKVER:-}" ] || die "sid's linux-image-amd64 names no linux-image-*-amd64"

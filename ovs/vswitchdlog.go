@@ -27,29 +27,37 @@ func FlowAPI(logPath, port string) (ok, known bool) {
 // FlowAPIs is FlowAPI for every port the log names, in one read.
 func FlowAPIs(logPath string) map[string]bool {
 	out := map[string]bool{}
-	f, err := os.Open(logPath)
-	if err != nil {
-		return out
-	}
-	defer func() { _ = f.Close() }()
-	if st, err := f.Stat(); err == nil && st.Size() > vswitchdLogTail {
-		if _, err := f.Seek(st.Size()-vswitchdLogTail, 0); err != nil {
-			return out
-		}
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	const tag = "|netdev_offload|INFO|"
-	for sc.Scan() {
-		_, msg, found := strings.Cut(sc.Text(), tag)
+	ScanLogTail(logPath, func(line string) {
+		_, msg, found := strings.Cut(line, tag)
 		if !found {
-			continue
+			return
 		}
 		if port, _, found := strings.Cut(msg, ": Assigned flow API"); found {
 			out[port] = true
 		} else if port, _, found := strings.Cut(msg, ": No suitable flow API found"); found {
 			out[port] = false
 		}
-	}
+	})
 	return out
+}
+
+// ScanLogTail calls fn with each line of the last vswitchdLogTail bytes of
+// ovs-vswitchd's log, oldest first; nothing when it cannot be read.
+func ScanLogTail(logPath string, fn func(line string)) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }()
+	if st, err := f.Stat(); err == nil && st.Size() > vswitchdLogTail {
+		if _, err := f.Seek(st.Size()-vswitchdLogTail, 0); err != nil {
+			return
+		}
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fn(sc.Text())
+	}
 }

@@ -1,10 +1,8 @@
 package validaterun
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,11 +16,7 @@ import (
 
 // DefaultVswitchdLog is where Debian's and Red Hat's packages have
 // ovs-vswitchd log.
-const DefaultVswitchdLog = "/var/log/openvswitch/ovs-vswitchd.log"
-
-// vswitchdLogTail is how much of the end of ovs-vswitchd's log the offload
-// check reads.
-const vswitchdLogTail = 1 << 20
+const DefaultVswitchdLog = ovs.DefaultVswitchdLog
 
 // offloadCheck gathers what validate.OffloadCheck judges: the datapath
 // flows from ovs-vswitchd ("ovs-appctl dpctl/dump-flows -m" over its
@@ -130,26 +124,14 @@ func (r *run) portTC(port string) validate.PortTC {
 
 // refusals are ovs-vswitchd's "failed to offload flow: ERR: PORT" lines
 // (lib/dpif-netlink.c; EOPNOTSUPP and ENOSPC only at debug level) in the
-// last vswitchdLogTail bytes of its log, the message part only; none when
+// last MiB of its log, the message part only; none when
 // the log cannot be read.
 func refusals(path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer func() { _ = f.Close() }()
-	if st, err := f.Stat(); err == nil && st.Size() > vswitchdLogTail {
-		if _, err := f.Seek(st.Size()-vswitchdLogTail, 0); err != nil {
-			return nil
-		}
-	}
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if _, msg, ok := strings.Cut(sc.Text(), "failed to offload flow: "); ok {
+	ovs.ScanLogTail(path, func(line string) {
+		if _, msg, ok := strings.Cut(line, "failed to offload flow: "); ok {
 			out = append(out, "failed to offload flow: "+msg)
 		}
-	}
+	})
 	return out
 }
