@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -15,8 +14,12 @@ import (
 // is static: an import that brings libvirt's C library back into the hook
 // path (libvirtx's cgo files, a package using the binding) fails here.
 func TestNoLibvirtC(t *testing.T) {
-	// The toolchain that builds this test; CI need not have go on PATH.
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test puts its own GOROOT/bin first on the test's PATH (Go 1.19 on),
+	// so this is the toolchain that builds the test, go on PATH or not.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go that runs this test is not on its PATH: %v", err)
+	}
 	out, err := exec.Command(goBin, "list", "-deps", "-tags", "vflag_nolibvirt", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
