@@ -106,6 +106,20 @@ func readSnapshot(d *libvirt.Domain) (snapshot, error) {
 	return s, nil
 }
 
+// Exists tells whether libvirt knows the domain: one lookup, no XML read
+// (preflight's question; Domain reads the definitions).
+func (c *Conn) Exists(name string) (bool, error) {
+	d, err := c.lookup(name)
+	if isNoDomain(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("libvirt: look up domain %s: %w", name, err)
+	}
+	_ = d.Free()
+	return true, nil
+}
+
 // Domain reads the persistent definition of a domain and, when it runs, the
 // live one. A missing domain is not an error: Exists is false.
 func (c *Conn) Domain(name string) (DomainState, error) {

@@ -398,6 +398,13 @@ func TestLibvirtd(t *testing.T) {
 		if err != nil || st.Exists || st.Name != "no-such-vm" {
 			t.Errorf("Domain = %+v, %v", st, err)
 		}
+		if ok, err := e.c.Exists("no-such-vm"); err != nil || ok {
+			t.Errorf("Exists(no-such-vm) = %v, %v; want false, nil", ok, err)
+		}
+		name, _ := e.domain(t, "vm-exists")
+		if ok, err := e.c.Exists(name); err != nil || !ok {
+			t.Errorf("Exists(%s) = %v, %v; want true, nil", name, ok, err)
+		}
 	})
 
 	t.Run("HoldingDomainsInactive", func(t *testing.T) {

@@ -19,6 +19,9 @@ func Open(uri string) (*Conn, error) { return nil, ErrNotLinked }
 // Close does nothing.
 func (c *Conn) Close() error { return nil }
 
+// Exists fails (ErrNotLinked).
+func (c *Conn) Exists(name string) (bool, error) { return false, ErrNotLinked }
+
 // Domain fails (ErrNotLinked).
 func (c *Conn) Domain(name string) (DomainState, error) {
 	return DomainState{Name: name}, ErrNotLinked

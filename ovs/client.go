@@ -25,7 +25,13 @@ import (
 // are serialized.
 type Client struct {
 	endpoint string
-	db       client.Client
+	sel      *selectConn // reads (nil for ssl:, whose reads go through db)
+
+	libMu sync.Mutex
+	db    client.Client // writes, waits, the next_cfg monitor: lib connects it on first use
+
+	preMu sync.Mutex
+	pre   *prefetch // Prefetch's read, until PlanStatus or Status takes it
 
 	mu sync.Mutex // serializes read-compute-write in Ensure and Undo
 
@@ -83,21 +89,49 @@ func databaseModel() (lmodel.ClientDBModel, error) {
 }
 
 // Connect opens endpoint ("unix:/run/openvswitch/db.sock", "tcp:1.2.3.4:6640")
-// and starts monitoring the columns WaitApplied reads. ctx bounds the
-// connection and the initial monitor snapshot.
+// and checks that it serves the Open_vSwitch database. ctx bounds that
+// check. Reads go over a select connection of their own (selectConn);
+// libovsdb's client, with its monitor of the columns WaitApplied reads, is
+// connected on the first write or wait (lib). An ssl: endpoint has no
+// select connection: libovsdb's client is connected at once and carries
+// the reads too.
 func Connect(ctx context.Context, endpoint string) (*Client, error) {
+	c := &Client{endpoint: endpoint, cfgCh: make(chan struct{}, 1)}
+	sel, err := newSelectConn(endpoint)
+	if errors.Is(err, errNoSelectConn) {
+		if _, err := c.lib(ctx); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	if err := sel.ping(ctx); err != nil {
+		sel.Close()
+		return nil, fmt.Errorf("ovs: connect %s: %w", endpoint, err)
+	}
+	c.sel = sel
+	return c, nil
+}
+
+// lib is libovsdb's client, connected on first use with a monitor of
+// Open_vSwitch next_cfg and cur_cfg (WaitApplied). ctx bounds the
+// connection and the monitor's initial snapshot.
+func (c *Client) lib(ctx context.Context) (client.Client, error) {
+	c.libMu.Lock()
+	defer c.libMu.Unlock()
+	if c.db != nil {
+		return c.db, nil
+	}
 	dbm, err := databaseModel()
 	if err != nil {
-		return nil, fmt.Errorf("ovs: connect %s: database model: %w", endpoint, err)
+		return nil, fmt.Errorf("ovs: connect %s: database model: %w", c.endpoint, err)
 	}
-	db, err := client.NewOVSDBClient(dbm, client.WithEndpoint(endpoint))
+	db, err := client.NewOVSDBClient(dbm, client.WithEndpoint(c.endpoint))
 	if err != nil {
-		return nil, fmt.Errorf("ovs: connect %s: %w", endpoint, err)
+		return nil, fmt.Errorf("ovs: connect %s: %w", c.endpoint, err)
 	}
 	if err := db.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("ovs: connect %s: %w", endpoint, err)
+		return nil, fmt.Errorf("ovs: connect %s: %w", c.endpoint, err)
 	}
-	c := &Client{endpoint: endpoint, db: db, cfgCh: make(chan struct{}, 1)}
 	poke := func(table string) {
 		if table != model.OpenvSwitchTable {
 			return
@@ -122,13 +156,23 @@ func Connect(ctx context.Context, endpoint string) (*Client, error) {
 	mon := db.NewMonitor(client.WithTable(ovs, &ovs.NextCfg, &ovs.CurCfg))
 	if _, err := db.Monitor(ctx, mon); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("ovs: connect %s: monitor: %w", endpoint, err)
+		return nil, fmt.Errorf("ovs: connect %s: monitor: %w", c.endpoint, err)
 	}
-	return c, nil
+	c.db = db
+	return db, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() { c.db.Close() }
+// Close closes the connections.
+func (c *Client) Close() {
+	if c.sel != nil {
+		c.sel.Close()
+	}
+	c.libMu.Lock()
+	defer c.libMu.Unlock()
+	if c.db != nil {
+		c.db.Close()
+	}
+}
 
 // state is a consistent view of the tables read.
 type state struct {
@@ -164,6 +208,8 @@ var (
 		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
 		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request", "external_ids"},
 	}
+	// cfgView: the Open_vSwitch row's next_cfg and cur_cfg (WaitApplied).
+	cfgView = view{model.OpenvSwitchTable: {"_uuid", "next_cfg", "cur_cfg"}}
 	// rootView: the Open_vSwitch row's other_config alone (other_config
 	// reads and writes: no bridge, port or interface row decoded).
 	rootView = view{model.OpenvSwitchTable: {"_uuid", "other_config"}}
@@ -203,33 +249,29 @@ func (c *Client) readWhere(ctx context.Context, v view, where map[string][]ovsdb
 		}
 	}
 	c.reads.Add(1)
-	res, err := c.db.Transact(ctx, ops...)
+	rows, err := c.selectRows(ctx, ops)
 	if err != nil {
 		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
 	}
-	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
-		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
-	}
-	dbm := c.db.Cache().DatabaseModel()
-	result := func(t string) ovsdb.OperationResult {
+	result := func(t string) []ovsdb.Row {
 		if i, ok := index[t]; ok {
-			return res[i]
+			return rows[i]
 		}
-		return ovsdb.OperationResult{}
+		return nil
 	}
-	roots, err := fromRows[model.OpenvSwitch](dbm, model.OpenvSwitchTable, result(model.OpenvSwitchTable))
+	roots, err := modelsOf[model.OpenvSwitch](model.OpenvSwitchTable, result(model.OpenvSwitchTable))
 	if err != nil {
 		return nil, err
 	}
-	bridges, err := fromRows[model.Bridge](dbm, model.BridgeTable, result(model.BridgeTable))
+	bridges, err := modelsOf[model.Bridge](model.BridgeTable, result(model.BridgeTable))
 	if err != nil {
 		return nil, err
 	}
-	ports, err := fromRows[model.Port](dbm, model.PortTable, result(model.PortTable))
+	ports, err := modelsOf[model.Port](model.PortTable, result(model.PortTable))
 	if err != nil {
 		return nil, err
 	}
-	ifaces, err := fromRows[model.Interface](dbm, model.InterfaceTable, result(model.InterfaceTable))
+	ifaces, err := modelsOf[model.Interface](model.InterfaceTable, result(model.InterfaceTable))
 	if err != nil {
 		return nil, err
 	}
@@ -267,19 +309,39 @@ func (c *Client) readWhere(ctx context.Context, v view, where map[string][]ovsdb
 	return st, nil
 }
 
-// fromRows maps the rows of one select result to models of table.
-func fromRows[T any](dbm lmodel.DatabaseModel, table string, res ovsdb.OperationResult) ([]*T, error) {
-	out := make([]*T, 0, len(res.Rows))
-	for i := range res.Rows {
-		row := &res.Rows[i]
-		u, _ := (*row)["_uuid"].(ovsdb.UUID) // not selected: ""
-		m, err := lmodel.CreateModel(dbm, table, row, u.GoUUID)
-		if err != nil {
+// selectRows sends the select operations as one transaction, over the
+// select connection (or libovsdb's client for ssl:), and returns each
+// operation's rows.
+func (c *Client) selectRows(ctx context.Context, ops []ovsdb.Operation) ([][]ovsdb.Row, error) {
+	if c.sel != nil {
+		return c.sel.transact(ctx, ops)
+	}
+	db, err := c.lib(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := db.Transact(ctx, ops...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return nil, err
+	}
+	out := make([][]ovsdb.Row, len(ops))
+	for i := range ops {
+		out[i] = res[i].Rows
+	}
+	return out, nil
+}
+
+// modelsOf maps the rows of one select of table to its models.
+func modelsOf[T any](table string, rows []ovsdb.Row) ([]*T, error) {
+	out := make([]*T, 0, len(rows))
+	for _, row := range rows {
+		t := new(T)
+		if err := modelFromRow(t, row); err != nil {
+			u, _ := row["_uuid"].(ovsdb.UUID)
 			return nil, fmt.Errorf("read %s row %s: %w", table, u.GoUUID, err)
-		}
-		t, ok := m.(*T)
-		if !ok {
-			return nil, fmt.Errorf("read %s: model is %T", table, m)
 		}
 		out = append(out, t)
 	}
@@ -323,8 +385,12 @@ func (c *Client) commit(ctx context.Context, t *txn, root string) error {
 	if c.beforeCommit != nil {
 		c.beforeCommit()
 	}
+	db, err := c.lib(ctx)
+	if err != nil {
+		return err
+	}
 	c.txns.Add(1)
-	res, err := c.db.Transact(ctx, t.ops...)
+	res, err := db.Transact(ctx, t.ops...)
 	if err != nil {
 		return fmt.Errorf("transaction: %w", err)
 	}
@@ -415,13 +481,25 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 	c.cfgMu.Lock()
 	target := c.wantCfg
 	c.cfgMu.Unlock()
+	// One select first: when ovs-vswitchd has caught up already (a run
+	// that wrote nothing, the usual case), no monitor is needed, nor
+	// libovsdb's connection.
+	if c.sel != nil {
+		if st, err := c.read(ctx, cfgView); err == nil && st.root != nil && st.root.CurCfg >= max(target, st.root.NextCfg) {
+			return nil
+		}
+	}
 	first := true
 	cur := 0
 	quiet := time.NewTimer(waitQuiet)
 	defer quiet.Stop()
+	db, err := c.lib(ctx)
+	if err != nil {
+		return fmt.Errorf("ovs: wait applied: %w", err)
+	}
 	for {
 		var roots []model.OpenvSwitch
-		if err := c.db.List(ctx, &roots); err != nil {
+		if err := db.List(ctx, &roots); err != nil {
 			return fmt.Errorf("ovs: wait applied: read cache: %w", err)
 		}
 		if len(roots) == 1 {
@@ -445,10 +523,57 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 	}
 }
 
+// prefetch is a read started ahead of its use (Prefetch).
+type prefetch struct {
+	done chan struct{}
+	txns int64 // the client's transactions when it started
+	st   *state
+	err  error
+}
+
+// Prefetch starts, in the background, the read PlanStatus and Status make
+// (the Open_vSwitch, Bridge, Port and Interface columns of planStatusView),
+// so that its round trip and decoding overlap the caller's other work; the
+// next PlanStatus or Status takes it, once, if this client has written
+// nothing since it started, and reads afresh otherwise. The read is a
+// snapshot of the moment it runs: call Prefetch only once nothing the
+// caller waits for can change the database any more (vflag: after its lock
+// is taken).
+func (c *Client) Prefetch(ctx context.Context) {
+	p := &prefetch{done: make(chan struct{}), txns: c.txns.Load()}
+	c.preMu.Lock()
+	c.pre = p
+	c.preMu.Unlock()
+	go func() {
+		defer close(p.done)
+		p.st, p.err = c.read(ctx, planStatusView)
+	}()
+}
+
+// readPrefetched is read(ctx, v) for a view of planStatusView's columns or
+// fewer: Prefetch's state when it is there and still valid, else a read.
+func (c *Client) readPrefetched(ctx context.Context, v view) (*state, error) {
+	c.preMu.Lock()
+	p := c.pre
+	c.pre = nil
+	c.preMu.Unlock()
+	if p != nil {
+		select {
+		case <-p.done:
+			if p.err == nil && p.txns == c.txns.Load() {
+				return p.st, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return c.read(ctx, v)
+}
+
 // Status reports the bridge, its ports with their OpenFlow port numbers and
 // interface errors, and the hw-offload setting.
 func (c *Client) Status(ctx context.Context, bridge string) (BridgeStatus, error) {
-	st, err := c.read(ctx, statusView)
+	st, err := c.readPrefetched(ctx, statusView)
 	if err != nil {
 		return BridgeStatus{}, fmt.Errorf("ovs: status of bridge %s: %w", bridge, err)
 	}

@@ -43,10 +43,15 @@
 // read-only transaction selecting just the columns vflag uses from the
 // Open_vSwitch, Bridge, Port and Interface tables: a consistent snapshot
 // that includes every change committed before it, ours and other clients'.
-// (The client monitors only Open_vSwitch next_cfg and cur_cfg, for
-// WaitApplied: a monitor of every port and interface would cost each connect
-// a snapshot to decode and cache, and each write of many ports the update
-// that ovsdb-server sends ahead of the reply.) Writes are guarded against another client
+// Reads go over a JSON-RPC connection of this package's own (selectConn),
+// decoded in one pass into the typed models; libovsdb's client carries the
+// writes and waits and is connected only on the first of them, so a run
+// that only reads never fetches the schema. (That client monitors only
+// Open_vSwitch next_cfg and cur_cfg, for WaitApplied: a monitor of every
+// port and interface would cost each connect a snapshot to decode and
+// cache, and each write of many ports the update that ovsdb-server sends
+// ahead of the reply.) Prefetch starts the bridges' read ahead of its use;
+// a write of the client's own in between discards it. Writes are guarded against another client
 // changing the database between that read and the write: new rows collide
 // with the name indexes, a wait operation makes the transaction fail if the
 // bridge Ensure adds ports to is gone or the bridge Undo deletes gained a

@@ -33,7 +33,7 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 	if err := s.validate(); err != nil {
 		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}
-	st, err := c.read(ctx, planStatusView)
+	st, err := c.readPrefetched(ctx, planStatusView)
 	if err != nil {
 		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}

@@ -160,7 +160,11 @@ func (c *Client) waitOFPorts(ctx context.Context, ifaces []*model.Interface, tim
 			Until:   string(ovsdb.WaitConditionEqual),
 			Columns: []string{"_uuid"}, Rows: []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: f.UUID}}}}
 	}
-	res, err := c.db.Transact(ctx, ops...)
+	db, err := c.lib(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := db.Transact(ctx, ops...)
 	if err != nil {
 		return err
 	}

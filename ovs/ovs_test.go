@@ -779,3 +779,52 @@ func TestPortStatus(t *testing.T) {
 		t.Errorf("vf0rep through br-other: %+v, %v; want the bridge without the port", ps, err)
 	}
 }
+
+// TestPrefetch: PlanStatus takes the read Prefetch started (one read in
+// all), and a write of the client's own in between makes it read afresh
+// (the prefetched state predates the write and would hide it).
+func TestPrefetch(t *testing.T) {
+	srv := ovstest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	spec := lagSpec()
+
+	n0 := c.Reads()
+	c.Prefetch(ctx)
+	ch, _, err := c.PlanStatus(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Reads() - n0; n != 1 {
+		t.Errorf("Prefetch then PlanStatus: %d reads, want 1", n)
+	}
+	if !ch.CreateBridge {
+		t.Fatalf("plan on an empty database: %+v, want the bridge created", ch)
+	}
+
+	c.Prefetch(ctx) // sees no bridge
+	if _, _, err := c.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	ch, bs, err := c.PlanStatus(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ch.Empty() || !bs.Exists || len(bs.Ports) != len(spec.Ports)+1 {
+		t.Errorf("PlanStatus after Ensure, with a Prefetch from before it: change %+v, bridge exists %v with %d ports; want no change and the bridge with %d ports",
+			ch, bs.Exists, len(bs.Ports), len(spec.Ports)+1)
+	}
+
+	// Taken once: the next PlanStatus reads again.
+	c.Prefetch(ctx)
+	if _, err := c.Status(ctx, spec.Bridge); err != nil {
+		t.Fatal(err)
+	}
+	n0 = c.Reads()
+	if _, _, err := c.PlanStatus(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Reads() - n0; n != 1 {
+		t.Errorf("PlanStatus after the prefetch was taken: %d reads, want 1", n)
+	}
+}

@@ -53,14 +53,31 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 		// Boot, before OVS and libvirtd: neither is asked, and no domain runs yet.
 		return out, nil
 	}
-	if needOVS {
-		if _, err := e.h.OVS(ctx); err != nil {
-			errs.add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
+	// OVSDB and libvirtd are asked at the same time: neither waits for the
+	// other's connection. Once OVSDB answers, the bridges' read the bridge
+	// step's check makes is started (ovs.Client.Prefetch: the caller holds
+	// vflag's lock), so it overlaps the sysfs and netlink reads of the steps
+	// before it.
+	ovsErr := make(chan error, 1)
+	go func() {
+		if !needOVS {
+			ovsErr <- nil
+			return
 		}
-	}
+		c, err := e.h.OVS(ctx)
+		if err == nil {
+			c.Prefetch(ctx)
+		}
+		ovsErr <- err
+	}()
+	var virtErrs HostErrors
 	if needVirt {
-		e.preflightDomains(domains, errs.add)
+		e.preflightDomains(domains, virtErrs.add)
 	}
+	if err := <-ovsErr; err != nil {
+		errs.add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
+	}
+	errs = append(errs, virtErrs...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -185,11 +202,11 @@ func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string
 			continue
 		}
 		checked[d.name] = true
-		st, err := c.Domain(d.name)
+		exists, err := c.Exists(d.name)
 		switch {
 		case err != nil:
 			add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
-		case !st.Exists:
+		case !exists:
 			add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
 		}
 	}
