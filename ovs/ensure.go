@@ -23,6 +23,9 @@ func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
 	if err != nil {
 		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}
+	if !ch.Empty() {
+		c.warmLib(ctx)
+	}
 	return ch, nil
 }
 
@@ -40,6 +43,9 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 	ch, _, err := plan(st, s)
 	if err != nil {
 		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
+	}
+	if !ch.Empty() {
+		c.warmLib(ctx)
 	}
 	return ch, st.status(s.Bridge), nil
 }

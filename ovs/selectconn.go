@@ -134,13 +134,17 @@ func (s *selectConn) callOnce(ctx context.Context, method string, params []any, 
 			return err
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// The deadline is the context's; a context that ends sooner (canceled)
+	// moves it to the past, which unblocks the read. conn, not s.conn: the
+	// function may run after this call closed the connection.
+	conn := s.conn
 	if dl, ok := ctx.Deadline(); ok {
-		_ = s.conn.SetDeadline(dl)
+		_ = conn.SetDeadline(dl)
 	} else {
-		_ = s.conn.SetDeadline(time.Time{})
+		_ = conn.SetDeadline(time.Time{})
 	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	s.id++
 	id := s.id
 	req := struct {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,9 +207,9 @@ func TestSelectConnAnswersEcho(t *testing.T) {
 // ovsdb-server does when its probe goes unanswered) is dialed again for
 // the next request, which succeeds.
 func TestSelectConnRedials(t *testing.T) {
-	conns := 0
+	var conns atomic.Int32
 	ep := fakeServer(t, func(_ net.Conn, dec *json.Decoder, enc *json.Encoder) {
-		conns++
+		conns.Add(1)
 		var req fakeRequest
 		if dec.Decode(&req) != nil {
 			return
@@ -226,8 +227,8 @@ func TestSelectConnRedials(t *testing.T) {
 			t.Fatalf("ping %d: %v", i, err)
 		}
 	}
-	if conns != 3 {
-		t.Errorf("%d connections for 3 requests each closed after its reply, want 3", conns)
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections for 3 requests each closed after its reply, want 3", n)
 	}
 }
 
@@ -321,5 +322,52 @@ func TestWaitAppliedNoWriteNoMonitor(t *testing.T) {
 	out := srv.MustVsctl("get", "open_vswitch", ".", "next_cfg", "cur_cfg")
 	if f := strings.Fields(out); len(f) != 2 || f[0] != f[1] {
 		t.Errorf("next_cfg cur_cfg = %q after WaitApplied, want equal", out)
+	}
+}
+
+// TestPlanWarmsLib: a plan that finds nothing to write leaves libovsdb's
+// client unconnected; one that finds a change connects it in the
+// background, before the write needs it.
+func TestPlanWarmsLib(t *testing.T) {
+	srv := ovstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec := BridgeSpec{Owner: "g", Bridge: "br1", DatapathType: "netdev", Ports: []PortSpec{{Name: "p1"}}}
+	w, err := Connect(ctx, srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, _, err := w.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := Connect(ctx, srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	connected := func() bool {
+		c.libMu.Lock()
+		defer c.libMu.Unlock()
+		return c.db != nil
+	}
+	if ch, _, err := c.PlanStatus(ctx, spec); err != nil || !ch.Empty() {
+		t.Fatalf("plan of a converged bridge: %+v, %v", ch, err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if connected() {
+		t.Errorf("a plan with nothing to write connected libovsdb's client")
+	}
+	spec.Ports[0].Tag = 7
+	if ch, _, err := c.PlanStatus(ctx, spec); err != nil || ch.Empty() {
+		t.Fatalf("plan of a retag: %+v, %v", ch, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !connected() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !connected() {
+		t.Errorf("a plan with a change to write did not connect libovsdb's client")
 	}
 }

@@ -62,18 +62,26 @@ type Runner struct {
 	// DependsOn maps a kind to the kinds whose change forces it to be
 	// checked again (DESIGN.md section 2a).
 	DependsOn map[string][]string
+	// Planned are the changes (id -> Change, its Record included) a plan
+	// pass just found needed for Replannable steps (that runner's
+	// NeededChanges): Do applies such a change without checking again, as
+	// long as this run wrote nothing the step depends on (the rule of
+	// Converged). A VLAN change's bridge step so reads OVSDB once in the
+	// plan pass instead of again in the forward pass.
+	Planned map[string]Change
 	// Abort, when set, bounds the rollback after a failure (a second
 	// Ctrl-C): once it is done the rollback stops after its current undo
 	// batch and the rest stays in the journal for up or down. Unset, the
 	// rollback runs to its end whatever the run's context says.
 	Abort context.Context
 
-	mu      sync.Mutex      // guards run, applies, results
-	run     string          // this run's id, stored in the entries it journals
-	applies int             // Apply calls started in this run (StopAfter)
-	batches int             // Do calls that journaled something (Entry.Batch)
-	wrote   bool            // this run applied or undid something
-	written map[string]bool // the kinds this run applied or undid
+	mu      sync.Mutex        // guards run, applies, results
+	run     string            // this run's id, stored in the entries it journals
+	applies int               // Apply calls started in this run (StopAfter)
+	batches int               // Do calls that journaled something (Entry.Batch)
+	wrote   bool              // this run applied or undid something
+	written map[string]bool   // the kinds this run applied or undid
+	needed  map[string]Change // DryRun: Replannable steps' needed changes (NeededChanges)
 	results []Event
 	evMu    sync.Mutex // serializes OnEvent
 }
@@ -89,6 +97,18 @@ func (s silent) Unwrap() error { return s.err }
 func (r *Runner) Note(ev Event) { r.emit(ev) }
 
 // Results returns what this run did (or, with DryRun, would do), in order.
+// NeededChanges are the needed changes this runner's checks found for
+// Replannable steps (id -> Change): what a forward pass takes as Planned.
+func (r *Runner) NeededChanges() map[string]Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]Change, len(r.needed))
+	for id, ch := range r.needed {
+		out[id] = ch
+	}
+	return out
+}
+
 func (r *Runner) Results() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -271,15 +291,20 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
 	log := r.log()
 	outs := make([]checked, len(steps))
-	fresh := !r.DryRun && len(r.Converged) > 0
 	parallel(len(steps), func(i int) {
 		s := steps[i]
-		if sum, ok := r.Converged[s.ID]; ok && fresh && !r.stale(s.Kind) {
+		if sum, ok := r.Converged[s.ID]; ok && !r.DryRun && !r.stale(s.Kind) {
 			outs[i] = checked{change: Change{Summary: sum}}
 			return
 		}
+		var ch Change
+		var err error
 		start := time.Now()
-		ch, err := safeCall(log, s, "check", func() (Change, error) { return s.Check(ctx) })
+		if pch, ok := r.Planned[s.ID]; ok && s.Replannable && !r.DryRun && !r.stale(s.Kind) {
+			ch = pch
+		} else {
+			ch, err = safeCall(log, s, "check", func() (Change, error) { return s.Check(ctx) })
+		}
 		outs[i] = checked{change: ch, dur: time.Since(start)}
 		if err != nil {
 			outs[i].err = fmt.Errorf("step %s: check: %w", s.ID, err)
@@ -287,6 +312,14 @@ func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
 		}
 		if !ch.Needed {
 			return
+		}
+		if r.DryRun && s.Replannable {
+			r.mu.Lock()
+			if r.needed == nil {
+				r.needed = map[string]Change{}
+			}
+			r.needed[s.ID] = ch
+			r.mu.Unlock()
 		}
 		if !r.DryRun {
 			if _, ok := r.Undo[s.Kind]; !ok {

@@ -1023,6 +1023,81 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 	}
 }
 
+// TestPlannedChangeApplied: a plan pass's needed change of a Replannable
+// step is applied in the forward pass without a second Check, its record
+// journaled; a step that is not Replannable is checked again; and a write
+// of a kind the step depends on makes it checked again.
+func TestPlannedChangeApplied(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		writeDep  bool // a needed step of kind "dep" runs first in the forward pass
+		wantCheck map[string]int32
+	}{
+		{"nothing written before", false, map[string]int32{"br": 1, "other": 2}},
+		{"its dependency written before", true, map[string]int32{"br": 2, "other": 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := OpenJournal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			undo := func(context.Context, json.RawMessage) error { return nil }
+			undoers := Undoers{"br": undo, "other": undo, "dep": undo}
+			checks := map[string]*atomic.Int32{}
+			applied := map[string]*atomic.Int32{}
+			step := func(kind string, replannable bool) Step {
+				n, a := &atomic.Int32{}, &atomic.Int32{}
+				checks[kind], applied[kind] = n, a
+				return Step{Kind: kind, ID: kind + "/1", Replannable: replannable,
+					Check: func(context.Context) (Change, error) {
+						n.Add(1)
+						return Change{Needed: true, Summary: kind + " changes", Record: map[string]int32{"check": n.Load()}}, nil
+					},
+					Apply: func(context.Context) error { a.Add(1); return nil }}
+			}
+			br, other := step("br", true), step("other", false)
+			deps := map[string][]string{"br": {"dep"}}
+
+			plan := &Runner{Journal: j, DryRun: true, Undo: undoers, Log: testLogger(t), DependsOn: deps}
+			if err := plan.Do(t.Context(), br, other); err != nil {
+				t.Fatal(err)
+			}
+			needed := plan.NeededChanges()
+			if _, ok := needed["br/1"]; !ok || len(needed) != 1 {
+				t.Fatalf("NeededChanges = %v, want br/1 alone (other is not Replannable)", needed)
+			}
+			r := &Runner{Journal: j, Undo: undoers, Log: testLogger(t), DependsOn: deps, Planned: needed}
+			if tc.writeDep {
+				if err := r.Do(t.Context(), step("dep", false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.Do(t.Context(), br, other); err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range tc.wantCheck {
+				if got := checks[k].Load(); got != want {
+					t.Errorf("kind %s checked %d times in plan and forward pass, want %d", k, got, want)
+				}
+				if got := applied[k].Load(); got != 1 {
+					t.Errorf("kind %s applied %d times, want 1", k, got)
+				}
+			}
+			var rec map[string]int32
+			for _, en := range j.Entries() {
+				if en.ID == "br/1" {
+					if err := json.Unmarshal(en.Record, &rec); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if want := tc.wantCheck["br"]; rec["check"] != want {
+				t.Errorf("journaled record of br is from check %d, want from check %d", rec["check"], want)
+			}
+		})
+	}
+}
+
 // TestCauseBeneathNoRollback: a NoRollback run's failure says where its
 // changes stay; Cause gives the step's own error, and leaves others alone.
 func TestCauseBeneathNoRollback(t *testing.T) {

@@ -57,6 +57,11 @@ type Step struct {
 	// changes stay and the error wraps ErrDegraded (the final verification:
 	// a host whose every step succeeded keeps its working VF-LAG).
 	Degrade bool
+	// Replannable: Check has no effect but the Change it returns (it sets
+	// nothing Apply reads), so the forward pass may apply the Change a plan
+	// pass just computed for this step instead of checking again, under
+	// the rule of Runner.Converged (Runner.Planned).
+	Replannable bool
 }
 
 // Undoer restores the prior state kept in a journal record. "Already gone"

@@ -88,6 +88,11 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 			r.Converged[ev.ID] = ev.Summary
 		}
 	}
+	// Likewise a needed change of a Replannable step (the bridge's one
+	// OVSDB transaction) is applied as the plan pass computed it.
+	if len(early) == 0 {
+		r.Planned = pr.NeededChanges()
+	}
 	e.planned = runs
 	if _, _, err = e.forward(ctx, r, gs); err != nil {
 		return err

@@ -35,7 +35,7 @@ func (k ovsBridgeKind) id(bridge string) string { return k.Name() + "/" + bridge
 // read it (the plan pass keeps it for verify: see groupRun.bridgeSeen).
 func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeStatus)) teardown.Step {
 	return teardown.Step{
-		Kind: k.Name(), ID: k.id(spec.Bridge),
+		Kind: k.Name(), ID: k.id(spec.Bridge), Replannable: true, // seen is the plan pass's (verify of a run that wrote nothing)
 		Check: func(ctx context.Context) (teardown.Change, error) {
 			c, err := e.h.OVS(ctx)
 			if err != nil {
