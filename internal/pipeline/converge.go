@@ -257,7 +257,7 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 		if desired[en.ID] || !known[en.Kind] {
 			continue
 		}
-		if en.Kind == hwOffloadKind.Name() {
+		if en.Kind == (hwOffloadKind{}).Name() {
 			r, err := decode[hwOffloadRecord](en.Record)
 			if err == nil && wantsOffload[r.Endpoint] {
 				continue // still wanted: down restores it
@@ -270,7 +270,7 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 				if err != nil {
 					return nil, nil, err
 				}
-				keep[en.ID] = teardown.Entry{Kind: hwOffloadKind.Name(), ID: hwOffloadKind.id(r.Endpoint), Summary: "hw-offload prior kept for down",
+				keep[en.ID] = teardown.Entry{Kind: hwOffloadKind{}.Name(), ID: hwOffloadKind{}.id(r.Endpoint), Summary: "hw-offload prior kept for down",
 					Record: rec, State: teardown.StateApplied, Run: en.Run, Batch: en.Batch, Time: en.Time}
 			}
 		}

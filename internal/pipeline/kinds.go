@@ -88,7 +88,7 @@ var Kinds = []Kind{
 	declare[attachRecord](attachKind{}),
 	declare[networkRecord](networkKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),
-	declare[hwOffloadRecord](hwOffloadKind),
+	declare[hwOffloadRecord](hwOffloadKind{}),
 }
 
 // Undoers is the undo registry for a teardown.Runner: one Undoer per kind.
