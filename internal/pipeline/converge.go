@@ -31,11 +31,11 @@ import (
 // runs the forward pass of its phases only: no prune, no domain runs yet.
 func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if e.Stage == StagePre {
-		_, _, err := e.forward(ctx, r, gs)
+		_, _, err := e.forward(ctx, r, gs, nil)
 		return err
 	}
 	pr := &teardown.Runner{Journal: r.Journal, DryRun: true, Log: r.Log}
-	spans, runs, err := e.forward(ctx, pr, gs)
+	spans, plan, err := e.forward(ctx, pr, gs, nil)
 	if err != nil {
 		if r.DryRun {
 			for _, ev := range pr.Results() {
@@ -88,8 +88,7 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 			r.Converged[ev.ID] = ev.Summary
 		}
 	}
-	e.planned = runs
-	if _, _, err = e.forward(ctx, r, gs); err != nil {
+	if _, _, err = e.forward(ctx, r, gs, plan); err != nil {
 		return err
 	}
 	if err := r.Prune(ctx, late); err != nil {
