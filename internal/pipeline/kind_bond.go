@@ -73,7 +73,7 @@ func (c bondOptChange) summary(bond string) string {
 	case costDown:
 		how = "bond down and up again: hardware LAG down"
 	}
-	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, OrDash(c.From), OrDash(c.To), how)
+	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, orDash(c.From), orDash(c.To), how)
 }
 
 // worst is the highest cost of changes.

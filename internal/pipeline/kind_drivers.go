@@ -166,7 +166,7 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", addr, driver, OrDash(cur)),
+			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", addr, driver, orDash(cur)),
 				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
 		},
 		Apply: func(context.Context) error { return e.pci.Bind(addr, driver) },
@@ -198,7 +198,7 @@ func (e *Env) undoDrivers(ctx context.Context, r driversRecord) error {
 		teardown.SayUndone(ctx, "%d VF(s) gone: nothing to rebind", len(r.Drivers))
 	} else if len(r.Drivers) == 1 {
 		for a, d := range r.Drivers {
-			teardown.SayUndone(ctx, "%s: driver -> %s", a, OrDash(d))
+			teardown.SayUndone(ctx, "%s: driver -> %s", a, orDash(d))
 		}
 	} else {
 		teardown.SayUndone(ctx, "%d VF(s) back to their prior drivers", n)

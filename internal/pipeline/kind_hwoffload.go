@@ -39,7 +39,7 @@ func (hwOffloadKind) Undo(ctx context.Context, e *Env, r hwOffloadRecord) error 
 	if err := c.Undo(ctx, ovs.Record{Owner: "vflag", HWOffloadSet: true, PriorHWOffload: r.Prior}); err != nil {
 		return err
 	}
-	teardown.SayUndone(ctx, "hw-offload -> %s", OrDash(deref(r.Prior)))
+	teardown.SayUndone(ctx, "hw-offload -> %s", orDash(deref(r.Prior)))
 	return nil
 }
 

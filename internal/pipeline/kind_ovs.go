@@ -85,7 +85,7 @@ func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
 		what = "delete bridge"
 	}
 	if r.Bridge.HWOffloadSet {
-		what += "; hw-offload -> " + OrDash(deref(r.Bridge.PriorHWOffload))
+		what += "; hw-offload -> " + orDash(deref(r.Bridge.PriorHWOffload))
 	}
 	teardown.SayUndone(ctx, "%s %s (owner %s)", what, r.Bridge.Bridge, r.Bridge.Owner)
 	return nil
@@ -127,7 +127,7 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 		parts = append(parts, "mtu_request "+abbreviate(ch.SetMTU, 4))
 	}
 	if ch.SetHWOffload {
-		parts = append(parts, "hw-offload "+OrDash(deref(ch.PriorHWOffload))+" -> true")
+		parts = append(parts, "hw-offload "+orDash(deref(ch.PriorHWOffload))+" -> true")
 	}
 	if len(parts) == 0 {
 		return "bridge " + spec.Bridge + " converged"

@@ -37,7 +37,7 @@ func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string, byDefault
 			cur, err := e.k.Param(d, name)
 			if err == nil && byDefault {
 				if m, merr := e.k.EswitchMode(d); merr != nil || m != eswitch.ModeLegacy {
-					return teardown.Change{Summary: fmt.Sprintf("%s: %s %s left alone (default %s applies only in legacy mode; eswitch %s)", d, name, cur, value, OrDash(m))}, nil
+					return teardown.Change{Summary: fmt.Sprintf("%s: %s %s left alone (default %s applies only in legacy mode; eswitch %s)", d, name, cur, value, orDash(m))}, nil
 				}
 			}
 			if errors.Is(err, eswitch.ErrNotSupported) {

@@ -181,7 +181,7 @@ func (rateLeafKind) DependsOn() []string {
 func (k rateLeafKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.Name(), pf, vf) }
 
 func leafSummary(l leafRates) string {
-	return fmt.Sprintf("tx_max %s tx_share %s parent %s", mbitStr(ToMbit(l.TxMax)), mbitStr(ToMbit(l.TxShare)), OrDash(l.Parent))
+	return fmt.Sprintf("tx_max %s tx_share %s parent %s", mbitStr(ToMbit(l.TxMax)), mbitStr(ToMbit(l.TxShare)), orDash(l.Parent))
 }
 
 // step: pruned tells, in a plan, whether a node is one of vflag's that the

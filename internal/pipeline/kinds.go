@@ -162,8 +162,9 @@ func sortedAddrs(m map[sriov.Addr]string) []sriov.Addr {
 	return out
 }
 
-// OrDash is s, or "-" when empty.
-func OrDash(s string) string {
+// orDash is s, or "-" when empty (step summaries; renderers have
+// report.OrDash).
+func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}

@@ -247,6 +247,6 @@ func (run *groupRun) waitLAG(context.Context) ([]batch, error) {
 				e.log.Warn("hardware LAG state is not visible (no mlx5 debugfs): unverified", "group", run.g.Name, "pf", pf0.Addr)
 				return "hardware LAG unverified (no mlx5 debugfs)", nil
 			}
-			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, OrDash(st.Type), OrDash(st.PortSelMode)), nil
+			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, orDash(st.Type), orDash(st.PortSelMode)), nil
 		}}), nil
 }
