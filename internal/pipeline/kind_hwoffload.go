@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/vflag/vflag/ovs"
-	"github.com/vflag/vflag/teardown"
 )
 
 // hwOffloadKind keeps the hw-offload value from before vflag when the
@@ -30,17 +29,16 @@ func (hwOffloadKind) DependsOn() []string {
 
 func (k hwOffloadKind) id(endpoint string) string { return k.Name() + "/" + endpoint }
 
-func (hwOffloadKind) Undo(ctx context.Context, e *Env, r hwOffloadRecord) error {
+func (hwOffloadKind) Undo(ctx context.Context, e *Env, r hwOffloadRecord) (string, error) {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.Undo(ctx, ovs.Record{Owner: "vflag", HWOffloadSet: true, PriorHWOffload: r.Prior}); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "hw-offload -> %s", orDash(deref(r.Prior)))
-	return nil
+	return fmt.Sprintf("hw-offload -> %s", orDash(deref(r.Prior))), nil
 }
 
 // recordJSON encodes a journal record (plain structs of strings and

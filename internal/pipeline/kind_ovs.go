@@ -71,14 +71,14 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 
 // Undo removes every row the owner holds on the bridge, also those a later
 // run added, and restores hw-offload.
-func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
+func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) (string, error) {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.UndoOwned(ctx, r.Bridge); err != nil {
-		return err
+		return "", err
 	}
 	what := "remove vflag's ports"
 	if r.Bridge.BridgeCreated {
@@ -87,8 +87,7 @@ func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
 	if r.Bridge.HWOffloadSet {
 		what += "; hw-offload -> " + orDash(deref(r.Bridge.PriorHWOffload))
 	}
-	teardown.SayUndone(ctx, "%s %s (owner %s)", what, r.Bridge.Bridge, r.Bridge.Owner)
-	return nil
+	return fmt.Sprintf("%s %s (owner %s)", what, r.Bridge.Bridge, r.Bridge.Owner), nil
 }
 
 // ovsSummary says what the change does: every kind of write it makes
@@ -256,20 +255,19 @@ func AdoptPort(endpoint string, rec ovs.Record) teardown.Step {
 	}
 }
 
-func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) error {
+func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) (string, error) {
 	if len(r.Port.Ports) == 0 {
-		return nil
+		return "", nil
 	}
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.Undo(ctx, r.Port); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge)
-	return nil
+	return fmt.Sprintf("remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge), nil
 }
 
 func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {

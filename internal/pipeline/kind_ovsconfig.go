@@ -81,19 +81,18 @@ func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
 	}
 }
 
-func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) error {
+func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) (string, error) {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	// Unconditional: the journal keeps the record of the first change, and a
 	// later up may have set another value (max-idle changed live) since.
 	if err := c.SetOtherConfig(ctx, r.Key, r.Prior, nil); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "other_config:%s -> %s", r.Key, orDash(deref(r.Prior)))
-	return nil
+	return fmt.Sprintf("other_config:%s -> %s", r.Key, orDash(deref(r.Prior))), nil
 }
 
 // ovsConfig: the global other_config keys of the group's ovs: section,

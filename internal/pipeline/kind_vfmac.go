@@ -51,20 +51,18 @@ func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step
 	}
 }
 
-func (vfMACKind) Undo(ctx context.Context, e *Env, r vfMACRecord) error {
+func (vfMACKind) Undo(ctx context.Context, e *Env, r vfMACRecord) (string, error) {
 	cur, exists, err := vfMACNow(e.k, r.PF, r.VF)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !exists {
-		teardown.SayUndone(ctx, "%s vf %d: gone (its PF or the VF), no mac to restore", r.PF, r.VF)
-		return nil
+		return fmt.Sprintf("%s vf %d: gone (its PF or the VF), no mac to restore", r.PF, r.VF), nil
 	}
 	if err := RestoreVFMAC(e.k, r.PF, r.VF, r.Prior); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s vf %d: mac %s -> %s", r.PF, r.VF, orDash(cur), restoredMAC(r.Prior))
-	return nil
+	return fmt.Sprintf("%s vf %d: mac %s -> %s", r.PF, r.VF, orDash(cur), restoredMAC(r.Prior)), nil
 }
 
 // restoredMAC is the MAC RestoreVFMAC puts back for prior.

@@ -327,13 +327,13 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 				t.Fatalf("second apply changed the host:\n%s", testbed.DiffText(applied, got))
 			}
 			undo := se.Undoers()[step.Kind]
-			if err := undo(ctx, record); err != nil {
+			if _, err := undo(ctx, record); err != nil {
 				t.Fatalf("undo: %v", err)
 			}
 			if got := world(); got != before {
 				t.Fatalf("undo did not restore the prior state:\n%s", testbed.DiffText(before, got))
 			}
-			if err := undo(ctx, record); err != nil {
+			if _, err := undo(ctx, record); err != nil {
 				t.Fatalf("second undo: %v", err)
 			}
 			if got := world(); got != before {
