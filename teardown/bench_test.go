@@ -17,7 +17,7 @@ func BenchmarkJournalStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &Runner{Journal: j, Undo: Undoers{"bench": func(context.Context, json.RawMessage) error { return nil }}}
+	r := &Runner{Journal: j, Undo: Undoers{"bench": func(context.Context, json.RawMessage) (string, error) { return "", nil }}}
 	step := func(id string) Step {
 		return Step{Kind: "bench", ID: id,
 			Check: func(context.Context) (Change, error) {

@@ -178,15 +178,15 @@ func (h *fakeHost) step(kind, name string, want map[string]string) Step {
 }
 
 // undo is the Undoer of both fake kinds.
-func (h *fakeHost) undo(ctx context.Context, raw json.RawMessage) error {
+func (h *fakeHost) undo(ctx context.Context, raw json.RawMessage) (string, error) {
 	var rec kvRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return fmt.Errorf("decode record: %w", err)
+		return "", fmt.Errorf("decode record: %w", err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.failUndo[rec.ID] {
-		return errors.New("injected undo failure")
+		return "", errors.New("injected undo failure")
 	}
 	h.undos = append(h.undos, rec.ID)
 	keys := slices.Sorted(maps.Keys(rec.Prior))
@@ -198,10 +198,10 @@ func (h *fakeHost) undo(ctx context.Context, raw json.RawMessage) error {
 			continue // already there, or already gone
 		}
 		if err := h.write(k, p); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return "", nil
 }
 
 func (h *fakeHost) undoers() Undoers {

@@ -603,12 +603,10 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 				return
 			}
 			start := time.Now()
-			said := new(string)
-			uctx := context.WithValue(ctx, undoSummaryKey{}, said)
-			_, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (struct{}, error) { return struct{}{}, undo(uctx, e.Record) })
+			said, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (string, error) { return undo(ctx, e.Record) })
 			ev.Duration = time.Since(start)
-			if *said != "" {
-				ev.Summary = *said
+			if said != "" {
+				ev.Summary = said
 			}
 			if err != nil {
 				err = fmt.Errorf("undo %s: %w", e.ID, err)
@@ -697,17 +695,6 @@ func safeCall[T any](log *slog.Logger, s Step, what string, fn func() (T, error)
 		}
 	}()
 	return fn()
-}
-
-type undoSummaryKey struct{}
-
-// SayUndone lets an Undoer tell what it did ("sriov_numvfs 4 -> 0"); the
-// runner reports it instead of the entry's Revert (or "revert: " and the
-// forward summary).
-func SayUndone(ctx context.Context, format string, args ...any) {
-	if p, ok := ctx.Value(undoSummaryKey{}).(*string); ok {
-		*p = fmt.Sprintf(format, args...)
-	}
 }
 
 // keptError is a failure whose run kept its changes (NoRollback).

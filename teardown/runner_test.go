@@ -620,7 +620,7 @@ func TestDownBestEffort(t *testing.T) {
 	}, {
 		name: "undoer panics",
 		prepare: func(h *fakeHost, r *Runner) {
-			r.Undo[kindMulti] = func(context.Context, json.RawMessage) error { panic("boom") }
+			r.Undo[kindMulti] = func(context.Context, json.RawMessage) (string, error) { panic("boom") }
 		},
 		kept:   "kv.multi/vf.mac",
 		errHas: []string{"undo kv.multi/vf.mac: ", "panic in undo: boom"},
@@ -951,7 +951,7 @@ func TestUndoSummaryReadsBackwards(t *testing.T) {
 			},
 			Apply: func(context.Context) error { return nil }}
 	}
-	undo := Undoers{"k": func(context.Context, json.RawMessage) error { return nil }}
+	undo := Undoers{"k": func(context.Context, json.RawMessage) (string, error) { return "", nil }}
 	r := &Runner{Journal: j, Undo: undo}
 	if err := r.Do(t.Context(), step("k/new", "mac 52:54:00:10:00:04 -> 00:00:00:00:00:00"), step("k/old", "")); err != nil {
 		t.Fatal(err)
@@ -994,7 +994,7 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			undo := func(context.Context, json.RawMessage) error { return nil }
+			undo := func(context.Context, json.RawMessage) (string, error) { return "", nil }
 			r := &Runner{Journal: j, Undo: Undoers{"a": undo, "b": undo, "c": undo, "d": undo}, Log: testLogger(t), DependsOn: tc.deps}
 			checks := map[string]*atomic.Int32{}
 			step := func(kind string, needed bool) Step {
@@ -1041,7 +1041,7 @@ func TestPlannedChangeApplied(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			undo := func(context.Context, json.RawMessage) error { return nil }
+			undo := func(context.Context, json.RawMessage) (string, error) { return "", nil }
 			undoers := Undoers{"br": undo, "other": undo, "dep": undo}
 			checks := map[string]*atomic.Int32{}
 			applied := map[string]*atomic.Int32{}
@@ -1106,7 +1106,7 @@ func TestCauseBeneathNoRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	r := &Runner{Journal: j, NoRollback: true, Log: testLogger(t), Undo: Undoers{"a": func(context.Context, json.RawMessage) error { return nil }}}
+	r := &Runner{Journal: j, NoRollback: true, Log: testLogger(t), Undo: Undoers{"a": func(context.Context, json.RawMessage) (string, error) { return "", nil }}}
 	err = r.Do(t.Context(), Step{Kind: "a", ID: "a/1",
 		Check: func(context.Context) (Change, error) { return Change{Needed: true, Record: struct{}{}}, nil },
 		Apply: func(context.Context) error { return boom }})
@@ -1119,5 +1119,51 @@ func TestCauseBeneathNoRollback(t *testing.T) {
 	}
 	if other := errors.New("x"); Cause(other) != other {
 		t.Errorf("Cause changed an error that is not a run's")
+	}
+}
+
+// TestUndoerSaysWhatItDid: down reports the summary an Undoer returns in
+// place of the entry's revert, failed or not; "" keeps the revert.
+func TestUndoerSaysWhatItDid(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type said struct {
+		Said string `json:"said"`
+		Fail bool   `json:"fail"`
+	}
+	undo := func(_ context.Context, raw json.RawMessage) (string, error) {
+		var s said
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
+		}
+		if s.Fail {
+			return s.Said, errors.New("half done")
+		}
+		return s.Said, nil
+	}
+	step := func(id string, rec said) Step {
+		return Step{Kind: "k", ID: id,
+			Check: func(context.Context) (Change, error) {
+				return Change{Needed: true, Summary: "x 1 -> 2", Revert: "x 2 -> 1", Record: rec}, nil
+			},
+			Apply: func(context.Context) error { return nil }}
+	}
+	r := &Runner{Journal: j, Undo: Undoers{"k": undo}, Log: testLogger(t)}
+	if err := r.Do(t.Context(), step("k/said", said{Said: "x 2 -> 1 (found 3)"}), step("k/quiet", said{}), step("k/failed", said{Said: "x: one of two back", Fail: true})); err != nil {
+		t.Fatal(err)
+	}
+	r = &Runner{Journal: j, Undo: Undoers{"k": undo}, Log: testLogger(t)}
+	if err := r.Down(t.Context()); err == nil {
+		t.Fatal("down: no error from the failed undo")
+	}
+	got := map[string]string{}
+	for _, ev := range r.Results() {
+		got[ev.ID] = ev.Summary
+	}
+	want := map[string]string{"k/said": "x 2 -> 1 (found 3)", "k/quiet": "x 2 -> 1", "k/failed": "x: one of two back"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("undo summaries (-want +got):\n%s", d)
 	}
 }

@@ -65,8 +65,10 @@ type Step struct {
 }
 
 // Undoer restores the prior state kept in a journal record. "Already gone"
-// (and "never happened") must be success.
-type Undoer func(ctx context.Context, record json.RawMessage) error
+// (and "never happened") must be success. It returns what it did
+// ("sriov_numvfs 4 -> 0"), which the runner reports instead of the entry's
+// Revert (or "revert: " and the forward summary); "" keeps that.
+type Undoer func(ctx context.Context, record json.RawMessage) (summary string, err error)
 
 // Undoers maps a step Kind to its Undoer.
 type Undoers map[string]Undoer

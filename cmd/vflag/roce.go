@@ -7,7 +7,7 @@ import (
 
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
-	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/internal/validaterun"
 )
@@ -83,7 +83,7 @@ func (a *app) roceShow(args []string) error {
 		if p.TCSupported {
 			tcs, ttl = optInt(p.TrafficClass), optInt(p.TTL)
 		}
-		fmt.Fprintf(a.stdout, "%-14s %-4d %-10s %-11s %-13s %s\n", p.Dev, p.Port, pipeline.OrDash(p.State), p.RoCEMode, tcs, ttl)
+		fmt.Fprintf(a.stdout, "%-14s %-4d %-10s %-11s %-13s %s\n", p.Dev, p.Port, report.OrDash(p.State), p.RoCEMode, tcs, ttl)
 	}
 	return nil
 }

@@ -198,8 +198,9 @@ func (b *bed) assertReleased() {
 }
 
 // TestCrashThenRelease: prepare applies the port change but "dies" before
-// marking it applied (FailAt: the entry stays pending); release undoes both
-// the VF MAC and the pending port; a second release is a no-op.
+// marking it applied (FailAt: the entry stays pending) and refuses the
+// start with the step's own failure; release undoes both the VF MAC and
+// the pending port; a second release is a no-op.
 func TestCrashThenRelease(t *testing.T) {
 	b := newBed(t)
 	ctx := context.Background()
@@ -208,6 +209,11 @@ func TestCrashThenRelease(t *testing.T) {
 	err := Run(ctx, o)
 	if err == nil || !strings.Contains(err.Error(), "refusing to start domain vm-a") {
 		t.Fatalf("prepare: err %v, want a refusal", err)
+	}
+	// The runner's NoRollback note is not the hook's to say: release
+	// undoes the domain's journal (teardown.Cause).
+	if strings.Contains(err.Error(), "no rollback") {
+		t.Errorf("prepare: err %q carries the runner's no-rollback note", err)
 	}
 	es := b.journal("vm-a")
 	if len(es) != 2 || es[0].Kind != "sriov.vfmac" || es[0].State != teardown.StateApplied ||

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/ovs"
 )
 
@@ -66,7 +66,7 @@ func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpe
 			}
 		}
 		if port != nil && port.OFPort < 0 {
-			return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, pipeline.OrDash(port.Error))
+			return fmt.Errorf("port %s on %s failed: %s", rep, tg.bridge, report.OrDash(port.Error))
 		}
 		if m.Group == nil { // journal only: the tag is unknown; the port must be there
 			if port == nil {

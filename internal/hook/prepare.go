@@ -10,6 +10,7 @@ import (
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pathsafe"
 	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
@@ -145,7 +146,7 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 		return nil
 	}
 	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
-		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, pipeline.OrDash(mode))
+		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, report.OrDash(mode))
 	}
 	reps, err := eswitch.RepresentorsOf(k, p.h.FS, m.PF, m.VF+1)
 	if err != nil {

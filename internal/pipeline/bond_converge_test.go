@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -19,22 +19,65 @@ import (
 	"github.com/vflag/vflag/teardown"
 )
 
-// setBond sets (or, with value "", removes) one key of the example
-// config's bond block.
-func setBond(text, key, value string) string {
-	re := regexp.MustCompile(`(?m)^      ` + regexp.QuoteMeta(key) + `:.*\n`)
-	if value == "" {
-		return re.ReplaceAllString(text, "")
-	}
-	if !re.MatchString(text) { // a key the example does not set: after miimon
-		return strings.Replace(text, "      miimon: ", "      "+key+": "+value+"\n      miimon: ", 1)
-	}
-	return re.ReplaceAllString(text, "      "+key+": "+value+"\n")
+// bedConfig is a config of the bed's runs: a base config (the example,
+// legacyVFs) and edits made on its parsed value, in order.
+type bedConfig struct {
+	base  string
+	edits []func(*config.Config)
 }
 
-// activeBackup is the example config with an active-backup bond.
-func activeBackup(text string) string {
-	return setBond(setBond(setBond(text, "mode", "active-backup"), "lacp_rate", ""), "xmit_hash_policy", "")
+// exampleBed is the example config.
+func exampleBed(t testing.TB) bedConfig { return bedConfig{base: exampleConfig(t)} }
+
+// with is c with more edits.
+func (c bedConfig) with(edits ...func(*config.Config)) bedConfig {
+	return bedConfig{base: c.base, edits: append(slices.Clone(c.edits), edits...)}
+}
+
+// The edits, on the first group.
+
+func bondSet(f func(*config.Bond)) func(*config.Config) {
+	return func(c *config.Config) { f(&c.Groups[0].Bond) }
+}
+
+// activeBackup: an active-backup bond (no lacp_rate, no xmit_hash_policy).
+func activeBackup(c *config.Config) {
+	b := &c.Groups[0].Bond
+	b.Mode, b.LacpRate, b.XmitHashPolicy = "active-backup", "", ""
+}
+
+func groupMTU(mtu int) func(*config.Config) {
+	return func(c *config.Config) { c.Groups[0].MTU = mtu }
+}
+
+func numVFs(n int) func(*config.Config) {
+	return func(c *config.Config) { c.Groups[0].NumVFs = n }
+}
+
+func pfRefs(refs ...string) func(*config.Config) {
+	return func(c *config.Config) { c.Groups[0].PFs = refs }
+}
+
+func ovsOther(tcPolicy string, maxIdle int) func(*config.Config) {
+	return func(c *config.Config) { c.Groups[0].OVS.TCPolicy, c.Groups[0].OVS.MaxIdle = tcPolicy, maxIdle }
+}
+
+// vfSet edits the vfs entry of pf's VF vf (it must be listed).
+func vfSet(pf, vf int, f func(*config.VFConfig)) func(*config.Config) {
+	return func(c *config.Config) {
+		g := &c.Groups[0]
+		for i := range g.VFs {
+			if g.VFs[i].PF == pf && g.VFs[i].VF == vf {
+				f(&g.VFs[i])
+				return
+			}
+		}
+		panic(fmt.Sprintf("no vfs entry for pf %d vf %d", pf, vf))
+	}
+}
+
+func rateGroups(rgs ...config.RateGroup) func(*config.Config) {
+	return func(c *config.Config) { c.Groups[0].RateGroups = rgs }
 }
 
 // convergeBed is one simulated host, with the real OVS and libvirtd, that
@@ -47,9 +90,9 @@ type convergeBed struct {
 	journal *teardown.Journal
 }
 
-func newConvergeBed(t *testing.T, d *daemons, text string) *convergeBed {
+func newConvergeBed(t *testing.T, d *daemons, bc bedConfig) *convergeBed {
 	t.Helper()
-	c := parseBedConfig(t, d, text)
+	c := parseBedConfig(t, d, bc)
 	spec, err := sim.DecodeSpec(c.Sim)
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +110,20 @@ func newConvergeBed(t *testing.T, d *daemons, text string) *convergeBed {
 	return &convergeBed{t: t, d: d, sim: sh, h: h, journal: j}
 }
 
-func parseBedConfig(t *testing.T, d *daemons, text string) *config.Config {
+// parseBedConfig is bc pointed at the daemons, its edits made, with the
+// defaults and the validation of a parsed config.
+func parseBedConfig(t *testing.T, d *daemons, bc bedConfig) *config.Config {
 	t.Helper()
-	c, err := config.Parse([]byte(testbed.PointConfig(text, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
+	c, err := config.Parse([]byte(testbed.PointConfig(bc.base, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, edit := range bc.edits {
+		edit(c)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("edited config: %v", err)
 	}
 	return c
 }
@@ -94,11 +146,11 @@ func (b *convergeBed) dmesgCount(s string) int {
 	return strings.Count(log, s)
 }
 
-// up runs preflight and up (a plan with dry) for the config text and
-// returns the events.
-func (b *convergeBed) up(text string, dry bool) []teardown.Event {
+// up runs preflight and up (a plan with dry) for the config and returns
+// the events.
+func (b *convergeBed) up(bc bedConfig, dry bool) []teardown.Event {
 	b.t.Helper()
-	e := New(parseBedConfig(b.t, b.d, text), b.h, slog.New(slog.DiscardHandler))
+	e := New(parseBedConfig(b.t, b.d, bc), b.h, slog.New(slog.DiscardHandler))
 	e.Poll = 5 * time.Millisecond
 	ctx := context.Background()
 	gs, err := e.Preflight(ctx)
@@ -150,27 +202,27 @@ func eventOf(evs []teardown.Event, id string) (teardown.Event, bool) {
 // re-forms; down returns the host to its state before the first up.
 func TestBondOptionsConverge(t *testing.T) {
 	d := startDaemons(t)
-	example := exampleConfig(t)
+	example := exampleBed(t)
 	const bond = "bond0"
 	tests := []struct {
 		name     string
-		from, to string
+		from, to bedConfig
 		want     eswitch.BondInfo // mode, miimon, lacp_rate, xmit_hash_policy after up
 		summary  string           // in bond.create's summary
 		cost     bondCost
 		extra    []string // steps besides bond.create that up changes
 	}{
-		{name: "miimon 100 to 200 (live)", from: example, to: setBond(example, "miimon", "200"),
+		{name: "miimon 100 to 200 (live)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.Miimon = 200 })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
 			summary: "bond0: miimon 100 -> 200 (live)", cost: costLive},
-		{name: "xmit_hash_policy layer3+4 to layer2 (live)", from: example, to: setBond(example, "xmit_hash_policy", "layer2"),
+		{name: "xmit_hash_policy layer3+4 to layer2 (live)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.XmitHashPolicy = "layer2" })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer2"},
 			summary: "bond0: xmit_hash_policy layer3+4 -> layer2 (live)", cost: costLive},
-		{name: "lacp_rate fast to slow (bond down)", from: example, to: setBond(example, "lacp_rate", "slow"),
+		{name: "lacp_rate fast to slow (bond down)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.LacpRate = "slow" })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "slow", XmitHashPolicy: "layer3+4"},
 			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down)", cost: costDown,
 			extra: []string{"link.up/bond0"}},
-		{name: "mode 802.3ad to active-backup (re-form)", from: example, to: activeBackup(example),
+		{name: "mode 802.3ad to active-backup (re-form)", from: example, to: example.with(activeBackup),
 			want: eswitch.BondInfo{Mode: "active-backup", Miimon: 100},
 			// Leaving 802.3ad puts lacp_rate (first, while it can be written)
 			// and xmit_hash_policy back to the defaults a fresh
@@ -179,7 +231,7 @@ func TestBondOptionsConverge(t *testing.T) {
 			// The host-side VF (pf 1 vf 1, mlx5_core) is unbound before the
 			// LAG re-forms and bound again after it.
 			extra: []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
-		{name: "mode active-backup to 802.3ad (re-form, kept options)", from: activeBackup(example), to: example,
+		{name: "mode active-backup to 802.3ad (re-form, kept options)", from: example.with(activeBackup), to: example,
 			want: eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
 			// The kernel kept lacp_rate and xmit_hash_policy at their
 			// defaults while the bond was active-backup.
@@ -187,47 +239,50 @@ func TestBondOptionsConverge(t *testing.T) {
 			cost:    costReform,
 			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
 	}
-	withPrimary := setBond(activeBackup(example), "primary", "ens1f1np1")
-	byPCI := strings.Replace(activeBackup(example), "pfs: [ens1f0np0, ens1f1np1]", `pfs: ["0000:61:00.0", "0000:61:00.1"]`, 1)
+	primary := func(ref string) func(*config.Config) { return bondSet(func(b *config.Bond) { b.Primary = ref }) }
+	adSelect := func(v string) func(*config.Config) { return bondSet(func(b *config.Bond) { b.AdSelect = v }) }
+	updelay := func(ms int) func(*config.Config) { return bondSet(func(b *config.Bond) { b.UpDelay = ms }) }
+	withPrimary := example.with(activeBackup, primary("ens1f1np1"))
+	byPCI := example.with(activeBackup, pfRefs("0000:61:00.0", "0000:61:00.1"))
 	tests = append(tests, []struct {
 		name     string
-		from, to string
+		from, to bedConfig
 		want     eswitch.BondInfo
 		summary  string
 		cost     bondCost
 		extra    []string
 	}{
 		{name: "updelay, downdelay, min_links (live)", from: example,
-			to:      setBond(setBond(setBond(example, "updelay", "200"), "downdelay", "100"), "min_links", "1"),
+			to:      example.with(updelay(200), bondSet(func(b *config.Bond) { b.DownDelay, b.MinLinks = 100, 1 })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", MinLinks: 1, UpDelay: 200, DownDelay: 100},
 			summary: "bond0: min_links 0 -> 1 (live); bond0: updelay 0 -> 200 (live); bond0: downdelay 0 -> 100 (live)", cost: costLive},
-		{name: "miimon scales updelay (kept in intervals)", from: setBond(example, "updelay", "200"),
-			to:      setBond(setBond(example, "updelay", "400"), "miimon", "200"),
+		{name: "miimon scales updelay (kept in intervals)", from: example.with(updelay(200)),
+			to:      example.with(updelay(400), bondSet(func(b *config.Bond) { b.Miimon = 200 })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4", UpDelay: 400},
 			summary: "bond0: miimon 100 -> 200 (live)", cost: costLive},
-		{name: "miimon with updelay kept in ms", from: setBond(example, "updelay", "200"),
-			to:      setBond(setBond(example, "updelay", "200"), "miimon", "200"),
+		{name: "miimon with updelay kept in ms", from: example.with(updelay(200)),
+			to:      example.with(updelay(200), bondSet(func(b *config.Bond) { b.Miimon = 200 })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4", UpDelay: 200},
 			summary: "bond0: miimon 100 -> 200 (live); bond0: updelay 200, 400 at miimon 200, -> 200 (live)", cost: costLive},
-		{name: "ad_select stable to bandwidth (bond down)", from: example, to: setBond(example, "ad_select", "bandwidth"),
+		{name: "ad_select stable to bandwidth (bond down)", from: example, to: example.with(adSelect("bandwidth")),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "bandwidth"},
 			summary: "bond0: ad_select stable -> bandwidth (bond down and up again: hardware LAG down)", cost: costDown,
 			extra: []string{"link.up/bond0"}},
-		{name: "primary set (live)", from: activeBackup(example), to: withPrimary,
+		{name: "primary set (live)", from: example.with(activeBackup), to: withPrimary,
 			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
 			summary: "bond0: primary - -> ens1f1np1 (live)", cost: costLive},
-		{name: "primary cleared (live)", from: withPrimary, to: activeBackup(example),
+		{name: "primary cleared (live)", from: withPrimary, to: example.with(activeBackup),
 			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, ActiveSlave: "ens1f1np1"},
 			summary: "bond0: primary ens1f1np1 -> - (live)", cost: costLive},
-		{name: "primary by PCI address", from: byPCI, to: setBond(byPCI, "primary", `"0000:61:00.1"`),
+		{name: "primary by PCI address", from: byPCI, to: byPCI.with(primary("0000:61:00.1")),
 			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
 			summary: "bond0: primary - -> ens1f1np1 (live)", cost: costLive},
-		{name: "leaving active-backup clears the primary first", from: withPrimary, to: setBond(example, "ad_select", "count"),
+		{name: "leaving active-backup clears the primary first", from: withPrimary, to: example.with(adSelect("count")),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer3+4", AdSelect: "count"},
 			summary: "bond0: primary ens1f1np1 -> - (live); bond0: mode active-backup -> 802.3ad (re-forms the bond: slaves released, hardware LAG down); bond0: lacp_rate slow -> fast (bond down and up again: hardware LAG down); bond0: xmit_hash_policy layer2 -> layer3+4 (live); bond0: ad_select stable -> count (bond down and up again: hardware LAG down)",
 			cost:    costReform,
 			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
-		{name: "entering active-backup with a primary; ad_select back to stable", from: setBond(example, "ad_select", "count"), to: withPrimary,
+		{name: "entering active-backup with a primary; ad_select back to stable", from: example.with(adSelect("count")), to: withPrimary,
 			want:    eswitch.BondInfo{Mode: "active-backup", Miimon: 100, Primary: "ens1f1np1", ActiveSlave: "ens1f1np1"},
 			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down); bond0: mode 802.3ad -> active-backup (re-forms the bond: slaves released, hardware LAG down); bond0: xmit_hash_policy layer3+4 -> layer2 (live); bond0: ad_select count -> stable (bond down and up again: hardware LAG down); bond0: primary - -> ens1f1np1 (live)",
 			cost:    costReform,
@@ -311,14 +366,6 @@ func TestBondOptionsConverge(t *testing.T) {
 	}
 }
 
-// withMTU sets the example group's mtu ("" removes it).
-func withMTU(text, mtu string) string {
-	if mtu == "" {
-		return text
-	}
-	return strings.Replace(text, "    numvfs: 4", "    mtu: "+mtu+"\n    numvfs: 4", 1)
-}
-
 // TestMTUConverge: the group's mtu goes on the bond, its PFs and every
 // representor; a change converges (only link.mtu steps), a re-formed bond
 // keeps it on its PFs (the kernel gives them the bond's again), removing
@@ -326,7 +373,7 @@ func withMTU(text, mtu string) string {
 // down gives the baseline.
 func TestMTUConverge(t *testing.T) {
 	d := startDaemons(t)
-	example := exampleConfig(t)
+	example := exampleBed(t)
 	b := newConvergeBed(t, &d, example)
 	baseline := b.world()
 	mtus := func() map[string]int {
@@ -397,17 +444,18 @@ func TestMTUConverge(t *testing.T) {
 	b.up(example, false)
 	check("no mtu", 1500)
 	for _, tc := range []struct {
-		name, text string
-		mtu        int
-		want       []string // changed ids
+		name string
+		cfg  bedConfig
+		mtu  int
+		want []string // changed ids
 	}{
-		{"mtu 9000", withMTU(example, "9000"), 9000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
-		{"mtu 4000", withMTU(example, "4000"), 4000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
-		{"re-formed bond keeps it", withMTU(activeBackup(example), "4000"), 4000, nil},
-		{"mtu removed: back to 1500", activeBackup(example), 1500, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
+		{"mtu 9000", example.with(groupMTU(9000)), 9000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
+		{"mtu 4000", example.with(groupMTU(4000)), 4000, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
+		{"re-formed bond keeps it", example.with(activeBackup, groupMTU(4000)), 4000, nil},
+		{"mtu removed: back to 1500", example.with(activeBackup), 1500, []string{"link.mtu/bond0", "link.mtu/reps/ens1f0np0", "link.mtu/reps/ens1f1np1", "ovs.bridge/br-lag"}},
 	} {
-		plan := changed(b.up(tc.text, true))
-		evs := b.up(tc.text, false)
+		plan := changed(b.up(tc.cfg, true))
+		evs := b.up(tc.cfg, false)
 		got := changed(evs)
 		if !slices.Equal(plan, got) {
 			t.Errorf("%s: plan %v, up %v", tc.name, plan, got)
@@ -433,11 +481,11 @@ func TestMTUConverge(t *testing.T) {
 				tc.name, firstUndo, evs[firstUndo].ID, lastOVS, evs[lastOVS].ID)
 		}
 		check(tc.name, tc.mtu)
-		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+		if again := changed(b.up(tc.cfg, false)); len(again) != 0 {
 			t.Errorf("%s: a second up changed %v", tc.name, again)
 		}
 	}
-	b.up(withMTU(example, "9000"), false)
+	b.up(example.with(groupMTU(9000)), false)
 	check("9000 again", 9000)
 	b.down()
 	if w := b.world(); w != baseline {
@@ -455,7 +503,7 @@ func mustPF(t *testing.T, b *convergeBed, name string) eswitch.PF {
 }
 
 // legacyVFs is a legacy group whose VF 0 is on the host's mlx5_core (a
-// netdev), VF 1 on vfio-pci (none) and VF 2 unbound; mtu is set by withMTU.
+// netdev), VF 1 on vfio-pci (none) and VF 2 unbound (the base of legacyBed).
 const legacyVFs = `
 ovsdb: unix:/var/run/openvswitch/db.sock
 libvirt: qemu:///system
@@ -476,6 +524,9 @@ sim:
         - {pci: "0000:61:00.1", netdev: ens1f1np1}
 `
 
+// legacyBed is legacyVFs as a bed config.
+var legacyBed = bedConfig{base: legacyVFs}
+
 // TestLegacyVFNetdevMTU: in a legacy group the mtu goes on the PFs and on
 // the netdev of a VF bound to a host netdev driver (found through
 // virtfnN/net/), after the bind; a VF on vfio-pci or unbound has none and
@@ -483,10 +534,7 @@ sim:
 // change only the link.mtu steps, and down restores every MTU.
 func TestLegacyVFNetdevMTU(t *testing.T) {
 	d := startDaemons(t)
-	text := func(mtu string) string {
-		return strings.Replace(legacyVFs, "    numvfs: 4", "    mtu: "+mtu+"\n    numvfs: 4", 1)
-	}
-	b := newConvergeBed(t, &d, legacyVFs)
+	b := newConvergeBed(t, &d, legacyBed)
 	baseline := b.world()
 	vfNetdev := func() string {
 		a, ok, err := b.h.PCI.VF(mustPF(t, b, "ens1f0np0").Dev, 0)
@@ -507,16 +555,17 @@ func TestLegacyVFNetdevMTU(t *testing.T) {
 		return l.MTU
 	}
 	for _, tc := range []struct {
-		name, text string
-		mtu        int
-		want       []string
+		name string
+		cfg  bedConfig
+		mtu  int
+		want []string
 	}{
-		{"no mtu", legacyVFs, 1500, nil},
-		{"mtu 9000", text("9000"), 9000, []string{"link.mtu/ens1f0np0", "link.mtu/vfs/ens1f0np0"}},
-		{"mtu 4000", text("4000"), 4000, []string{"link.mtu/ens1f0np0", "link.mtu/vfs/ens1f0np0"}},
+		{"no mtu", legacyBed, 1500, nil},
+		{"mtu 9000", legacyBed.with(groupMTU(9000)), 9000, []string{"link.mtu/ens1f0np0", "link.mtu/vfs/ens1f0np0"}},
+		{"mtu 4000", legacyBed.with(groupMTU(4000)), 4000, []string{"link.mtu/ens1f0np0", "link.mtu/vfs/ens1f0np0"}},
 	} {
-		plan := changed(b.up(tc.text, true))
-		got := changed(b.up(tc.text, false))
+		plan := changed(b.up(tc.cfg, true))
+		got := changed(b.up(tc.cfg, false))
 		if !slices.Equal(plan, got) {
 			t.Errorf("%s: plan %v, up %v", tc.name, plan, got)
 		}
@@ -528,7 +577,7 @@ func TestLegacyVFNetdevMTU(t *testing.T) {
 				t.Errorf("%s: %s mtu %d, want %d", tc.name, n, m, tc.mtu)
 			}
 		}
-		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+		if again := changed(b.up(tc.cfg, false)); len(again) != 0 {
 			t.Errorf("%s: a second up changed %v", tc.name, again)
 		}
 	}
@@ -538,11 +587,6 @@ func TestLegacyVFNetdevMTU(t *testing.T) {
 	}
 }
 
-// withOVS adds keys to the example group's ovs: section.
-func withOVS(text, keys string) string {
-	return strings.Replace(text, "      hw_offload: true\n", "      hw_offload: true\n"+keys, 1)
-}
-
 // TestOVSOtherConfig: tc-policy is set before hw-offload goes on (one
 // ovs.other-config step ahead of ovs.bridge); once offload is on, another
 // tc-policy is left alone (a restart of ovs-vswitchd would be needed) and
@@ -550,7 +594,7 @@ func withOVS(text, keys string) string {
 // prunes them (the prior values back); down gives the baseline.
 func TestOVSOtherConfig(t *testing.T) {
 	d := startDaemons(t)
-	example := exampleConfig(t)
+	example := exampleBed(t)
 	b := newConvergeBed(t, &d, example)
 	baseline := b.world()
 	oc := func(key string) string {
@@ -561,17 +605,18 @@ func TestOVSOtherConfig(t *testing.T) {
 		return strings.Trim(strings.TrimSpace(out), `"`)
 	}
 	for _, tc := range []struct {
-		name, text        string
+		name              string
+		cfg               bedConfig
 		want              []string // changed ids
 		tcPolicy, maxIdle string   // after
 	}{
-		{"fresh: tc-policy before hw-offload", withOVS(example, "      tc_policy: skip_sw\n      max_idle: 2000\n"), nil, "skip_sw", "2000"},
-		{"tc-policy changed with offload on: left alone", withOVS(example, "      tc_policy: skip_hw\n      max_idle: 2000\n"), []string{}, "skip_sw", "2000"},
-		{"max-idle live", withOVS(example, "      tc_policy: skip_sw\n      max_idle: 5000\n"), []string{"ovs.other-config/max-idle"}, "skip_sw", "5000"},
+		{"fresh: tc-policy before hw-offload", example.with(ovsOther("skip_sw", 2000)), nil, "skip_sw", "2000"},
+		{"tc-policy changed with offload on: left alone", example.with(ovsOther("skip_hw", 2000)), []string{}, "skip_sw", "2000"},
+		{"max-idle live", example.with(ovsOther("skip_sw", 5000)), []string{"ovs.other-config/max-idle"}, "skip_sw", "5000"},
 		{"both dropped: pruned", example, []string{"ovs.other-config/max-idle", "ovs.other-config/tc-policy"}, "", ""},
 	} {
-		plan := b.up(tc.text, true)
-		evs := b.up(tc.text, false)
+		plan := b.up(tc.cfg, true)
+		evs := b.up(tc.cfg, false)
 		got := changed(evs)
 		if !slices.Equal(changed(plan), got) {
 			t.Errorf("%s: plan %v, up %v", tc.name, changed(plan), got)
@@ -596,11 +641,11 @@ func TestOVSOtherConfig(t *testing.T) {
 		if g, m := oc("tc-policy"), oc("max-idle"); g != tc.tcPolicy || m != tc.maxIdle {
 			t.Errorf("%s: tc-policy %q max-idle %q, want %q %q", tc.name, g, m, tc.tcPolicy, tc.maxIdle)
 		}
-		if again := changed(b.up(tc.text, false)); len(again) != 0 {
+		if again := changed(b.up(tc.cfg, false)); len(again) != 0 {
 			t.Errorf("%s: a second up changed %v", tc.name, again)
 		}
 	}
-	b.up(withOVS(example, "      tc_policy: skip_sw\n      max_idle: 2000\n"), false)
+	b.up(example.with(ovsOther("skip_sw", 2000)), false)
 	b.down()
 	if w := b.world(); w != baseline {
 		t.Errorf("down did not restore the baseline:\n%s", testbed.DiffText(baseline, w))

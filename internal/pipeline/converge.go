@@ -31,11 +31,11 @@ import (
 // runs the forward pass of its phases only: no prune, no domain runs yet.
 func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if e.Stage == StagePre {
-		_, _, err := e.forward(ctx, r, gs)
+		_, _, err := e.forward(ctx, r, gs, nil)
 		return err
 	}
 	pr := &teardown.Runner{Journal: r.Journal, DryRun: true, Log: r.Log}
-	spans, runs, err := e.forward(ctx, pr, gs)
+	spans, plan, err := e.forward(ctx, pr, gs, nil)
 	if err != nil {
 		if r.DryRun {
 			for _, ev := range pr.Results() {
@@ -93,8 +93,7 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if len(early) == 0 {
 		r.Planned = pr.NeededChanges()
 	}
-	e.planned = runs
-	if _, _, err = e.forward(ctx, r, gs); err != nil {
+	if _, _, err = e.forward(ctx, r, gs, plan); err != nil {
 		return err
 	}
 	if err := r.Prune(ctx, late); err != nil {
@@ -262,7 +261,7 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 		if desired[en.ID] || !known[en.Kind] {
 			continue
 		}
-		if en.Kind == hwOffloadKind.Name() {
+		if en.Kind == (hwOffloadKind{}).Name() {
 			r, err := decode[hwOffloadRecord](en.Record)
 			if err == nil && wantsOffload[r.Endpoint] {
 				continue // still wanted: down restores it
@@ -275,7 +274,7 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 				if err != nil {
 					return nil, nil, err
 				}
-				keep[en.ID] = teardown.Entry{Kind: hwOffloadKind.Name(), ID: hwOffloadKind.id(r.Endpoint), Summary: "hw-offload prior kept for down",
+				keep[en.ID] = teardown.Entry{Kind: hwOffloadKind{}.Name(), ID: hwOffloadKind{}.id(r.Endpoint), Summary: "hw-offload prior kept for down",
 					Record: rec, State: teardown.StateApplied, Run: en.Run, Batch: en.Batch, Time: en.Time}
 			}
 		}

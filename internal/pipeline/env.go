@@ -69,8 +69,6 @@ type Env struct {
 	// creation, the LAG wait, ofports): a terminal shows them while the step
 	// runs; "" clears a key. Called from the steps' goroutines.
 	Progress func(key, line string)
-
-	planned map[string]*groupRun // the plan pass's runs, by group (Up)
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).

@@ -58,17 +58,16 @@ func (k attachKind) step(e *Env, id string, a libvirtx.Attachment) teardown.Step
 	}
 }
 
-func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) error {
+func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) (string, error) {
 	c, done, err := e.virtAt(r.URI)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.Detach(r.Attachment); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "domain %s: detach VF %s", r.Attachment.Domain, r.Attachment.PCI)
-	return nil
+	return fmt.Sprintf("domain %s: detach VF %s", r.Attachment.Domain, r.Attachment.PCI), nil
 }
 
 // attach: one domain at a time (libvirt serialises them anyway).

@@ -42,15 +42,14 @@ func (k autoprobeKind) step(e *Env, pf eswitch.PF) teardown.Step {
 	}
 }
 
-func (autoprobeKind) Undo(ctx context.Context, e *Env, r autoprobeRecord) error {
+func (autoprobeKind) Undo(ctx context.Context, e *Env, r autoprobeRecord) (string, error) {
 	if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return "", fmt.Errorf("journal: %w", err)
 	}
 	if err := e.pci.SetAutoprobe(r.PF, r.Prior); err != nil && !gone(err) {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s: sriov_drivers_autoprobe -> %d", r.PF, b2i(r.Prior))
-	return nil
+	return fmt.Sprintf("%s: sriov_drivers_autoprobe -> %d", r.PF, b2i(r.Prior)), nil
 }
 
 func b2i(b bool) int {

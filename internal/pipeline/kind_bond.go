@@ -73,7 +73,7 @@ func (c bondOptChange) summary(bond string) string {
 	case costDown:
 		how = "bond down and up again: hardware LAG down"
 	}
-	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, OrDash(c.From), OrDash(c.To), how)
+	return fmt.Sprintf("%s: %s %s -> %s (%s)", bond, c.Option, orDash(c.From), orDash(c.To), how)
 }
 
 // worst is the highest cost of changes.
@@ -303,24 +303,22 @@ func (e *Env) convergeBond(spec eswitch.BondSpec) error {
 	return nil
 }
 
-func (bondKind) Undo(ctx context.Context, e *Env, r bondRecord) error {
+func (bondKind) Undo(ctx context.Context, e *Env, r bondRecord) (string, error) {
 	l, err := e.k.Link(r.Name)
 	if gone(err) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if l.Alias != r.Alias {
 		e.log.Warn("bond is no longer vflag's; left alone", "bond", r.Name, "alias", l.Alias)
-		teardown.SayUndone(ctx, "bond %s is no longer vflag's (alias %q): left alone", r.Name, l.Alias)
-		return nil
+		return fmt.Sprintf("bond %s is no longer vflag's (alias %q): left alone", r.Name, l.Alias), nil
 	}
 	if err := e.k.DeleteLink(r.Name); err != nil && !gone(err) {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "delete bond %s", r.Name)
-	return nil
+	return fmt.Sprintf("delete bond %s", r.Name), nil
 }
 
 // enslaveKind puts a PF into the bond; the port must be down while it is
@@ -365,24 +363,24 @@ func (k enslaveKind) step(e *Env, pf eswitch.PF, bond string) teardown.Step {
 	}
 }
 
-func (enslaveKind) Undo(ctx context.Context, e *Env, r enslaveRecord) error {
+func (enslaveKind) Undo(ctx context.Context, e *Env, r enslaveRecord) (string, error) {
 	l, err := e.k.Link(r.Slave)
 	if gone(err) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	var did []string
 	if l.Master == r.Bond {
 		b, berr := e.k.Link(r.Bond)
 		if err := e.k.SetMaster(r.Slave, r.PriorMaster); err != nil && !gone(err) {
-			return err
+			return "", err
 		}
 		did = append(did, "release "+r.Slave+" from "+r.Bond)
 		if berr == nil {
 			if unbound, err := leaveSharedBlock(e, r.Slave, uint32(b.Index)); err != nil {
-				return err
+				return "", err
 			} else if unbound {
 				did = append(did, r.Slave+": ingress_block "+strconv.Itoa(b.Index)+" qdisc deleted")
 			}
@@ -390,14 +388,11 @@ func (enslaveKind) Undo(ctx context.Context, e *Env, r enslaveRecord) error {
 	}
 	if l.AdminUp != r.PriorUp {
 		if err := e.k.SetLinkUp(r.Slave, r.PriorUp); err != nil && !gone(err) {
-			return err
+			return "", err
 		}
 		did = append(did, r.Slave+" "+map[bool]string{true: "up", false: "down"}[r.PriorUp])
 	}
-	if len(did) > 0 {
-		teardown.SayUndone(ctx, "%s", strings.Join(did, "; "))
-	}
-	return nil
+	return strings.Join(did, "; "), nil
 }
 
 func (run *groupRun) bond(context.Context) ([]batch, error) {

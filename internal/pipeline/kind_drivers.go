@@ -40,10 +40,10 @@ func (bindKind) DependsOn() []string {
 	return []string{numVFsKind{}.Name(), unbindKind{}.Name(), bondKind{}.Name()}
 }
 
-func (unbindKind) Undo(ctx context.Context, e *Env, r driversRecord) error {
+func (unbindKind) Undo(ctx context.Context, e *Env, r driversRecord) (string, error) {
 	return e.undoDrivers(ctx, r)
 }
-func (bindKind) Undo(ctx context.Context, e *Env, r driversRecord) error {
+func (bindKind) Undo(ctx context.Context, e *Env, r driversRecord) (string, error) {
 	return e.undoDrivers(ctx, r)
 }
 
@@ -166,7 +166,7 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", addr, driver, OrDash(cur)),
+			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", addr, driver, orDash(cur)),
 				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
 		},
 		Apply: func(context.Context) error { return e.pci.Bind(addr, driver) },
@@ -175,7 +175,7 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 
 // undoDrivers rebinds VFs to the drivers they had (an empty prior driver
 // means unbound) and puts their driver_override back.
-func (e *Env) undoDrivers(ctx context.Context, r driversRecord) error {
+func (e *Env) undoDrivers(ctx context.Context, r driversRecord) (string, error) {
 	var errs []error
 	n := 0
 	for _, a := range sortedAddrs(r.Drivers) {
@@ -194,16 +194,17 @@ func (e *Env) undoDrivers(ctx context.Context, r driversRecord) error {
 			errs = append(errs, err)
 		}
 	}
+	var said string
 	if n == 0 {
-		teardown.SayUndone(ctx, "%d VF(s) gone: nothing to rebind", len(r.Drivers))
+		said = fmt.Sprintf("%d VF(s) gone: nothing to rebind", len(r.Drivers))
 	} else if len(r.Drivers) == 1 {
 		for a, d := range r.Drivers {
-			teardown.SayUndone(ctx, "%s: driver -> %s", a, OrDash(d))
+			said = fmt.Sprintf("%s: driver -> %s", a, orDash(d))
 		}
 	} else {
-		teardown.SayUndone(ctx, "%d VF(s) back to their prior drivers", n)
+		said = fmt.Sprintf("%d VF(s) back to their prior drivers", n)
 	}
-	return errors.Join(errs...)
+	return said, errors.Join(errs...)
 }
 
 // unbind: every VF, except that a VF already on its configured host driver

@@ -73,29 +73,28 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 	}
 }
 
-func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) error {
+func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) (string, error) {
 	cur, err := e.k.EswitchMode(r.Devlink)
 	if err != nil {
 		if gone(err) {
-			return nil
+			return "", nil
 		}
-		return err
+		return "", err
 	}
 	if cur == r.Prior {
-		return nil
+		return "", nil
 	}
 	if err := e.k.SetEswitchMode(r.Devlink, r.Prior); err != nil {
 		if nodes := rateNodesOn(e.k, r.Devlink); len(nodes) > 0 {
 			// The kernel refuses any mode change while rate nodes exist
 			// (EBUSY "Rate node(s) exists."); vflag's own went before this
 			// undo, these are not its to delete.
-			return fmt.Errorf("set eswitch mode on %s: devlink rate node(s) %s exist and vflag did not make them; the kernel keeps the eswitch in %s while they do: delete them (devlink port function rate del %s/NAME) and run down again: %w",
+			return "", fmt.Errorf("set eswitch mode on %s: devlink rate node(s) %s exist and vflag did not make them; the kernel keeps the eswitch in %s while they do: delete them (devlink port function rate del %s/NAME) and run down again: %w",
 				r.Devlink, strings.Join(nodes, ", "), cur, r.Devlink, err)
 		}
-		return fmt.Errorf("set eswitch mode on %s: %w", r.Devlink, err)
+		return "", fmt.Errorf("set eswitch mode on %s: %w", r.Devlink, err)
 	}
-	teardown.SayUndone(ctx, "%s: eswitch %s -> %s", r.Devlink, cur, r.Prior)
-	return nil
+	return fmt.Sprintf("%s: eswitch %s -> %s", r.Devlink, cur, r.Prior), nil
 }
 
 func (e *Env) modeOf(pf eswitch.PF) string { return eswitch.ModeOf(e.k, pf) }
@@ -152,12 +151,11 @@ func (e *Env) switchdevEnablesTCOffload(pf eswitch.PF) bool {
 	return err == nil && drv == "mlx5_core"
 }
 
-func (tcOffloadKind) Undo(ctx context.Context, e *Env, r featureRecord) error {
+func (tcOffloadKind) Undo(ctx context.Context, e *Env, r featureRecord) (string, error) {
 	if err := e.k.SetFeature(r.Netdev, r.Feature, r.Prior); err != nil && !gone(err) {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s: %s -> %s", r.Netdev, r.Feature, map[bool]string{true: "on", false: "off"}[r.Prior])
-	return nil
+	return fmt.Sprintf("%s: %s -> %s", r.Netdev, r.Feature, map[bool]string{true: "on", false: "off"}[r.Prior]), nil
 }
 
 func (run *groupRun) switchdev(context.Context) ([]batch, error) {

@@ -6,43 +6,39 @@ import (
 	"fmt"
 
 	"github.com/vflag/vflag/ovs"
-	"github.com/vflag/vflag/teardown"
 )
 
-// hwOffloadKindT keeps the hw-offload value from before vflag when the
+// hwOffloadKind keeps the hw-offload value from before vflag when the
 // bridge whose ovs.bridge entry recorded it is pruned (the config renamed
 // the bridge) while a bridge of vflag's still wants hw-offload: no step
 // makes it; the prune replaces the bridge's entry with it, and down (or
 // the prune of the last group wanting hw-offload) restores the value.
 //
 //	ovs-vsctl set Open_vSwitch . other_config:hw-offload=$prior
-type hwOffloadKindT struct{}
-
-var hwOffloadKind hwOffloadKindT
+type hwOffloadKind struct{}
 
 type hwOffloadRecord struct {
 	Endpoint string  `json:"endpoint"`
 	Prior    *string `json:"prior"` // nil: the key was absent
 }
 
-func (hwOffloadKindT) Name() string { return "ovs.hw-offload" }
-func (hwOffloadKindT) DependsOn() []string {
+func (hwOffloadKind) Name() string { return "ovs.hw-offload" }
+func (hwOffloadKind) DependsOn() []string {
 	return []string{ovsBridgeKind{}.Name(), ovsConfigKind{}.Name()}
 }
 
-func (k hwOffloadKindT) id(endpoint string) string { return k.Name() + "/" + endpoint }
+func (k hwOffloadKind) id(endpoint string) string { return k.Name() + "/" + endpoint }
 
-func (hwOffloadKindT) Undo(ctx context.Context, e *Env, r hwOffloadRecord) error {
+func (hwOffloadKind) Undo(ctx context.Context, e *Env, r hwOffloadRecord) (string, error) {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.Undo(ctx, ovs.Record{Owner: "vflag", HWOffloadSet: true, PriorHWOffload: r.Prior}); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "hw-offload -> %s", OrDash(deref(r.Prior)))
-	return nil
+	return fmt.Sprintf("hw-offload -> %s", orDash(deref(r.Prior))), nil
 }
 
 // recordJSON encodes a journal record (plain structs of strings and

@@ -31,10 +31,10 @@ func (linkUpKind) DependsOn() []string { return []string{enslaveKind{}.Name()} }
 func (repsUpKind) Name() string        { return "reps.up" }
 func (repsUpKind) DependsOn() []string { return []string{modeKind{}.Name(), numVFsKind{}.Name()} }
 
-func (linkUpKind) Undo(ctx context.Context, e *Env, r linkUpRecord) error {
+func (linkUpKind) Undo(ctx context.Context, e *Env, r linkUpRecord) (string, error) {
 	return e.undoLinkUp(ctx, r)
 }
-func (repsUpKind) Undo(ctx context.Context, e *Env, r linkUpRecord) error {
+func (repsUpKind) Undo(ctx context.Context, e *Env, r linkUpRecord) (string, error) {
 	return e.undoLinkUp(ctx, r)
 }
 
@@ -89,7 +89,7 @@ func (e *Env) linkUpStep(kind, id string, names []string) teardown.Step {
 	}
 }
 
-func (e *Env) undoLinkUp(ctx context.Context, r linkUpRecord) error {
+func (e *Env) undoLinkUp(ctx context.Context, r linkUpRecord) (string, error) {
 	// In one call where the kernel allows it; an interface already gone is
 	// skipped, as one SetLinkUp per name would.
 	for names := r.Names; len(names) > 0; {
@@ -98,12 +98,11 @@ func (e *Env) undoLinkUp(ctx context.Context, r linkUpRecord) error {
 			break
 		}
 		if !gone(err) {
-			return err
+			return "", err
 		}
 		names = names[n+1:]
 	}
-	teardown.SayUndone(ctx, "set down: %s", abbreviate(r.Names, 6))
-	return nil
+	return "set down: " + abbreviate(r.Names, 6), nil
 }
 
 // legacyPFsUp: no bond brings a legacy group's PFs up, and libvirt refuses

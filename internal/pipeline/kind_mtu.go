@@ -98,7 +98,7 @@ func (k mtuKind) step(e *Env, id string, mtu int, names []string) teardown.Step 
 	}
 }
 
-func (mtuKind) Undo(ctx context.Context, e *Env, r mtuRecord) error {
+func (mtuKind) Undo(ctx context.Context, e *Env, r mtuRecord) (string, error) {
 	var did []string
 	for _, p := range r.Prior {
 		l, err := e.k.Link(p.Name)
@@ -106,20 +106,20 @@ func (mtuKind) Undo(ctx context.Context, e *Env, r mtuRecord) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if l.MTU == p.MTU || p.MTU == 0 {
 			continue
 		}
 		if err := e.k.SetLinkMTU(p.Name, p.MTU); err != nil && !gone(err) {
-			return err
+			return "", err
 		}
 		did = append(did, fmt.Sprintf("%s %d", p.Name, p.MTU))
 	}
-	if len(did) > 0 {
-		teardown.SayUndone(ctx, "mtu back: %s", strings.Join(did, ", "))
+	if len(did) == 0 {
+		return "", nil
 	}
-	return nil
+	return "mtu back: " + strings.Join(did, ", "), nil
 }
 
 // bondMTU: the bond's MTU, then (already following it) its PFs.

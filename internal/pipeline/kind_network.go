@@ -260,22 +260,20 @@ func (e *Env) networkPorts(en teardown.Entry) ([]libvirtx.NetworkPort, error) {
 
 // Undo removes vflag's network (destroy, undefine); libvirtx refuses while
 // a port of it is allocated (a domain holds one of its VFs).
-func (networkKind) Undo(ctx context.Context, e *Env, r networkRecord) error {
+func (networkKind) Undo(ctx context.Context, e *Env, r networkRecord) (string, error) {
 	c, done, err := e.virtAt(r.URI)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	removed, err := c.RemoveNetwork(r.Name)
 	if err != nil {
-		return fmt.Errorf("libvirt network %s: %w", r.Name, err)
+		return "", fmt.Errorf("libvirt network %s: %w", r.Name, err)
 	}
-	if removed {
-		teardown.SayUndone(ctx, "libvirt network %s: destroyed, undefined", r.Name)
-	} else {
-		teardown.SayUndone(ctx, "libvirt network %s: already gone", r.Name)
+	if !removed {
+		return fmt.Sprintf("libvirt network %s: already gone", r.Name), nil
 	}
-	return nil
+	return fmt.Sprintf("libvirt network %s: destroyed, undefined", r.Name), nil
 }
 
 // network: the group's pool, after the attachments (which take their VFs

@@ -70,19 +70,18 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
 	}
 }
 
-func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) error {
+func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) (string, error) {
 	if _, err := sriov.ParseDevice(string(r.PF)); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return "", fmt.Errorf("journal: %w", err)
 	}
 	if !e.pci.Exists(r.PF) {
-		return nil
+		return "", nil
 	}
 	cur, _ := e.pci.NumVFs(r.PF)
 	if err := e.pci.SetNumVFs(r.PF, r.Prior); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior)
-	return nil
+	return fmt.Sprintf("%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior), nil
 }
 
 func (run *groupRun) numVFs(context.Context) ([]batch, error) {

@@ -71,24 +71,23 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 
 // Undo removes every row the owner holds on the bridge, also those a later
 // run added, and restores hw-offload.
-func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) error {
+func (ovsBridgeKind) Undo(ctx context.Context, e *Env, r ovsRecord) (string, error) {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.UndoOwned(ctx, r.Bridge); err != nil {
-		return err
+		return "", err
 	}
 	what := "remove vflag's ports"
 	if r.Bridge.BridgeCreated {
 		what = "delete bridge"
 	}
 	if r.Bridge.HWOffloadSet {
-		what += "; hw-offload -> " + OrDash(deref(r.Bridge.PriorHWOffload))
+		what += "; hw-offload -> " + orDash(deref(r.Bridge.PriorHWOffload))
 	}
-	teardown.SayUndone(ctx, "%s %s (owner %s)", what, r.Bridge.Bridge, r.Bridge.Owner)
-	return nil
+	return fmt.Sprintf("%s %s (owner %s)", what, r.Bridge.Bridge, r.Bridge.Owner), nil
 }
 
 // ovsSummary says what the change does: every kind of write it makes
@@ -127,7 +126,7 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 		parts = append(parts, "mtu_request "+abbreviate(ch.SetMTU, 4))
 	}
 	if ch.SetHWOffload {
-		parts = append(parts, "hw-offload "+OrDash(deref(ch.PriorHWOffload))+" -> true")
+		parts = append(parts, "hw-offload "+orDash(deref(ch.PriorHWOffload))+" -> true")
 	}
 	if len(parts) == 0 {
 		return "bridge " + spec.Bridge + " converged"
@@ -256,20 +255,19 @@ func AdoptPort(endpoint string, rec ovs.Record) teardown.Step {
 	}
 }
 
-func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) error {
+func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) (string, error) {
 	if len(r.Port.Ports) == 0 {
-		return nil
+		return "", nil
 	}
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	if err := c.Undo(ctx, r.Port); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge)
-	return nil
+	return fmt.Sprintf("remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge), nil
 }
 
 func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {

@@ -60,16 +60,16 @@ func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
 			}
 			if key == OVSKeyTCPolicy && oc[ovs.HWOffloadKey] == "true" {
 				e.log.Warn("tc-policy differs but hw-offload is already on: changing it needs a restart of ovs-vswitchd; vflag never restarts OVS",
-					"tc-policy", OrDash(cur), "want", value)
-				return teardown.Change{Summary: fmt.Sprintf("other_config:%s %s left alone: hw-offload is on, %s needs a restart of ovs-vswitchd", key, OrDash(cur), value)}, nil
+					"tc-policy", orDash(cur), "want", value)
+				return teardown.Change{Summary: fmt.Sprintf("other_config:%s %s left alone: hw-offload is on, %s needs a restart of ovs-vswitchd", key, orDash(cur), value)}, nil
 			}
 			r := ovsConfigRecord{Endpoint: e.h.OVSDB, Key: key, Value: value}
 			if ok {
 				r.Prior = &cur
 			}
 			return teardown.Change{Needed: true, Record: r,
-				Summary: fmt.Sprintf("other_config:%s %s -> %s", key, OrDash(cur), value),
-				Revert:  fmt.Sprintf("other_config:%s %s -> %s", key, value, OrDash(cur))}, nil
+				Summary: fmt.Sprintf("other_config:%s %s -> %s", key, orDash(cur), value),
+				Revert:  fmt.Sprintf("other_config:%s %s -> %s", key, value, orDash(cur))}, nil
 		},
 		Apply: func(ctx context.Context) error {
 			c, err := e.h.OVS(ctx)
@@ -81,19 +81,18 @@ func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
 	}
 }
 
-func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) error {
+func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) (string, error) {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	// Unconditional: the journal keeps the record of the first change, and a
 	// later up may have set another value (max-idle changed live) since.
 	if err := c.SetOtherConfig(ctx, r.Key, r.Prior, nil); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "other_config:%s -> %s", r.Key, OrDash(deref(r.Prior)))
-	return nil
+	return fmt.Sprintf("other_config:%s -> %s", r.Key, orDash(deref(r.Prior))), nil
 }
 
 // ovsConfig: the global other_config keys of the group's ovs: section,

@@ -37,7 +37,7 @@ func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string, byDefault
 			cur, err := e.k.Param(d, name)
 			if err == nil && byDefault {
 				if m, merr := e.k.EswitchMode(d); merr != nil || m != eswitch.ModeLegacy {
-					return teardown.Change{Summary: fmt.Sprintf("%s: %s %s left alone (default %s applies only in legacy mode; eswitch %s)", d, name, cur, value, OrDash(m))}, nil
+					return teardown.Change{Summary: fmt.Sprintf("%s: %s %s left alone (default %s applies only in legacy mode; eswitch %s)", d, name, cur, value, orDash(m))}, nil
 				}
 			}
 			if errors.Is(err, eswitch.ErrNotSupported) {
@@ -60,19 +60,18 @@ func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string, byDefault
 	}
 }
 
-func (paramKind) Undo(ctx context.Context, e *Env, r paramRecord) error {
+func (paramKind) Undo(ctx context.Context, e *Env, r paramRecord) (string, error) {
 	cur, err := e.k.Param(r.Devlink, r.Name)
 	if errors.Is(err, eswitch.ErrNotSupported) || gone(err) || cur == r.Prior {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := e.k.SetParam(r.Devlink, r.Name, r.Prior); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s: %s %s -> %s", r.Devlink, r.Name, cur, r.Prior)
-	return nil
+	return fmt.Sprintf("%s: %s %s -> %s", r.Devlink, r.Name, cur, r.Prior), nil
 }
 
 // params: flow_steering_mode as the config sets it; left empty, a

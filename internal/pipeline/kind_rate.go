@@ -107,32 +107,30 @@ func (k rateNodeKind) step(e *Env, made func(id string) bool, d eswitch.Devlink,
 	}
 }
 
-func (rateNodeKind) Undo(ctx context.Context, e *Env, r rateNodeRecord) error {
+func (rateNodeKind) Undo(ctx context.Context, e *Env, r rateNodeRecord) (string, error) {
 	rates, err := e.k.Rates()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, ok := findRate(rates, r.Devlink, eswitch.RateNode, r.Name, 0); !ok {
-		return nil
+		return "", nil
 	}
 	var left []string
 	for _, l := range rates {
 		if l.Devlink == r.Devlink && l.Type == eswitch.RateLeaf && l.Parent == r.Name {
 			if err := e.k.SetRateLeafParent(l.Devlink, l.PortIndex, ""); err != nil && !rateGone(err) {
-				return fmt.Errorf("take leaf %s out of rate node %s before deleting it: %w", l, r.Name, err)
+				return "", fmt.Errorf("take leaf %s out of rate node %s before deleting it: %w", l, r.Name, err)
 			}
 			left = append(left, fmt.Sprint(l.PortIndex))
 		}
 	}
 	if err := e.k.DelRateNode(r.Devlink, r.Name); err != nil && !rateGone(err) {
-		return err
+		return "", err
 	}
 	if len(left) > 0 {
-		teardown.SayUndone(ctx, "rate node %s/%s: leaves %s left it; deleted", r.Devlink, r.Name, strings.Join(left, " "))
-	} else {
-		teardown.SayUndone(ctx, "rate node %s/%s: deleted", r.Devlink, r.Name)
+		return fmt.Sprintf("rate node %s/%s: leaves %s left it; deleted", r.Devlink, r.Name, strings.Join(left, " ")), nil
 	}
-	return nil
+	return fmt.Sprintf("rate node %s/%s: deleted", r.Devlink, r.Name), nil
 }
 
 // rateGone: the devlink instance, port or node is no longer there.
@@ -181,7 +179,7 @@ func (rateLeafKind) DependsOn() []string {
 func (k rateLeafKind) id(pf string, vf int) string { return fmt.Sprintf("%s/%s/%d", k.Name(), pf, vf) }
 
 func leafSummary(l leafRates) string {
-	return fmt.Sprintf("tx_max %s tx_share %s parent %s", mbitStr(ToMbit(l.TxMax)), mbitStr(ToMbit(l.TxShare)), OrDash(l.Parent))
+	return fmt.Sprintf("tx_max %s tx_share %s parent %s", mbitStr(ToMbit(l.TxMax)), mbitStr(ToMbit(l.TxShare)), orDash(l.Parent))
 }
 
 // step: pruned tells, in a plan, whether a node is one of vflag's that the
@@ -245,14 +243,14 @@ func setLeaf(k eswitch.Kernel, d eswitch.Devlink, port uint32, cur, want leafRat
 	return nil
 }
 
-func (rateLeafKind) Undo(ctx context.Context, e *Env, r rateLeafRecord) error {
+func (rateLeafKind) Undo(ctx context.Context, e *Env, r rateLeafRecord) (string, error) {
 	rates, err := e.k.Rates()
 	if err != nil {
-		return err
+		return "", err
 	}
 	l, ok := findRate(rates, r.Devlink, eswitch.RateLeaf, "", r.Port)
 	if !ok {
-		return nil // the VF port is gone: its leaf went with it
+		return "", nil // the VF port is gone: its leaf went with it
 	}
 	cur := leafRates{TxMax: l.TxMax, TxShare: l.TxShare, Parent: l.Parent}
 	prior := r.Prior
@@ -262,13 +260,12 @@ func (rateLeafKind) Undo(ctx context.Context, e *Env, r rateLeafRecord) error {
 		}
 	}
 	if cur == prior {
-		return nil
+		return "", nil
 	}
 	if err := setLeaf(e.k, r.Devlink, r.Port, cur, prior); err != nil && !rateGone(err) {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s vf %d (%s/%d): %s", r.PF, r.VF, r.Devlink, r.Port, leafSummary(prior))
-	return nil
+	return fmt.Sprintf("%s vf %d (%s/%d): %s", r.PF, r.VF, r.Devlink, r.Port, leafSummary(prior)), nil
 }
 
 // rateNodes: the group's rate groups, as nodes on each owning PF's devlink.

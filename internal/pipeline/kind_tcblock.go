@@ -156,31 +156,28 @@ func blockInHW(tc eswitch.TC, block uint32) bool {
 // Undo puts back the ingress qdisc from before (its filters were gone
 // with the replaced qdisc), or deletes the one vflag added while it is
 // still on vflag's block.
-func (tcBlockKind) Undo(ctx context.Context, e *Env, r tcBlockRecord) error {
+func (tcBlockKind) Undo(ctx context.Context, e *Env, r tcBlockRecord) (string, error) {
 	tc, err := eswitch.AsTC(e.k)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if r.Prior.Present {
 		if err := tc.SetIngressBlock(r.Netdev, r.Prior.Block); err != nil && !gone(err) {
-			return err
+			return "", err
 		}
-		teardown.SayUndone(ctx, "%s: %s", r.Netdev, r.Prior)
-		return nil
+		return fmt.Sprintf("%s: %s", r.Netdev, r.Prior), nil
 	}
 	in, err := tc.Ingress(r.Netdev)
 	if gone(err) || err == nil && (!in.Present || in.Block != r.Block) {
-		teardown.SayUndone(ctx, "%s: ingress qdisc already gone or not vflag's (%s)", r.Netdev, in)
-		return nil
+		return fmt.Sprintf("%s: ingress qdisc already gone or not vflag's (%s)", r.Netdev, in), nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := tc.DelIngress(r.Netdev); err != nil && !gone(err) {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s: ingress_block %d qdisc deleted", r.Netdev, r.Block)
-	return nil
+	return fmt.Sprintf("%s: ingress_block %d qdisc deleted", r.Netdev, r.Block), nil
 }
 
 // sharedBlock: with hw-offload, the bond and its PFs on the bond's block.

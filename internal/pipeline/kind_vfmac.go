@@ -43,7 +43,7 @@ func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step
 				// vflag could set it but never read it back: no idempotence, no undo.
 				return teardown.Change{}, fmt.Errorf("VF %d MAC on %s: the driver reports no VF info over netlink (no PCI VFs), so vflag cannot manage VF MACs here; remove the mac from the config", vf, pf.Netdev)
 			}
-			return teardown.Change{Needed: cur != want.String(), Summary: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, OrDash(cur), want),
+			return teardown.Change{Needed: cur != want.String(), Summary: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, orDash(cur), want),
 				Revert: fmt.Sprintf("%s vf %d: mac %s -> %s", pf.Netdev, vf, want, restoredMAC(cur)),
 				Record: vfMACRecord{PF: pf.Netdev, VF: vf, Prior: cur}}, nil
 		},
@@ -51,20 +51,18 @@ func (k vfMACKind) step(e *Env, pf eswitch.PF, vf int, mac string) teardown.Step
 	}
 }
 
-func (vfMACKind) Undo(ctx context.Context, e *Env, r vfMACRecord) error {
+func (vfMACKind) Undo(ctx context.Context, e *Env, r vfMACRecord) (string, error) {
 	cur, exists, err := vfMACNow(e.k, r.PF, r.VF)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !exists {
-		teardown.SayUndone(ctx, "%s vf %d: gone (its PF or the VF), no mac to restore", r.PF, r.VF)
-		return nil
+		return fmt.Sprintf("%s vf %d: gone (its PF or the VF), no mac to restore", r.PF, r.VF), nil
 	}
 	if err := RestoreVFMAC(e.k, r.PF, r.VF, r.Prior); err != nil {
-		return err
+		return "", err
 	}
-	teardown.SayUndone(ctx, "%s vf %d: mac %s -> %s", r.PF, r.VF, OrDash(cur), restoredMAC(r.Prior))
-	return nil
+	return fmt.Sprintf("%s vf %d: mac %s -> %s", r.PF, r.VF, orDash(cur), restoredMAC(r.Prior)), nil
 }
 
 // restoredMAC is the MAC RestoreVFMAC puts back for prior.
@@ -150,7 +148,7 @@ func AdoptVFMAC(pf string, vf int, prior string) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(pf, vf),
 		Check: func(context.Context) (teardown.Change, error) {
-			return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s vf %d: mac set (adopted; prior %s)", pf, vf, OrDash(prior)),
+			return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s vf %d: mac set (adopted; prior %s)", pf, vf, orDash(prior)),
 				Record: vfMACRecord{PF: pf, VF: vf, Prior: prior}}, nil
 		},
 		Apply: func(context.Context) error { return nil },

@@ -224,23 +224,21 @@ func (e *Env) vfPolicyErr(pf eswitch.PF, vf int, s *vfSetting, err error) error 
 	return fmt.Errorf("%s vf %d: set %s (driver %s): %w", pf.Netdev, vf, s.field, drv, err)
 }
 
-func (k vfPolicyKind) Undo(ctx context.Context, e *Env, r vfPolicyRecord) error {
+func (k vfPolicyKind) Undo(ctx context.Context, e *Env, r vfPolicyRecord) (string, error) {
 	cur, ok, err := e.VFPolicy(r.PF, r.VF)
 	if gone(err) || err == nil && !ok {
-		return nil // the PF or the VF is gone, and its policy with it
+		return "", nil // the PF or the VF is gone, and its policy with it
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if k.s.equal(cur, r.Prior) {
-		teardown.SayUndone(ctx, "%s vf %d: %s already", r.PF, r.VF, r.Prior.Field(k.s.key))
-		return nil
+		return fmt.Sprintf("%s vf %d: %s already", r.PF, r.VF, r.Prior.Field(k.s.key)), nil
 	}
 	if err := k.s.set(e.k, r.PF, r.VF, r.Prior); err != nil {
-		return fmt.Errorf("%s vf %d: restore %s: %w", r.PF, r.VF, r.Prior.Field(k.s.key), err)
+		return "", fmt.Errorf("%s vf %d: restore %s: %w", r.PF, r.VF, r.Prior.Field(k.s.key), err)
 	}
-	teardown.SayUndone(ctx, "%s vf %d: %s -> %s", r.PF, r.VF, cur.Field(k.s.key), r.Prior.Field(k.s.key))
-	return nil
+	return fmt.Sprintf("%s vf %d: %s -> %s", r.PF, r.VF, cur.Field(k.s.key), r.Prior.Field(k.s.key)), nil
 }
 
 // VFPolicy reads a VF's policy from its PF; ok is false when the PF does

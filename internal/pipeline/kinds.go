@@ -30,14 +30,16 @@ type kind[R any] interface {
 	// after a change that broke it: declare too many rather than too few.
 	DependsOn() []string
 	// Undo restores the prior state kept in r; "already gone" is success.
-	Undo(ctx context.Context, e *Env, r R) error
+	// It returns what it did for the report ("" when it has nothing to
+	// add to the entry's revert summary), with or without an error.
+	Undo(ctx context.Context, e *Env, r R) (string, error)
 }
 
 // Kind is a declared kind, as the registry keeps it.
 type Kind struct {
 	Name      string
 	DependsOn []string
-	undo      func(ctx context.Context, e *Env, raw json.RawMessage) error
+	undo      func(ctx context.Context, e *Env, raw json.RawMessage) (string, error)
 }
 
 // dependencies is every kind's DependsOn, for teardown.Runner.DependsOn.
@@ -50,10 +52,10 @@ func dependencies() map[string][]string {
 }
 
 func declare[R any](k kind[R]) Kind {
-	return Kind{Name: k.Name(), DependsOn: k.DependsOn(), undo: func(ctx context.Context, e *Env, raw json.RawMessage) error {
+	return Kind{Name: k.Name(), DependsOn: k.DependsOn(), undo: func(ctx context.Context, e *Env, raw json.RawMessage) (string, error) {
 		r, err := decode[R](raw)
 		if err != nil {
-			return err
+			return "", err
 		}
 		return k.Undo(ctx, e, r)
 	}}
@@ -88,7 +90,7 @@ var Kinds = []Kind{
 	declare[attachRecord](attachKind{}),
 	declare[networkRecord](networkKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),
-	declare[hwOffloadRecord](hwOffloadKind),
+	declare[hwOffloadRecord](hwOffloadKind{}),
 }
 
 // Undoers is the undo registry for a teardown.Runner: one Undoer per kind.
@@ -96,7 +98,7 @@ func (e *Env) Undoers() teardown.Undoers {
 	u := teardown.Undoers{}
 	for _, k := range Kinds {
 		undo := k.undo
-		u[k.Name] = func(ctx context.Context, raw json.RawMessage) error { return undo(ctx, e, raw) }
+		u[k.Name] = func(ctx context.Context, raw json.RawMessage) (string, error) { return undo(ctx, e, raw) }
 	}
 	return u
 }
@@ -162,8 +164,9 @@ func sortedAddrs(m map[sriov.Addr]string) []sriov.Addr {
 	return out
 }
 
-// OrDash is s, or "-" when empty.
-func OrDash(s string) string {
+// orDash is s, or "-" when empty (step summaries; renderers have
+// report.OrDash).
+func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}

@@ -130,18 +130,17 @@ func (run *groupRun) anyFresh() bool {
 }
 
 // forward runs the phases of DESIGN.md section 2 for every group, in
-// order; spans[i] is the range of r's results that group i produced.
-func (e *Env) forward(ctx context.Context, r *teardown.Runner, gs []Group) ([][2]int, map[string]*groupRun, error) {
-	var spans [][2]int
-	runs := map[string]*groupRun{}
+// order; spans[i] is the range of r's results that group i produced, runs
+// the groups' runs by name. plan is the plan pass's runs (nil for the plan
+// pass itself and for stage pre): each group's run starts from what its
+// plan found (groupRun.plan).
+func (e *Env) forward(ctx context.Context, r *teardown.Runner, gs []Group, plan map[string]*groupRun) (spans [][2]int, runs map[string]*groupRun, err error) {
+	runs = map[string]*groupRun{}
 	for _, g := range gs {
 		start := len(r.Results())
-		run := &groupRun{e: e, g: g, dry: r.DryRun, r: r}
-		if !r.DryRun {
-			run.plan = e.planned[g.Name]
-		}
+		run := &groupRun{e: e, g: g, dry: r.DryRun, r: r, plan: plan[g.Name]}
 		runs[g.Name] = run
-		err := e.forwardGroup(ctx, r, run)
+		err = e.forwardGroup(ctx, r, run)
 		spans = append(spans, [2]int{start, len(r.Results())})
 		if err != nil {
 			return spans, runs, fmt.Errorf("group %s: %w", g.Name, err)
@@ -248,6 +247,6 @@ func (run *groupRun) waitLAG(context.Context) ([]batch, error) {
 				e.log.Warn("hardware LAG state is not visible (no mlx5 debugfs): unverified", "group", run.g.Name, "pf", pf0.Addr)
 				return "hardware LAG unverified (no mlx5 debugfs)", nil
 			}
-			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, OrDash(st.Type), OrDash(st.PortSelMode)), nil
+			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, orDash(st.Type), orDash(st.PortSelMode)), nil
 		}}), nil
 }

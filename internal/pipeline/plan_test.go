@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/teardown"
 )
@@ -18,27 +19,30 @@ import (
 // that removes ports says so (not "converged").
 func TestPlanPredictsRemadeVFs(t *testing.T) {
 	d := startDaemons(t)
-	leg := strings.Replace(legacyVFs, "driver: mlx5_core}", "driver: mlx5_core, trust: true, vlan: 5}", 1)
-	leg = strings.Replace(leg, "    numvfs: 4", "    mtu: 9000\n    numvfs: 4", 1)
-	sw := exampleConfig(t)
-	sw = strings.Replace(sw, "    numvfs: 4", "    mtu: 9000\n    numvfs: 4\n    rate_groups:\n      - {name: tenant1, tx_max: 1000}", 1)
-	sw = strings.Replace(sw, `vlan: 100}`, `vlan: 100, tx_max: 100, tx_share: 10, rate_group: tenant1}`, 1)
-	sw = strings.Replace(sw, `vlan: 200}`, `vlan: 200, tx_max: 300}`, 1)
+	on := true
+	leg := legacyBed.with(groupMTU(9000), vfSet(0, 0, func(v *config.VFConfig) { v.Trust, v.VLAN = &on, 5 }))
+	sw := exampleBed(t).with(groupMTU(9000), rateGroups(config.RateGroup{Name: "tenant1", TxMax: 1000}),
+		vfSet(0, 0, func(v *config.VFConfig) { v.TxMax, v.TxShare, v.RateGroup = 100, 10, "tenant1" }),
+		vfSet(1, 0, func(v *config.VFConfig) { v.TxMax = 300 }))
 	for _, tc := range []struct {
-		name, four string
-		want       []string // among the changes of every transition
+		name string
+		four bedConfig
+		want []string // among the changes of every transition
 	}{
 		{"legacy", leg, []string{"sriov.vfmac/ens1f0np0/0", "sriov.vftrust/ens1f0np0/0", "sriov.vfvlan/ens1f0np0/0", "sriov.bind/ens1f0np0/vf0", "link.mtu/vfs/ens1f0np0"}},
 		{"switchdev", sw, []string{"sriov.vfmac/ens1f0np0/0", "sriov.bind/ens1f1np1/vf1", "reps.up/ens1f0np0", "link.mtu/reps/ens1f1np1",
 			"devlink.rate-leaf/ens1f0np0/0", "devlink.rate-leaf/ens1f1np1/0", "ovs.bridge/br-lag"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eight := strings.Replace(tc.four, "numvfs: 4", "numvfs: 8", 1)
+			eight := tc.four.with(numVFs(8))
 			b := newConvergeBed(t, &d, eight)
 			b.up(eight, false)
-			for _, step := range []struct{ name, text string }{{"8 -> 4", tc.four}, {"4 -> 8", eight}} {
-				plan := changed(b.up(step.text, true))
-				evs := b.up(step.text, false)
+			for _, step := range []struct {
+				name string
+				cfg  bedConfig
+			}{{"8 -> 4", tc.four}, {"4 -> 8", eight}} {
+				plan := changed(b.up(step.cfg, true))
+				evs := b.up(step.cfg, false)
 				up := changed(evs)
 				if !slices.Equal(plan, up) {
 					t.Errorf("%s: plan predicts %d change(s), up made %d:\n%s", step.name, len(plan), len(up), testbed.DiffText(strings.Join(plan, "\n"), strings.Join(up, "\n")))
@@ -66,10 +70,10 @@ func TestPlanPredictsRemadeVFs(t *testing.T) {
 // forward summary after "revert: ").
 func TestUndoSummaries(t *testing.T) {
 	d := startDaemons(t)
-	b := newConvergeBed(t, &d, legacyVFs)
-	b.up(legacyVFs, false)
+	b := newConvergeBed(t, &d, legacyBed)
+	b.up(legacyBed, false)
 	const want = "ens1f0np0 vf 1: mac 52:54:00:20:00:01 -> 00:00:00:00:00:00"
-	noMAC := strings.Replace(legacyVFs, `mac: "52:54:00:20:00:01", `, "", 1)
+	noMAC := legacyBed.with(vfSet(0, 1, func(v *config.VFConfig) { v.MAC = "" }))
 	down := func() []teardown.Event {
 		e := New(nil, b.h, nil)
 		r := &teardown.Runner{Journal: b.journal, Undo: e.Undoers()}
@@ -102,9 +106,9 @@ func TestUndoSummaries(t *testing.T) {
 // left to do: plan predicts the prune alone, as up does it.
 func TestPlanDroppedDriver(t *testing.T) {
 	d := startDaemons(t)
-	b := newConvergeBed(t, &d, legacyVFs)
-	b.up(legacyVFs, false)
-	noDriver := strings.Replace(legacyVFs, `, driver: mlx5_core}`, `}`, 1)
+	b := newConvergeBed(t, &d, legacyBed)
+	b.up(legacyBed, false)
+	noDriver := legacyBed.with(vfSet(0, 0, func(v *config.VFConfig) { v.Driver = "" }))
 	plan := changed(b.up(noDriver, true))
 	up := changed(b.up(noDriver, false))
 	if !slices.Equal(plan, up) || !slices.Equal(up, []string{"sriov.bind/ens1f0np0/vf0"}) {

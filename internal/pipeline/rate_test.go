@@ -29,7 +29,7 @@ func rateState(t *testing.T, ce *convergeEnv) string {
 		}
 		s := fmt.Sprintf("%s %s max=%d share=%d", r.Type, r, ToMbit(r.TxMax), ToMbit(r.TxShare))
 		if r.Type == "leaf" {
-			s += " parent=" + OrDash(r.Parent)
+			s += " parent=" + orDash(r.Parent)
 		}
 		out = append(out, s)
 	}

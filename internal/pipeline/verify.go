@@ -64,11 +64,11 @@ func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error
 		}
 		for _, p := range bs.Ports {
 			if p.Owner == g.Name && p.OFPort <= 0 {
-				problems = append(problems, fmt.Sprintf("port %s has no ofport (%s)", p.Name, OrDash(p.Error)))
+				problems = append(problems, fmt.Sprintf("port %s has no ofport (%s)", p.Name, orDash(p.Error)))
 			}
 		}
 		if *g.OVS.HWOffload && bs.HWOffload != "true" {
-			problems = append(problems, "hw-offload is "+OrDash(bs.HWOffload))
+			problems = append(problems, "hw-offload is "+orDash(bs.HWOffload))
 		}
 	}
 	domains := map[string]libvirtx.DomainState{} // each domain's XML is read once

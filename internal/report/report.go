@@ -174,3 +174,11 @@ func Progress(w io.Writer, ev teardown.Event) {
 func ProgressTo(w io.Writer) func(teardown.Event) {
 	return func(ev teardown.Event) { Progress(w, ev) }
 }
+
+// OrDash is s, or "-" when empty: an absent value in what vflag prints.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
-	"github.com/vflag/vflag/internal/pipeline"
 )
 
 // WriteText prints the status for people: per group, one line per PF,
@@ -46,7 +45,7 @@ func writePFsText(w io.Writer, g GroupStatus) {
 		if p.TotalVFs > 0 {
 			total = fmt.Sprint(p.TotalVFs)
 		}
-		fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s mtu %d%s\n", p.Netdev, pipeline.OrDash(p.PCI), pipeline.OrDash(p.Driver), p.NumVFs, total, p.Eswitch, p.MTU, master)
+		fmt.Fprintf(w, "  pf %-12s %s driver %s numvfs %d/%s eswitch %s mtu %d%s\n", p.Netdev, dash(p.PCI), dash(p.Driver), p.NumVFs, total, p.Eswitch, p.MTU, master)
 	}
 }
 
@@ -59,7 +58,7 @@ func writeBondText(w io.Writer, g GroupStatus) {
 		return
 	}
 	b := g.Bond
-	fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), pipeline.OrDash(b.ActiveSlave), pipeline.OrDash(b.MIIStatus))
+	fmt.Fprintf(w, "  bond %s mode %s slaves [%s] active %s mii %s\n", b.Name, b.Mode, strings.Join(b.Slaves, " "), dash(b.ActiveSlave), dash(b.MIIStatus))
 	opts := fmt.Sprintf("mtu %d miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
 	if g.MTU != 0 {
 		opts = fmt.Sprintf("mtu %d (ovs %s) miimon %d updelay %d downdelay %d min_links %d", g.BondMTU, ovsMTU(g.BondOVSMTU), b.Miimon, b.UpDelay, b.DownDelay, b.MinLinks)
@@ -74,11 +73,11 @@ func writeBondText(w io.Writer, g GroupStatus) {
 		opts += " xmit_hash_policy " + b.XmitHashPolicy
 	}
 	if b.Mode == "active-backup" {
-		opts += " primary " + pipeline.OrDash(b.Primary)
+		opts += " primary " + dash(b.Primary)
 	}
 	fmt.Fprintf(w, "  bond options %s\n", opts)
 	if l := b.LACP; l != nil {
-		fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, pipeline.OrDash(l.PartnerMAC))
+		fmt.Fprintf(w, "  lacp aggregator %d ports %d partner %s\n", l.Aggregator, l.Ports, dash(l.PartnerMAC))
 	}
 }
 
@@ -101,7 +100,7 @@ func writeLAGOVSText(w io.Writer, g GroupStatus) {
 		if g.MaxIdle != 0 {
 			extra += fmt.Sprintf(" max-idle %dms", g.MaxIdle)
 		}
-		fmt.Fprintf(w, "  ovs bridge %s hw-offload %s%s\n", g.Bridge, pipeline.OrDash(g.HWOffload), extra)
+		fmt.Fprintf(w, "  ovs bridge %s hw-offload %s%s\n", g.Bridge, dash(g.HWOffload), extra)
 	}
 	if d := g.Datapath; d != nil {
 		fmt.Fprintf(w, "  ovs datapath %s hit %d missed %d lost %d flows %d upcall dispatch %s\n", d.Name, d.Hit, d.Missed, d.Lost, d.Flows, d.Dispatch())
@@ -132,7 +131,7 @@ func writeVFText(w io.Writer, g GroupStatus, v VFStatus) {
 		}
 		port = fmt.Sprintf("%s(ofport %d%s)", v.OVSPort, v.OFPort, extra)
 	}
-	rep := pipeline.OrDash(v.Representor)
+	rep := dash(v.Representor)
 	if v.RepMTU != 0 {
 		rep += fmt.Sprintf(" (mtu %d)", v.RepMTU)
 	}
@@ -145,9 +144,9 @@ func writeVFText(w io.Writer, g GroupStatus, v VFStatus) {
 	}
 	rate := ""
 	if r := v.Rate; r != nil && (r.TxMax != 0 || r.TxShare != 0 || r.Parent != "") {
-		rate = fmt.Sprintf(" rate tx_max %s tx_share %s group %s", mbit(r.TxMax), mbit(r.TxShare), pipeline.OrDash(r.Parent))
+		rate = fmt.Sprintf(" rate tx_max %s tx_share %s group %s", mbit(r.TxMax), mbit(r.TxShare), dash(r.Parent))
 	}
-	fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s%s\n", v.PF, v.Index, pipeline.OrDash(v.PCI), pipeline.OrDash(v.Driver), pipeline.OrDash(v.MAC), rep, port, pipeline.OrDash(v.Domain), policy, rate)
+	fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s%s\n", v.PF, v.Index, dash(v.PCI), dash(v.Driver), dash(v.MAC), rep, port, dash(v.Domain), policy, rate)
 }
 
 func writeNetworkText(w io.Writer, n *NetworkStatus) {
@@ -171,7 +170,7 @@ func writeNetworkText(w io.Writer, n *NetworkStatus) {
 		fmt.Fprintf(w, "  network %s (%s): pool of %d VF(s), %d held, %d free\n", n.Name, state, len(n.VFs), n.Used(), len(n.VFs)-n.Used())
 		for _, v := range n.VFs {
 			if v.Domain != "" {
-				fmt.Fprintf(w, "    %s held by domain %s portgroup %s mac %s\n", v.PCI, v.Domain, pipeline.OrDash(v.Portgroup), pipeline.OrDash(v.MAC))
+				fmt.Fprintf(w, "    %s held by domain %s portgroup %s mac %s\n", v.PCI, v.Domain, dash(v.Portgroup), dash(v.MAC))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/ovs"
 )
@@ -106,10 +107,10 @@ func (r *run) networkChecks(ctx context.Context, gh pipeline.Group) []validate.C
 			out = append(out, validate.Check{Name: pname, Verdict: validate.Fail, Detail: fmt.Sprintf("representor %s of domain %s's VF is no port of %s", rep, p.Domain, gh.OVS.Bridge)})
 		case port.Tag != w.Tag || port.VLANMode != w.VLANMode || !slices.Equal(port.Trunks, trunks):
 			out = append(out, validate.Check{Name: pname, Verdict: validate.Fail, Detail: fmt.Sprintf("representor %s of domain %s (portgroup %s): tag %d vlan_mode %q trunks %v, want tag %d vlan_mode %q trunks %v",
-				rep, p.Domain, pipeline.OrDash(p.Portgroup), port.Tag, port.VLANMode, port.Trunks, w.Tag, w.VLANMode, trunks)})
+				rep, p.Domain, report.OrDash(p.Portgroup), port.Tag, port.VLANMode, port.Trunks, w.Tag, w.VLANMode, trunks)})
 		default:
 			out = append(out, validate.Check{Name: pname, Verdict: validate.Pass, Detail: fmt.Sprintf("representor %s of domain %s (portgroup %s): tag %d vlan_mode %q trunks %v",
-				rep, p.Domain, pipeline.OrDash(p.Portgroup), w.Tag, w.VLANMode, trunks)})
+				rep, p.Domain, report.OrDash(p.Portgroup), w.Tag, w.VLANMode, trunks)})
 		}
 	}
 	return out
