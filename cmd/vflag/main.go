@@ -74,6 +74,28 @@ type app struct {
 	intr *interrupts
 	// live is the progress line of up and down on a terminal (nil otherwise).
 	live *report.Live
+	// warm: the connections openHost starts while the host opens (warmFor).
+	warm host.Warm
+}
+
+// warmFor is what a command on cfg connects to at once: OVSDB when a group
+// has a bridge (prefetch: its bridges' read too, for commands that only
+// read: status, validate), libvirtd when a group attaches VFs.
+func warmFor(cfg *config.Config, prefetch bool) host.Warm {
+	var w host.Warm
+	if cfg == nil {
+		return w
+	}
+	for i := range cfg.Groups {
+		g := &cfg.Groups[i]
+		if g.Switchdev() {
+			w.OVS, w.PrefetchOVS = true, prefetch
+		}
+		if len(g.Attachments) > 0 {
+			w.Virt = true
+		}
+	}
+	return w
 }
 
 // signalled is the process's interrupt handler (main; nil in tests, which
@@ -256,7 +278,7 @@ func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
 // openHost opens the host: the simulated one with --sim (its spec from
 // cfg's sim section), else the real one; endpoints from envCfg.
 func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
-	o := host.Options{SimDir: a.v.GetString("sim"), Log: a.log}
+	o := host.Options{SimDir: a.v.GetString("sim"), Log: a.log, Warm: a.warm}
 	if cfg != nil {
 		o.SimSpec = cfg.Sim
 	}
@@ -336,6 +358,9 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	stage, err := pipeline.ParseStage(a.v.GetString("stage"))
 	if err != nil {
 		return fail(err)
+	}
+	if stage != pipeline.StagePre { // boot, before OVS and libvirtd: neither is asked
+		a.warm = warmFor(cfg, false)
 	}
 	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {

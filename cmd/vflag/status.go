@@ -16,6 +16,7 @@ func (a *app) runStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.warm = warmFor(cfg, true)
 	h, err := a.openHost(cfg, cfg)
 	if err != nil {
 		return err

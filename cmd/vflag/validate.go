@@ -109,6 +109,7 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	if err := o.CheckConfig(cfg); err != nil {
 		return err
 	}
+	a.warm = warmFor(cfg, true)
 	h, err := a.openHost(cfg, cfg)
 	if err != nil {
 		return err

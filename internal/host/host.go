@@ -48,6 +48,52 @@ type Host struct {
 	mu   sync.Mutex
 	ovsc *ovs.Client
 	virt *libvirtx.Conn
+
+	// The connections Options.Warm started while the host opened, taken by
+	// the first OVS and Virt.
+	warmOVS  *warm[*ovs.Client]
+	warmVirt *warm[*libvirtx.Conn]
+}
+
+// warm is a connection opened in the background.
+type warm[T any] struct {
+	endpoint string
+	done     chan struct{}
+	c        T
+	err      error
+}
+
+// start opens the connection to endpoint in the background with open.
+func start[T any](endpoint string, open func(string) (T, error)) *warm[T] {
+	w := &warm[T]{endpoint: endpoint, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		w.c, w.err = open(endpoint)
+	}()
+	return w
+}
+
+// take waits for the connection (or ctx) and returns it when it was opened
+// to endpoint; ok is false otherwise (the caller connects itself and sees
+// the error).
+func (w *warm[T]) take(ctx context.Context, endpoint string) (c T, ok bool) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		return c, false
+	}
+	return w.c, w.err == nil && w.endpoint == endpoint
+}
+
+// Warm says which connections Open starts in the background, beside the
+// opening of the (simulated) host: the first OVS or Virt takes them.
+type Warm struct {
+	OVS bool
+	// PrefetchOVS: once connected, the bridges' read starts too
+	// (ovs.Client.Prefetch): only where nothing vflag waits for can still
+	// change the database (status; never before up's lock).
+	PrefetchOVS bool
+	Virt        bool
 }
 
 // Options say which host to open.
@@ -61,11 +107,32 @@ type Options struct {
 	// Log, when set, gets the warnings of waits for ovs-vswitchd that last
 	// (ovs.Client.SetWaitLog), with a hint where the ports' netdevs are.
 	Log *slog.Logger
+	// Warm: connections to open in the background while the host opens.
+	Warm Warm
 }
+
+// warmBound bounds a connection Warm started; the first use waits for it
+// no longer than its own context says and then connects itself.
+const warmBound = 30 * time.Second
 
 // Open opens the real host, or the simulated one with SimDir.
 func Open(o Options) (*Host, error) {
 	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt, log: o.Log}
+	if o.Warm.OVS && o.OVSDB != "" {
+		prefetch := o.Warm.PrefetchOVS
+		h.warmOVS = start(o.OVSDB, func(ep string) (*ovs.Client, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), warmBound)
+			defer cancel()
+			c, err := ovs.Connect(ctx, ep)
+			if err == nil && prefetch {
+				c.Prefetch(context.Background())
+			}
+			return c, err
+		})
+	}
+	if o.Warm.Virt && o.Libvirt != "" {
+		h.warmVirt = start(o.Libvirt, libvirtx.Open)
+	}
 	if o.SimDir == "" {
 		// A socket per call: the kept handles of eswitch.NewNetlink made e2e
 		// validate's failover-interrupted check fail on the real kernel
@@ -121,6 +188,14 @@ func (h *Host) Simulated() bool { return h.sim != nil }
 func (h *Host) OVS(ctx context.Context) (*ovs.Client, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ovsc == nil && h.warmOVS != nil {
+		if c, ok := h.warmOVS.take(ctx, h.OVSDB); ok {
+			h.ovsc = c
+			if h.log != nil {
+				c.SetWaitLog(h.log, h.netdevHint())
+			}
+		}
+	}
 	if h.ovsc == nil {
 		c, err := ovs.Connect(ctx, h.OVSDB)
 		if err != nil {
@@ -149,6 +224,11 @@ func (h *Host) netdevHint() string {
 func (h *Host) Virt() (*libvirtx.Conn, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.virt == nil && h.warmVirt != nil {
+		if c, ok := h.warmVirt.take(context.Background(), h.Libvirt); ok {
+			h.virt = c
+		}
+	}
 	if h.virt == nil {
 		c, err := libvirtx.Open(h.Libvirt)
 		if err != nil {
@@ -162,6 +242,22 @@ func (h *Host) Virt() (*libvirtx.Conn, error) {
 // Close closes the connections and the host.
 func (h *Host) Close() {
 	h.mu.Lock()
+	// A warm connection nobody took (or one to another endpoint) is closed
+	// once it is open.
+	if w := h.warmOVS; w != nil {
+		<-w.done
+		if w.err == nil && w.c != h.ovsc {
+			w.c.Close()
+		}
+		h.warmOVS = nil
+	}
+	if w := h.warmVirt; w != nil {
+		<-w.done
+		if w.err == nil && w.c != h.virt {
+			_ = w.c.Close()
+		}
+		h.warmVirt = nil
+	}
 	if h.ovsc != nil {
 		h.ovsc.Close()
 		h.ovsc = nil
