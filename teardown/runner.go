@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 )
@@ -165,6 +166,22 @@ func (r *Runner) Wrote() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.wrote
+}
+
+// WroteOnly tells whether this run applied or undid something, all of it
+// of the kinds named.
+func (r *Runner) WroteOnly(kinds ...string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.wrote {
+		return false
+	}
+	for k := range r.written {
+		if !slices.Contains(kinds, k) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Runner) markWrote(kind string) {

@@ -32,8 +32,9 @@ func (ovsBridgeKind) DependsOn() []string {
 func (k ovsBridgeKind) id(bridge string) string { return k.Name() + "/" + bridge }
 
 // step is the bridge step; seen, when set, gets the bridge as the check
-// read it (the plan pass keeps it for verify: see groupRun.bridgeSeen).
-func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeStatus)) teardown.Step {
+// read it (the plan pass keeps it for verify: see groupRun.bridgeSeen);
+// wrote, when set, gets the change Apply made.
+func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeStatus), wrote func(ovs.Change)) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(spec.Bridge), Replannable: true, // seen is the plan pass's (verify of a run that wrote nothing)
 		Check: func(ctx context.Context) (teardown.Change, error) {
@@ -63,7 +64,10 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 			if err != nil {
 				return err
 			}
-			_, _, err = c.Ensure(ctx, spec)
+			_, ch, err := c.Ensure(ctx, spec)
+			if err == nil && wrote != nil {
+				wrote(ch)
+			}
 			return err
 		},
 	}
@@ -282,7 +286,15 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 	}
 	spec := run.bridgeSpec()
 	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
-	return one(ovsBridgeKind{}.step(run.e, spec, func(bs ovs.BridgeStatus) { run.bridgeSeen = &bs })), nil
+	return one(ovsBridgeKind{}.step(run.e, spec, func(bs ovs.BridgeStatus) { run.bridgeSeen = &bs },
+		func(ch ovs.Change) { run.bridgeColumnsOnly = columnsOnly(ch) })), nil
+}
+
+// columnsOnly tells whether a change of the bridge only rewrote columns of
+// ports it keeps (VLAN tags, mtu_request): no bridge, port or interface made
+// or removed, hw-offload as it was, so every port keeps its ofport.
+func columnsOnly(ch ovs.Change) bool {
+	return !ch.CreateBridge && len(ch.AddPorts) == 0 && len(ch.RemovePorts) == 0 && !ch.SetHWOffload
 }
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with

@@ -302,7 +302,7 @@ func setupRateLeafFromAdminsNode(t *testing.T, se *stepEnv) teardown.Step {
 func setupBridge(t *testing.T, se *stepEnv) teardown.Step {
 	toSwitchdev(t, se)
 	se.apply(t, bondKind{}.step(se.Env, se.group()))
-	return ovsBridgeKind{}.step(se.Env, representors(t, se).bridgeSpec(), nil)
+	return ovsBridgeKind{}.step(se.Env, representors(t, se).bridgeSpec(), nil, nil)
 }
 
 func setupBridgeMTUTrunks(t *testing.T, se *stepEnv) teardown.Step {
@@ -310,7 +310,7 @@ func setupBridgeMTUTrunks(t *testing.T, se *stepEnv) teardown.Step {
 	se.apply(t, bondKind{}.step(se.Env, se.group()))
 	se.g.MTU = 9000
 	se.g.VFs = append(se.g.VFs, config.VFConfig{PF: 1, VF: 2, VLAN: 10, VLANMode: "native-untagged", Trunks: []int{30, 20}})
-	return ovsBridgeKind{}.step(se.Env, representors(t, se).bridgeSpec(), nil)
+	return ovsBridgeKind{}.step(se.Env, representors(t, se).bridgeSpec(), nil, nil)
 }
 
 func setupMaxIdleOverPrior(t *testing.T, se *stepEnv) teardown.Step {

@@ -111,6 +111,10 @@ type groupRun struct {
 	// included: verify of a run that wrote nothing takes it instead of
 	// reading every port and interface again.
 	bridgeSeen *ovs.BridgeStatus
+	// bridgeColumnsOnly: the bridge step of this (forward) run wrote, and
+	// only columns of ports it kept (columnsOnly): the ofports the plan
+	// pass read still hold.
+	bridgeColumnsOnly bool
 }
 
 // fresh tells whether a plan's step for a VF of pf must assume new VFs:
