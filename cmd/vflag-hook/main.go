@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,12 @@ const (
 var version = "dev"
 
 func main() {
+	// A run lives for milliseconds and its heap stays small: collect a
+	// quarter as often as Go's default (a 2 x 64 no-op up: 13 ms less CPU,
+	// 1.6 MiB more peak memory), unless GOGC says otherwise.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -39,6 +40,12 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
+	// A run lives for milliseconds and its heap stays small: collect a
+	// quarter as often as Go's default (a 2 x 64 no-op up: 13 ms less CPU,
+	// 1.6 MiB more peak memory), unless GOGC says otherwise.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	// VFLAG_CPUPROFILE=FILE writes a CPU profile of this run (make bench's
 	// hot spots: go tool pprof bin/vflag FILE).
 	if path := os.Getenv("VFLAG_CPUPROFILE"); path != "" {
