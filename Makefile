@@ -115,7 +115,9 @@ package: deps
 	rm -rf build/pkg && mkdir -p build/pkg
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o build/pkg/vflag ./cmd/vflag
 	$(HOOK_BUILD) -trimpath -ldflags "-X main.version=$(VERSION)" -o build/pkg/vflag-hook ./cmd/vflag-hook
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) build/pkg/vflag gen-docs build/pkg
+	$(GO) build -tags vflag_gendocs -o build/vflag-gendocs ./cmd/vflag
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) build/vflag-gendocs gen-docs build/pkg
+	rm -f build/vflag-gendocs
 	gzip -9n build/pkg/man/man1/*.1
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t build/
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t build/

@@ -1,7 +1,11 @@
+//go:build vflag_gendocs
+
 package main
 
 // `vflag gen-docs DIR` (hidden): man pages and shell completions generated
-// from the command tree, for the packages (make package).
+// from the command tree, for the packages (make package builds a vflag
+// with the tag vflag_gendocs to run it). The shipped binary leaves it out:
+// cobra's doc package brings blackfriday, whose init every run would pay.
 
 import (
 	"fmt"
