@@ -1,6 +1,7 @@
 package ovs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +73,38 @@ func TestGuardNotReplacedByCache(t *testing.T) {
 		t.Fatalf("with other_config in the cache: ops %v, err %v, want the guard's loss refused", ops, err)
 	}
 	t.Log(err)
+}
+
+// BenchmarkBuild254 times building, with libovsdb's typed API, the
+// operations of an Ensure that creates a bridge of 254 ports (plan and
+// build, no transaction): what the typed API adds to the write.
+func BenchmarkBuild254(b *testing.B) {
+	srv := ovstest.Start(b)
+	c, err := Connect(b.Context(), srv.Endpoint())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	db, err := c.lib(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := c.read(b.Context(), planView)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := BridgeSpec{Owner: "bench", Bridge: "br-bench", DatapathType: "netdev", HWOffload: true, Ports: []PortSpec{{Name: "bond0"}}}
+	for i := 1; i < 254; i++ {
+		s.Ports = append(s.Ports, PortSpec{Name: fmt.Sprintf("rep%d", i), Tag: 100 + i%3000})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, t, err := plan(st, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := t.build(db); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
