@@ -203,7 +203,7 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 			uuid, name, mtu := f.UUID, ps.Name, ps.MTURequest
 			t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
 				m := &model.Interface{MTURequest: optInt(mtu)}
-				return api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Update(m, &m.MTURequest)
+				return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Update(m, &m.MTURequest))
 			})
 		}
 	}

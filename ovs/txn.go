@@ -43,6 +43,9 @@ func (t *txn) build(api client.API) ([]ovsdb.Operation, []int, error) {
 	expect := make([]int, 0, len(t.ops)+2)
 	for _, p := range t.ops {
 		built, err := p.build(api)
+		if err == nil && p.expect >= 0 && len(built) != 1 {
+			err = fmt.Errorf("%d operations built, want 1 (a row count is expected)", len(built))
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("build operation %d: %w", len(ops), err)
 		}
@@ -52,39 +55,6 @@ func (t *txn) build(api client.API) ([]ovsdb.Operation, []int, error) {
 		ops = append(ops, built...)
 	}
 	return ops, expect, nil
-}
-
-// guarded checks that each operation kept the n conditions of its
-// WhereAll. libovsdb evaluates explicit conditions against its cache first
-// and, on a hit, replaces them by the _uuid of the rows it found. This
-// client's cache holds only the Open_vSwitch row's next_cfg and cur_cfg
-// (the monitor of lib), so a condition on another column (a guard: the
-// owner's mark, other_config:hw-offload) never matches it and is sent as
-// written; guarded makes sure of that, so that a guard is never dropped
-// silently.
-func guarded(n int) func([]ovsdb.Operation, error) ([]ovsdb.Operation, error) {
-	return func(ops []ovsdb.Operation, err error) ([]ovsdb.Operation, error) {
-		if err != nil {
-			return nil, err
-		}
-		for _, op := range ops {
-			if len(op.Where) != n {
-				return nil, fmt.Errorf("%s %s: %d conditions, want %d: libovsdb replaced the guard", op.Op, op.Table, len(op.Where), n)
-			}
-		}
-		return ops, nil
-	}
-}
-
-// is is the condition field == value.
-func is(field, value any) lmodel.Condition {
-	return lmodel.Condition{Field: field, Function: ovsdb.ConditionEqual, Value: value}
-}
-
-// ownerMark is the condition that the external_ids field holds (includes)
-// or does not hold (excludes) vflag-owner=owner.
-func ownerMark(field *map[string]string, f ovsdb.ConditionFunction, owner string) lmodel.Condition {
-	return lmodel.Condition{Field: field, Function: f, Value: map[string]string{OwnerKey: owner}}
 }
 
 // commit builds t's operations (connecting libovsdb's client first), adds
@@ -162,71 +132,6 @@ func checkResults(res []ovsdb.OperationResult, ops []ovsdb.Operation, expect []i
 	return nil
 }
 
-// guardOwned adds a wait that aborts the transaction if port p still exists
-// but no longer carries vflag-owner=owner when the transaction runs (another
-// client took it over or dropped the mark since the read). A port already
-// gone passes: removing it is done.
-func (t *txn) guardOwned(p *model.Port, owner string) {
-	uuid := p.UUID
-	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
-		m := &model.Port{}
-		row := &model.Port{UUID: uuid}
-		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), ownerMark(&m.ExternalIDs, ovsdb.ConditionExcludes, owner)).
-			Wait(ovsdb.WaitConditionNotEqual, new(int), row, &row.UUID))
-	})
-}
-
-// mutateRoot mutates the Open_vSwitch row root.
-func mutateRoot(api client.API, root string, mut func(m *model.OpenvSwitch) []lmodel.Mutation) ([]ovsdb.Operation, error) {
-	m := &model.OpenvSwitch{UUID: root}
-	return api.Where(m).Mutate(m, mut(m)...)
-}
-
-// mutateBridgePorts inserts or deletes (mutator) port UUIDs (or named
-// UUIDs) in the ports of bridge uuid.
-func mutateBridgePorts(api client.API, uuid string, mutator ovsdb.Mutator, ports []string) ([]ovsdb.Operation, error) {
-	m := &model.Bridge{UUID: uuid}
-	return api.Where(m).Mutate(m, lmodel.Mutation{Field: &m.Ports, Mutator: mutator, Value: ports})
-}
-
-// setOtherConfig are the mutations that set other_config:key to *value
-// (nil: remove it) in m.
-func setOtherConfig(m *model.OpenvSwitch, key string, value *string) []lmodel.Mutation {
-	muts := []lmodel.Mutation{{Field: &m.OtherConfig, Mutator: ovsdb.MutateOperationDelete, Value: []string{key}}}
-	if value != nil {
-		muts = append(muts, lmodel.Mutation{Field: &m.OtherConfig, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{key: *value}})
-	}
-	return muts
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case float64:
-		return int(n), true
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	}
-	return 0, false
-}
-
-// optInt is an optional integer column's value: nil (empty) for 0.
-func optInt(n int) *int {
-	if n == 0 {
-		return nil
-	}
-	return &n
-}
-
-// optString is an optional string column's value: nil (empty) for "".
-func optString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // create adds the insert of each model, in order (a model's UUID is its
 // named UUID, which other models of the transaction reference).
 func (t *txn) create(models ...lmodel.Model) {
@@ -258,6 +163,20 @@ func (t *txn) retag(uuid, owner string, ps PortSpec) {
 	})
 }
 
+// guardOwned adds a wait that aborts the transaction if port p still exists
+// but no longer carries vflag-owner=owner when the transaction runs (another
+// client took it over or dropped the mark since the read). A port already
+// gone passes: removing it is done.
+func (t *txn) guardOwned(p *model.Port, owner string) {
+	uuid := p.UUID
+	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+		m := &model.Port{}
+		row := &model.Port{UUID: uuid}
+		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), ownerMark(&m.ExternalIDs, ovsdb.ConditionExcludes, owner)).
+			Wait(ovsdb.WaitConditionNotEqual, new(int), row, &row.UUID))
+	})
+}
+
 // setOtherConfigIf sets other_config:key of the Open_vSwitch row root to
 // *value (nil: removes it) only while it holds ifValue (a guard: someone
 // who changed it since wins, the operation then touching 0 rows).
@@ -268,4 +187,88 @@ func (t *txn) setOtherConfigIf(root, key string, value *string, ifValue string) 
 			lmodel.Condition{Field: &m.OtherConfig, Function: ovsdb.ConditionIncludes, Value: map[string]string{key: ifValue}}).
 			Mutate(m, setOtherConfig(m, key, value)...))
 	})
+}
+
+// mutateRoot mutates the Open_vSwitch row root.
+func mutateRoot(api client.API, root string, mut func(m *model.OpenvSwitch) []lmodel.Mutation) ([]ovsdb.Operation, error) {
+	m := &model.OpenvSwitch{UUID: root}
+	return api.Where(m).Mutate(m, mut(m)...)
+}
+
+// mutateBridgePorts inserts or deletes (mutator) port UUIDs (or named
+// UUIDs) in the ports of bridge uuid.
+func mutateBridgePorts(api client.API, uuid string, mutator ovsdb.Mutator, ports []string) ([]ovsdb.Operation, error) {
+	m := &model.Bridge{UUID: uuid}
+	return api.Where(m).Mutate(m, lmodel.Mutation{Field: &m.Ports, Mutator: mutator, Value: ports})
+}
+
+// setOtherConfig are the mutations that set other_config:key to *value
+// (nil: remove it) in m.
+func setOtherConfig(m *model.OpenvSwitch, key string, value *string) []lmodel.Mutation {
+	muts := []lmodel.Mutation{{Field: &m.OtherConfig, Mutator: ovsdb.MutateOperationDelete, Value: []string{key}}}
+	if value != nil {
+		muts = append(muts, lmodel.Mutation{Field: &m.OtherConfig, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{key: *value}})
+	}
+	return muts
+}
+
+// guarded checks that each operation kept the n conditions of its
+// WhereAll. libovsdb evaluates explicit conditions against its cache first
+// and, on a hit, replaces them by the _uuid of the rows it found. This
+// client's cache holds only the Open_vSwitch row's next_cfg and cur_cfg
+// (the monitor of lib), so a condition on another column (a guard: the
+// owner's mark, other_config:hw-offload) never matches it and is sent as
+// written; guarded makes sure of that, so that a guard is never dropped
+// silently.
+func guarded(n int) func([]ovsdb.Operation, error) ([]ovsdb.Operation, error) {
+	return func(ops []ovsdb.Operation, err error) ([]ovsdb.Operation, error) {
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range ops {
+			if len(op.Where) != n {
+				return nil, fmt.Errorf("%s %s: %d conditions, want %d: libovsdb replaced the guard", op.Op, op.Table, len(op.Where), n)
+			}
+		}
+		return ops, nil
+	}
+}
+
+// is is the condition field == value.
+func is(field, value any) lmodel.Condition {
+	return lmodel.Condition{Field: field, Function: ovsdb.ConditionEqual, Value: value}
+}
+
+// ownerMark is the condition that the external_ids field holds (includes)
+// or does not hold (excludes) vflag-owner=owner.
+func ownerMark(field *map[string]string, f ovsdb.ConditionFunction, owner string) lmodel.Condition {
+	return lmodel.Condition{Field: field, Function: f, Value: map[string]string{OwnerKey: owner}}
+}
+
+// optInt is an optional integer column's value: nil (empty) for 0.
+func optInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+// optString is an optional string column's value: nil (empty) for "".
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int(n), true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	}
+	return 0, false
 }
