@@ -78,7 +78,11 @@
 // set and refuses ordering functions on it). libovsdb replaces WhereAll
 // conditions that match a row of its cache by that row's _uuid, which
 // would drop a guard: the cache holds only next_cfg and cur_cfg, and
-// building a guarded operation checks that its conditions were kept.
+// building a guarded operation checks that its conditions were kept. The
+// typed API costs CPU: libovsdb maps each model to a row through maps the
+// size of its table's schema, ~20 µs a row, so building the inserts of a
+// bridge of 254 ports takes ~8 ms (BenchmarkBuild254), about what the rest
+// of that Ensure takes.
 //
 // Names (bridges, ports, owners) are used only as OVSDB values, never as
 // named UUIDs, command arguments or paths.
