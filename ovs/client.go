@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -378,118 +377,6 @@ func (st *state) hwOffload() string {
 func ownedBy(ext map[string]string, owner string) bool {
 	v, ok := ext[OwnerKey]
 	return ok && owner != "" && v == owner
-}
-
-// txn is a write transaction under construction. expect[i] is the row count
-// operation i must report (-1: any).
-type txn struct {
-	ops    []ovsdb.Operation
-	expect []int
-}
-
-func (t *txn) add(op ovsdb.Operation, expect int) {
-	t.ops = append(t.ops, op)
-	t.expect = append(t.expect, expect)
-}
-
-// commit increments next_cfg (so WaitApplied can tell when ovs-vswitchd has
-// applied this transaction), sends the transaction and checks every result.
-func (c *Client) commit(ctx context.Context, t *txn, root string) error {
-	where := []ovsdb.Condition{uuidIs(root)}
-	t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable, Where: where,
-		Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("next_cfg", ovsdb.MutateOperationAdd, 1)}}, 1)
-	t.add(ovsdb.Operation{Op: ovsdb.OperationSelect, Table: model.OpenvSwitchTable, Where: where,
-		Columns: []string{"next_cfg"}}, -1)
-
-	if c.beforeCommit != nil {
-		c.beforeCommit()
-	}
-	db, err := c.lib(ctx)
-	if err != nil {
-		return err
-	}
-	c.txns.Add(1)
-	res, err := db.Transact(ctx, t.ops...)
-	if err != nil {
-		return fmt.Errorf("transaction: %w", err)
-	}
-	if opErrs, err := ovsdb.CheckOperationResults(res, t.ops); err != nil {
-		var msgs []string
-		for _, e := range opErrs {
-			if op := e.Operation(); op != nil {
-				msgs = append(msgs, fmt.Sprintf("%s %s: %v", op.Op, op.Table, e))
-			} else {
-				msgs = append(msgs, e.Error())
-			}
-		}
-		if len(msgs) > 0 {
-			return fmt.Errorf("transaction of %d operations failed: %w: %s", len(t.ops), err, strings.Join(msgs, "; "))
-		}
-		return fmt.Errorf("transaction of %d operations failed: %w", len(t.ops), err)
-	}
-	for i, want := range t.expect {
-		if want >= 0 && res[i].Count != want {
-			return fmt.Errorf("transaction: %s %s touched %d rows, want %d", t.ops[i].Op, t.ops[i].Table, res[i].Count, want)
-		}
-	}
-	last := res[len(t.ops)-1]
-	if len(last.Rows) != 1 {
-		return fmt.Errorf("transaction: next_cfg select returned %d rows", len(last.Rows))
-	}
-	next, ok := toInt(last.Rows[0]["next_cfg"])
-	if !ok {
-		return fmt.Errorf("transaction: next_cfg is %T", last.Rows[0]["next_cfg"])
-	}
-	c.cfgMu.Lock()
-	c.wantCfg = max(c.wantCfg, next)
-	c.cfgMu.Unlock()
-	return nil
-}
-
-// guardOwned adds a wait that aborts the transaction if port p still exists
-// but no longer carries vflag-owner=owner when the transaction runs (another
-// client took it over or dropped the mark since the read). A port already
-// gone passes: removing it is done.
-func (t *txn) guardOwned(p *model.Port, owner string) {
-	t.add(ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.PortTable, Timeout: new(int),
-		Where: []ovsdb.Condition{
-			uuidIs(p.UUID),
-			ovsdb.NewCondition("external_ids", ovsdb.ConditionExcludes, strMap(map[string]string{OwnerKey: owner})),
-		},
-		Until:   string(ovsdb.WaitConditionNotEqual),
-		Columns: []string{"_uuid"}, Rows: []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: p.UUID}}}}, -1)
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case float64:
-		return int(n), true
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	}
-	return 0, false
-}
-
-func uuidIs(u string) ovsdb.Condition {
-	return ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})
-}
-
-func uuidSet(uuids ...string) ovsdb.OvsSet {
-	s := ovsdb.OvsSet{GoSet: make([]any, len(uuids))}
-	for i, u := range uuids {
-		s.GoSet[i] = ovsdb.UUID{GoUUID: u}
-	}
-	return s
-}
-
-func strMap(m map[string]string) ovsdb.OvsMap {
-	om := ovsdb.OvsMap{GoMap: make(map[any]any, len(m))}
-	for k, v := range m {
-		om.GoMap[k] = v
-	}
-	return om
 }
 
 // WaitApplied waits until ovs-vswitchd has applied every change this client

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
+	lmodel "github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vflag/vflag/ovs/model"
@@ -127,8 +129,10 @@ func (s BridgeSpec) validate() error {
 	return nil
 }
 
-// plan computes the change from st to s and the transaction that makes it
-// (without the next_cfg increment commit adds). Named UUIDs are generated
+// plan computes the change from st to s and what the transaction that
+// makes it writes (without the next_cfg increment commit adds), as a txn
+// whose operations commit builds with libovsdb's typed API once the client
+// is connected: plan itself needs no connection. Named UUIDs are generated
 // identifiers; names only ever appear as column values.
 func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 	var ch Change
@@ -145,7 +149,7 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 			return ch, nil, fmt.Errorf("an interface named %s already exists", s.Bridge)
 		}
 	}
-	add, err := planExistingPorts(st, s, br, &ch, t, owner)
+	add, err := planExistingPorts(st, s, br, &ch, t)
 	if err != nil {
 		return ch, nil, err
 	}
@@ -165,7 +169,7 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 // planExistingPorts sorts the spec's ports by what the database holds:
 // another owner's (Foreign), to add (returned), or ours on the bridge with
 // VLAN columns or an mtu_request to update in t.
-func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *txn, owner map[string]string) ([]PortSpec, error) {
+func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *txn) ([]PortSpec, error) {
 	var add []PortSpec
 	for _, ps := range s.Ports {
 		p := st.ports[ps.Name]
@@ -192,22 +196,15 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 		if tagOf(p) != ps.Tag || vlanModeOf(p) != ps.VLANMode || !sameInts(trunksOf(p), ps.Trunks) {
 			// The VLAN columns of this port only, all three together.
 			ch.Retag = append(ch.Retag, ps.Name)
-			row := ovsdb.Row{"tag": tagValue(ps.Tag), "vlan_mode": vlanModeValue(ps.VLANMode), "trunks": intSet(ps.Trunks)}
-			t.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: model.PortTable, Row: row,
-				Where: []ovsdb.Condition{
-					uuidIs(p.UUID),
-					// still ours when the transaction runs
-					ovsdb.NewCondition("external_ids", ovsdb.ConditionIncludes, strMap(owner)),
-				}}, 1)
+			t.retag(p.UUID, s.Owner, ps)
 		}
 		if f := st.portInterface(p); f != nil && f.UUID != "" && mtuRequestOf(f) != ps.MTURequest {
 			ch.SetMTU = append(ch.SetMTU, ps.Name)
-			t.add(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: model.InterfaceTable,
-				Row: ovsdb.Row{"mtu_request": mtuRequestValue(ps.MTURequest)},
-				Where: []ovsdb.Condition{
-					uuidIs(f.UUID),
-					ovsdb.NewCondition("name", ovsdb.ConditionEqual, ps.Name),
-				}}, 1)
+			uuid, name, mtu := f.UUID, ps.Name, ps.MTURequest
+			t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+				m := &model.Interface{MTURequest: optInt(mtu)}
+				return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Update(m, &m.MTURequest))
+			})
 		}
 	}
 	return add, nil
@@ -240,37 +237,28 @@ func planStalePorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *tx
 	if len(stale) > 0 {
 		// Unreferenced, the ports and their interfaces are garbage
 		// collected. A bridge gone meanwhile holds nothing: any count.
-		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
-			Where:     []ovsdb.Condition{uuidIs(br.UUID)},
-			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationDelete, uuidSet(uuids...))}}, -1)
+		bu := br.UUID
+		t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+			return mutateBridgePorts(api, bu, ovsdb.MutateOperationDelete, uuids)
+		})
 	}
 }
 
-// planNewPorts inserts a port and its interface for each port to add and
+// planNewPorts creates a port and its interface for each port to add and
 // returns the ports' named UUIDs, for the bridge to reference.
 func planNewPorts(add []PortSpec, ch *Change, t *txn, owner map[string]string) []string {
-	var portRefs []string
+	portRefs := make([]string, 0, len(add))
+	rows := make([]lmodel.Model, 0, 2*len(add))
 	for i, ps := range add {
 		ch.AddPorts = append(ch.AddPorts, ps.Name)
 		ifName, portName := fmt.Sprintf("iface%d", i), fmt.Sprintf("port%d", i)
-		irow := ovsdb.Row{"name": ps.Name, "external_ids": strMap(owner)}
-		if ps.MTURequest != 0 {
-			irow["mtu_request"] = ps.MTURequest
-		}
-		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: ifName, Row: irow}, -1)
-		row := ovsdb.Row{"name": ps.Name, "interfaces": uuidSet(ifName), "external_ids": strMap(owner)}
-		if ps.Tag != 0 {
-			row["tag"] = ps.Tag
-		}
-		if ps.VLANMode != "" {
-			row["vlan_mode"] = ps.VLANMode
-		}
-		if len(ps.Trunks) > 0 {
-			row["trunks"] = intSet(ps.Trunks)
-		}
-		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.PortTable, UUIDName: portName, Row: row}, -1)
+		rows = append(rows,
+			&model.Interface{UUID: ifName, Name: ps.Name, ExternalIDs: owner, MTURequest: optInt(ps.MTURequest)},
+			&model.Port{UUID: portName, Name: ps.Name, Interfaces: []string{ifName}, ExternalIDs: owner,
+				Tag: optInt(ps.Tag), VLANMode: optString(ps.VLANMode), Trunks: ps.Trunks})
 		portRefs = append(portRefs, portName)
 	}
+	t.create(rows...)
 	return portRefs
 }
 
@@ -282,28 +270,28 @@ func planBridge(st *state, s BridgeSpec, br *model.Bridge, portRefs []string, t 
 		if st.root == nil {
 			return errNoRoot
 		}
-		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.InterfaceTable, UUIDName: "brIface",
-			Row: ovsdb.Row{"name": s.Bridge, "type": "internal", "external_ids": strMap(owner)}}, -1)
-		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.PortTable, UUIDName: "brPort",
-			Row: ovsdb.Row{"name": s.Bridge, "interfaces": uuidSet("brIface"), "external_ids": strMap(owner)}}, -1)
-		row := ovsdb.Row{"name": s.Bridge, "ports": uuidSet(append([]string{"brPort"}, portRefs...)...),
-			"external_ids": strMap(owner)}
-		if s.DatapathType != "" {
-			row["datapath_type"] = s.DatapathType
-		}
-		t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: model.BridgeTable, UUIDName: "bridge", Row: row}, -1)
-		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
-			Where:     []ovsdb.Condition{uuidIs(st.root.UUID)},
-			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationInsert, uuidSet("bridge"))}}, 1)
+		t.create(
+			&model.Interface{UUID: "brIface", Name: s.Bridge, Type: "internal", ExternalIDs: owner},
+			&model.Port{UUID: "brPort", Name: s.Bridge, Interfaces: []string{"brIface"}, ExternalIDs: owner},
+			&model.Bridge{UUID: "bridge", Name: s.Bridge, Ports: append([]string{"brPort"}, portRefs...),
+				ExternalIDs: owner, DatapathType: s.DatapathType})
+		root := st.root.UUID
+		t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+			return mutateRoot(api, root, func(m *model.OpenvSwitch) []lmodel.Mutation {
+				return []lmodel.Mutation{{Field: &m.Bridges, Mutator: ovsdb.MutateOperationInsert, Value: []string{"bridge"}}}
+			})
+		})
 	} else if len(portRefs) > 0 {
 		// Guard: the bridge still exists when the transaction runs, or the
 		// new ports would be garbage-collected unreferenced.
-		t.add(ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.BridgeTable, Timeout: new(int),
-			Where: []ovsdb.Condition{uuidIs(br.UUID)}, Until: string(ovsdb.WaitConditionEqual),
-			Columns: []string{"name"}, Rows: []ovsdb.Row{{"name": br.Name}}}, -1)
-		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
-			Where:     []ovsdb.Condition{uuidIs(br.UUID)},
-			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationInsert, uuidSet(portRefs...))}}, 1)
+		bu, name := br.UUID, br.Name
+		t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+			row := &model.Bridge{Name: name}
+			return api.Where(&model.Bridge{UUID: bu}).Wait(ovsdb.WaitConditionEqual, new(int), row, &row.Name)
+		})
+		t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+			return mutateBridgePorts(api, bu, ovsdb.MutateOperationInsert, portRefs)
+		})
 	}
 	return nil
 }
@@ -320,12 +308,12 @@ func planHWOffload(st *state, s BridgeSpec, ch *Change, t *txn) error {
 		if ok {
 			ch.PriorHWOffload = &cur
 		}
-		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
-			Where: []ovsdb.Condition{uuidIs(st.root.UUID)},
-			Mutations: []ovsdb.Mutation{
-				*ovsdb.NewMutation("other_config", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{HWOffloadKey}}),
-				*ovsdb.NewMutation("other_config", ovsdb.MutateOperationInsert, strMap(map[string]string{HWOffloadKey: "true"})),
-			}}, 1)
+		root, on := st.root.UUID, "true"
+		t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+			return mutateRoot(api, root, func(m *model.OpenvSwitch) []lmodel.Mutation {
+				return setOtherConfig(m, HWOffloadKey, &on)
+			})
+		})
 	case !s.HWOffload && cur == "true":
 		// Turning offload off needs an ovs-vswitchd restart; never done here.
 		ch.RestartRequired = true
@@ -355,14 +343,6 @@ func tagOf(p *model.Port) int {
 	return *p.Tag
 }
 
-// tagValue is the Port.tag column value: an empty set for untagged.
-func tagValue(tag int) any {
-	if tag == 0 {
-		return ovsdb.OvsSet{GoSet: []any{}}
-	}
-	return tag
-}
-
 func vlanModeOf(p *model.Port) string {
 	if p.VLANMode == nil {
 		return ""
@@ -370,27 +350,11 @@ func vlanModeOf(p *model.Port) string {
 	return *p.VLANMode
 }
 
-// vlanModeValue is the Port.vlan_mode column value: an empty set for unset.
-func vlanModeValue(m string) any {
-	if m == "" {
-		return ovsdb.OvsSet{GoSet: []any{}}
-	}
-	return m
-}
-
 // trunksOf is Port.trunks, sorted.
 func trunksOf(p *model.Port) []int {
 	out := append([]int(nil), p.Trunks...)
 	sort.Ints(out)
 	return out
-}
-
-func intSet(v []int) ovsdb.OvsSet {
-	s := ovsdb.OvsSet{GoSet: make([]any, len(v))}
-	for i, n := range v {
-		s.GoSet[i] = n
-	}
-	return s
 }
 
 // sameInts compares a sorted set with an unsorted list of distinct values.
@@ -413,13 +377,4 @@ func mtuRequestOf(f *model.Interface) int {
 		return 0
 	}
 	return *f.MTURequest
-}
-
-// mtuRequestValue is the Interface.mtu_request column value: an empty set
-// for unset.
-func mtuRequestValue(mtu int) any {
-	if mtu == 0 {
-		return ovsdb.OvsSet{GoSet: []any{}}
-	}
-	return mtu
 }

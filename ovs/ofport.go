@@ -148,21 +148,30 @@ func (st *state) withoutOFPort(bridge, owner string) []*model.Interface {
 // each satisfied once that interface row has ofport > 0. ovsdb-server holds
 // the transaction until all are satisfied (nil) or the timeout passes (nil
 // too: the caller reads the state again).
+//
+// The waits are built with libovsdb's typed API but for their condition
+// ofport > 0, which stays raw: ofport is an optional integer (min 0, max
+// 1), which libovsdb's condition check (ovsdb.ValidateCondition) treats as
+// a set and allows only ==, !=, includes and excludes on, while
+// ovsdb-server orders optional integers (an empty one is never > 0).
 func (c *Client) waitOFPorts(ctx context.Context, ifaces []*model.Interface, timeout time.Duration) error {
 	ms := int(timeout / time.Millisecond)
-	ops := make([]ovsdb.Operation, len(ifaces))
-	for i, f := range ifaces {
-		ops[i] = ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.InterfaceTable, Timeout: &ms,
-			Where: []ovsdb.Condition{
-				uuidIs(f.UUID),
-				ovsdb.NewCondition("ofport", ovsdb.ConditionGreaterThan, 0),
-			},
-			Until:   string(ovsdb.WaitConditionEqual),
-			Columns: []string{"_uuid"}, Rows: []ovsdb.Row{{"_uuid": ovsdb.UUID{GoUUID: f.UUID}}}}
-	}
 	db, err := c.lib(ctx)
 	if err != nil {
 		return err
+	}
+	ops := make([]ovsdb.Operation, 0, len(ifaces))
+	for _, f := range ifaces {
+		row := &model.Interface{UUID: f.UUID}
+		op, err := db.Where(&model.Interface{UUID: f.UUID}).Wait(ovsdb.WaitConditionEqual, &ms, row, &row.UUID)
+		if err != nil {
+			return fmt.Errorf("wait for interface %s: %w", f.Name, err)
+		}
+		if len(op) != 1 {
+			return fmt.Errorf("wait for interface %s: %d operations, want 1", f.Name, len(op))
+		}
+		op[0].Where = append(op[0].Where, ovsdb.NewCondition("ofport", ovsdb.ConditionGreaterThan, 0))
+		ops = append(ops, op[0])
 	}
 	res, err := db.Transact(ctx, ops...)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
+	lmodel "github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vflag/vflag/ovs/model"
@@ -110,7 +112,7 @@ func (c *Client) undoAs(ctx context.Context, what string, r Record, owned bool) 
 		}
 	}
 	t := undoTxn(st, r)
-	if len(t.ops) == 0 {
+	if t.empty() {
 		return nil
 	}
 	if err := c.commit(ctx, t, st.root.UUID); err != nil {
@@ -163,12 +165,16 @@ func undoTxn(st *state, r Record) *txn {
 			// Guard: the bridge still has exactly the ports we saw. Removing it
 			// from Open_vSwitch.bridges garbage-collects the bridge, its ports
 			// and their interfaces.
-			t.add(ovsdb.Operation{Op: ovsdb.OperationWait, Table: model.BridgeTable, Timeout: new(int),
-				Where: []ovsdb.Condition{uuidIs(br.UUID)}, Until: string(ovsdb.WaitConditionEqual),
-				Columns: []string{"ports"}, Rows: []ovsdb.Row{{"ports": uuidSet(br.Ports...)}}}, -1)
-			t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
-				Where:     []ovsdb.Condition{uuidIs(st.root.UUID)},
-				Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("bridges", ovsdb.MutateOperationDelete, uuidSet(br.UUID))}}, 1)
+			bu, ports, root := br.UUID, br.Ports, st.root.UUID
+			t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+				row := &model.Bridge{Ports: ports}
+				return api.Where(&model.Bridge{UUID: bu}).Wait(ovsdb.WaitConditionEqual, new(int), row, &row.Ports)
+			})
+			t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+				return mutateRoot(api, root, func(m *model.OpenvSwitch) []lmodel.Mutation {
+					return []lmodel.Mutation{{Field: &m.Bridges, Mutator: ovsdb.MutateOperationDelete, Value: []string{bu}}}
+				})
+			})
 			delete(del, br.UUID)
 		}
 	}
@@ -178,25 +184,15 @@ func undoTxn(st *state, r Record) *txn {
 			continue
 		}
 		// A bridge gone meanwhile holds nothing any more: any count is fine.
-		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.BridgeTable,
-			Where:     []ovsdb.Condition{uuidIs(bu)},
-			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("ports", ovsdb.MutateOperationDelete, uuidSet(ports...))}}, -1)
+		t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+			return mutateBridgePorts(api, bu, ovsdb.MutateOperationDelete, ports)
+		})
 	}
 
 	if cur, _ := otherConfig(st, HWOffloadKey); r.HWOffloadSet && cur == "true" {
-		muts := []ovsdb.Mutation{*ovsdb.NewMutation("other_config", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{HWOffloadKey}})}
-		if r.PriorHWOffload != nil {
-			muts = append(muts, *ovsdb.NewMutation("other_config", ovsdb.MutateOperationInsert,
-				strMap(map[string]string{HWOffloadKey: *r.PriorHWOffload})))
-		}
 		// Only while the value is still "true"; someone who changed it since
 		// wins (count 0).
-		t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable,
-			Where: []ovsdb.Condition{
-				uuidIs(st.root.UUID),
-				ovsdb.NewCondition("other_config", ovsdb.ConditionIncludes, strMap(map[string]string{HWOffloadKey: "true"})),
-			},
-			Mutations: muts}, -1)
+		t.setOtherConfigIf(st.root.UUID, HWOffloadKey, r.PriorHWOffload, "true")
 	}
 	return t
 }
@@ -244,18 +240,15 @@ func (c *Client) SetOtherConfig(ctx context.Context, key string, value, ifValue 
 	if (value == nil && !ok) || (value != nil && ok && cur == *value) {
 		return nil
 	}
-	muts := []ovsdb.Mutation{*ovsdb.NewMutation("other_config", ovsdb.MutateOperationDelete, ovsdb.OvsSet{GoSet: []any{key}})}
-	if value != nil {
-		muts = append(muts, *ovsdb.NewMutation("other_config", ovsdb.MutateOperationInsert, strMap(map[string]string{key: *value})))
-	}
-	where := []ovsdb.Condition{uuidIs(st.root.UUID)}
-	expect := 1
-	if ifValue != nil {
-		where = append(where, ovsdb.NewCondition("other_config", ovsdb.ConditionIncludes, strMap(map[string]string{key: *ifValue})))
-		expect = -1
-	}
 	t := &txn{}
-	t.add(ovsdb.Operation{Op: ovsdb.OperationMutate, Table: model.OpenvSwitchTable, Where: where, Mutations: muts}, expect)
+	if ifValue != nil {
+		t.setOtherConfigIf(st.root.UUID, key, value, *ifValue)
+	} else {
+		root := st.root.UUID
+		t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+			return mutateRoot(api, root, func(m *model.OpenvSwitch) []lmodel.Mutation { return setOtherConfig(m, key, value) })
+		})
+	}
 	if err := c.commit(ctx, t, st.root.UUID); err != nil {
 		return fmt.Errorf("ovs: set other_config:%s: %w", key, err)
 	}
