@@ -111,11 +111,11 @@ func (b *bed) simDump() string {
 	return h.Dump()
 }
 
-// dump is the whole system: simulated kernel, OVSDB, and vm1's persistent XML.
+// dump is the whole system (testbed.World): the simulated kernel without
+// its log, OVSDB, and vm1's persistent XML.
 func (b *bed) dump() string {
 	b.t.Helper()
-	kernel, _, _ := strings.Cut(b.simDump(), "dmesg:\n") // the kernel log is history, not state
-	return "== kernel\n" + kernel + "\n== ovsdb\n" + b.ovs.Dump() + "\n== vm1\n" + testbed.NormalizeXML(b.virt.DomainXML(b.t, "vm1"))
+	return testbed.World(testbed.Kernel(b.simDump()), b.ovs.Dump(), b.virt.DomainXML(b.t, "vm1"))
 }
 
 // initSim creates the simulated host from the config without changing it

@@ -419,7 +419,7 @@ func TestRebootReconverges(t *testing.T) {
 			// Reboot: the kernel starts over; the journal and OVSDB remain.
 			b.simDir = t.TempDir()
 			b.initSim()
-			kernel := func() string { k, _, _ := strings.Cut(b.simDump(), "dmesg:\n"); return canonical(k) }
+			kernel := func() string { return canonical(testbed.Kernel(b.simDump())) }
 			baseline := kernel()
 			if pre {
 				b.mustVflag(2, "up", "--stage", "pre", "--detailed-exit-codes")

@@ -12,27 +12,10 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/internal/host"
-	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
-
-// bedConfig is a config of the bed's runs: a base config (the example,
-// legacyVFs) and edits made on its parsed value, in order.
-type bedConfig struct {
-	base  string
-	edits []func(*config.Config)
-}
-
-// exampleBed is the example config.
-func exampleBed(t testing.TB) bedConfig { return bedConfig{base: exampleConfig(t)} }
-
-// with is c with more edits.
-func (c bedConfig) with(edits ...func(*config.Config)) bedConfig {
-	return bedConfig{base: c.base, edits: append(slices.Clone(c.edits), edits...)}
-}
 
 // The edits, on the first group.
 
@@ -80,77 +63,29 @@ func rateGroups(rgs ...config.RateGroup) func(*config.Config) {
 	return func(c *config.Config) { c.Groups[0].RateGroups = rgs }
 }
 
-// convergeBed is one simulated host, with the real OVS and libvirtd, that
-// whole pipeline runs (Preflight + Up, Down) visit with changing configs.
+// convergeBed is a bed, with the real OVS and libvirtd, that whole
+// pipeline runs (Preflight + Up, Down) visit with changing configs, on
+// the bed's host.Host and one journal.
 type convergeBed struct {
-	t       *testing.T
-	d       *daemons
-	sim     *sim.Host
-	h       *host.Host
+	*bed
 	journal *teardown.Journal
 }
 
 func newConvergeBed(t *testing.T, d *daemons, bc bedConfig) *convergeBed {
 	t.Helper()
-	c := parseBedConfig(t, d, bc)
-	spec, err := sim.DecodeSpec(c.Sim)
+	b := newBed(t, d, bc)
+	j, err := teardown.OpenJournal(b.journalDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := sim.Open(t.TempDir(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := host.New(sh, sh.FS(), c.OVSDB, c.Libvirt)
-	t.Cleanup(func() { h.Close(); sh.Close() })
-	j, err := teardown.OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &convergeBed{t: t, d: d, sim: sh, h: h, journal: j}
-}
-
-// parseBedConfig is bc pointed at the daemons, its edits made, with the
-// defaults and the validation of a parsed config.
-func parseBedConfig(t *testing.T, d *daemons, bc bedConfig) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte(testbed.PointConfig(bc.base, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, edit := range bc.edits {
-		edit(c)
-	}
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatalf("edited config: %v", err)
-	}
-	return c
-}
-
-// world is the host's whole state: the simulated kernel, OVSDB, vm1's XML.
-func (b *convergeBed) world() string {
-	kernel, _, _ := strings.Cut(b.sim.Dump(), "dmesg:\n")
-	lines := strings.Split(kernel, "\n")
-	for i, l := range lines {
-		if vfNetdevRE.MatchString(l) {
-			lines[i] = macRE.ReplaceAllString(l, "mac=<random>")
-		}
-	}
-	return strings.Join(lines, "\n") + b.d.ovs.Dump() + testbed.NormalizeXML(b.d.virt.DomainXML(b.t, "vm1"))
-}
-
-// dmesgCount counts the kernel log lines containing s.
-func (b *convergeBed) dmesgCount(s string) int {
-	_, log, _ := strings.Cut(b.sim.Dump(), "dmesg:\n")
-	return strings.Count(log, s)
+	return &convergeBed{bed: b, journal: j}
 }
 
 // up runs preflight and up (a plan with dry) for the config and returns
 // the events.
 func (b *convergeBed) up(bc bedConfig, dry bool) []teardown.Event {
 	b.t.Helper()
-	e := New(parseBedConfig(b.t, b.d, bc), b.h, slog.New(slog.DiscardHandler))
+	e := New(b.config(bc), b.h, slog.New(slog.DiscardHandler))
 	e.Poll = 5 * time.Millisecond
 	ctx := context.Background()
 	gs, err := e.Preflight(ctx)

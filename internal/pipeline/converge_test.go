@@ -15,40 +15,24 @@ import (
 
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
-	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/sysfs"
-	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
 
-// convergeEnv is a simulated host with the example config, a journal and a
-// fake answer to "which running domain holds this VF" (no domain here can
-// hold one: no VFIO).
+// convergeEnv is a bed, with the real OVS and libvirtd, whose runs are
+// separate invocations: each parses the config anew (its edit taken as it
+// is), opens its own host.Host on the bed's simulated host and its own
+// journal, with a fake answer to "which running domain holds this VF" (no
+// domain here can hold one: no VFIO).
 type convergeEnv struct {
-	t     *testing.T
-	d     daemons
-	sim   *sim.Host
-	state string
-	held  map[string]string // VF -> domain
+	*bed
+	held map[string]string // VF -> domain
 }
 
 func newConvergeEnv(t *testing.T, d daemons) *convergeEnv {
-	c, err := config.Parse([]byte(testbed.PointConfig(exampleConfig(t), d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := sim.DecodeSpec(c.Sim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.Open(t.TempDir(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return &convergeEnv{t: t, d: d, sim: s, state: filepath.Join(t.TempDir(), "state"), held: map[string]string{}}
+	return &convergeEnv{bed: newBed(t, &d, exampleBed(t)), held: map[string]string{}}
 }
 
 // run runs up (or a plan) with cfg edited by edit; it returns the runner.
@@ -58,13 +42,9 @@ func (ce *convergeEnv) run(dry bool, edit func(*config.Config)) (*teardown.Runne
 
 func (ce *convergeEnv) runWith(dry bool, edit func(*config.Config), tune func(*Env)) (*teardown.Runner, error) {
 	t := ce.t
-	c, err := config.Parse([]byte(testbed.PointConfig(exampleConfig(t), ce.d.ovs.Endpoint(), ce.d.virt.URI(), ce.d.ovs.Netns())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(c)
-	}
+	bc := exampleBed(t).with(edit)
+	bc.asIs = true
+	c := ce.config(bc)
 	h := host.New(ce.sim, ce.sim.FS(), c.OVSDB, c.Libvirt)
 	defer h.Close()
 	e := New(c, h, slog.New(slog.DiscardHandler))
@@ -80,7 +60,7 @@ func (ce *convergeEnv) runWith(dry bool, edit func(*config.Config), tune func(*E
 	if tune != nil {
 		tune(e)
 	}
-	j, err := teardown.OpenJournal(ce.state)
+	j, err := teardown.OpenJournal(ce.journalDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +102,7 @@ func TestDisruptiveChangeRefused(t *testing.T) {
 	}
 
 	before := ce.sim.Dump()
-	j, _ := teardown.OpenJournal(ce.state)
+	j, _ := teardown.OpenJournal(ce.journalDir)
 	entries := len(j.Entries())
 	r, err := ce.run(false, numvfs)
 	if err == nil || !strings.Contains(err.Error(), "running domain(s) vm1") || !strings.Contains(err.Error(), "sriov.numvfs/pci/0000:61:00.0") {
@@ -134,7 +114,7 @@ func TestDisruptiveChangeRefused(t *testing.T) {
 	if got := ce.sim.Dump(); got != before {
 		t.Fatalf("the refused up changed the host")
 	}
-	if j, _ := teardown.OpenJournal(ce.state); len(j.Entries()) != entries {
+	if j, _ := teardown.OpenJournal(ce.journalDir); len(j.Entries()) != entries {
 		t.Fatalf("the refused up changed the journal")
 	}
 
@@ -178,7 +158,7 @@ func TestVerifyFailureDegradesWithoutRollback(t *testing.T) {
 	if errors.Is(err, teardown.ErrRolledBack) {
 		t.Fatalf("degraded up rolled back: %v", err)
 	}
-	j, _ := teardown.OpenJournal(ce.state)
+	j, _ := teardown.OpenJournal(ce.journalDir)
 	if n := len(j.Entries()); n < 20 {
 		t.Fatalf("journal has %d entries after a degraded up, want every change kept", n)
 	}

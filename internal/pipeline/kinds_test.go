@@ -4,81 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/internal/host"
-	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/libvirtx"
-	"github.com/vflag/vflag/libvirtx/virttest"
-	"github.com/vflag/vflag/ovs/ovstest"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
 
-func TestMain(m *testing.M) { ovstest.Main(m) }
-
-// daemons are a real ovsdb-server/ovs-vswitchd and libvirtd (domain vm1).
-type daemons struct {
-	ovs  *ovstest.Server
-	virt *virttest.Daemon
-}
-
-func startDaemons(t testing.TB) daemons {
-	d := daemons{ovs: ovstest.Start(t), virt: virttest.Start(t)}
-	d.virt.DefineDomain(t, "vm1")
-	return d
-}
-
-// exampleConfig is the embedded example (vflag example-config).
-func exampleConfig(t testing.TB) string {
-	t.Helper()
-	b, err := os.ReadFile("../../examples/vflag-sim.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// stepEnv is an Env on a fresh simulated host with the example config's
-// first group, resolved.
+// stepEnv is an Env on a fresh bed (the example config, with or without
+// the daemons) with the config's first group, resolved.
 type stepEnv struct {
 	*Env
-	host *sim.Host
-	g    *config.Group
-	pfs  []eswitch.PF
-	d    *daemons // the real OVS and libvirtd (nil: none)
+	bed *bed
+	g   *config.Group
+	pfs []eswitch.PF
 }
 
 func newStepEnv(t *testing.T, d *daemons) *stepEnv {
 	t.Helper()
-	text := exampleConfig(t)
-	if d != nil {
-		text = testbed.PointConfig(text, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())
-	}
-	c, err := config.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := sim.DecodeSpec(c.Sim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh, err := sim.Open(t.TempDir(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := host.New(sh, sh.FS(), c.OVSDB, c.Libvirt)
-	t.Cleanup(func() { h.Close(); sh.Close() })
-	e := New(c, h, slog.New(slog.DiscardHandler))
-	se := &stepEnv{Env: e, host: sh, g: &c.Groups[0], d: d}
-	g, errs := ResolveGroup(h.Kernel, h.FS, se.g)
+	b := newBed(t, d, exampleBed(t))
+	se := &stepEnv{Env: New(b.cfg, b.h, slog.New(slog.DiscardHandler)), bed: b, g: &b.cfg.Groups[0]}
+	g, errs := ResolveGroup(b.h.Kernel, b.h.FS, se.g)
 	if len(errs) > 0 {
 		t.Fatal(errs[0])
 	}
@@ -89,24 +39,6 @@ func newStepEnv(t *testing.T, d *daemons) *stepEnv {
 func (se *stepEnv) group() Group {
 	return Group{Group: se.g, PFs: se.pfs, Owners: Owners(se.pfs)}
 }
-
-// dump is the simulated kernel's state. A VF netdev whose VF has no MAC set
-// gets a random one from the driver at each probe (as mlx5 does): masked.
-func (se *stepEnv) dump() string {
-	kernel, _, _ := strings.Cut(se.host.Dump(), "dmesg:\n")
-	lines := strings.Split(kernel, "\n")
-	for i, l := range lines {
-		if vfNetdevRE.MatchString(l) {
-			lines[i] = macRE.ReplaceAllString(l, "mac=<random>")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-var (
-	vfNetdevRE = regexp.MustCompile(`^\s+eth\d+ vf `)
-	macRE      = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
-)
 
 // apply runs steps' Apply directly: the prerequisites of the step under test.
 func (se *stepEnv) apply(t *testing.T, steps ...teardown.Step) {
@@ -221,7 +153,7 @@ func setupSwitchdevOnePF(t *testing.T, se *stepEnv) teardown.Step {
 // feature on: an operator turned it off.
 func setupTCOffloadTurnedOff(t *testing.T, se *stepEnv) teardown.Step {
 	toSwitchdev(t, se)
-	if err := se.host.SetFeature(se.pfs[1].Netdev, "hw-tc-offload", false); err != nil {
+	if err := se.bed.sim.SetFeature(se.pfs[1].Netdev, "hw-tc-offload", false); err != nil {
 		t.Fatal(err)
 	}
 	return tcOffloadKind{}.step(se.Env, se.pfs[1])
@@ -279,13 +211,13 @@ func setupRateNode(t *testing.T, se *stepEnv) teardown.Step {
 // (admins): it leaves it for tenant1, and its undo puts it back.
 func setupRateLeafFromAdminsNode(t *testing.T, se *stepEnv) teardown.Step {
 	toSwitchdev(t, se)
-	if err := se.host.AddRateNode(se.pfs[1].Devlink, "admins", 0, 0); err != nil {
+	if err := se.bed.sim.AddRateNode(se.pfs[1].Devlink, "admins", 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := se.host.AddRateNode(se.pfs[1].Devlink, "tenant1", 0, Mbit(1000)); err != nil {
+	if err := se.bed.sim.AddRateNode(se.pfs[1].Devlink, "tenant1", 0, Mbit(1000)); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := se.host.Ports()
+	ports, err := se.bed.sim.Ports()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +225,7 @@ func setupRateLeafFromAdminsNode(t *testing.T, se *stepEnv) teardown.Step {
 	if !ok {
 		t.Fatal("no devlink port for pf 1 vf 2")
 	}
-	if err := se.host.SetRateLeafParent(se.pfs[1].Devlink, port, "admins"); err != nil {
+	if err := se.bed.sim.SetRateLeafParent(se.pfs[1].Devlink, port, "admins"); err != nil {
 		t.Fatal(err)
 	}
 	return rateLeafKind{}.step(se.Env, se.pfs[1], 2, port, leafRates{TxMax: Mbit(300), TxShare: Mbit(30), Parent: "tenant1"}, nil)
@@ -314,8 +246,8 @@ func setupBridgeMTUTrunks(t *testing.T, se *stepEnv) teardown.Step {
 }
 
 func setupMaxIdleOverPrior(t *testing.T, se *stepEnv) teardown.Step {
-	se.d.ovs.MustVsctl("set", "Open_vSwitch", ".", "other_config:max-idle=10000")
-	t.Cleanup(func() { se.d.ovs.MustVsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle") })
+	se.bed.d.ovs.MustVsctl("set", "Open_vSwitch", ".", "other_config:max-idle=10000")
+	t.Cleanup(func() { se.bed.d.ovs.MustVsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle") })
 	return ovsConfigKind{}.step(se.Env, OVSKeyMaxIdle, "2000")
 }
 
@@ -343,16 +275,6 @@ func TestEachStepAppliesIdempotentlyAndUndoes(t *testing.T) {
 	}
 }
 
-// world is what a step may change: the simulated kernel, and with the
-// real daemons OVSDB and vm1's XML.
-func (se *stepEnv) world(t *testing.T) string {
-	s := se.dump()
-	if se.d != nil {
-		s += se.d.ovs.Dump() + testbed.NormalizeXML(se.d.virt.DomainXML(t, "vm1"))
-	}
-	return s
-}
-
 // checkStepContract checks the step contract (teardown's doc.go) on step:
 // a change is needed, Apply makes it, then none is needed and a second
 // Apply changes nothing; the undo restores the world from before, and a
@@ -360,7 +282,7 @@ func (se *stepEnv) world(t *testing.T) string {
 func checkStepContract(t *testing.T, se *stepEnv, step teardown.Step) {
 	t.Helper()
 	ctx := context.Background()
-	before := se.world(t)
+	before := se.bed.world()
 	ch, err := step.Check(ctx)
 	if err != nil || !ch.Needed {
 		t.Fatalf("check before apply: needed=%v err=%v", ch.Needed, err)
@@ -372,7 +294,7 @@ func checkStepContract(t *testing.T, se *stepEnv, step teardown.Step) {
 	if err := step.Apply(ctx); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	applied := se.world(t)
+	applied := se.bed.world()
 	if applied == before {
 		t.Fatal("apply changed nothing")
 	}
@@ -382,20 +304,20 @@ func checkStepContract(t *testing.T, se *stepEnv, step teardown.Step) {
 	if err := step.Apply(ctx); err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
-	if got := se.world(t); got != applied {
+	if got := se.bed.world(); got != applied {
 		t.Fatalf("second apply changed the host:\n%s", testbed.DiffText(applied, got))
 	}
 	undo := se.Undoers()[step.Kind]
 	if _, err := undo(ctx, record); err != nil {
 		t.Fatalf("undo: %v", err)
 	}
-	if got := se.world(t); got != before {
+	if got := se.bed.world(); got != before {
 		t.Fatalf("undo did not restore the prior state:\n%s", testbed.DiffText(before, got))
 	}
 	if _, err := undo(ctx, record); err != nil {
 		t.Fatalf("second undo: %v", err)
 	}
-	if got := se.world(t); got != before {
+	if got := se.bed.world(); got != before {
 		t.Fatalf("second undo changed the host:\n%s", testbed.DiffText(before, got))
 	}
 }
@@ -423,11 +345,11 @@ func TestFlowSteeringDefault(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			se := newStepEnv(t, nil)
 			dl := se.pfs[0].Devlink
-			if err := se.host.SetParam(dl, "flow_steering_mode", tt.prior); err != nil {
+			if err := se.bed.sim.SetParam(dl, "flow_steering_mode", tt.prior); err != nil {
 				t.Fatal(err)
 			}
 			if tt.switchdev {
-				if err := se.host.SetEswitchMode(dl, eswitch.ModeSwitchdev); err != nil {
+				if err := se.bed.sim.SetEswitchMode(dl, eswitch.ModeSwitchdev); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -450,10 +372,10 @@ func TestFlowSteeringDefault(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got, err := se.host.Param(dl, "flow_steering_mode"); err != nil || got != tt.wantAfter {
+			if got, err := se.bed.sim.Param(dl, "flow_steering_mode"); err != nil || got != tt.wantAfter {
 				t.Errorf("after: %q %v, want %q", got, err, tt.wantAfter)
 			}
-			if m, _ := se.host.EswitchMode(dl); (m == eswitch.ModeSwitchdev) != tt.switchdev {
+			if m, _ := se.bed.sim.EswitchMode(dl); (m == eswitch.ModeSwitchdev) != tt.switchdev {
 				t.Errorf("eswitch %s: the step changed the mode", m)
 			}
 		})

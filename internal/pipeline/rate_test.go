@@ -10,6 +10,7 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -166,7 +167,7 @@ func TestRateNodeNotOurs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rate node pci/0000:61:00.0/tenant1 exists and vflag did not create it") {
 		t.Fatalf("up over an operator's node: %v", err)
 	}
-	if got := ce.sim.Dump(); dropDmesg(got) != dropDmesg(before) {
+	if got := ce.sim.Dump(); testbed.Kernel(got) != testbed.Kernel(before) {
 		t.Errorf("up wrote before refusing")
 	}
 	// The kernel refuses the eswitch's way back to legacy while a rate node
@@ -184,8 +185,6 @@ func TestRateNodeNotOurs(t *testing.T) {
 	ce.down(t)
 }
 
-func dropDmesg(s string) string { k, _, _ := strings.Cut(s, "dmesg:\n"); return k }
-
 var pf0Devlink = eswitch.Devlink{Bus: "pci", Device: "0000:61:00.0"}
 
 // down runs vflag down from the journal alone.
@@ -198,7 +197,7 @@ func (ce *convergeEnv) down(t *testing.T) {
 
 func (ce *convergeEnv) tryDown(t *testing.T) error {
 	t.Helper()
-	j, err := teardown.OpenJournal(ce.state)
+	j, err := teardown.OpenJournal(ce.journalDir)
 	if err != nil {
 		t.Fatal(err)
 	}

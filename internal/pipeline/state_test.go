@@ -12,14 +12,6 @@ import (
 	"github.com/vflag/vflag/internal/testbed"
 )
 
-// state is the host's whole state as canonical text: the simulated
-// kernel (sim.Host.Dump without its log), OVSDB and vm1's XML, with the
-// names and MACs the kernel picks made comparable (testbed.Canonical).
-func (b *convergeBed) state() string {
-	kernel, _, _ := strings.Cut(b.sim.Dump(), "dmesg:\n") // the log is history, not state
-	return testbed.Canonical("== kernel\n" + kernel + "\n== ovsdb\n" + b.d.ovs.Dump() + "\n== vm1\n" + testbed.NormalizeXML(b.d.virt.DomainXML(b.t, "vm1")))
-}
-
 // missingLines are the lines of want that are not lines of text.
 func missingLines(text string, want []string) []string {
 	have := map[string]bool{}
@@ -35,7 +27,7 @@ func missingLines(text string, want []string) []string {
 	return out
 }
 
-// Lines of the state text (testbed.Canonical of convergeBed.state).
+// Lines of the state text (bed.state: testbed.Canonical of bed.world).
 const (
 	pf0Numvfs4  = "  pf 0000:61:00.0 port=0 netdev=ens1f0np0 driver=mlx5_core override=(null) mode=switchdev numvfs=4 ready=4/4 autoprobe=0 flow_steering_mode=smfs offset=2 stride=1"
 	pf1Numvfs4  = "  pf 0000:61:00.1 port=1 netdev=ens1f1np1 driver=mlx5_core override=(null) mode=switchdev numvfs=4 ready=4/4 autoprobe=0 flow_steering_mode=smfs offset=9 stride=1"
