@@ -102,6 +102,10 @@
 // every VF, and what the old VFs carried (MAC, legacy policy, host driver,
 // representors and their MTU, the bridge's ports, rate leaves) is planned
 // against new VFs (groupRun.remade), not read from the host as it stands.
+// In a switchdev group that numvfs write first takes the ports of the
+// representors it destroys off the bridge (repPortsLeave): ovs-vswitchd
+// deletes them while the kernel makes the new VFs, and the bridge step
+// after it only adds the new representors.
 // The convergence tables check plan == up (same ids, as many) at every
 // transition.
 //

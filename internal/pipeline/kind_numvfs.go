@@ -3,9 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -27,7 +29,17 @@ type numVFsRecord struct {
 func (numVFsKind) Name() string        { return KindNumVFs }
 func (numVFsKind) DependsOn() []string { return []string{autoprobeKind{}.Name()} }
 
-func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
+// portsLeave is what a numvfs write that makes the VFs again does first
+// in a switchdev group: the ports of the representors of the VFs it
+// destroys leave the bridge (repPortsLeave).
+type portsLeave struct {
+	bridge string
+	do     func(context.Context)
+}
+
+// step sets the PF's VF count to n; leave, when set, runs before a write
+// that makes the VFs again (a count that changes from non-zero).
+func (k numVFsKind) step(e *Env, pf eswitch.PF, n int, leave *portsLeave) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + string(pf.Dev),
 		Check: func(context.Context) (teardown.Change, error) {
@@ -42,6 +54,9 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
 				}
 			}
 			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, cur, n)
+			if leave != nil && cur != 0 && cur != n {
+				summary += fmt.Sprintf(" (first, its VFs' representors leave bridge %s)", leave.bridge)
+			}
 			if cur == n && present != n {
 				summary = fmt.Sprintf("%s: wait for %d VFs (%d present)", pf.Dev, n, present)
 			}
@@ -52,6 +67,9 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int) teardown.Step {
 				Record: numVFsRecord{PF: pf.Dev, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {
+			if cur, err := e.pci.NumVFs(pf.Dev); err == nil && cur != 0 && cur != n && leave != nil {
+				leave.do(ctx)
+			}
 			if err := e.pci.SetNumVFs(pf.Dev, n); err != nil {
 				return err
 			}
@@ -87,7 +105,11 @@ func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) (string, err
 func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 	var s []teardown.Step
 	for _, pf := range run.owners() {
-		s = append(s, numVFsKind{}.step(run.e, pf, run.g.NumVFs))
+		var leave *portsLeave
+		if run.g.Switchdev() {
+			leave = &portsLeave{bridge: run.g.OVS.Bridge, do: func(ctx context.Context) { run.e.repPortsLeave(ctx, run.g, pf) }}
+		}
+		s = append(s, numVFsKind{}.step(run.e, pf, run.g.NumVFs, leave))
 		if !run.dry {
 			continue
 		}
@@ -105,4 +127,33 @@ func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 		}
 	}
 	return one(s...), nil
+}
+
+// repPortsLeave removes from the group's bridge the ports of pf's
+// representors, before a numvfs write destroys their VFs (the bridge step
+// after it would remove them anyway, as ports whose netdevs are gone). Done
+// here, ovs-vswitchd deletes them while the kernel makes the new VFs instead
+// of after: on the bench's bridge, ovs-vswitchd took ~1 s to apply the
+// removal of 128 ports, which verify then waited for. Only ports carrying
+// the group's owner mark go (ovs.Client.Undo). It is an overlap, not a
+// change of its own: a failure is logged and left to the bridge step.
+func (e *Env) repPortsLeave(ctx context.Context, g Group, pf eswitch.PF) {
+	reps, err := eswitch.Representors(e.k, e.fs, pf)
+	if err != nil || len(reps) == 0 {
+		return
+	}
+	names := make([]string, 0, len(reps))
+	for _, name := range reps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	c, err := e.h.OVS(ctx)
+	if err == nil {
+		err = c.Undo(ctx, ovs.Record{Owner: g.Name, Bridge: g.OVS.Bridge, Ports: names})
+	}
+	if err != nil {
+		e.log.Warn("representor ports of VFs about to be made again could not leave the bridge first; the bridge step removes them", "step", numVFsKind{}.Name(), "pf", pf.Netdev, "bridge", g.OVS.Bridge, "err", err)
+		return
+	}
+	e.log.Debug("representor ports left the bridge ahead of the numvfs change", "step", numVFsKind{}.Name(), "pf", pf.Netdev, "bridge", g.OVS.Bridge, "ports", len(names))
 }

@@ -78,7 +78,7 @@ func stepCases() []stepCase {
 		{name: paramKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step {
 			return paramKind{}.step(se.Env, se.pfs[0].Devlink, "flow_steering_mode", "smfs", false)
 		}},
-		{name: numVFsKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return numVFsKind{}.step(se.Env, se.pfs[1], 3) }},
+		{name: numVFsKind{}.Name(), setup: func(t *testing.T, se *stepEnv) teardown.Step { return numVFsKind{}.step(se.Env, se.pfs[1], 3, nil) }},
 		{name: vfMACKind{}.Name(), setup: onTwoVFs(func(se *stepEnv) teardown.Step { return vfMACKind{}.step(se.Env, se.pfs[0], 1, "52:54:00:aa:bb:cc") })},
 		{name: vfVlan.Name(), setup: onTwoVFs(vfPolicyStep(vfVlan, 1, eswitch.VFPolicy{Vlan: 100, Qos: 3}))},
 		{name: vfTrust.Name(), setup: onTwoVFs(vfPolicyStep(vfTrust, 1, eswitch.VFPolicy{Trust: true}))},
@@ -111,7 +111,7 @@ func stepCases() []stepCase {
 // onTwoVFs is a setup that makes 2 VFs on pf 0 before the step.
 func onTwoVFs(step func(se *stepEnv) teardown.Step) func(t *testing.T, se *stepEnv) teardown.Step {
 	return func(t *testing.T, se *stepEnv) teardown.Step {
-		se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+		se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2, nil))
 		return step(se)
 	}
 }
@@ -130,7 +130,7 @@ func unbindAll(se *stepEnv) teardown.Step {
 // group's VFs (autoprobe off).
 func toSwitchdev(t *testing.T, se *stepEnv) {
 	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), autoprobeKind{}.step(se.Env, se.pfs[1]),
-		numVFsKind{}.step(se.Env, se.pfs[0], se.g.NumVFs), numVFsKind{}.step(se.Env, se.pfs[1], se.g.NumVFs),
+		numVFsKind{}.step(se.Env, se.pfs[0], se.g.NumVFs, nil), numVFsKind{}.step(se.Env, se.pfs[1], se.g.NumVFs, nil),
 		modeKind{}.step(se.Env, se.pfs[0].Devlink, se.pfs, eswitch.ModeSwitchdev), modeKind{}.step(se.Env, se.pfs[1].Devlink, se.pfs, eswitch.ModeSwitchdev))
 }
 
@@ -145,7 +145,7 @@ func representors(t *testing.T, se *stepEnv) *groupRun {
 }
 
 func setupSwitchdevOnePF(t *testing.T, se *stepEnv) teardown.Step {
-	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
+	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2, nil))
 	return modeKind{}.step(se.Env, se.pfs[0].Devlink, se.pfs[:1], eswitch.ModeSwitchdev)
 }
 
@@ -173,14 +173,14 @@ func setupBondUp(t *testing.T, se *stepEnv) teardown.Step {
 }
 
 func setupBind(t *testing.T, se *stepEnv) teardown.Step {
-	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[1]), numVFsKind{}.step(se.Env, se.pfs[1], 2))
+	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[1]), numVFsKind{}.step(se.Env, se.pfs[1], 2, nil))
 	return bindKind{}.step(se.Env, se.pfs[1], 1, se.vfAddr(t, 1, 2, 1), "vfio-pci")
 }
 
 // setupBindOverOverride: undo must put the admin's mlx5_core back, not
 // clear it.
 func setupBindOverOverride(t *testing.T, se *stepEnv) teardown.Step {
-	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[1]), numVFsKind{}.step(se.Env, se.pfs[1], 2))
+	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[1]), numVFsKind{}.step(se.Env, se.pfs[1], 2, nil))
 	vf := se.vfAddr(t, 1, 2, 1)
 	if err := se.pci.SetDriverOverride(vf, "mlx5_core"); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func setupBindOverOverride(t *testing.T, se *stepEnv) teardown.Step {
 }
 
 func setupUnbindWithOverride(t *testing.T, se *stepEnv) teardown.Step {
-	se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2))
+	se.apply(t, numVFsKind{}.step(se.Env, se.pfs[0], 2, nil))
 	if err := se.pci.SetDriverOverride(se.vfAddr(t, 0, 2, 0), "mlx5_core"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func setupMaxIdleOverPrior(t *testing.T, se *stepEnv) teardown.Step {
 }
 
 func setupAttach(t *testing.T, se *stepEnv) teardown.Step {
-	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2))
+	se.apply(t, autoprobeKind{}.step(se.Env, se.pfs[0]), numVFsKind{}.step(se.Env, se.pfs[0], 2, nil))
 	return attachKind{}.step(se.Env, "attach-test", libvirtx.Attachment{Domain: "vm1", PCI: string(se.vfAddr(t, 0, 2, 1)), MAC: "52:54:00:aa:bb:01", Owner: se.g.Name})
 }
 
