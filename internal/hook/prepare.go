@@ -18,10 +18,10 @@ import (
 
 // preparer is the hook's view of the host for one prepare/start event.
 type preparer struct {
-	o   Options
-	e   *pipeline.Env
-	h   *host.Host
-	r   *teardown.Runner
+	o Options
+	e *pipeline.Env
+	h *host.Host
+	r *teardown.Runner
 	// What index found: the PFs whose VFs are vflag's.
 	cfgPFs     []pfCandidate
 	journalPFs []sriov.Device

@@ -20,7 +20,7 @@ var netnsSeq atomic.Int64
 
 // newTestNetns creates a named network namespace, or skips the test where
 // that is not possible (not root, no namespaces).
-func newTestNetns(t *testing.T) (string, netns.NsHandle) {
+func newTestNetns(t testing.TB) (string, netns.NsHandle) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a network namespace")
