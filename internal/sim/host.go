@@ -28,8 +28,8 @@ const (
 type Host struct {
 	dir string
 
-	mu     sync.Mutex
-	lock   *os.File // flock(2) serialises processes
+	mu    sync.Mutex
+	lock  *os.File // flock(2) serialises processes
 	st    *state
 	stamp fileStamp
 	// file is the state file h.st was last read from or written to, kept
