@@ -254,15 +254,25 @@ func (t tree) devices() *node {
 			if name != "net" {
 				return nil
 			}
-			return dirNode(func() map[string]*node {
-				m := map[string]*node{}
-				for _, nd := range t.st.visibleNetdevs(t.now) {
-					if nd.Role == roleLo || nd.Role == roleBond {
-						m[nd.Name] = t.netdevDir(nd)
+			return &node{
+				kids: func() map[string]*node {
+					m := map[string]*node{}
+					for _, nd := range t.st.visibleNetdevs(t.now) {
+						if nd.Role == roleLo || nd.Role == roleBond {
+							m[nd.Name] = t.netdevDir(nd)
+						}
 					}
-				}
-				return m
-			})
+					return m
+				},
+				// One netdev, without sorting every netdev (a bond's
+				// files are read through here).
+				lookup: func(name string) *node {
+					if nd := t.st.link(name, t.now); nd != nil && (nd.Role == roleLo || nd.Role == roleBond) {
+						return t.netdevDir(nd)
+					}
+					return nil
+				},
+			}
 		})
 	}
 	nicDir := func(home string) *node {
