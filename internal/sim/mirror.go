@@ -137,7 +137,7 @@ func (m *mirror) marked(want map[string]mirrorWant) bool {
 	if err != nil {
 		return false
 	}
-	defer nh.Close()
+	defer func() { _ = nh.Close() }()
 	lo, err := nh.LinkByName("lo")
 	if err != nil || !strings.HasPrefix(lo.Attrs().Alias, markPrefix) {
 		return false
@@ -157,7 +157,7 @@ func (m *mirror) writeMark(want map[string]mirrorWant) error {
 	if err != nil {
 		return err
 	}
-	defer nh.Close()
+	defer func() { _ = nh.Close() }()
 	lo, err := nh.LinkByName("lo")
 	if err != nil {
 		return err
