@@ -246,7 +246,9 @@ func (h *Host) view(fn func(st *state, now int64) error) error {
 	}
 	err := h.reload()
 	if err == nil {
+		h.st.viewing = true
 		err = fn(h.st, h.now().UnixNano())
+		h.st.viewing = false
 	}
 	return err
 }
@@ -269,6 +271,7 @@ func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) e
 		h.funlock()
 		return err
 	}
+	h.st.pciIdx = nil // fn may change what it indexes
 	changed, ferr := fn(h.st, h.now().UnixNano())
 	if changed {
 		if serr := h.save(); serr != nil && ferr == nil {
