@@ -332,14 +332,8 @@ func (t tree) pciDir(d pciDev) *node {
 		if drv := d.driver(); drv != "" {
 			m["driver"] = linkNode(rel(me, "/sys/bus/pci/drivers/"+drv))
 		}
-		if net := t.pciNetdevs(d); len(net) > 0 {
-			m["net"] = dirNode(func() map[string]*node {
-				m := map[string]*node{}
-				for _, nd := range net {
-					m[nd.Name] = t.netdevDir(nd)
-				}
-				return m
-			})
+		if net := t.pciNetDir(d); net != nil {
+			m["net"] = net
 		}
 		if d.vf != nil {
 			m["device"] = textNode(hexID(mlxVFDevice))
@@ -381,6 +375,22 @@ func (t tree) pciDir(d pciDev) *node {
 			if vf.ready(now) {
 				m["virtfn"+strconv.Itoa(vf.Index)] = linkNode("../" + vf.PCI)
 			}
+		}
+		return m
+	})
+}
+
+// pciNetDir is a PCI function's net/ directory: nil when no netdev's
+// parent is the function.
+func (t tree) pciNetDir(d pciDev) *node {
+	net := t.pciNetdevs(d)
+	if len(net) == 0 {
+		return nil
+	}
+	return dirNode(func() map[string]*node {
+		m := map[string]*node{}
+		for _, nd := range net {
+			m[nd.Name] = t.netdevDir(nd)
 		}
 		return m
 	})
