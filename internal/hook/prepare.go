@@ -19,11 +19,17 @@ import (
 
 // preparer is the hook's view of the host for one prepare/start event.
 type preparer struct {
-	o   Options
-	e   *pipeline.Env
-	h   *host.Host
-	vfs map[sriov.Addr]managedVF
-	r   *teardown.Runner
+	o Options
+	e *pipeline.Env
+	h *host.Host
+	r *teardown.Runner
+	// What index found: the PFs whose VFs are vflag's.
+	cfgPFs     []pfCandidate
+	journalPFs []sriov.Device
+	bridges    []pipeline.BridgeRef
+	// The domain's devices looked up so far (managed).
+	vfs   map[sriov.Addr]managedVF
+	notVF map[sriov.Addr]bool
 }
 
 func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, nameErr error) error {
@@ -45,12 +51,12 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 		return err
 	}
 	defer h.Close()
-	p := &preparer{o: o, e: pipeline.New(cfg, h, o.Log), h: h, vfs: map[sriov.Addr]managedVF{}}
+	p := &preparer{o: o, e: pipeline.New(cfg, h, o.Log), h: h, vfs: map[sriov.Addr]managedVF{}, notVF: map[sriov.Addr]bool{}}
 	p.index(cfg, j, jErr)
-	if len(p.vfs) == 0 {
+	if len(p.cfgPFs) == 0 && len(p.journalPFs) == 0 {
 		return nil
 	}
-	tasks, err := libvirtx.PlanHook(d, func(pci string) bool { _, ok := p.vfs[sriov.Addr(pci)]; return ok })
+	tasks, err := libvirtx.PlanHook(d, func(pci string) bool { _, ok := p.managed(pci); return ok })
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}

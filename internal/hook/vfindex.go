@@ -2,10 +2,13 @@ package hook
 
 import (
 	"fmt"
+	"path"
+	"strconv"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -74,7 +77,15 @@ func (m managedVF) key() (pipeline.VFKey, bool) {
 	return pipeline.VFKey{}, false
 }
 
-// index finds the VFs the config and the main journal make vflag's.
+// pfCandidate is a PF whose VFs are vflag's: a config group's (group set,
+// the first PF of its device in the group) or the main journal's.
+type pfCandidate struct {
+	pf    eswitch.PF
+	group *config.Group
+}
+
+// index finds the PFs whose VFs the config and the main journal make
+// vflag's; lookup then finds a domain's VF among them.
 func (p *preparer) index(cfg *config.Config, j *teardown.Journal, jErr error) {
 	k, f := p.h.Kernel, p.h.FS
 	if cfg != nil {
@@ -84,7 +95,7 @@ func (p *preparer) index(cfg *config.Config, j *teardown.Journal, jErr error) {
 				p.o.Log.Debug("hook: PF not usable", "group", g.Name, "err", err)
 			}
 			for _, i := range g.Owners {
-				p.addVFs(g.PFs[i], g.Group, nil)
+				p.cfgPFs = append(p.cfgPFs, pfCandidate{pf: g.PFs[i], group: g.Group})
 			}
 		}
 	}
@@ -92,33 +103,112 @@ func (p *preparer) index(cfg *config.Config, j *teardown.Journal, jErr error) {
 		fmt.Fprintf(p.o.Stderr, "vflag hook: %v; only the config's VFs are checked\n", jErr)
 		return
 	}
-	bridges := pipeline.JournalBridges(j)
-	for _, dev := range pipeline.JournalDevices(j) {
-		addr, ok := dev.PCI()
-		if !ok {
-			continue // no PCI VFs: nothing a domain can take
-		}
-		pf, err := eswitch.ResolvePF(k, f, string(addr))
-		if err != nil {
-			continue
-		}
-		p.addVFs(pf, nil, bridges)
-	}
+	p.bridges = pipeline.JournalBridges(j)
+	p.journalPFs = pipeline.JournalDevices(j)
 }
 
-// addVFs indexes the VFs of a PF; a config group wins over the journal.
-func (p *preparer) addVFs(pf eswitch.PF, g *config.Group, bridges []pipeline.BridgeRef) {
+// managed looks up a domain's PCI device among the VFs of the indexed PFs,
+// once per address: the device's physfn link names its PF, and only that
+// PF's VF index is read, instead of listing every VF of every PF. A config
+// group wins over the journal, and a later group over an earlier one (as
+// when every group's VFs were listed in turn).
+func (p *preparer) managed(pci string) (managedVF, bool) {
+	a := sriov.Addr(pci)
+	if m, ok := p.vfs[a]; ok {
+		return m, true
+	}
+	if p.notVF[a] {
+		return managedVF{}, false
+	}
+	m, ok := p.find(a)
+	if ok {
+		p.vfs[a] = m
+	} else {
+		p.notVF[a] = true
+	}
+	return m, ok
+}
+
+func (p *preparer) find(a sriov.Addr) (managedVF, bool) {
+	if canon, err := sriov.ParseAddr(string(a)); err != nil || canon != a {
+		return managedVF{}, false // never a virtfn link's target
+	}
+	target, err := p.h.FS.Readlink(path.Join(a.Dir(), "physfn"))
+	if err != nil {
+		return managedVF{}, false // not a VF (or gone)
+	}
+	pfAddr, err := sriov.ParseAddr(path.Base(target))
+	if err != nil {
+		return managedVF{}, false
+	}
+	dev := sriov.PCIDevice(pfAddr)
+	for i := len(p.cfgPFs) - 1; i >= 0; i-- {
+		c := p.cfgPFs[i]
+		if c.pf.Dev != dev {
+			continue
+		}
+		if idx, ok := p.vfIndex(c.pf, pfAddr, a); ok {
+			return managedVF{Addr: a, PF: c.pf, VF: idx, Group: c.group}, true
+		}
+		return managedVF{}, false
+	}
+	for _, d := range p.journalPFs {
+		if d != dev {
+			continue
+		}
+		pf, err := eswitch.ResolvePF(p.h.Kernel, p.h.FS, string(pfAddr))
+		if err != nil || pf.Dev != dev {
+			continue
+		}
+		if idx, ok := p.vfIndex(pf, pfAddr, a); ok {
+			return managedVF{Addr: a, PF: pf, VF: idx, Bridges: p.bridges}, true
+		}
+	}
+	return managedVF{}, false
+}
+
+// vfIndex is the index of VF a of the PF: its virtfn<i> link points to a.
+// The index is computed from the PF's sriov_offset and sriov_stride (the
+// kernel's routing ID rule) and checked against that one link; where that
+// fails, the PF's VFs are listed.
+func (p *preparer) vfIndex(pf eswitch.PF, pfAddr, a sriov.Addr) (int, bool) {
+	if i, ok := p.ridIndex(pfAddr, a); ok {
+		if got, ok, err := p.h.PCI.VF(pf.Dev, i); err == nil && ok && got == a {
+			return i, true
+		}
+	}
 	vfs, err := p.h.PCI.VFs(pf.Dev)
 	if err != nil {
-		return
+		return 0, false
 	}
 	for _, v := range vfs {
-		if v.Addr == "" {
-			continue
+		if v.Addr == a {
+			return v.Index, true
 		}
-		if _, ok := p.vfs[v.Addr]; ok && g == nil {
-			continue
-		}
-		p.vfs[v.Addr] = managedVF{Addr: v.Addr, PF: pf, VF: v.Index, Group: g, Bridges: bridges}
 	}
+	return 0, false
+}
+
+// ridIndex computes i from rid(vf) = rid(pf) + offset + i*stride.
+func (p *preparer) ridIndex(pfAddr, a sriov.Addr) (int, bool) {
+	readInt := func(file string) (int, bool) {
+		s, err := sysfs.ReadString(p.h.FS, path.Join(pfAddr.Dir(), file))
+		if err != nil {
+			return 0, false
+		}
+		v, err := strconv.Atoi(s)
+		return v, err == nil
+	}
+	off, ok1 := readInt("sriov_offset")
+	stride, ok2 := readInt("sriov_stride")
+	pd, pb, pdev, pfn := pfAddr.Parts()
+	vd, vb, vdev, vfn := a.Parts()
+	if !ok1 || !ok2 || stride <= 0 || pd != vd {
+		return 0, false
+	}
+	d := int(vb<<8|vdev<<3|vfn) - int(pb<<8|pdev<<3|pfn) - off
+	if d < 0 || d%stride != 0 {
+		return 0, false
+	}
+	return d / stride, true
 }

@@ -11,9 +11,10 @@
 // # State, time and processes
 //
 // The state lives in <dir>/host.json, written after every change (temp file,
-// fsync, rename) under an flock(2) on <dir>/host.lock, and re-read by every
-// call when another process or Host changed it, so several vflag processes
-// share one host. Slow things are stored as absolute wall-clock times and
+// rename) under an flock(2) on <dir>/host.lock, and re-read by every call
+// when another process or Host changed it (an fstat of the file last read
+// or written tells), so several vflag processes share one host. Reads take
+// no lock: the file is only ever replaced whole. Slow things are stored as absolute wall-clock times and
 // become visible when that time has come: VF i's PCI device, virtfn<i> link,
 // VF netdev and representor appear Latency.VFCreate*(i+1) after the
 // sriov_numvfs write; the hardware LAG reads active Latency.LAGActivation
@@ -218,7 +219,11 @@
 // batch (one netdev group, one RTM_DELLINK): one by one, each cost the
 // kernel an RCU grace period, which a real mode change does not spend. A real
 // ovs-vswitchd in that namespace can then add "bond0" and the representors
-// as ports. Close leaves the mirrors, which belong to the host's state.
+// as ports. Close leaves the mirrors, which belong to the host's state, and
+// when the Host changed the namespace it marks it (lo's ifalias: a hash of
+// the mirrored netdevs and of the namespace's ifindexes); Open then skips
+// its full sync (a dump of every link) while the mark holds, and syncs in
+// full when a link was added to or deleted from the namespace since.
 //
 // # Dump
 //

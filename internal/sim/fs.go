@@ -114,37 +114,83 @@ func (t tree) walk(p string, followLast bool) (*node, syscall.Errno) {
 	}
 }
 
+// namedDir is a directory of fixed names: listing it makes every child,
+// looking one name up makes that child alone (child returns nil for a name
+// the directory does not hold). A read walks through a few of these
+// levels; building each level's whole map made most of a read's cost.
+func namedDir(names []string, child func(name string) *node) *node {
+	return &node{
+		kids: func() map[string]*node {
+			m := make(map[string]*node, len(names))
+			for _, n := range names {
+				if c := child(n); c != nil {
+					m[n] = c
+				}
+			}
+			return m
+		},
+		lookup: child,
+	}
+}
+
 func (t tree) root() *node {
-	return dirNode(func() map[string]*node {
-		return map[string]*node{"sys": t.sys()}
+	return namedDir([]string{"sys"}, func(name string) *node {
+		if name == "sys" {
+			return t.sys()
+		}
+		return nil
 	})
 }
 
 func (t tree) sys() *node {
-	return dirNode(func() map[string]*node {
-		return map[string]*node{
-			"bus": dirNode(func() map[string]*node {
-				return map[string]*node{"pci": t.busPCI()}
-			}),
-			"class": dirNode(func() map[string]*node {
-				return map[string]*node{"net": t.classNet(), "infiniband": t.classInfiniband()}
-			}),
-			"devices": t.devices(),
-			"kernel": dirNode(func() map[string]*node {
-				return map[string]*node{"debug": dirNode(func() map[string]*node {
-					return map[string]*node{"mlx5": t.debugMLX5()}
-				}), "config": t.configfs()}
-			}),
+	return namedDir([]string{"bus", "class", "devices", "kernel"}, func(name string) *node {
+		switch name {
+		case "bus":
+			return namedDir([]string{"pci"}, func(name string) *node {
+				if name == "pci" {
+					return t.busPCI()
+				}
+				return nil
+			})
+		case "class":
+			return namedDir([]string{"net", "infiniband"}, func(name string) *node {
+				switch name {
+				case "net":
+					return t.classNet()
+				case "infiniband":
+					return t.classInfiniband()
+				}
+				return nil
+			})
+		case "devices":
+			return t.devices()
+		case "kernel":
+			return namedDir([]string{"debug", "config"}, func(name string) *node {
+				switch name {
+				case "debug":
+					return namedDir([]string{"mlx5"}, func(name string) *node {
+						if name == "mlx5" {
+							return t.debugMLX5()
+						}
+						return nil
+					})
+				case "config":
+					return t.configfs()
+				}
+				return nil
+			})
 		}
+		return nil
 	})
 }
 
 // --- /sys/bus/pci ---
 
 func (t tree) busPCI() *node {
-	return dirNode(func() map[string]*node {
-		return map[string]*node{
-			"devices": &node{
+	return namedDir([]string{"devices", "drivers", "drivers_probe"}, func(name string) *node {
+		switch name {
+		case "devices":
+			return &node{
 				kids: func() map[string]*node {
 					m := map[string]*node{}
 					for _, d := range t.st.pciDevs(t.now) {
@@ -158,18 +204,21 @@ func (t tree) busPCI() *node {
 					}
 					return nil
 				},
-			},
-			"drivers": dirNode(func() map[string]*node {
+			}
+		case "drivers":
+			return dirNode(func() map[string]*node {
 				m := map[string]*node{}
 				for _, drv := range t.st.knownDrivers() {
 					m[drv] = t.driverDir(drv)
 				}
 				return m
-			}),
-			"drivers_probe": writeOnlyNode(func(b []byte) (bool, *opError) {
+			})
+		case "drivers_probe":
+			return writeOnlyNode(func(b []byte) (bool, *opError) {
 				return t.st.probe(t.now, sysfsLine(b))
-			}),
+			})
 		}
+		return nil
 	})
 }
 
@@ -200,10 +249,13 @@ func (t tree) driverDir(drv string) *node {
 func (t tree) devPath(d pciDev) string { return t.st.home(d.nic) + "/" + d.addr() }
 
 func (t tree) devices() *node {
-	return dirNode(func() map[string]*node {
-		m := map[string]*node{
-			"virtual": dirNode(func() map[string]*node {
-				return map[string]*node{"net": dirNode(func() map[string]*node {
+	virtual := func() *node {
+		return namedDir([]string{"net"}, func(name string) *node {
+			if name != "net" {
+				return nil
+			}
+			return &node{
+				kids: func() map[string]*node {
 					m := map[string]*node{}
 					for _, nd := range t.st.visibleNetdevs(t.now) {
 						if nd.Role == roleLo || nd.Role == roleBond {
@@ -211,31 +263,60 @@ func (t tree) devices() *node {
 						}
 					}
 					return m
-				})}
-			}),
-		}
-		for _, nic := range t.st.NICs {
-			home := t.st.home(nic)
-			m[path.Base(home)] = &node{
-				kids: func() map[string]*node {
-					m := map[string]*node{}
-					for _, d := range t.st.pciDevs(t.now) {
-						if t.st.home(d.nic) == home {
-							m[d.addr()] = t.pciDir(d)
-						}
-					}
-					return m
 				},
+				// One netdev, without sorting every netdev (a bond's
+				// files are read through here).
 				lookup: func(name string) *node {
-					if d, ok := t.st.pci(name, t.now); ok && t.st.home(d.nic) == home {
-						return t.pciDirFast(d)
+					if nd := t.st.link(name, t.now); nd != nil && (nd.Role == roleLo || nd.Role == roleBond) {
+						return t.netdevDir(nd)
 					}
 					return nil
 				},
 			}
+		})
+	}
+	nicDir := func(home string) *node {
+		return &node{
+			kids: func() map[string]*node {
+				m := map[string]*node{}
+				for _, d := range t.st.pciDevs(t.now) {
+					if t.st.home(d.nic) == home {
+						m[d.addr()] = t.pciDir(d)
+					}
+				}
+				return m
+			},
+			lookup: func(name string) *node {
+				if d, ok := t.st.pci(name, t.now); ok && t.st.home(d.nic) == home {
+					return t.pciDirFast(d)
+				}
+				return nil
+			},
 		}
-		return m
-	})
+	}
+	return &node{
+		kids: func() map[string]*node {
+			m := map[string]*node{"virtual": virtual()}
+			for _, nic := range t.st.NICs {
+				home := t.st.home(nic)
+				m[path.Base(home)] = nicDir(home)
+			}
+			return m
+		},
+		lookup: func(name string) *node {
+			// A NIC's home, else "virtual" (as the map above: the NICs'
+			// entries are set after it).
+			for _, nic := range t.st.NICs {
+				if home := t.st.home(nic); path.Base(home) == name {
+					return nicDir(home)
+				}
+			}
+			if name == "virtual" {
+				return virtual()
+			}
+			return nil
+		},
+	}
 }
 
 func hexID(v int) string { return fmt.Sprintf("0x%04x\n", v) }
@@ -251,14 +332,8 @@ func (t tree) pciDir(d pciDev) *node {
 		if drv := d.driver(); drv != "" {
 			m["driver"] = linkNode(rel(me, "/sys/bus/pci/drivers/"+drv))
 		}
-		if net := t.pciNetdevs(d); len(net) > 0 {
-			m["net"] = dirNode(func() map[string]*node {
-				m := map[string]*node{}
-				for _, nd := range net {
-					m[nd.Name] = t.netdevDir(nd)
-				}
-				return m
-			})
+		if net := t.pciNetDir(d); net != nil {
+			m["net"] = net
 		}
 		if d.vf != nil {
 			m["device"] = textNode(hexID(mlxVFDevice))
@@ -300,6 +375,22 @@ func (t tree) pciDir(d pciDev) *node {
 			if vf.ready(now) {
 				m["virtfn"+strconv.Itoa(vf.Index)] = linkNode("../" + vf.PCI)
 			}
+		}
+		return m
+	})
+}
+
+// pciNetDir is a PCI function's net/ directory: nil when no netdev's
+// parent is the function.
+func (t tree) pciNetDir(d pciDev) *node {
+	net := t.pciNetdevs(d)
+	if len(net) == 0 {
+		return nil
+	}
+	return dirNode(func() map[string]*node {
+		m := map[string]*node{}
+		for _, nd := range net {
+			m[nd.Name] = t.netdevDir(nd)
 		}
 		return m
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,10 +28,15 @@ const (
 type Host struct {
 	dir string
 
-	mu     sync.Mutex
-	lock   *os.File // flock(2) serialises processes
-	st     *state
-	stamp  fileStamp
+	mu    sync.Mutex
+	lock  *os.File // flock(2) serialises processes
+	st    *state
+	stamp fileStamp
+	// file is the state file h.st was last read from or written to, kept
+	// open: an fstat of it tells whether it is still the saved state (a
+	// save renames a new file over it, leaving it no link), which costs a
+	// read less than a stat of the path.
+	file   *os.File
 	closed bool
 
 	now   func() time.Time
@@ -48,12 +54,26 @@ type fileStamp struct {
 	MTime int64
 }
 
-func stampOf(fi os.FileInfo) fileStamp {
-	s := fileStamp{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.Ino = st.Ino
+func stampOf(st *syscall.Stat_t) fileStamp {
+	return fileStamp{Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano()}
+}
+
+// fstat is the stamp of an open file, and whether the file still has a
+// name (Nlink > 0).
+func fstat(f *os.File) (fileStamp, bool, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return fileStamp{}, false, err
 	}
-	return s
+	return stampOf(&st), st.Nlink > 0, nil
+}
+
+// keepFile makes f the state file h.st came from.
+func (h *Host) keepFile(f *os.File) {
+	if h.file != nil && h.file != f {
+		_ = h.file.Close()
+	}
+	h.file = f
 }
 
 // Open opens the simulated host whose state is in dir/host.json. When dir is
@@ -90,6 +110,7 @@ func open(dir string, spec *Spec, now func() time.Time, sleep func(time.Duration
 		h.mu.Unlock()
 		if err != nil {
 			h.mirror.close()
+			h.keepFile(nil)
 			_ = lf.Close()
 			return nil, err
 		}
@@ -130,32 +151,43 @@ func (h *Host) flock(how int) error {
 func (h *Host) funlock() { _ = syscall.Flock(int(h.lock.Fd()), syscall.LOCK_UN) }
 
 // reload reads the state file if another process (or Host) saved it since
-// this Host last read or wrote it.
+// this Host last read or wrote it: the file it read or wrote then lost its
+// name to a rename, or was changed in place.
 func (h *Host) reload() error {
-	fi, err := os.Stat(h.statePath())
+	if h.st != nil && h.file != nil {
+		if stamp, linked, err := fstat(h.file); err == nil && linked && stamp == h.stamp {
+			return nil
+		}
+	}
+	f, err := os.Open(h.statePath())
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	if h.st != nil && stampOf(fi) == h.stamp {
-		return nil
+	stamp, _, err := fstat(f)
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(f)
 	}
-	data, err := os.ReadFile(h.statePath())
 	if err != nil {
-		return fmt.Errorf("sim: %w", err)
+		_ = f.Close()
+		return fmt.Errorf("sim: %s: %w", h.statePath(), err)
 	}
 	st := new(state)
 	if err := json.Unmarshal(data, st); err != nil {
+		_ = f.Close()
 		return fmt.Errorf("sim: %s: %w", h.statePath(), err)
 	}
 	if st.Version != stateVersion {
+		_ = f.Close()
 		return fmt.Errorf("sim: %s: state version %d, want %d", h.statePath(), st.Version, stateVersion)
 	}
 	st.fixup()
 	h.st = st
-	// Stat again: the stamp must describe the bytes we read; a rename in
-	// between only makes the next call read once more.
-	if fi2, err := os.Stat(h.statePath()); err == nil && stampOf(fi2) == stampOf(fi) {
-		h.stamp = stampOf(fi)
+	h.keepFile(f)
+	// Stat again: the stamp must describe the bytes we read; a change in
+	// place meanwhile only makes the next call read once more.
+	if stamp2, _, err := fstat(f); err == nil && stamp2 == stamp {
+		h.stamp = stamp
 	} else {
 		h.stamp = fileStamp{}
 	}
@@ -178,20 +210,20 @@ func (h *Host) save() error {
 		return fmt.Errorf("sim: %w", err)
 	}
 	_, werr := tmp.Write(append(data, '\n'))
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
 	if werr == nil {
 		werr = os.Rename(tmp.Name(), h.statePath())
 	}
 	if werr != nil {
+		_ = tmp.Close()
 		_ = os.Remove(tmp.Name())
 		h.stamp = fileStamp{}
 		return fmt.Errorf("sim: save state: %w", werr)
 	}
-	if fi, err := os.Stat(h.statePath()); err == nil {
-		h.stamp = stampOf(fi)
+	// The file written is the state file now: keep it open (reload's
+	// fstat), with its stamp.
+	h.keepFile(tmp)
+	if stamp, _, err := fstat(tmp); err == nil {
+		h.stamp = stamp
 	} else {
 		h.stamp = fileStamp{}
 	}
@@ -200,21 +232,24 @@ func (h *Host) save() error {
 
 var errClosed = errors.New("sim: host is closed")
 
-// view runs fn on the current state without changing it.
+// view runs fn on the current state without changing it. It takes no
+// flock: every save replaces the state file by a rename, so the file
+// always holds one whole saved state, and reading it without the lock is
+// reading it just before or just after a writer's lock (reload checks the
+// file's stamp after reading). That saves a read two of its three system
+// calls (the stat that tells whether the file changed stays).
 func (h *Host) view(fn func(st *state, now int64) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return fmt.Errorf("%w: %w", errClosed, syscall.EBADF)
 	}
-	if err := h.flock(syscall.LOCK_SH); err != nil {
-		return err
-	}
 	err := h.reload()
 	if err == nil {
+		h.st.viewing = true
 		err = fn(h.st, h.now().UnixNano())
+		h.st.viewing = false
 	}
-	h.funlock()
 	return err
 }
 
@@ -236,6 +271,7 @@ func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) e
 		h.funlock()
 		return err
 	}
+	h.st.pciIdx = nil // fn may change what it indexes
 	changed, ferr := fn(h.st, h.now().UnixNano())
 	if changed {
 		if serr := h.save(); serr != nil && ferr == nil {
@@ -268,6 +304,7 @@ func (h *Host) Close() error {
 	if h.mirror != nil {
 		h.mirror.close()
 	}
+	h.keepFile(nil)
 	return h.lock.Close()
 }
 

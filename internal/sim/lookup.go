@@ -9,7 +9,8 @@ import (
 // resolving one link (sriov.Host.VFs reads each) then costs O(1) instead of
 // building the whole directory, which made listing a PF's VFs quadratic in
 // the VF count. So is a function's driver link (sriov.Host.Driver reads it
-// for every VF). Every other name falls back to the directory.
+// for every VF), and its net/ directory. Every other name falls back to
+// the directory.
 func (t tree) pciDirFast(d pciDev) *node {
 	n := t.pciDir(d)
 	n.lookup = func(name string) *node {
@@ -29,6 +30,9 @@ func (t tree) pciDirFast(d pciDev) *node {
 				return linkNode(rel(t.devPath(d), "/sys/bus/pci/drivers/"+drv))
 			}
 			return nil
+		}
+		if name == "net" { // a VF's netdevs (sriov.Host.Netdevs lists them)
+			return t.pciNetDir(d)
 		}
 		return n.kids()[name]
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -32,22 +33,41 @@ type mirror struct {
 	// checking every link (which made each simulated write O(netdevs)
 	// netlink calls).
 	synced map[string]mirrorWant
+	// changed: a sync changed the namespace since the open (close then
+	// marks what it left there).
+	changed bool
+	// fullSyncs counts the full syncs (tests).
+	fullSyncs int
+	// noMark: the next full sync ignores the namespace's mark.
+	noMark bool
 }
 
 func newMirror(path string) *mirror { return &mirror{path: path} }
 
+// close stops the timer and, when this Host changed the namespace, marks
+// what it left there for the next open.
 func (m *mirror) close() {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
+	if m.changed && m.synced != nil {
+		_ = m.writeMark(m.synced)
+	}
 }
 
 // sync brings the namespace in line with want: in full the first time (and
-// after a failure), then only for the netdevs whose wanted state changed
-// since the last successful sync.
+// after a failure) unless the namespace's mark says a sync left it so,
+// then only for the netdevs whose wanted state changed since the last
+// successful sync.
 func (m *mirror) sync(want map[string]mirrorWant) error {
 	var err error
 	if m.synced == nil {
+		if !m.noMark && m.marked(want) {
+			m.synced = want
+			return nil
+		}
+		m.noMark = false
+		m.fullSyncs++
 		err = m.apply(want, nil)
 	} else {
 		delta := map[string]*mirrorWant{}
@@ -68,10 +88,136 @@ func (m *mirror) sync(want map[string]mirrorWant) error {
 	}
 	if err != nil {
 		m.synced = nil
+		_ = m.writeMark(nil) // the namespace is not what any mark says
 		return err
 	}
-	m.synced = want
+	m.synced, m.changed = want, true
 	return nil
+}
+
+// The mark is the ifalias of the namespace's lo: a hash of the netdevs a
+// sync mirrored (name, up, MAC) and a hash of the ifindexes of every link
+// in the namespace right after. An open whose wanted mirrors hash the same,
+// in a namespace whose links are the same ones, skips its full sync (a dump
+// of every link, the larger part of opening a host with a few hundred
+// mirrors). A link deleted or added since (by anyone: ovs-vswitchd adding
+// a bridge, a mirror deleted by hand, a namespace made anew, which has no
+// mark) changes the ifindexes and the next open syncs in full; a link's
+// flags or MAC changed in the namespace by hand are not seen by the mark.
+// The ifindexes come from a stats dump that asks for no statistics: a few
+// bytes per link, where a link dump costs the kernel every attribute.
+const markPrefix = "vflag-sim-mirror 1 "
+
+func wantHash(want map[string]mirrorWant) uint64 {
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	h := fnv.New64a()
+	for _, n := range names {
+		w := want[n]
+		fmt.Fprintf(h, "%s %v %s\n", n, w.up, w.mac)
+	}
+	return h.Sum64()
+}
+
+func markOf(want map[string]mirrorWant, links uint64) string {
+	return fmt.Sprintf("%swant=%016x links=%016x", markPrefix, wantHash(want), links)
+}
+
+// marked tells whether the namespace's mark says it holds want.
+func (m *mirror) marked(want map[string]mirrorWant) bool {
+	ns, err := netns.GetFromPath(m.path)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = ns.Close() }()
+	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = nh.Close() }()
+	lo, err := nh.LinkByName("lo")
+	if err != nil || !strings.HasPrefix(lo.Attrs().Alias, markPrefix) {
+		return false
+	}
+	links, err := linkSetHash(ns)
+	return err == nil && lo.Attrs().Alias == markOf(want, links)
+}
+
+// writeMark marks the namespace as holding want (nil: clears the mark).
+func (m *mirror) writeMark(want map[string]mirrorWant) error {
+	ns, err := netns.GetFromPath(m.path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ns.Close() }()
+	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = nh.Close() }()
+	lo, err := nh.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	mark := ""
+	if want != nil {
+		links, err := linkSetHash(ns)
+		if err != nil {
+			return err
+		}
+		mark = markOf(want, links)
+	}
+	if lo.Attrs().Alias == mark {
+		return nil
+	}
+	return nh.LinkSetAlias(lo, mark)
+}
+
+// ifStatsMsg is struct if_stats_msg (linux/if_link.h).
+type ifStatsMsg struct {
+	filterMask uint32
+}
+
+func (*ifStatsMsg) Len() int { return 12 }
+
+func (r *ifStatsMsg) Serialize() []byte {
+	b := make([]byte, 12) // family, pad1, pad2, ifindex 0: every link
+	nl.NativeEndian().PutUint32(b[8:], r.filterMask)
+	return b
+}
+
+// linkSetHash hashes the ifindexes of the namespace's links, from an
+// RTM_GETSTATS dump for IFLA_STATS_LINK_XSTATS alone (which a veth, lo
+// or OVS's devices have none of: one 12-byte header per link).
+func linkSetHash(ns netns.NsHandle) (uint64, error) {
+	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sock.Close() }()
+	req := nl.NewNetlinkRequest(unix.RTM_GETSTATS, unix.NLM_F_DUMP)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
+	req.AddData(&ifStatsMsg{filterMask: 1 << (unix.IFLA_STATS_LINK_XSTATS - 1)})
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWSTATS)
+	if err != nil {
+		return 0, err
+	}
+	idx := make([]uint32, 0, len(msgs))
+	for _, b := range msgs {
+		if len(b) < 12 {
+			return 0, fmt.Errorf("stats dump: short message")
+		}
+		idx = append(idx, nl.NativeEndian().Uint32(b[4:8]))
+	}
+	slices.Sort(idx)
+	h := fnv.New64a()
+	for _, i := range idx {
+		fmt.Fprintf(h, "%d\n", i)
+	}
+	return h.Sum64(), nil
 }
 
 // mirrorPeer names the peer of a mirrored netdev: "sv" and 8 hex digits.

@@ -20,7 +20,7 @@ var netnsSeq atomic.Int64
 
 // newTestNetns creates a named network namespace, or skips the test where
 // that is not possible (not root, no namespaces).
-func newTestNetns(t *testing.T) (string, netns.NsHandle) {
+func newTestNetns(t testing.TB) (string, netns.NsHandle) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a network namespace")
@@ -236,4 +236,73 @@ func TestMirrorNetnsBatch(t *testing.T) {
 		}
 	}
 	check("legacy", 2)
+}
+
+// TestMirrorMark: an open after a Host closed skips the full sync of the
+// namespace when its mark says nothing changed there, and syncs in full
+// (restoring the mirrors) when a link was deleted from it meanwhile.
+func TestMirrorMark(t *testing.T) {
+	path, ns := newTestNetns(t)
+	spec := testSpec()
+	spec.Latency = Latency{}
+	spec.MirrorNetns = path
+	dir := t.TempDir()
+	open := func(what string, wantFull int) *Host {
+		t.Helper()
+		h, err := Open(dir, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.mirror.fullSyncs != wantFull {
+			t.Errorf("%s: %d full syncs of the namespace, want %d", what, h.mirror.fullSyncs, wantFull)
+		}
+		return h
+	}
+	want := func(h *Host) map[string]mirrored {
+		ls, err := h.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]mirrored{}
+		for _, l := range ls {
+			if l.Name != "lo" {
+				out[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
+			}
+		}
+		return out
+	}
+	check := func(what string, h *Host) {
+		t.Helper()
+		if d := cmp.Diff(want(h), listMirror(t, ns), cmp.AllowUnexported(mirrored{})); d != "" {
+			t.Fatalf("%s: mirror differs (-sim +netns):\n%s", what, d)
+		}
+	}
+	h := open("new namespace", 1)
+	check("new namespace", h)
+	if err := h.SetLinkUp("p0", true); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	h = open("nothing changed", 0)
+	check("nothing changed", h)
+	h.Close()
+
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	l, err := nh.LinkByName("p0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nh.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	h = open("p0 deleted from the namespace", 1)
+	check("p0 deleted from the namespace", h)
+	h.Close()
+	h = open("restored", 0)
+	check("restored", h)
+	h.Close()
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -279,5 +280,79 @@ func TestBaselineRestored(t *testing.T) {
 	}
 	if diff := cmp.Diff(beforeDmesg(baseline), beforeDmesg(x.h.Dump())); diff != "" {
 		t.Fatalf("host not back to baseline (-baseline +after):\n%s", diff)
+	}
+}
+
+// TestReadsTakeNoLock: a read is served while another process holds the
+// host's lock (as a writer between its reload and its save): every save
+// renames a whole file into place, so a read needs no lock.
+func TestReadsTakeNoLock(t *testing.T) {
+	x := newTH(t, testSpec())
+	lf, err := os.OpenFile(filepath.Join(x.dir, lockFile), os.O_RDWR, 0)
+	x.ok(err)
+	defer lf.Close()
+	x.ok(syscall.Flock(int(lf.Fd()), syscall.LOCK_EX))
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	done := make(chan string, 1)
+	go func() {
+		b, err := x.fs.ReadFile("/sys/class/net/p0/mtu")
+		done <- fmt.Sprintf("%q %v", b, err)
+	}()
+	select {
+	case got := <-done:
+		if got != `"1500\n" <nil>` {
+			t.Fatalf("read = %s", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a read waited for the lock")
+	}
+}
+
+// TestStateFileChanges: a Host sees the state file replaced (a save by
+// another Host: rename) and changed in place (written over by hand).
+func TestStateFileChanges(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace func(t *testing.T, path string, data []byte)
+	}{
+		{"renamed over", func(t *testing.T, path string, data []byte) {
+			if err := os.WriteFile(path+".new", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(path+".new", path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"written in place", func(t *testing.T, path string, data []byte) {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.Write(data); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newTH(t, testSpec())
+			if got := x.read("/sys/class/net/p0/mtu"); got != "1500\n" {
+				t.Fatalf("mtu = %q", got)
+			}
+			path := filepath.Join(x.dir, stateFile)
+			data, err := os.ReadFile(path)
+			x.ok(err)
+			var st map[string]any
+			x.ok(json.Unmarshal(data, &st))
+			p0 := st["netdevs"].(map[string]any)["p0"].(map[string]any)
+			p0["mtu"], p0["alias"] = 9000, "changed" // and a size of its own
+			data, err = json.Marshal(st)
+			x.ok(err)
+			tc.replace(t, path, data)
+			if got := x.read("/sys/class/net/p0/mtu"); got != "9000\n" {
+				t.Fatalf("mtu after the state file changed = %q, want 9000", got)
+			}
+		})
 	}
 }

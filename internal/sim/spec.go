@@ -139,7 +139,7 @@ func validate(in *Spec) (*Spec, error) {
 	}
 	nicNames := map[string]bool{}
 	netdevs := map[string]string{"lo": "the loopback device"}
-	used := map[string]string{} // every PCI address a PF or a possible VF may take
+	used := map[bdf]usedBy{} // every PCI address a PF or a possible VF may take
 	for i, n := range in.NICs {
 		n.PFs = append([]PFSpec(nil), n.PFs...)
 		where := fmt.Sprintf("sim: nics[%d]", i)
@@ -224,10 +224,10 @@ func validate(in *Spec) (*Spec, error) {
 		// Every address the NIC can ever use must be free.
 		offs := vfOffsets(addrs, n.TotalVFs)
 		for j, a := range addrs {
-			if other, dup := used[a.String()]; dup {
+			if other, dup := used[a]; dup {
 				return nil, fmt.Errorf("%s.pfs[%d].pci: %s collides with %s", where, j, a, other)
 			}
-			used[a.String()] = fmt.Sprintf("PF %s", a)
+			used[a] = usedBy{pf: a, vf: -1}
 		}
 		for j, a := range addrs {
 			for k := 0; k < n.TotalVFs; k++ {
@@ -235,15 +235,30 @@ func validate(in *Spec) (*Spec, error) {
 				if !ok {
 					return nil, fmt.Errorf("%s.total_vfs: VF %d of PF %s would be past bus ff", where, k, a)
 				}
-				if other, dup := used[v.String()]; dup {
+				if other, dup := used[v]; dup {
 					return nil, fmt.Errorf("%s: VF %d of PF %s (%s) collides with %s", where, k, a, v, other)
 				}
-				used[v.String()] = fmt.Sprintf("VF %d of PF %s", k, a)
+				used[v] = usedBy{pf: a, vf: k}
 			}
 		}
 		s.NICs[i] = n
 	}
 	return &s, nil
+}
+
+// usedBy is what takes a PCI address in validate: PF pf (vf < 0) or its VF
+// vf. Its text is made only for an error (validate runs at every open with
+// a config: formatting each of 2 x 64 VFs' names cost more than the rest).
+type usedBy struct {
+	pf bdf
+	vf int
+}
+
+func (u usedBy) String() string {
+	if u.vf < 0 {
+		return fmt.Sprintf("PF %s", u.pf)
+	}
+	return fmt.Sprintf("VF %d of PF %s", u.vf, u.pf)
 }
 
 // vfOffsets gives each PF its sriov_offset (stride 1): the VFs of PF0 start

@@ -94,7 +94,8 @@ func (h *Host) Reset(spec *Spec) error {
 		h.mirror = newMirror(norm.MirrorNetns)
 	}
 	if h.mirror != nil {
-		h.mirror.synced = nil // a full sync: the namespace may hold anything
+		// A full sync: the namespace may hold anything.
+		h.mirror.synced, h.mirror.noMark = nil, true
 		return h.syncMirrorLocked()
 	}
 	return nil

@@ -23,6 +23,12 @@ type state struct {
 	RDMA        *rdmaState         `json:"rdma,omitempty"` // rdma.go
 	// Blocks are the shared tc blocks' filters, by block index (tc.go).
 	Blocks map[uint32][]simFilter `json:"tc_blocks,omitempty"`
+
+	// viewing is set while Host.view runs a read on the state, which then
+	// cannot change: pci looks addresses up in pciIdx, built on the first
+	// lookup of a view and kept until update changes the state.
+	viewing bool
+	pciIdx  map[string][]pciDev
 }
 
 type nicState struct {
@@ -317,6 +323,26 @@ func (st *state) home(nic *nicState) string {
 
 // pci finds the PCI function with address addr existing at now.
 func (st *state) pci(addr string, now int64) (pciDev, bool) {
+	if st.viewing {
+		if st.pciIdx == nil {
+			st.pciIdx = map[string][]pciDev{}
+			for _, nic := range st.NICs {
+				for _, pf := range nic.PFs {
+					st.pciIdx[pf.PCI] = append(st.pciIdx[pf.PCI], pciDev{nic: nic, pf: pf})
+					for _, vf := range pf.VFs {
+						st.pciIdx[vf.PCI] = append(st.pciIdx[vf.PCI], pciDev{nic: nic, pf: pf, vf: vf})
+					}
+				}
+			}
+		}
+		// In the order of the scan below: the first that exists at now.
+		for _, d := range st.pciIdx[addr] {
+			if d.vf == nil || d.vf.ready(now) {
+				return d, true
+			}
+		}
+		return pciDev{}, false
+	}
 	for _, nic := range st.NICs {
 		for _, pf := range nic.PFs {
 			if pf.PCI == addr {
