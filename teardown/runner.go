@@ -97,7 +97,6 @@ func (s silent) Unwrap() error { return s.err }
 // e.g. a plan line for a step that cannot be checked before earlier steps ran.
 func (r *Runner) Note(ev Event) { r.emit(ev) }
 
-// Results returns what this run did (or, with DryRun, would do), in order.
 // NeededChanges are the needed changes this runner's checks found for
 // Replannable steps (id -> Change): what a forward pass takes as Planned.
 func (r *Runner) NeededChanges() map[string]Change {
@@ -110,6 +109,7 @@ func (r *Runner) NeededChanges() map[string]Change {
 	return out
 }
 
+// Results returns what this run did (or, with DryRun, would do), in order.
 func (r *Runner) Results() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()

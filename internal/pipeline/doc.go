@@ -82,7 +82,11 @@
 // converged unless this run has written its own kind or one it depends on,
 // directly or through others (teardown.Runner.DependsOn). A VLAN change
 // (ovs.bridge) so re-reads the OVS steps after it (ovs.port, hw-offload,
-// tc.ingress-block) and nothing of libvirt or devlink. A prune that wrote
+// tc.ingress-block) and nothing of libvirt or devlink. By the same rule a
+// needed change of a Replannable step (the bridge's) is applied as the
+// plan pass computed it, without a second read (teardown.Runner.Planned),
+// and verify of a run whose only write rewrote columns of the bridge's
+// kept ports takes the plan pass's ofports. A prune that wrote
 // before the forward pass makes every step read again; reads a phase shares
 // between its steps (the VF list, the representors, the bridge for verify)
 // are taken again after any write. The order of prunes against changes is
