@@ -42,6 +42,16 @@ func FlowAPIs(logPath string) map[string]bool {
 	return out
 }
 
+// LogReadable tells whether ovs-vswitchd's log can be opened for reading
+// (nil), or why not.
+func LogReadable(logPath string) error {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // ScanLogTail calls fn with each line of the last vswitchdLogTail bytes of
 // ovs-vswitchd's log, oldest first; nothing when it cannot be read.
 func ScanLogTail(logPath string, fn func(line string)) {

@@ -59,7 +59,7 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.Bool("allow-skip", false, "exit 0 when no check failed, even if some were skipped (e.g. LAG unverified, --traffic on a legacy group)")
 	f.Bool("traffic", false, "run the traffic check (iperf3), then the offload check")
 	f.Bool("offload", false, "run the offload check: where each datapath flow of the group runs (hardware, tc software, OVS kernel datapath) and why not in hardware")
-	f.String("ovs-log", validaterun.DefaultVswitchdLog, "ovs-vswitchd's log, read by the offload check for its \"failed to offload flow\" lines")
+	f.String("ovs-log", "", "ovs-vswitchd's log, read by the offload check for its \"failed to offload flow\" lines (default: the config's ovs_log, else "+validaterun.DefaultVswitchdLog+")")
 	f.Bool("failover", false, "run the failover check (implies traffic): one slave down during traffic, then restored")
 	f.Bool("manual", false, "failover: ask the operator to pull and replug the cable instead of setting the slave down")
 	f.String("fail-slave", "", "failover: the slave to fail (default: the active slave, or the first)")
@@ -108,6 +108,9 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 	}
 	if err := o.CheckConfig(cfg); err != nil {
 		return err
+	}
+	if o.VswitchdLog == "" && cfg != nil {
+		o.VswitchdLog = cfg.OVSLog // "" too: validaterun's default
 	}
 	a.warm = warmFor(cfg, true)
 	h, err := a.openHost(cfg, cfg)

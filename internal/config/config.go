@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -21,9 +22,14 @@ import (
 // Config is vflag's configuration file (YAML), after viper has merged flags
 // and VFLAG_* environment variables.
 type Config struct {
-	OVSDB   string  `mapstructure:"ovsdb"`   // "unix:/var/run/openvswitch/db.sock"
-	Libvirt string  `mapstructure:"libvirt"` // "qemu:///system"
-	Groups  []Group `mapstructure:"groups"`
+	OVSDB   string `mapstructure:"ovsdb"`   // "unix:/var/run/openvswitch/db.sock"
+	Libvirt string `mapstructure:"libvirt"` // "qemu:///system"
+	// OVSLog is ovs-vswitchd's log (its --log-file), read by up for what
+	// ovs-vswitchd said of the bond's tc flow API and by validate's offload
+	// check; "" is where Debian's and Red Hat's packages put it
+	// (/var/log/openvswitch/ovs-vswitchd.log).
+	OVSLog string  `mapstructure:"ovs_log"`
+	Groups []Group `mapstructure:"groups"`
 	// LAGTimeout bounds the wait for hardware LAG activation (default 30s).
 	LAGTimeout time.Duration `mapstructure:"lag_timeout"`
 	// VFTimeout bounds the wait for VF creation per PF (default 5m: ~0.5 s per VF on ConnectX).
@@ -446,6 +452,9 @@ func (c *Config) validateSettings(add func(string, any, string, ...any)) {
 	}
 	if c.Libvirt == "" || strings.ContainsAny(c.Libvirt, " \n") || !strings.Contains(c.Libvirt, ":") {
 		add("libvirt", c.Libvirt, "is not a libvirt URI (e.g. qemu:///system)")
+	}
+	if c.OVSLog != "" && (!filepath.IsAbs(c.OVSLog) || filepath.Clean(c.OVSLog) != c.OVSLog) {
+		add("ovs_log", c.OVSLog, "must be an absolute, clean path to ovs-vswitchd's log (its --log-file)")
 	}
 	if c.LAGTimeout < 0 {
 		add("lag_timeout", c.LAGTimeout, "must be positive")

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -46,9 +47,12 @@ type Env struct {
 	pci sriov.Host
 	log *slog.Logger
 
-	// VswitchdLog is ovs-vswitchd's log (ovs.DefaultVswitchdLog when
-	// empty), read for what it said of the bond's tc flow API.
+	// VswitchdLog is ovs-vswitchd's log (the config's ovs_log;
+	// ovs.DefaultVswitchdLog when empty), read for what it said of the
+	// bond's tc flow API.
 	VswitchdLog string
+	// logUnreadable: the warning that VswitchdLog cannot be read was given.
+	logUnreadable sync.Once
 
 	// Stage is StageAll (default) or StagePre.
 	Stage Stage
@@ -80,7 +84,7 @@ func New(cfg *config.Config, h *host.Host, log *slog.Logger) *Env {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Env{cfg: cfg, h: h, k: h.Kernel, fs: h.FS, pci: h.PCI, log: log, Stage: StageAll, OFPortWait: 30 * time.Second}
+	return &Env{cfg: cfg, h: h, k: h.Kernel, fs: h.FS, pci: h.PCI, log: log, Stage: StageAll, OFPortWait: 30 * time.Second, VswitchdLog: cfg.OVSLog}
 }
 
 // Config is the run's config.
