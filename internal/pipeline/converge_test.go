@@ -28,7 +28,8 @@ import (
 // domain here can hold one: no VFIO).
 type convergeEnv struct {
 	*bed
-	held map[string]string // VF -> domain
+	held   map[string]string      // VF -> domain
+	runner func(*teardown.Runner) // when set, tunes each run's runner (FailAt, NoRollback)
 }
 
 func newConvergeEnv(t *testing.T, d daemons) *convergeEnv {
@@ -69,6 +70,9 @@ func (ce *convergeEnv) runWith(dry bool, edit func(*config.Config), tune func(*E
 		t.Fatal(err)
 	}
 	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: dry}
+	if ce.runner != nil {
+		ce.runner(r)
+	}
 	return r, e.Up(context.Background(), r, gs)
 }
 

@@ -1,16 +1,12 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/internal/host"
-	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/teardown"
 )
 
@@ -31,30 +27,12 @@ func TestRepPortsLeaveBeforeRemake(t *testing.T) {
 	}
 	d.ovs.MustVsctl("add-port", "br-lag", "foreign0", "--", "set", "interface", "foreign0", "type=internal")
 
-	c, err := config.Parse([]byte(testbed.PointConfig(exampleConfig(t), d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Groups[0].NumVFs = 2
-	h := host.New(ce.sim, ce.sim.FS(), c.OVSDB, c.Libvirt)
-	defer h.Close()
-	e := New(c, h, slog.New(slog.DiscardHandler))
-	e.Holding = func([]string) (map[string]string, error) { return map[string]string{}, nil }
-	j, err := teardown.OpenJournal(ce.journalDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := e.Preflight(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf0 := gs[0].PFs[gs[0].Owners[0]]
-	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), NoRollback: true, FailAt: numVFsKind{}.Name() + "/" + string(pf0.Dev)}
-	if err := e.Up(context.Background(), r, gs); !errors.Is(err, teardown.ErrInjected) {
+	ce.runner = func(r *teardown.Runner) { r.NoRollback, r.FailAt = true, "sriov.numvfs/pci/0000:61:00.0" }
+	if _, err := ce.run(false, func(c *config.Config) { c.Groups[0].NumVFs = 2 }); !errors.Is(err, teardown.ErrInjected) {
 		t.Fatalf("up stopped at the numvfs write: %v, want the injected failure", err)
 	}
 	left := strings.Fields(d.ovs.MustVsctl("list-ports", "br-lag"))
-	if want := []string{c.Groups[0].Bond.Name, "foreign0"}; !slices.Equal(left, want) {
+	if want := []string{"bond0", "foreign0"}; !slices.Equal(left, want) {
 		t.Errorf("bridge right after the numvfs writes: %v, want %v (the old representors' ports gone before the write, the foreign port kept)", left, want)
 	}
 }

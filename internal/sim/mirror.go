@@ -126,20 +126,32 @@ func markOf(want map[string]mirrorWant, links uint64) string {
 	return fmt.Sprintf("%swant=%016x links=%016x", markPrefix, wantHash(want), links)
 }
 
+// lo opens the mirror namespace, a netlink handle in it and its lo, where
+// the mark lives; done closes the namespace and the handle.
+func (m *mirror) lo() (ns netns.NsHandle, nh *netlink.Handle, lo netlink.Link, done func(), err error) {
+	if ns, err = netns.GetFromPath(m.path); err != nil {
+		return ns, nil, nil, nil, err
+	}
+	if nh, err = netlink.NewHandleAt(ns, unix.NETLINK_ROUTE); err != nil {
+		_ = ns.Close()
+		return ns, nil, nil, nil, err
+	}
+	done = func() { _ = nh.Close(); _ = ns.Close() }
+	if lo, err = nh.LinkByName("lo"); err != nil {
+		done()
+		return ns, nil, nil, nil, err
+	}
+	return ns, nh, lo, done, nil
+}
+
 // marked tells whether the namespace's mark says it holds want.
 func (m *mirror) marked(want map[string]mirrorWant) bool {
-	ns, err := netns.GetFromPath(m.path)
+	ns, _, lo, done, err := m.lo()
 	if err != nil {
 		return false
 	}
-	defer func() { _ = ns.Close() }()
-	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return false
-	}
-	defer func() { _ = nh.Close() }()
-	lo, err := nh.LinkByName("lo")
-	if err != nil || !strings.HasPrefix(lo.Attrs().Alias, markPrefix) {
+	defer done()
+	if !strings.HasPrefix(lo.Attrs().Alias, markPrefix) {
 		return false
 	}
 	links, err := linkSetHash(ns)
@@ -148,20 +160,11 @@ func (m *mirror) marked(want map[string]mirrorWant) bool {
 
 // writeMark marks the namespace as holding want (nil: clears the mark).
 func (m *mirror) writeMark(want map[string]mirrorWant) error {
-	ns, err := netns.GetFromPath(m.path)
+	ns, nh, lo, done, err := m.lo()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ns.Close() }()
-	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = nh.Close() }()
-	lo, err := nh.LinkByName("lo")
-	if err != nil {
-		return err
-	}
+	defer done()
 	mark := ""
 	if want != nil {
 		links, err := linkSetHash(ns)
