@@ -111,6 +111,10 @@ func Connect(ctx context.Context, endpoint string) (*Client, error) {
 	return c, nil
 }
 
+// WarmWrites connects the client's writing side (libovsdb's client) in the
+// background, for a caller that will write whatever it reads (down).
+func (c *Client) WarmWrites(ctx context.Context) { c.warmLib(ctx) }
+
 // warmLib connects libovsdb's client in the background: a plan that found
 // a change to write calls it, so that the connection (the schema fetched,
 // the monitor set up: ~5 ms) overlaps what the caller does before Ensure.

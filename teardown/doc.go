@@ -29,15 +29,21 @@
 //     persisted again) only after Apply returned. A crash at any point leaves
 //     a journal from which Down can restore the host: a pending entry is
 //     undone like an applied one, because its Apply may have half-happened.
-//  2. Every journal mutation is durable before it returns: the journal is
-//     written to a temp file in the same directory, fsynced, renamed over
-//     journal.json, and the directory is fsynced. An empty journal removes
-//     the file. A corrupt journal is an error, never an empty journal.
+//  2. Every journal mutation that journals a change is durable before it
+//     returns: the journal is written to a temp file in the same directory,
+//     fsynced, renamed over journal.json, and the directory is fsynced. A
+//     removal of undone entries skips the directory's fsync: a power cut may
+//     bring the removed entries back (whole, never a torn file), and undo is
+//     repeatable; the next durable write makes it durable too. An empty
+//     journal removes the file. A corrupt journal is an error, never an
+//     empty journal.
 //  3. The first capture wins: when a step must be applied again (resume after
 //     a kill, or drift after an earlier run) its existing entry keeps its
 //     original Record, the state from before vflag ever touched the host.
 //     The entry also keeps its position in the journal.
-//  4. Undo runs in exact reverse of journal order. The caller
+//  4. Undo runs in exact reverse of journal order (an entry the Runner's
+//     Moot names moot is undone by a later entry's undo instead: a PF's
+//     representors go with its return to legacy). The caller
 //     (internal/pipeline, run by internal/apply) passes steps to the Runner
 //     in the pipeline order of DESIGN.md §2, so
 //     reverse order detaches from domains before OVS rows are removed, deletes

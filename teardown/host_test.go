@@ -102,6 +102,14 @@ func (h *fakeHost) write(k string, v *string) error {
 	} else {
 		h.kv[k] = *v
 	}
+	if pf, ok := strings.CutPrefix(k, "eswitch."); ok && h.kv[k] != "switchdev" {
+		// A PF's representors (keys pfN.rep*) vanish with switchdev.
+		for rk := range h.kv {
+			if strings.HasPrefix(rk, pf+".rep") {
+				delete(h.kv, rk)
+			}
+		}
+	}
 	if _, bond := h.kv["bond0"]; bond && (h.kv["eswitch.pf0"] != "switchdev" || h.kv["eswitch.pf1"] != "switchdev") {
 		if had {
 			h.kv[k] = old

@@ -167,27 +167,41 @@ func cloneEntries(in []Entry) []Entry {
 // result is persisted and only then becomes the journal's state, so memory
 // never runs ahead of the disk.
 func (j *Journal) update(fn func(entries []Entry) ([]Entry, bool, error)) error {
+	return j.updateWith(true, fn)
+}
+
+// updateWith is update; durable false writes without the directory's fsync
+// (atomicfile.ReplaceFile), for a change whose loss in a crash is harmless.
+func (j *Journal) updateWith(durable bool, fn func(entries []Entry) ([]Entry, bool, error)) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	next, changed, err := fn(cloneEntries(j.entries))
 	if err != nil || !changed {
 		return err
 	}
-	if err := j.persist(next); err != nil {
+	if err := j.persist(next, durable); err != nil {
 		return err
 	}
 	j.entries = next
 	return nil
 }
 
-// remove deletes the entry with this id (no-op when absent).
-func (j *Journal) remove(id string) error {
-	return j.update(func(es []Entry) ([]Entry, bool, error) {
-		i := indexOf(es, id)
-		if i < 0 {
-			return es, false, nil
+// remove deletes the entries with these ids (absent ones are skipped), in
+// one write. The write is not made durable on its own: an undone entry that
+// a power cut brings back is undone again by the next down (undo is
+// repeatable and tolerant of what is gone), and the next journaling of a
+// change (always durable) makes the removal durable too. A removal costs
+// one fsync instead of two.
+func (j *Journal) remove(ids ...string) error {
+	return j.updateWith(false, func(es []Entry) ([]Entry, bool, error) {
+		changed := false
+		for _, id := range ids {
+			if i := indexOf(es, id); i >= 0 {
+				es = slices.Delete(es, i, i+1)
+				changed = true
+			}
 		}
-		return slices.Delete(es, i, i+1), true, nil
+		return es, changed, nil
 	})
 }
 
@@ -226,16 +240,19 @@ func indexOf(es []Entry, id string) int {
 	return slices.IndexFunc(es, func(e Entry) bool { return e.ID == id })
 }
 
-// persist writes entries durably (atomicfile.WriteFile: temp file in the
-// same directory, fsync, rename over journal.json, fsync the directory). No
-// entries removes the file, durably too.
-func (j *Journal) persist(entries []Entry) error {
+// persist writes entries (atomicfile.WriteFile: temp file in the same
+// directory, fsync, rename over journal.json, fsync the directory; without
+// that last fsync unless durable). No entries removes the file.
+func (j *Journal) persist(entries []Entry, durable bool) error {
 	if len(entries) == 0 {
 		if err := os.Remove(j.path); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
 			return fmt.Errorf("remove empty journal: %w", err)
+		}
+		if !durable {
+			return nil
 		}
 		if err := atomicfile.SyncDir(j.dir); err != nil {
 			return fmt.Errorf("remove empty journal: %w", err)
@@ -251,7 +268,11 @@ func (j *Journal) persist(entries []Entry) error {
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	if err := atomicfile.WriteFile(j.path, data, 0o600); err != nil {
+	write := atomicfile.WriteFile
+	if !durable {
+		write = atomicfile.ReplaceFile
+	}
+	if err := write(j.path, data, 0o600); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil

@@ -70,6 +70,14 @@ type Runner struct {
 	// Converged). A VLAN change's bridge step so reads OVSDB once in the
 	// plan pass instead of again in the forward pass.
 	Planned map[string]Change
+	// Moot, when set, tells of an entry about to be undone whether the
+	// undo of a later one (among later: the entries this call undoes after
+	// it) takes its change away: a PF's representors, set up, vanish when
+	// the PF returns to legacy. It returns that entry's ID and what its
+	// undo does to e (the report's summary), or "". The moot entry is not
+	// undone on its own: it leaves the journal in the same write as that
+	// entry, or is undone on its own after all if that entry's undo fails.
+	Moot func(e Entry, later []Entry) (by, said string)
 	// Abort, when set, bounds the rollback after a failure (a second
 	// Ctrl-C): once it is done the rollback stops after its current undo
 	// batch and the rest stays in the journal for up or down. Unset, the
@@ -568,8 +576,9 @@ func (r *Runner) rollback(ctx context.Context) (int, error) {
 
 // Down undoes every journal entry in reverse order, best-effort: a failed
 // undo (or an entry whose kind has no Undoer) keeps its entry for a later
-// Down, and the others continue. Each undone entry is removed from the
-// journal at once. An empty or missing journal is success.
+// Down, and the others continue. The undone entries of a group (one Do
+// call's) leave the journal in one write as soon as the group is done. An
+// empty or missing journal is success.
 func (r *Runner) Down(ctx context.Context) error {
 	if r.Journal == nil {
 		return errors.New("down: runner has no journal")
@@ -582,76 +591,153 @@ func (r *Runner) Down(ctx context.Context) error {
 // and the joined failures. Adjacent entries journaled by one Do call (same
 // run and batch) were applied concurrently as independent steps, so they are
 // undone concurrently too: both PFs return to legacy in one mode-change time,
-// not two. Batches still run strictly in reverse order.
+// not two. Batches still run strictly in reverse order. A group's undone
+// entries leave the journal in one write once the group is done.
+//
+// An entry that Moot names moot (a later undo in this call takes its change
+// away) is not undone on its own: it leaves the journal with the entry that
+// undoes it, or, if that undo fails, is undone on its own right after.
 func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
-	log := r.log()
 	var errs []error
 	done := 0
+	// deferred: moot entries by the id of the entry whose undo takes them.
+	deferred := map[string][]mootEntry{}
 	for hi := len(entries) - 1; hi >= 0; {
 		lo := hi
 		for lo > 0 && sameBatch(entries[lo-1], entries[hi]) {
 			lo--
 		}
-		group := entries[lo : hi+1]
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("undo stopped before %s, %d entr(ies) left in journal %s: %w", entries[hi].ID, hi+1, r.Journal.Path(), err))
 			break
 		}
-		outs := make([]error, len(group))
-		ok := make([]bool, len(group))
-		parallel(len(group), func(k int) {
-			// Reverse order inside the group too, for a sequential (single) group's log.
-			i := len(group) - 1 - k
-			e := group[i]
-			ev := Event{Kind: e.Kind, ID: e.ID, Summary: revertSummary(e), Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
-			if r.DryRun {
-				log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
-				r.emit(ev)
-				return
+		var group []Entry
+		for _, e := range entries[lo : hi+1] {
+			if r.Moot != nil && !r.DryRun {
+				if by, said := r.Moot(e, entries[:lo]); by != "" {
+					deferred[by] = append(deferred[by], mootEntry{e, said})
+					continue
+				}
 			}
-			r.markWrote(e.Kind)
-			undo, found := r.Undo[e.Kind]
-			if !found {
-				err := fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())
-				log.Error("undo failed", "step", e.Kind, "id", e.ID, "err", err)
-				ev.Changed, ev.Err = false, err
-				r.emit(ev)
-				outs[i] = err
-				return
-			}
-			start := time.Now()
-			said, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (string, error) { return undo(ctx, e.Record) })
-			ev.Duration = time.Since(start)
-			if said != "" {
-				ev.Summary = said
-			}
-			if err != nil {
-				err = fmt.Errorf("undo %s: %w", e.ID, err)
-			} else if jerr := r.Journal.remove(e.ID); jerr != nil {
-				err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
-			} else {
-				ok[i] = true
-			}
-			if err != nil {
-				log.Error("undo failed", "step", e.Kind, "id", e.ID, "state", e.State, "err", err)
-				ev.Err = err
-				outs[i] = err
-			} else {
-				log.Info("undone", "step", e.Kind, "id", e.ID, "state", e.State, "duration", ev.Duration)
-			}
-			r.emit(ev)
-		})
-		for i := len(group) - 1; i >= 0; i-- {
-			if outs[i] != nil {
-				errs = append(errs, outs[i])
-			}
-			if ok[i] {
-				done++
-			}
+			group = append(group, e)
 		}
+		n, gerrs := r.undoGroup(ctx, group, deferred)
+		done += n
+		errs = append(errs, gerrs...)
 		hi = lo - 1
 	}
 	return done, errors.Join(errs...)
+}
+
+// mootEntry is an entry whose undo another entry's undo makes moot, with
+// what that undo does to it (the report's summary).
+type mootEntry struct {
+	Entry
+	said string
+}
+
+// undoGroup undoes the entries of one group concurrently, then removes the
+// undone ones (and the moot entries their undo took) from the journal in one
+// write; a moot entry whose taker failed is undone on its own after.
+func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[string][]mootEntry) (int, []error) {
+	if len(group) == 0 {
+		return 0, nil
+	}
+	log := r.log()
+	outs := make([]error, len(group))
+	evs := make([]Event, len(group))
+	durs := make([]time.Duration, len(group))
+	parallel(len(group), func(k int) {
+		// Reverse order inside the group too, for a sequential (single) group's log.
+		i := len(group) - 1 - k
+		e := group[i]
+		ev := Event{Kind: e.Kind, ID: e.ID, Summary: revertSummary(e), Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+		defer func() { evs[i] = ev }()
+		if r.DryRun {
+			log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
+			return
+		}
+		r.markWrote(e.Kind)
+		undo, found := r.Undo[e.Kind]
+		if !found {
+			ev.Changed = false
+			outs[i] = fmt.Errorf("undo %s: no undoer for kind %q (entry kept in journal %s)", e.ID, e.Kind, r.Journal.Path())
+			return
+		}
+		start := time.Now()
+		said, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (string, error) { return undo(ctx, e.Record) })
+		durs[i] = time.Since(start)
+		if said != "" {
+			ev.Summary = said
+		}
+		if err != nil {
+			outs[i] = fmt.Errorf("undo %s: %w", e.ID, err)
+		}
+	})
+	if r.DryRun {
+		for i := len(group) - 1; i >= 0; i-- {
+			r.emit(evs[i])
+		}
+		return 0, nil
+	}
+	// One journal write for the group: its undone entries and the moot
+	// entries they took.
+	var ids []string
+	var retry []mootEntry
+	for i, e := range group {
+		if outs[i] != nil {
+			retry = append(retry, deferred[e.ID]...)
+			continue
+		}
+		ids = append(ids, e.ID)
+		for _, m := range deferred[e.ID] {
+			ids = append(ids, m.ID)
+		}
+	}
+	var jerr error
+	if len(ids) > 0 {
+		jerr = r.Journal.remove(ids...)
+	}
+	var errs []error
+	done := 0
+	for i := len(group) - 1; i >= 0; i-- {
+		e, ev := group[i], evs[i]
+		ev.Duration = durs[i]
+		err := outs[i]
+		if err == nil && jerr != nil {
+			err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
+		}
+		if err != nil {
+			log.Error("undo failed", "step", e.Kind, "id", e.ID, "state", e.State, "err", err)
+			ev.Err = err
+			errs = append(errs, err)
+		} else {
+			log.Info("undone", "step", e.Kind, "id", e.ID, "state", e.State, "duration", ev.Duration)
+			done++
+		}
+		r.emit(ev)
+		if outs[i] != nil {
+			continue
+		}
+		for _, m := range deferred[e.ID] {
+			ev := Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, Phase: PhaseUndo}
+			if jerr != nil {
+				ev.Err = fmt.Errorf("undo %s: undone with %s, but journal %s not updated: %w", m.ID, e.ID, r.Journal.Path(), jerr)
+				errs = append(errs, ev.Err)
+			} else {
+				log.Info("undone", "step", m.Kind, "id", m.ID, "state", m.State, "with", e.ID)
+				done++
+			}
+			r.emit(ev)
+		}
+	}
+	// The taker failed: the moot entries' changes are still there.
+	for _, m := range retry {
+		n, merrs := r.undoGroup(ctx, []Entry{m.Entry}, nil)
+		done += n
+		errs = append(errs, merrs...)
+	}
+	return done, errs
 }
 
 // revertSummary is the report's text of undoing e before its undoer says

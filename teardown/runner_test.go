@@ -1167,3 +1167,83 @@ func TestUndoerSaysWhatItDid(t *testing.T) {
 		t.Errorf("undo summaries (-want +got):\n%s", d)
 	}
 }
+
+// TestMootUndo: an entry that Moot names moot (a PF's representors, taken
+// away by the PF's return to legacy) is not undone on its own; it leaves
+// the journal with the entry that took it. If that undo fails, the moot
+// entry is undone on its own after all, and only the failed entry stays.
+func TestMootUndo(t *testing.T) {
+	moot := func(e Entry, later []Entry) (string, string) {
+		if e.ID != "kv.set/pf0.rep" {
+			return "", ""
+		}
+		for _, l := range later {
+			if l.ID == "kv.set/eswitch.pf0" {
+				return l.ID, "representors removed with the eswitch"
+			}
+		}
+		return "", ""
+	}
+	tests := []struct {
+		name      string
+		moot      bool
+		failUndo  string
+		wantUndos []string // the undoer's calls, in order
+		wantKept  []string
+		wantErr   bool
+	}{
+		{name: "no Moot: each entry undone", wantUndos: []string{"kv.set/pf0.rep", "kv.set/eswitch.pf0", "kv.set/pf0.numvfs"}},
+		{name: "moot: taken by the eswitch's undo", moot: true, wantUndos: []string{"kv.set/eswitch.pf0", "kv.set/pf0.numvfs"}},
+		{name: "moot, the eswitch's undo fails: undone on its own", moot: true, failUndo: "kv.set/eswitch.pf0",
+			wantUndos: []string{"kv.set/pf0.rep", "kv.set/pf0.numvfs"}, wantKept: []string{"kv.set/pf0.numvfs", "kv.set/eswitch.pf0"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, dir := newHost(), t.TempDir()
+			r := newRunner(t, h, dir)
+			for _, s := range []Step{
+				h.step(kindSet, "pf0.numvfs", map[string]string{"pf0.numvfs": "4"}),
+				h.step(kindSet, "eswitch.pf0", map[string]string{"eswitch.pf0": "switchdev"}),
+				h.step(kindSet, "pf0.rep", map[string]string{"pf0.rep0": "up"}),
+			} {
+				if err := r.Do(t.Context(), s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r = newRunner(t, h, dir)
+			if tt.moot {
+				r.Moot = moot
+			}
+			if tt.failUndo != "" {
+				h.failUndo[tt.failUndo] = true
+			}
+			err := r.Down(t.Context())
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("down: %v, want error %v", err, tt.wantErr)
+			}
+			if !slices.Equal(h.undos, tt.wantUndos) {
+				t.Errorf("undone %q, want %q", h.undos, tt.wantUndos)
+			}
+			if got := entryIDs(reopen(t, dir)); !slices.Equal(got, tt.wantKept) {
+				t.Errorf("journal keeps %q, want %q", got, tt.wantKept)
+			}
+			if strings.Contains(h.Dump(), "pf0.rep0") {
+				t.Errorf("the representor's key stayed:\n%s", h.Dump())
+			}
+			var repEv *Event
+			for _, ev := range r.Results() {
+				if ev.ID == "kv.set/pf0.rep" {
+					repEv = &ev
+				}
+			}
+			switch {
+			case repEv == nil:
+				t.Error("no event for the representors' entry")
+			case repEv.Err != nil:
+				t.Errorf("representors' event failed: %v", repEv.Err)
+			case tt.moot && tt.failUndo == "" && repEv.Summary != "representors removed with the eswitch":
+				t.Errorf("representors' event says %q", repEv.Summary)
+			}
+		})
+	}
+}

@@ -393,6 +393,10 @@ func (a *app) runDown(ctx context.Context) error {
 		a.log.Warn("config not usable; down works from the journal alone", "err", err)
 		cfg = nil
 	}
+	// The connections the config says down will need, opened while the
+	// host opens (the journal decides what is undone).
+	a.warm = warmFor(cfg, false)
+	a.warm.OVSWrites = a.warm.OVS
 	e, closeEnv, err := a.openEnv(cfg, cfg)
 	if err != nil {
 		return a.failed("down", err)

@@ -52,6 +52,27 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// ReplaceFile is WriteFile without the directory's fsync, for a write
+// whose loss in a crash is harmless: after a crash path holds the new
+// content or the old one, whole (the temp file is fsynced before the
+// rename, so the rename can be lost, never the data). The next WriteFile in
+// the directory makes it durable. The journal's removals use it: an entry
+// that comes back after a power cut is undone again, and undo is
+// repeatable. path's directory must exist.
+func ReplaceFile(path string, data []byte, perm fs.FileMode) error {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if name == "" {
+		return fmt.Errorf("atomic write %s: not a file name", path)
+	}
+	if err := replace(dir, name, path, data, perm); err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	return nil
+}
+
 // replace writes the temp file and renames it over path; on error it
 // removes the temp file.
 func replace(dir, name, path string, data []byte, perm fs.FileMode) (err error) {

@@ -252,3 +252,37 @@ func TestWriteFileReadersSeeWholeFiles(t *testing.T) {
 	}
 	onlyEntry(t, dir, "state.json")
 }
+
+// ReplaceFile replaces the content and mode as WriteFile does, leaves no
+// temp file, keeps the old content on a failure before the rename, and
+// creates no directory.
+func TestReplaceFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.json")
+	if err := WriteFile(path, []byte("a long first version\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceFile(path, []byte("v2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, []byte("v2\n"), 0o600)
+	onlyEntry(t, dir, "journal.json")
+
+	boom := errors.New("injected failure")
+	testHookBeforeRename = func(string) error { return boom }
+	err := ReplaceFile(path, []byte("v3\n"), 0o600)
+	testHookBeforeRename = nil
+	if !errors.Is(err, boom) {
+		t.Fatalf("ReplaceFile: %v, want the injected failure", err)
+	}
+	checkFile(t, path, []byte("v2\n"), 0o600)
+	onlyEntry(t, dir, "journal.json")
+
+	missing := filepath.Join(dir, "no", "such", "f")
+	if err := ReplaceFile(missing, []byte("x"), 0o600); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReplaceFile into a missing directory: %v, want ErrNotExist", err)
+	}
+	if err := ReplaceFile(dir+"/", []byte("x"), 0o600); err == nil {
+		t.Error("ReplaceFile of a directory path: no error")
+	}
+}

@@ -93,7 +93,10 @@ type Warm struct {
 	// (ovs.Client.Prefetch): only where nothing vflag waits for can still
 	// change the database (status; never before up's lock).
 	PrefetchOVS bool
-	Virt        bool
+	// OVSWrites: once connected, the writing side connects too
+	// (ovs.Client.WarmWrites), for a run that writes (down).
+	OVSWrites bool
+	Virt      bool
 }
 
 // Options say which host to open.
@@ -119,13 +122,16 @@ const warmBound = 30 * time.Second
 func Open(o Options) (*Host, error) {
 	h := &Host{OVSDB: o.OVSDB, Libvirt: o.Libvirt, log: o.Log}
 	if o.Warm.OVS && o.OVSDB != "" {
-		prefetch := o.Warm.PrefetchOVS
+		prefetch, writes := o.Warm.PrefetchOVS, o.Warm.OVSWrites
 		h.warmOVS = start(o.OVSDB, func(ep string) (*ovs.Client, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), warmBound)
 			defer cancel()
 			c, err := ovs.Connect(ctx, ep)
 			if err == nil && prefetch {
 				c.Prefetch(context.Background())
+			}
+			if err == nil && writes {
+				c.WarmWrites(context.Background())
 			}
 			return c, err
 		})

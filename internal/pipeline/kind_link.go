@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -238,4 +239,64 @@ func (e *Env) udevProcessed(names map[int]string) bool {
 		}
 	}
 	return true
+}
+
+// MootUndo is the runner's Moot (teardown.Runner): a PF's representors set
+// up by vflag (reps.up) vanish when the undo of its eswitch mode returns the
+// PF to legacy later in the same call, so setting them down first, one
+// netlink request each, is moot. It holds when every representor of the
+// record that still exists is a port of the devlink device whose
+// eswitch.mode entry goes back to legacy.
+func (e *Env) MootUndo() func(en teardown.Entry, later []teardown.Entry) (by, said string) {
+	var ports map[string]eswitch.Devlink // netdev -> its devlink device, read once
+	return func(en teardown.Entry, later []teardown.Entry) (string, string) {
+		if en.Kind != (repsUpKind{}).Name() {
+			return "", ""
+		}
+		var r linkUpRecord
+		if json.Unmarshal(en.Record, &r) != nil || len(r.Names) == 0 {
+			return "", ""
+		}
+		toLegacy := map[eswitch.Devlink]string{}
+		for _, l := range later {
+			var m modeRecord
+			if l.Kind == (modeKind{}).Name() && json.Unmarshal(l.Record, &m) == nil && m.Prior == eswitch.ModeLegacy {
+				toLegacy[m.Devlink] = l.ID
+			}
+		}
+		if len(toLegacy) == 0 {
+			return "", ""
+		}
+		if ports == nil {
+			ps, err := e.k.Ports()
+			if err != nil {
+				return "", "" // undo them one by one
+			}
+			ports = map[string]eswitch.Devlink{}
+			for _, p := range ps {
+				if p.Netdev != "" {
+					ports[p.Netdev] = p.Devlink
+				}
+			}
+		}
+		by := ""
+		for _, n := range r.Names {
+			d, ok := ports[n]
+			if !ok {
+				if _, err := e.k.Link(n); errors.Is(err, eswitch.ErrLinkNotFound) {
+					continue // gone already
+				}
+				return "", ""
+			}
+			id, ok := toLegacy[d]
+			if !ok || (by != "" && id != by) {
+				return "", ""
+			}
+			by = id
+		}
+		if by == "" {
+			return "", "" // none left: the undo is cheap
+		}
+		return by, "representors removed by the eswitch's return to legacy (" + by + "): " + abbreviate(r.Names, 6)
+	}
 }

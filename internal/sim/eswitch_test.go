@@ -223,6 +223,39 @@ func TestModeChangeRules(t *testing.T) {
 	}
 }
 
+// A change to legacy removes the representors at its start (mlx5 unloads
+// them before the eswitch leaves offloads mode), and blocks ModeChange in
+// all, the removal's own time included; a change to switchdev makes them
+// when it returns.
+func TestModeChangeToLegacyUnloadsRepsFirst(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.vfs(pf0, "2")
+	var during []string
+	var slept time.Duration
+	x.h.sleep = func(d time.Duration) {
+		during = x.reps(pf0)
+		slept += d
+		x.clk.Advance(d)
+	}
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	if len(during) != 0 || len(x.reps(pf0)) != 2 {
+		t.Fatalf("to switchdev: representors %q during the change, %q after; want none, then 2", during, x.reps(pf0))
+	}
+	slept = 0
+	// The simulator's own work takes clock time: the sleep is what is left.
+	x.h.now = func() time.Time { t := x.clk.Now(); x.clk.Advance(time.Millisecond); return t }
+	x.ok(x.mode(pf0, eswitch.ModeLegacy))
+	if len(during) != 0 {
+		t.Errorf("to legacy: representors %q during the change, want none (removed first)", during)
+	}
+	if m, _ := x.h.EswitchMode(dl(pf0)); m != eswitch.ModeLegacy || len(x.reps(pf0)) != 0 {
+		t.Errorf("after: mode %s, representors %q", m, x.reps(pf0))
+	}
+	if slept <= 0 || slept >= latMode {
+		t.Errorf("to legacy slept %v, want less than ModeChange %v (the time since the call started counts)", slept, latMode)
+	}
+}
+
 func TestParams(t *testing.T) {
 	x := newTH(t, testSpec())
 	v, err := x.h.Param(dl(pf0), "flow_steering_mode")

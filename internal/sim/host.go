@@ -28,6 +28,9 @@ const (
 type Host struct {
 	dir string
 
+	// mmu serialises the mirror's syncs (mirror.go); it is taken before mu,
+	// and an update syncs the mirror holding mmu alone.
+	mmu   sync.Mutex
 	mu    sync.Mutex
 	lock  *os.File // flock(2) serialises processes
 	st    *state
@@ -259,16 +262,18 @@ func (h *Host) view(fn func(st *state, now int64) error) error {
 // change can never be seen.
 func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return fmt.Errorf("%w: %w", errClosed, syscall.EBADF)
 	}
 	if err := h.flock(syscall.LOCK_EX); err != nil {
+		h.mu.Unlock()
 		return err
 	}
 	err := h.reload()
 	if err != nil {
 		h.funlock()
+		h.mu.Unlock()
 		return err
 	}
 	h.st.pciIdx = nil // fn may change what it indexes
@@ -281,8 +286,10 @@ func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) e
 		h.st, h.stamp = nil, fileStamp{}
 	}
 	h.funlock()
-	if changed && h.mirror != nil {
-		if merr := h.syncMirrorLocked(); merr != nil && ferr == nil {
+	mirror := changed && h.mirror != nil
+	h.mu.Unlock()
+	if mirror {
+		if merr := h.syncMirror(); merr != nil && ferr == nil {
 			ferr = merr
 		}
 	}
@@ -295,6 +302,8 @@ func (h *Host) FS() sysfs.FS { return hostFS{h} }
 // Close releases the host. The state stays in its directory (and mirrored
 // veths stay in their namespace) for the next Open.
 func (h *Host) Close() error {
+	h.mmu.Lock()
+	defer h.mmu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

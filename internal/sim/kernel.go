@@ -46,10 +46,14 @@ func (h *Host) EswitchMode(d eswitch.Devlink) (string, error) {
 }
 
 // SetEswitchMode implements eswitch.Kernel. The call blocks for
-// Latency.ModeChange (without holding the host's lock); the new mode and its
-// representors appear when it returns.
+// Latency.ModeChange in all (without holding the host's lock); the new mode
+// and its representors appear when it returns. A change to legacy removes
+// the representors first, as mlx5 does (mlx5_eswitch_disable_locked unloads
+// the representors before the eswitch leaves offloads mode), within that
+// time.
 func (h *Host) SetEswitchMode(d eswitch.Devlink, mode string) error {
 	op := fmt.Sprintf("devlink dev eswitch set %s mode %s", d, mode)
+	start := h.now()
 	var lat time.Duration
 	done := false
 	err := h.update(func(st *state, now int64) (bool, error) {
@@ -64,27 +68,40 @@ func (h *Host) SetEswitchMode(d eswitch.Devlink, mode string) error {
 		}
 		lat = st.Spec.Latency.ModeChange
 		if lat <= 0 {
+			if mode == eswitch.ModeLegacy {
+				st.unloadReps(now, nic, pf)
+			}
 			st.applyMode(now, nic, pf, mode)
 			done = true
 			return true, nil
 		}
 		pf.Busy = &modeChange{Target: mode, Until: now + int64(lat)}
+		if mode == eswitch.ModeLegacy {
+			st.unloadReps(now, nic, pf)
+			pf.Busy.Unloaded = true
+		}
 		return true, nil
 	})
 	if err != nil || done {
 		return err
 	}
-	h.sleep(lat)
+	if rest := lat - h.now().Sub(start); rest > 0 {
+		h.sleep(rest)
+	}
 	return h.update(func(st *state, now int64) (bool, error) {
 		nic, pf, e := st.devlinkPF(d)
 		if e != nil {
 			return false, kernelErr(op, e)
 		}
+		unloaded := pf.Busy != nil && pf.Busy.Unloaded
 		pf.Busy = nil
 		// Re-check: another process may have bound a VF meanwhile.
 		noop, _, e := st.checkModeChange(now, nic, pf, mode)
 		if e != nil || noop {
 			return true, kernelErr(op, e)
+		}
+		if !unloaded && mode == eswitch.ModeLegacy {
+			st.unloadReps(now, nic, pf)
 		}
 		st.applyMode(now, nic, pf, mode)
 		return true, nil

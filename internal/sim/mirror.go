@@ -235,13 +235,45 @@ type mirrorWant struct {
 	mac string
 }
 
-// syncMirrorLocked brings the namespace in line with the state. h.mu is held
-// and h.st is loaded. Netdevs still being created are synced by a timer when
-// they appear.
+// syncMirrorLocked brings the namespace in line with the state. h.mu (and
+// h.mmu, where another goroutine may sync) is held and h.st is loaded.
+// Netdevs still being created are synced by a timer when they appear.
 func (h *Host) syncMirrorLocked() error {
+	m, want := h.mirrorWantLocked()
+	if m == nil {
+		return nil
+	}
+	return h.mirrorSync(m, want)
+}
+
+// syncMirror is syncMirrorLocked for a caller holding neither lock: it
+// holds h.mmu throughout but h.mu only to read the state, so that the
+// host's other calls (another PF's read, another PF's mode change) do not
+// wait for this change's veths, as in the kernel they do not wait for its
+// netdevs. The state is read once h.mmu is held: a sync never goes back to
+// a state older than the one synced before it.
+func (h *Host) syncMirror() error {
+	h.mmu.Lock()
+	defer h.mmu.Unlock()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	m, want := h.mirrorWantLocked()
+	h.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return h.mirrorSync(m, want)
+}
+
+// mirrorWantLocked is what the namespace must hold for the state (h.mu
+// held), and the mirror timer set for the netdevs still being created.
+func (h *Host) mirrorWantLocked() (*mirror, map[string]mirrorWant) {
 	m := h.mirror
 	if m == nil || h.st == nil {
-		return nil
+		return nil, nil
 	}
 	now := h.now().UnixNano()
 	want := map[string]mirrorWant{}
@@ -265,6 +297,11 @@ func (h *Host) syncMirrorLocked() error {
 	if next != 0 {
 		m.timer = time.AfterFunc(time.Duration(next-now)+time.Millisecond, h.mirrorTick)
 	}
+	return m, want
+}
+
+// mirrorSync is m.sync with the error explained.
+func (h *Host) mirrorSync(m *mirror, want map[string]mirrorWant) error {
 	if err := m.sync(want); err != nil {
 		if _, serr := os.Stat(m.path); errors.Is(serr, os.ErrNotExist) {
 			return fmt.Errorf("sim: mirror_netns %s: no such network namespace: it is where ovs-vswitchd runs and opens the simulated netdevs (make simhost CONFIG=<config> makes it; README: Try it on the simulated host): %w", m.path, err)
@@ -275,6 +312,8 @@ func (h *Host) syncMirrorLocked() error {
 }
 
 func (h *Host) mirrorTick() {
+	h.mmu.Lock()
+	defer h.mmu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

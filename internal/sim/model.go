@@ -246,8 +246,21 @@ func (st *state) checkModeChange(now int64, nic *nicState, pf *pfState, mode str
 	return false, false, nil
 }
 
-// applyMode switches the eswitch mode: representors appear in switchdev and
-// vanish in legacy; an active LAG is torn down and re-evaluated.
+// unloadReps is the first half of a change to legacy: the eswitch leaves
+// offloads mode and the representors vanish.
+func (st *state) unloadReps(now int64, nic *nicState, pf *pfState) {
+	st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"E-Switch: Disable: mode(OFFLOADS), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
+	for _, vf := range pf.VFs {
+		if vf.Rep != "" {
+			st.removeNetdev(now, vf.Rep)
+			vf.Rep = ""
+		}
+	}
+}
+
+// applyMode switches the eswitch mode: representors appear in switchdev
+// (a change to legacy removed them first: unloadReps); an active LAG is
+// torn down and re-evaluated.
 func (st *state) applyMode(now int64, nic *nicState, pf *pfState, mode string) {
 	pfnd := st.Netdevs[pf.Netdev]
 	pre := devPrefix(nic.Driver, pf.PCI)
@@ -260,13 +273,6 @@ func (st *state) applyMode(now int64, nic *nicState, pf *pfState, mode string) {
 		}
 		st.log(now, "", pre+"E-Switch: Enable: mode(OFFLOADS), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
 	} else {
-		st.log(now, "", pre+"E-Switch: Disable: mode(OFFLOADS), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
-		for _, vf := range pf.VFs {
-			if vf.Rep != "" {
-				st.removeNetdev(now, vf.Rep)
-				vf.Rep = ""
-			}
-		}
 		pf.Mode = mode
 		pfnd.HWTC = false // back to the NIC profile: legacy default
 		st.log(now, "", pre+"E-Switch: Enable: mode(LEGACY), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)

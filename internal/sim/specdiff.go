@@ -67,6 +67,8 @@ func (h *Host) Reset(spec *Spec) error {
 	if err != nil {
 		return err
 	}
+	h.mmu.Lock()
+	defer h.mmu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

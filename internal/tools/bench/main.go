@@ -29,6 +29,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -387,12 +388,12 @@ func (b *bencher) criticalPath() {
 		progress(fmt.Sprintf("vflag up, %s, hardware latencies (%s)", name, latency))
 		up := s.vflag("up")
 		lb := s.upBound()
-		b.add(ratioRow("critical path", "up "+name, up.wall, lb, 1.05))
+		b.add(ratioRow("critical path", "up "+name, up.wall, lb, 1.02)) // issue 22: stay <= 1.02
 		if !c.switchdev {
 			b.add(row{section: "memory", what: "up " + name + ": peak RSS", measured: fmt.Sprintf("%.1f MiB", float64(up.maxRSS)/1024), status: "report"})
 		}
-		noop := s.vflag("up")
-		nr := noopRow("no-op re-run", "up "+name+" (converged)", noop)
+		noop := s.medianOf5("up")
+		nr := noopRow("no-op re-run", "up "+name+" (converged, median of 5)", noop)
 		nr.floor = s.floor()
 		b.add(nr)
 		if c.switchdev {
@@ -401,7 +402,7 @@ func (b *bencher) criticalPath() {
 		}
 		down := s.vflag("down")
 		if db := s.downBound(); db > 0 {
-			b.add(ratioRow("teardown", "down "+name, down.wall, db, 1.05))
+			b.add(ratioRow("teardown", "down "+name, down.wall, db, 1.03)) // issue 22
 		} else {
 			b.add(row{section: "teardown", what: "down " + name, measured: secs(down.wall), bound: "0 s", ratio: "-", target: "-", status: "report"})
 		}
@@ -685,6 +686,27 @@ func ratioRow(section, what string, wall, bound time.Duration, target float64) r
 	}
 	return row{section: section, what: what, measured: secs(wall), bound: secs(bound),
 		ratio: fmt.Sprintf("%.3f", ratio), target: fmt.Sprintf("<= %.2f", target), status: st}
+}
+
+// medianOf5 runs vflag five times and returns the run with the median
+// wall time, its writes the sum of all five runs' (a no-op must write
+// nothing in any of them).
+func (s *scenario) medianOf5(args ...string) result {
+	var rs []result
+	var all writes
+	for range 5 {
+		r := s.vflag(args...)
+		all.kernel += r.writes.kernel
+		all.steps += r.writes.steps
+		all.journal = all.journal || r.writes.journal
+		all.ovsdb = all.ovsdb || r.writes.ovsdb
+		all.libvirt = all.libvirt || r.writes.libvirt
+		rs = append(rs, r)
+	}
+	slices.SortFunc(rs, func(a, b result) int { return cmp.Compare(a.wall, b.wall) })
+	m := rs[len(rs)/2]
+	m.writes = all
+	return m
 }
 
 func noopRow(section, what string, r result) row {
