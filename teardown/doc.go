@@ -32,9 +32,10 @@
 //  2. Every journal mutation that journals a change is durable before it
 //     returns: the journal is written to a temp file in the same directory,
 //     fsynced, renamed over journal.json, and the directory is fsynced. A
-//     removal of undone entries skips the directory's fsync: a power cut may
-//     bring the removed entries back (whole, never a torn file), and undo is
-//     repeatable; the next durable write makes it durable too. An empty
+//     removal of undone entries, and an entry's mark as applied, skip the
+//     directory's fsync: a power cut may bring the journal from before back
+//     (whole, never a torn file), undo is repeatable and a pending entry is
+//     treated as an applied one; the next durable write makes them durable. An empty
 //     journal removes the file. A corrupt journal is an error, never an
 //     empty journal.
 //  3. The first capture wins: when a step must be applied again (resume after

@@ -223,9 +223,11 @@ func (j *Journal) Replace(id string, e Entry) error {
 }
 
 // markApplied sets the entry with this id to applied (no-op when absent or
-// already applied).
+// already applied). The write is not made durable on its own: an entry a
+// power cut leaves pending is undone (or re-checked by up) like an applied
+// one, so the mark only has to be durable by the next journaling.
 func (j *Journal) markApplied(id string) error {
-	return j.update(func(es []Entry) ([]Entry, bool, error) {
+	return j.updateWith(false, func(es []Entry) ([]Entry, bool, error) {
 		i := indexOf(es, id)
 		if i < 0 || es[i].State == StateApplied {
 			return es, false, nil

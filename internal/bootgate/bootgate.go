@@ -67,8 +67,12 @@ func (g Gate) write(path string) error {
 	return atomicfile.WriteFile(path, []byte(id+"\n"), 0o644)
 }
 
-// MarkReady records that up brought the VF-LAG up in this boot.
+// MarkReady records that up brought the VF-LAG up in this boot (a mark of
+// this boot already there is left as it is: a converged up writes nothing).
 func (g Gate) MarkReady() error {
+	if ok, err := g.thisBoot(g.readyPath()); err == nil && ok {
+		return nil
+	}
 	if err := g.write(g.readyPath()); err != nil {
 		return fmt.Errorf("mark %s ready: %w", g.Dir, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -41,6 +42,39 @@ func TestReadyIsPerBoot(t *testing.T) {
 	}
 	if err := g.Unready(); err != nil {
 		t.Fatalf("Unready twice: %v", err)
+	}
+}
+
+// TestMarkReadyWritesOncePerBoot: a converged up (ready in this boot
+// already) leaves the mark's file as it is; a new boot rewrites it.
+func TestMarkReadyWritesOncePerBoot(t *testing.T) {
+	boot := "boot-1"
+	dir := t.TempDir()
+	g := gate(t, dir, &boot)
+	inode := func() uint64 {
+		t.Helper()
+		st, err := os.Stat(g.readyPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Sys().(*syscall.Stat_t).Ino
+	}
+	if err := g.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	first := inode()
+	if err := g.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	if inode() != first {
+		t.Error("MarkReady in the same boot rewrote the mark")
+	}
+	boot = "boot-2"
+	if err := g.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := g.Ready(); !ok || inode() == first {
+		t.Error("MarkReady after a reboot did not write this boot's mark")
 	}
 }
 
