@@ -228,12 +228,23 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 			bridgeErr = err
 		}
 	}
-	for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
-		if c.Verdict == validate.Fail {
-			first, _, _ := strings.Cut(c.Detail, "\n")
-			gs.problem("%s: %s", c.Name, first)
-		}
+	// The datapath's flows (ovs-vswitchd's dump) and the static checks are
+	// read beside what follows: every part only reads, each its own source.
+	var flows <-chan flowResult
+	if g.Switchdev() && bridge != nil && bridge.Exists {
+		flows = startCountFlows(h.OVSDB)
 	}
+	static := make(chan []string, 1)
+	go func() {
+		var ps []string
+		for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
+			if c.Verdict == validate.Fail {
+				first, _, _ := strings.Cut(c.Detail, "\n")
+				ps = append(ps, fmt.Sprintf("%s: %s", c.Name, first))
+			}
+		}
+		static <- ps
+	}()
 	gh, errs := pipeline.ResolveGroup(h.Kernel, h.FS, g)
 	gs.PFs = pfStatuses(h, g, gh, errs)
 	vc := vfSources{ports: map[string]ovs.PortStatus{}}
@@ -242,7 +253,7 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 		gs.Bridge = g.OVS.Bridge
 		// An unreadable OVSDB is validate's ovs/bridge problem.
 		if bridgeErr == nil {
-			vc.ports = gatherBridge(&gs, h, g, bridge)
+			vc.ports = gatherBridge(&gs, g, bridge, flows)
 		}
 		gatherDatapath(&gs, h, g, gh.PFs)
 	}
@@ -273,6 +284,7 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 		}
 		gs.VFs = append(gs.VFs, vfs...)
 	}
+	gs.Problems = append(<-static, gs.Problems...) // the static checks' problems first
 	return gs
 }
 
@@ -339,7 +351,7 @@ func gatherBondLAG(gs *GroupStatus, h *host.Host, g *config.Group, pfs []eswitch
 // gatherBridge fills a switchdev group's bridge settings and datapath flow
 // counts from bs, the bridge as read from OVSDB, and returns its ports by
 // name.
-func gatherBridge(gs *GroupStatus, h *host.Host, g *config.Group, bs *ovs.BridgeStatus) map[string]ovs.PortStatus {
+func gatherBridge(gs *GroupStatus, g *config.Group, bs *ovs.BridgeStatus, flows <-chan flowResult) map[string]ovs.PortStatus {
 	ports := map[string]ovs.PortStatus{}
 	gs.HWOffload = bs.HWOffload
 	gs.TCPolicy = bs.TCPolicy
@@ -351,12 +363,13 @@ func gatherBridge(gs *GroupStatus, h *host.Host, g *config.Group, bs *ovs.Bridge
 		ports[p.Name] = p
 	}
 	gs.BondOVSMTU = ports[g.Bond.Name].MTU
-	if bs.Exists {
-		fc, err := countFlows(h.OVSDB, ports, g.OVS.Bridge)
-		if err != nil {
-			gs.problem("datapath flows: %v", err)
+	if flows != nil {
+		fr := <-flows
+		if fr.err != nil {
+			gs.problem("datapath flows: %v", fr.err)
+		} else if fr.asked {
+			gs.Flows = countFlows(fr.flows, ports, g.OVS.Bridge)
 		}
-		gs.Flows = fc
 	}
 	return ports
 }
@@ -552,19 +565,38 @@ type FlowCounts struct {
 // dpctl/dump-flows -m") and counts those whose in_port is a port of the
 // group's bridge. No ovs-vswitchd control socket: nil, no error (a host
 // whose daemon runs elsewhere shows no counts rather than a problem).
-func countFlows(endpoint string, ports map[string]ovs.PortStatus, bridge string) (*FlowCounts, error) {
-	sock, err := ovs.VswitchdSocket(ovs.RunDirOf(endpoint))
-	if err != nil {
-		return nil, nil
-	}
-	out, err := ovs.Appctl(sock, "dpctl/dump-flows", []string{"-m"}, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	flows, err := ovs.ParseDumpFlows(out)
-	if err != nil {
-		return nil, err
-	}
+// flowResult is ovs-vswitchd's datapath flows (nil: no ovs-vswitchd
+// control socket beside the OVSDB endpoint to ask).
+type flowResult struct {
+	asked bool // a control socket was there to ask
+	flows []ovs.DPFlow
+	err   error
+}
+
+// startCountFlows asks ovs-vswitchd for its datapath flows in the
+// background ("ovs-appctl dpctl/dump-flows -m").
+func startCountFlows(endpoint string) <-chan flowResult {
+	ch := make(chan flowResult, 1)
+	go func() {
+		sock, err := ovs.VswitchdSocket(ovs.RunDirOf(endpoint))
+		if err != nil {
+			ch <- flowResult{}
+			return
+		}
+		out, err := ovs.Appctl(sock, "dpctl/dump-flows", []string{"-m"}, 5*time.Second)
+		if err != nil {
+			ch <- flowResult{asked: true, err: err}
+			return
+		}
+		flows, err := ovs.ParseDumpFlows(out)
+		ch <- flowResult{asked: true, flows: flows, err: err}
+	}()
+	return ch
+}
+
+// countFlows sorts the flows coming in on the bridge's ports by where they
+// run.
+func countFlows(flows []ovs.DPFlow, ports map[string]ovs.PortStatus, bridge string) *FlowCounts {
 	var c FlowCounts
 	for _, f := range flows {
 		if _, ok := ports[f.InPort]; !ok || f.InPort == bridge {
@@ -581,5 +613,5 @@ func countFlows(endpoint string, ports map[string]ovs.PortStatus, bridge string)
 			c.Hardware++
 		}
 	}
-	return &c, nil
+	return &c
 }
