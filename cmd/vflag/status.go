@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 
@@ -26,18 +27,23 @@ func (a *app) runStatus(ctx context.Context) error {
 	st.Version = version
 	status.AddBootProblems(&st, status.FailedBootUnits(ctx, a.v.GetString("sim") != ""))
 	status.AddJournalProblem(&st, a.stateDir())
+	// One write for the whole output, not one per line (a line per VF).
+	out := bufio.NewWriterSize(a.stdout, 64<<10)
 	var err2 error
 	switch a.v.GetString("output") {
 	case "json":
-		err2 = writeJSON(a.stdout, st)
+		err2 = writeJSON(out, st)
 	case "prometheus":
-		err2 = status.WritePrometheus(a.stdout, st)
+		err2 = status.WritePrometheus(out, st)
 	default:
 		if tree {
-			status.WriteTree(a.stdout, st)
+			status.WriteTree(out, st)
 		} else {
-			status.WriteText(a.stdout, st)
+			status.WriteText(out, st)
 		}
+	}
+	if ferr := out.Flush(); err2 == nil {
+		err2 = ferr
 	}
 	if err2 != nil {
 		return err2
