@@ -613,7 +613,7 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 		}
 		var group []Entry
 		for _, e := range entries[lo : hi+1] {
-			if r.Moot != nil && !r.DryRun {
+			if r.Moot != nil {
 				if by, said := r.Moot(e, entries[:lo]); by != "" {
 					deferred[by] = append(deferred[by], mootEntry{e, said})
 					continue
@@ -677,6 +677,9 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 	if r.DryRun {
 		for i := len(group) - 1; i >= 0; i-- {
 			r.emit(evs[i])
+			for _, m := range deferred[group[i].ID] {
+				r.emit(Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, DryRun: true, Phase: PhaseUndo})
+			}
 		}
 		return 0, nil
 	}

@@ -1217,6 +1217,21 @@ func TestMootUndo(t *testing.T) {
 			if tt.failUndo != "" {
 				h.failUndo[tt.failUndo] = true
 			}
+			if tt.moot {
+				// A plan of the down says what the down will do.
+				dry := newRunner(t, h, dir)
+				dry.Moot, dry.DryRun = moot, true
+				if err := dry.Down(t.Context()); err != nil {
+					t.Fatalf("planned down: %v", err)
+				}
+				var said []string
+				for _, ev := range dry.Results() {
+					said = append(said, ev.ID+": "+ev.Summary)
+				}
+				if !slices.Contains(said, "kv.set/pf0.rep: representors removed with the eswitch") || len(h.undos) != 0 || len(said) != 3 {
+					t.Errorf("planned down: events %q, undone %q", said, h.undos)
+				}
+			}
 			err := r.Down(t.Context())
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("down: %v, want error %v", err, tt.wantErr)

@@ -260,6 +260,13 @@ func (h *Host) syncMirror() error {
 		h.mu.Unlock()
 		return nil
 	}
+	if h.st == nil {
+		// Dropped by a failed update meanwhile: the file holds the state.
+		if err := h.reload(); err != nil {
+			h.mu.Unlock()
+			return err
+		}
+	}
 	m, want := h.mirrorWantLocked()
 	h.mu.Unlock()
 	if m == nil {

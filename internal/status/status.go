@@ -565,8 +565,8 @@ type FlowCounts struct {
 // dpctl/dump-flows -m") and counts those whose in_port is a port of the
 // group's bridge. No ovs-vswitchd control socket: nil, no error (a host
 // whose daemon runs elsewhere shows no counts rather than a problem).
-// flowResult is ovs-vswitchd's datapath flows (nil: no ovs-vswitchd
-// control socket beside the OVSDB endpoint to ask).
+// flowResult is ovs-vswitchd's datapath flows; asked false: no
+// ovs-vswitchd control socket beside the OVSDB endpoint to ask.
 type flowResult struct {
 	asked bool // a control socket was there to ask
 	flows []ovs.DPFlow
