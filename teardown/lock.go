@@ -64,10 +64,9 @@ func AcquireLock(stateDir string) (*Lock, error) {
 		err = f.Truncate(0)
 	}
 	if err == nil {
+		// Not fsynced: other processes read it through the page cache, and
+		// after a crash the flock is gone with its holder.
 		_, err = f.WriteAt(append(owner, '\n'), 0)
-	}
-	if err == nil {
-		err = f.Sync()
 	}
 	if err != nil {
 		_ = f.Close()
