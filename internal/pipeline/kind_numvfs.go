@@ -54,7 +54,8 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int, leave *portsLeave) teardo
 				}
 			}
 			summary := fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, cur, n)
-			if leave != nil && cur != 0 && cur != n {
+			if leave != nil && cur != 0 && cur != n && e.modeOf(pf) == eswitch.ModeSwitchdev {
+				// Only a PF in switchdev has representors to leave.
 				summary += fmt.Sprintf(" (first, its VFs' representors leave bridge %s)", leave.bridge)
 			}
 			if cur == n && present != n {

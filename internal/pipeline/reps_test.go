@@ -71,3 +71,32 @@ func TestDownRepresentorsLeaveWithEswitch(t *testing.T) {
 		})
 	}
 }
+
+// TestNumVFsSaysRepresentorsLeaveOnlyInSwitchdev: a numvfs change that
+// makes the VFs again says their representors leave the bridge first only
+// when the PF is in switchdev now (one someone set back to legacy has
+// none).
+func TestNumVFsSaysRepresentorsLeaveOnlyInSwitchdev(t *testing.T) {
+	d := startDaemons(t)
+	const leave = "representors leave bridge"
+	eight, four := exampleBed(t).with(numVFs(8)), exampleBed(t).with(numVFs(4))
+	for _, tc := range []struct {
+		name      string
+		legacyPF0 bool
+		want      bool
+	}{{"PF in switchdev", false, true}, {"PF set back to legacy", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newConvergeBed(t, &d, eight)
+			b.up(eight, false)
+			if tc.legacyPF0 {
+				if err := b.sim.SetEswitchMode(eswitch.Devlink{Bus: "pci", Device: "0000:61:00.0"}, eswitch.ModeLegacy); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev, ok := eventOf(b.up(four, true), "sriov.numvfs/pci/0000:61:00.0")
+			if !ok || strings.Contains(ev.Summary, leave) != tc.want {
+				t.Errorf("plan of numvfs 8 -> 4 says %q, want %q in it: %v", ev.Summary, leave, tc.want)
+			}
+		})
+	}
+}
