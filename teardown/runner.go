@@ -636,17 +636,13 @@ type mootEntry struct {
 	said string
 }
 
-// undoGroup undoes the entries of one group concurrently, then removes the
-// undone ones (and the moot entries their undo took) from the journal in one
-// write; a moot entry whose taker failed is undone on its own after.
-func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[string][]mootEntry) (int, []error) {
-	if len(group) == 0 {
-		return 0, nil
-	}
+// undoConcurrently calls the undoers of a group's entries concurrently
+// (none with DryRun) and returns each entry's event (its Duration set) and
+// error.
+func (r *Runner) undoConcurrently(ctx context.Context, group []Entry) ([]Event, []error) {
 	log := r.log()
 	outs := make([]error, len(group))
 	evs := make([]Event, len(group))
-	durs := make([]time.Duration, len(group))
 	parallel(len(group), func(k int) {
 		// Reverse order inside the group too, for a sequential (single) group's log.
 		i := len(group) - 1 - k
@@ -666,7 +662,7 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 		}
 		start := time.Now()
 		said, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (string, error) { return undo(ctx, e.Record) })
-		durs[i] = time.Since(start)
+		ev.Duration = time.Since(start)
 		if said != "" {
 			ev.Summary = said
 		}
@@ -674,6 +670,18 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 			outs[i] = fmt.Errorf("undo %s: %w", e.ID, err)
 		}
 	})
+	return evs, outs
+}
+
+// undoGroup undoes the entries of one group concurrently, then removes the
+// undone ones (and the moot entries their undo took) from the journal in one
+// write; a moot entry whose taker failed is undone on its own after.
+func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[string][]mootEntry) (int, []error) {
+	if len(group) == 0 {
+		return 0, nil
+	}
+	log := r.log()
+	evs, outs := r.undoConcurrently(ctx, group)
 	if r.DryRun {
 		for i := len(group) - 1; i >= 0; i-- {
 			r.emit(evs[i])
@@ -705,7 +713,6 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 	done := 0
 	for i := len(group) - 1; i >= 0; i-- {
 		e, ev := group[i], evs[i]
-		ev.Duration = durs[i]
 		err := outs[i]
 		if err == nil && jerr != nil {
 			err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
