@@ -1,6 +1,8 @@
 package ovs
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,12 +30,12 @@ func TestFlowAPI(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tc.log), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if ok, known := FlowAPI(p, "bond0"); ok != tc.ok || known != tc.known {
-				t.Errorf("FlowAPI = %v, %v; want %v, %v", ok, known, tc.ok, tc.known)
+			if ok, known, err := FlowAPI(p, "bond0"); ok != tc.ok || known != tc.known || err != nil {
+				t.Errorf("FlowAPI = %v, %v, %v; want %v, %v, nil", ok, known, err, tc.ok, tc.known)
 			}
 		})
 	}
-	if _, known := FlowAPI(filepath.Join(t.TempDir(), "none.log"), "bond0"); known {
-		t.Error("a missing log is known")
+	if _, known, err := FlowAPI(filepath.Join(t.TempDir(), "none.log"), "bond0"); known || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing log: known %v, err %v; want unknown and ErrNotExist", known, err)
 	}
 }

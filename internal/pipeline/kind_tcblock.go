@@ -245,14 +245,14 @@ func (b *bondReAdd) missing(e *Env) bool {
 	if path == "" {
 		path = ovs.DefaultVswitchdLog
 	}
-	if err := ovs.LogReadable(path); err != nil {
+	ok, known, err := ovs.FlowAPI(path, b.bond)
+	if err != nil {
 		e.logUnreadable.Do(func() {
 			e.log.Warn("ovs-vswitchd's log cannot be read: whether it found a tc flow API for the bond (after a restart it may not, and every flow of the bond then stays in the kernel datapath) is not checked; set ovs_log to its --log-file",
 				"step", tcBlockKind{}.Name(), "bond", b.bond, "ovs_log", path, "err", err)
 		})
 		return false
 	}
-	ok, known := ovs.FlowAPI(path, b.bond)
 	return known && !ok
 }
 

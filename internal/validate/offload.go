@@ -77,6 +77,9 @@ type OffloadFacts struct {
 	// FlowAPI is what ovs-vswitchd's log last said of each port's tc flow
 	// API (ovs.FlowAPIs): false, "No suitable flow API found".
 	FlowAPI map[string]bool
+	// LogErr says why ovs-vswitchd's log (Refusals, FlowAPI) could not be
+	// read.
+	LogErr error
 	// DatapathType is the bridge's datapath_type ("" or "system": the
 	// kernel datapath, whose flows tc can offload; "netdev": the userspace
 	// datapath, which tc offload does not apply to).
@@ -217,6 +220,9 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	}
 	if known && p.ReadErr == "" && p.HWTC != nil && *p.HWTC && x.TCPolicy != "skip_hw" && f.DP == "tc" && p.Rules > 0 && p.InHW == 0 && p.SkipHW < p.Rules {
 		out = append(out, fmt.Sprintf("the driver of %s (%s) holds none of its %d tc rules in hardware (not_in_hw): the device has no tc flower offload", f.InPort, orDash(p.Driver), p.Rules))
+	}
+	if len(out) == 0 && x.LogErr != nil {
+		out = append(out, fmt.Sprintf("no reason found, and none read from ovs-vswitchd's log: %v (set ovs_log, or --ovs-log, to its --log-file)", x.LogErr))
 	}
 	if len(out) == 0 {
 		out = append(out, "no reason found (see ovs-vswitchd's log with vlog/set dpif_netlink:dbg netdev_offload_tc:dbg)")

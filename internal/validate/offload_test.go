@@ -44,6 +44,7 @@ func TestOffloadCheck(t *testing.T) {
 		refusals []string
 		dpType   string
 		flowAPI  map[string]bool
+		logErr   error
 		want     Verdict
 		detail   []string
 		inHW     int
@@ -74,6 +75,9 @@ func TestOffloadCheck(t *testing.T) {
 			flowAPI: map[string]bool{"bond0": false, "rep0": true}, want: Fail, detail: []string{"ovs-vswitchd has no tc flow API for bond0", "bond0: No suitable flow API found"}, inSW: 1},
 		{name: "to a port without a flow API: the rep's flow out to the bond", flows: []string{flowRepOVS}, hwoff: "true", ports: mlx5, block: blockOK,
 			flowAPI: map[string]bool{"bond0": false}, want: Fail, detail: []string{"in_port(rep0) 900 packets: OVS kernel datapath", "ovs-vswitchd has no tc flow API for bond0"}, inSW: 1},
+		{name: "no reason found, the log unreadable: says so", flows: []string{flowRepOVS}, hwoff: "true", ports: mlx5, block: blockOK,
+			logErr: errors.New("ovs-vswitchd's log /var/log/openvswitch/ovs-vswitchd.log: permission denied"), want: Fail,
+			detail: []string{"no reason found, and none read from ovs-vswitchd's log: ovs-vswitchd's log /var/log/openvswitch/ovs-vswitchd.log: permission denied (set ovs_log"}, inSW: 1},
 		{name: "no traffic", flows: []string{flowRepIdle, flowOtherSW}, hwoff: "true", want: Skip, detail: []string{"(1 idle)"}},
 		{name: "unreadable", flowsErr: errors.New("ovs-vswitchd's pid file: no such file"), want: Fail, detail: []string{"cannot read ovs-vswitchd's datapath flows"}},
 	}
@@ -84,7 +88,7 @@ func TestOffloadCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := OffloadCheck(OffloadFacts{Flows: flows, FlowsErr: tt.flowsErr, HWOffload: tt.hwoff, TCPolicy: tt.policy, Bond: "bond0",
-				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals, DatapathType: tt.dpType, FlowAPI: tt.flowAPI})
+				Reps: []string{"rep0", "rep1"}, Ports: tt.ports, Block: tt.block, Refusals: tt.refusals, DatapathType: tt.dpType, FlowAPI: tt.flowAPI, LogErr: tt.logErr})
 			if c.Verdict != tt.want {
 				t.Fatalf("verdict %s, want %s: %s", c.Verdict, tt.want, c.Detail)
 			}

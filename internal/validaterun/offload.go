@@ -3,6 +3,7 @@ package validaterun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,8 +54,7 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	if logPath == "" {
 		logPath = DefaultVswitchdLog
 	}
-	x.Refusals = refusals(logPath)
-	x.FlowAPI = ovs.FlowAPIs(logPath)
+	x.Refusals, x.FlowAPI, x.LogErr = readVswitchdLog(logPath)
 	c := validate.OffloadCheck(x)
 	c.Duration = time.Since(start)
 	return c
@@ -122,16 +122,22 @@ func (r *run) portTC(port string) validate.PortTC {
 	return p
 }
 
-// refusals are ovs-vswitchd's "failed to offload flow: ERR: PORT" lines
-// (lib/dpif-netlink.c; EOPNOTSUPP and ENOSPC only at debug level) in the
-// last MiB of its log, the message part only; none when
-// the log cannot be read.
-func refusals(path string) []string {
-	var out []string
-	ovs.ScanLogTail(path, func(line string) {
+// readVswitchdLog reads the last MiB of ovs-vswitchd's log once: its
+// "failed to offload flow: ERR: PORT" lines (lib/dpif-netlink.c;
+// EOPNOTSUPP and ENOSPC only at debug level), the message part only, and
+// what it last said of each port's tc flow API (ovs.FlowAPILine); err says
+// why it cannot be read.
+func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, err error) {
+	flowAPI = map[string]bool{}
+	err = ovs.ScanLogTail(path, func(line string) {
 		if _, msg, ok := strings.Cut(line, "failed to offload flow: "); ok {
-			out = append(out, "failed to offload flow: "+msg)
+			refusals = append(refusals, "failed to offload flow: "+msg)
+		} else if port, ok, said := ovs.FlowAPILine(line); said {
+			flowAPI[port] = ok
 		}
 	})
-	return out
+	if err != nil {
+		err = fmt.Errorf("ovs-vswitchd's log %s: %w", path, err)
+	}
+	return refusals, flowAPI, err
 }
