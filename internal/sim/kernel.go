@@ -78,7 +78,6 @@ func (h *Host) SetEswitchMode(d eswitch.Devlink, mode string) error {
 		pf.Busy = &modeChange{Target: mode, Until: now + int64(lat)}
 		if mode == eswitch.ModeLegacy {
 			st.unloadReps(now, nic, pf)
-			pf.Busy.Unloaded = true
 		}
 		return true, nil
 	})
@@ -93,17 +92,13 @@ func (h *Host) SetEswitchMode(d eswitch.Devlink, mode string) error {
 		if e != nil {
 			return false, kernelErr(op, e)
 		}
-		unloaded := pf.Busy != nil && pf.Busy.Unloaded
 		pf.Busy = nil
 		// Re-check: another process may have bound a VF meanwhile.
 		noop, _, e := st.checkModeChange(now, nic, pf, mode)
 		if e != nil || noop {
 			return true, kernelErr(op, e)
 		}
-		if !unloaded && mode == eswitch.ModeLegacy {
-			st.unloadReps(now, nic, pf)
-		}
-		st.applyMode(now, nic, pf, mode)
+		st.applyMode(now, nic, pf, mode) // a change to legacy unloaded the representors at its start
 		return true, nil
 	})
 }

@@ -69,8 +69,6 @@ type pfState struct {
 type modeChange struct {
 	Target string `json:"target"`
 	Until  int64  `json:"until"`
-	// Unloaded: the representors went at the start of a change to legacy.
-	Unloaded bool `json:"unloaded,omitempty"`
 }
 
 type vfState struct {
