@@ -29,8 +29,9 @@ type Client struct {
 	libMu sync.Mutex
 	db    client.Client // writes, waits, the next_cfg monitor: lib connects it on first use
 
-	preMu sync.Mutex
-	pre   *prefetch // Prefetch's read, until PlanStatus or Status takes it
+	preMu   sync.Mutex
+	pre     *prefetch    // Prefetch's read, until PlanStatus or Status takes it
+	planned *plannedRead // the read of the last Plan that found a change, until Ensure takes it
 
 	mu sync.Mutex // serializes read-compute-write in Ensure and Undo
 
@@ -478,6 +479,41 @@ func (c *Client) readPrefetched(ctx context.Context, v view) (*state, error) {
 		}
 	}
 	return c.read(ctx, v)
+}
+
+// plannedMaxAge bounds how old a plan's read Ensure builds on may be: a
+// plan pass and the forward pass after it are milliseconds apart, unless a
+// long step (VF creation) ran between them; after one, Ensure reads again,
+// so that a change another client made meanwhile is planned around instead
+// of failing the transaction's guards.
+const plannedMaxAge = time.Second
+
+// plannedRead is the state a Plan or PlanStatus that found a change read.
+type plannedRead struct {
+	st   *state
+	txns int64 // the client's transactions before that read
+	at   time.Time
+}
+
+// keepPlanned keeps st, read with txns transactions sent before it, for
+// the next Ensure.
+func (c *Client) keepPlanned(st *state, txns int64) {
+	c.preMu.Lock()
+	c.planned = &plannedRead{st: st, txns: txns, at: time.Now()}
+	c.preMu.Unlock()
+}
+
+// takePlanned returns, once, the state keepPlanned kept, or nil when there
+// is none, this client has written since, or it is older than plannedMaxAge.
+func (c *Client) takePlanned() *state {
+	c.preMu.Lock()
+	p := c.planned
+	c.planned = nil
+	c.preMu.Unlock()
+	if p == nil || p.txns != c.txns.Load() || time.Since(p.at) > plannedMaxAge {
+		return nil
+	}
+	return p.st
 }
 
 // Status reports the bridge, its ports with their OpenFlow port numbers and

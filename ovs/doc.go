@@ -51,7 +51,10 @@
 // port and interface would cost each connect a snapshot to decode and
 // cache, and each write of many ports the update that ovsdb-server sends
 // ahead of the reply.) Prefetch starts the bridges' read ahead of its use;
-// a write of the client's own in between discards it. Writes are guarded against another client
+// a write of the client's own in between discards it. Ensure builds its
+// transaction on the read of the Plan or PlanStatus that found the change
+// (a VLAN change reads once), unless the client wrote since or that read is
+// older than plannedMaxAge. Writes are guarded against another client
 // changing the database between that read and the write: new rows collide
 // with the name indexes, a wait operation makes the transaction fail if the
 // bridge Ensure adds ports to is gone or the bridge Undo deletes gained a

@@ -17,6 +17,7 @@ func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
 	if err := s.validate(); err != nil {
 		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}
+	txns := c.txns.Load()
 	st, err := c.read(ctx, planView)
 	if err != nil {
 		return Change{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
@@ -27,6 +28,7 @@ func (c *Client) Plan(ctx context.Context, s BridgeSpec) (Change, error) {
 	}
 	if !ch.Empty() {
 		c.warmLib(ctx)
+		c.keepPlanned(st, txns)
 	}
 	return ch, nil
 }
@@ -38,6 +40,7 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 	if err := s.validate(); err != nil {
 		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
 	}
+	txns := c.txns.Load()
 	st, err := c.readPrefetched(ctx, planStatusView)
 	if err != nil {
 		return Change{}, BridgeStatus{}, fmt.Errorf("ovs: plan bridge %s: %w", s.Bridge, err)
@@ -48,6 +51,7 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 	}
 	if !ch.Empty() {
 		c.warmLib(ctx)
+		c.keepPlanned(st, txns)
 	}
 	return ch, st.status(s.Bridge), nil
 }
@@ -58,7 +62,11 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 // the bridge that s does not list (Change.RemovePorts; the record keeps
 // listing only what Ensure created). Ports without the owner's mark are never
 // touched. When the database already matches, it sends no transaction. It does not wait for ovs-vswitchd: call
-// WaitApplied for that.
+// WaitApplied for that. It builds its transaction from the read of a Plan
+// or PlanStatus that found a change, when this client has sent no
+// transaction since and that read is younger than plannedMaxAge (the
+// transaction's guards catch what another client changed meanwhile, as
+// they do after a read of its own); else it reads.
 func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, error) {
 	rec := Record{Owner: s.Owner, Bridge: s.Bridge}
 	if err := s.validate(); err != nil {
@@ -66,9 +74,12 @@ func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, erro
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, err := c.read(ctx, planView)
-	if err != nil {
-		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
+	st := c.takePlanned()
+	if st == nil {
+		var err error
+		if st, err = c.read(ctx, planView); err != nil {
+			return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
+		}
 	}
 	s.PlanMoves = false
 	ch, t, err := plan(st, s)

@@ -2,6 +2,7 @@ package ovs_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,6 +42,24 @@ func TestEnsureGuardsAgainstConcurrentChange(t *testing.T) {
 			errHas: "wait",
 			// Nothing of the aborted transaction happened.
 			get: []string{"get", "Open_vSwitch", ".", "other_config"}, want: "{k=v}",
+		},
+		{
+			// Ensure builds on the plan's read (no read of its own): the
+			// guards catch the change made since that read too.
+			name:  "Ensure on a plan's read, the bridge deleted meanwhile, aborts",
+			setup: base,
+			race:  []string{"del-br", "br0"},
+			write: func(ctx context.Context, c *ovs.Client, _ ovs.Record) error {
+				s := base
+				s.Ports, s.HWOffload = ports("a", "b"), true
+				if ch, _, err := c.PlanStatus(ctx, s); err != nil || ch.Empty() {
+					return fmt.Errorf("plan: %+v, %v; want a change", ch, err)
+				}
+				_, _, err := c.Ensure(ctx, s)
+				return err
+			},
+			errHas: "wait",
+			get:    []string{"get", "Open_vSwitch", ".", "other_config"}, want: "{k=v}",
 		},
 		{
 			name:  "Undo of a bridge that gained a port aborts",

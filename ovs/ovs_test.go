@@ -828,3 +828,53 @@ func TestPrefetch(t *testing.T) {
 		t.Errorf("PlanStatus after the prefetch was taken: %d reads, want 1", n)
 	}
 }
+
+// TestEnsureBuildsOnThePlansRead: Ensure after a PlanStatus that found a
+// change writes from that read (a VLAN change reads OVSDB once), but reads
+// again once this client wrote in between, and a plan that found nothing
+// leaves nothing for it.
+func TestEnsureBuildsOnThePlansRead(t *testing.T) {
+	srv := ovstest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	spec := lagSpec()
+	ensureReads := func(what string, want int64) {
+		t.Helper()
+		n0 := c.Reads()
+		if _, _, err := c.Ensure(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.Reads() - n0; n != want {
+			t.Errorf("Ensure %s: %d reads, want %d", what, n, want)
+		}
+	}
+	planChanges := func(want bool) {
+		t.Helper()
+		ch, _, err := c.PlanStatus(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Empty() == want {
+			t.Fatalf("plan: %+v, want a change: %v", ch, want)
+		}
+	}
+
+	planChanges(true)
+	ensureReads("right after the plan that found the bridge missing", 0)
+	if got := strings.Fields(srv.MustVsctl("list-ports", spec.Bridge)); len(got) != len(spec.Ports) {
+		t.Errorf("ports after Ensure on the plan's read: %q, want %d", got, len(spec.Ports))
+	}
+
+	spec.Ports[1].Tag = 300
+	planChanges(true)
+	if err := c.SetOtherConfig(ctx, "vflag-test", ptr("1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	ensureReads("after a write of this client's since the plan", 1)
+	if got := strings.TrimSpace(srv.MustVsctl("get", "Port", spec.Ports[1].Name, "tag")); got != "300" {
+		t.Errorf("tag after the retag: %q, want 300", got)
+	}
+
+	planChanges(false)
+	ensureReads("after a plan that found nothing to change", 1)
+}
