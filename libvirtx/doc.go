@@ -61,6 +61,11 @@
 // HoldingDomains reads the live XML of running domains only: a VF listed in a
 // shut-off domain is not in use and does not block a teardown.
 //
+// Prefetch reads domains ahead of their use, once: until the connection
+// writes a domain (Attach, Detach, StartAutostarted), Exists, Domain and
+// Plan of a prefetched domain answer from that read. Attach itself always
+// reads afresh (rule 1).
+//
 // # VF pools (hostdev networks)
 //
 // A VF pool is a libvirt network with <forward mode='hostdev' managed='yes'>

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"libvirt.org/go/libvirt"
 )
@@ -16,6 +17,16 @@ import (
 type Conn struct {
 	uri string
 	c   *libvirt.Connect
+
+	sharedMu sync.Mutex
+	shared   map[string]*sharedRead // Prefetch's reads, until this connection writes a domain
+}
+
+// sharedRead is one domain's read that Prefetch started.
+type sharedRead struct {
+	done chan struct{}
+	s    snapshot
+	err  error // an error isNoDomain tells is an answer too
 }
 
 // Open connects to uri ("qemu:///system", "qemu+unix:///system?socket=/path").
@@ -106,9 +117,80 @@ func readSnapshot(d *libvirt.Domain) (snapshot, error) {
 	return s, nil
 }
 
+// Prefetch starts reading the named domains (state and definitions) in
+// the background. Until this connection writes a domain (Attach, Detach,
+// StartAutostarted), Exists, Domain and Plan of those domains answer from
+// these reads: a run of vflag reads each of its domains once, for its
+// preflight, its plan pass and its verify, and that read overlaps its
+// other reads. Call it only once nothing the caller waits for changes the
+// domains any more (vflag: after its lock is taken). A read that failed
+// is made again by the call that needs it.
+func (c *Conn) Prefetch(names ...string) {
+	c.sharedMu.Lock()
+	defer c.sharedMu.Unlock()
+	for _, name := range names {
+		if c.shared[name] != nil {
+			continue
+		}
+		if c.shared == nil {
+			c.shared = map[string]*sharedRead{}
+		}
+		r := &sharedRead{done: make(chan struct{})}
+		c.shared[name] = r
+		go func() {
+			defer close(r.done)
+			r.s, r.err = c.readDomain(name)
+		}()
+	}
+}
+
+// wroteDomain drops Prefetch's reads: a domain changed through c.
+func (c *Conn) wroteDomain() {
+	c.sharedMu.Lock()
+	c.shared = nil
+	c.sharedMu.Unlock()
+}
+
+// readDomain reads a domain; for one libvirt does not know (or that was
+// undefined during the read) the error is one isNoDomain tells.
+func (c *Conn) readDomain(name string) (snapshot, error) {
+	d, err := c.lookup(name)
+	if err != nil {
+		return snapshot{}, err
+	}
+	defer d.Free()
+	return readSnapshot(d)
+}
+
+// domain is readDomain, answered from Prefetch's read while it holds.
+func (c *Conn) domain(name string) (snapshot, error) {
+	c.sharedMu.Lock()
+	r := c.shared[name]
+	c.sharedMu.Unlock()
+	if r != nil {
+		if <-r.done; r.err == nil || isNoDomain(r.err) {
+			return r.s, r.err
+		}
+	}
+	return c.readDomain(name)
+}
+
 // Exists tells whether libvirt knows the domain: one lookup, no XML read
-// (preflight's question; Domain reads the definitions).
+// (preflight's question; Domain reads the definitions), or Prefetch's read
+// when it is done.
 func (c *Conn) Exists(name string) (bool, error) {
+	c.sharedMu.Lock()
+	r := c.shared[name]
+	c.sharedMu.Unlock()
+	if r != nil {
+		select {
+		case <-r.done:
+			if r.err == nil || isNoDomain(r.err) {
+				return r.err == nil, nil
+			}
+		default: // still reading: a lookup of its own answers sooner
+		}
+	}
 	d, err := c.lookup(name)
 	if isNoDomain(err) {
 		return false, nil
@@ -124,19 +206,11 @@ func (c *Conn) Exists(name string) (bool, error) {
 // live one. A missing domain is not an error: Exists is false.
 func (c *Conn) Domain(name string) (DomainState, error) {
 	st := DomainState{Name: name}
-	d, err := c.lookup(name)
+	s, err := c.domain(name)
 	if isNoDomain(err) {
-		return st, nil
+		return st, nil // unknown, or undefined meanwhile
 	}
 	if err != nil {
-		return st, fmt.Errorf("libvirt: read domain %s: %w", name, err)
-	}
-	defer d.Free()
-	s, err := readSnapshot(d)
-	if err != nil {
-		if isNoDomain(err) {
-			return st, nil // undefined meanwhile
-		}
 		return st, fmt.Errorf("libvirt: read domain %s: %w", name, err)
 	}
 	st.Exists, st.Active = true, s.active
@@ -169,15 +243,10 @@ func (c *Conn) Plan(a Attachment) (needed bool, why string, err error) {
 		return false, "", fmt.Errorf("%s: %w", attachOp(a), err)
 	}
 	op := attachOp(n.Attachment)
-	d, err := c.lookup(n.Domain)
+	s, err := c.domain(n.Domain)
 	if isNoDomain(err) {
 		return false, "", fmt.Errorf("%s: domain not found: %w", op, err)
 	}
-	if err != nil {
-		return false, "", fmt.Errorf("%s: %w", op, err)
-	}
-	defer d.Free()
-	s, err := readSnapshot(d)
 	if err != nil {
 		return false, "", fmt.Errorf("%s: %w", op, err)
 	}
@@ -208,6 +277,7 @@ func (c *Conn) Attach(a Attachment) (Record, bool, error) {
 		return Record{}, false, fmt.Errorf("%s: %w", attachOp(a), err)
 	}
 	op := attachOp(n.Attachment)
+	defer c.wroteDomain()
 	d, err := c.lookup(n.Domain)
 	if isNoDomain(err) {
 		return Record{}, false, fmt.Errorf("%s: domain not found: %w", op, err)
@@ -316,6 +386,7 @@ func detachIface(d *libvirt.Domain, pci, mac string, read libvirt.DomainXMLFlags
 // the claim. The live definition is handled when r.Live and the domain runs.
 // A missing domain, interface or claim is success; Detach is repeatable.
 func (c *Conn) Detach(r Record) error {
+	defer c.wroteDomain()
 	op := fmt.Sprintf("libvirt: detach %s from %s", r.PCI, r.Domain)
 	pci, err := parsePCI(r.PCI)
 	if err != nil {
@@ -476,6 +547,7 @@ func (c *Conn) HoldingDomains(pcis []string) (map[string]string, error) {
 // returns false, and does nothing, for a domain that is running, unknown,
 // or not autostarted.
 func (c *Conn) StartAutostarted(name string) (bool, error) {
+	defer c.wroteDomain()
 	d, err := c.lookup(name)
 	if isNoDomain(err) {
 		return false, nil

@@ -407,6 +407,49 @@ func TestLibvirtd(t *testing.T) {
 		}
 	})
 
+	// Prefetch's reads answer Exists, Domain and Plan until the connection
+	// writes a domain: a change another client makes meanwhile is not
+	// seen, one through the connection is (and everything after it).
+	t.Run("PrefetchSharedUntilOwnWrite", func(t *testing.T) {
+		t.Parallel()
+		c, err := libvirtx.Open(e.d.URI()) // its own: the others' writes would drop its reads
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		name, _ := e.domain(t, "vm-shared")
+		c.Prefetch(name, "no-such-vm-shared")
+		e.attachForeign(t, name, "0000:61:00.7", "52:54:00:00:00:77")
+
+		if st, err := c.Domain(name); err != nil || !st.Exists || len(st.Interfaces) != 0 {
+			t.Errorf("Domain after Prefetch = %+v, %v; want the domain as read before the foreign attach (no interface)", st, err)
+		}
+		if ok, err := c.Exists("no-such-vm-shared"); err != nil || ok {
+			t.Errorf("Exists(no-such-vm-shared) after Prefetch = %v, %v; want false, nil", ok, err)
+		}
+		_, _, err = c.Plan(libvirtx.Attachment{Domain: "no-such-vm-shared", PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Owner: "lag0"})
+		mustContain(t, err, "no-such-vm-shared", "domain not found")
+		var lerr libvirt.Error
+		if !errors.As(err, &lerr) || lerr.Code != libvirt.ERR_NO_DOMAIN {
+			t.Errorf("Plan of a prefetched missing domain: %v does not wrap ERR_NO_DOMAIN", err)
+		}
+
+		a := libvirtx.Attachment{Domain: name, PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Owner: "lag0"}
+		if needed, why, err := c.Plan(a); err != nil || !needed {
+			t.Fatalf("Plan = %v, %q, %v; want needed", needed, why, err)
+		}
+		if _, changed, err := c.Attach(a); err != nil || !changed {
+			t.Fatalf("Attach = %v, %v", changed, err)
+		}
+		st, err := c.Domain(name)
+		if err != nil || len(st.Interfaces) != 2 {
+			t.Errorf("Domain after the connection's own Attach = %+v, %v; want both interfaces (read afresh)", st, err)
+		}
+		if needed, _, err := c.Plan(a); err != nil || needed {
+			t.Errorf("Plan after Attach = %v, %v; want converged", needed, err)
+		}
+	})
+
 	t.Run("HoldingDomainsInactive", func(t *testing.T) {
 		t.Parallel()
 		name, _ := e.domain(t, "vm-holding")

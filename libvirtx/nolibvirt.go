@@ -19,6 +19,9 @@ func Open(uri string) (*Conn, error) { return nil, ErrNotLinked }
 // Close does nothing.
 func (c *Conn) Close() error { return nil }
 
+// Prefetch does nothing.
+func (c *Conn) Prefetch(names ...string) {}
+
 // Exists fails (ErrNotLinked).
 func (c *Conn) Exists(name string) (bool, error) { return false, ErrNotLinked }
 

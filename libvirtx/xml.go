@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"libvirt.org/go/libvirtxml"
 
@@ -27,13 +28,13 @@ func parsePCI(s string) (string, error) {
 	return string(a), err
 }
 
-var macRE = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
+var macRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`) })
 
 // parseMAC validates and normalizes (lower case) a unicast MAC address in
 // colon form.
 func parseMAC(s string) (string, error) {
 	m := strings.ToLower(strings.TrimSpace(s))
-	if !macRE.MatchString(m) {
+	if !macRE().MatchString(m) {
 		return "", fmt.Errorf("invalid MAC address %q: want six colon-separated hex octets, e.g. 52:54:00:12:34:56", s)
 	}
 	first, _ := strconv.ParseUint(m[:2], 16, 8)

@@ -196,6 +196,16 @@ func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string
 	if err != nil {
 		add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
 	}
+	if c != nil {
+		// One read of each domain serves this check, the plan pass's
+		// attachments and verify, until vflag writes a domain
+		// (libvirtx.Conn.Prefetch; the caller holds vflag's lock).
+		names := make([]string, 0, len(domains))
+		for _, d := range domains {
+			names = append(names, d.name)
+		}
+		c.Prefetch(names...)
+	}
 	checked := map[string]bool{}
 	for _, d := range domains {
 		if c == nil || checked[d.name] {
