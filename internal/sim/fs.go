@@ -322,62 +322,75 @@ func (t tree) devices() *node {
 func hexID(v int) string { return fmt.Sprintf("0x%04x\n", v) }
 
 func (t tree) pciDir(d pciDev) *node {
-	return dirNode(func() map[string]*node {
-		st, now := t.st, t.now
-		me := t.devPath(d)
-		m := map[string]*node{
-			"vendor":          textNode(hexID(mlxVendor)),
-			"driver_override": t.overrideNode(d),
-		}
-		if drv := d.driver(); drv != "" {
-			m["driver"] = linkNode(rel(me, "/sys/bus/pci/drivers/"+drv))
-		}
+	return dirNode(func() map[string]*node { return t.pciEntries(d, true) })
+}
+
+// pciEntries are the entries of a PCI function's directory; without all,
+// only its files and its driver and physfn links: not net/, infiniband/
+// and the virtfn links, whose making scans the netdevs or the VFs (a
+// lookup of another name need not pay for them).
+func (t tree) pciEntries(d pciDev, all bool) map[string]*node {
+	st, now := t.st, t.now
+	me := t.devPath(d)
+	m := map[string]*node{
+		"vendor":          textNode(hexID(mlxVendor)),
+		"driver_override": t.overrideNode(d),
+	}
+	if drv := d.driver(); drv != "" {
+		m["driver"] = linkNode(rel(me, "/sys/bus/pci/drivers/"+drv))
+	}
+	if all {
 		if net := t.pciNetDir(d); net != nil {
 			m["net"] = net
 		}
-		if d.vf != nil {
-			m["device"] = textNode(hexID(mlxVFDevice))
-			m["physfn"] = linkNode("../" + d.pf.PCI)
-			return m
-		}
-		pf, nic := d.pf, d.nic
+	}
+	if d.vf != nil {
+		m["device"] = textNode(hexID(mlxVFDevice))
+		m["physfn"] = linkNode("../" + d.pf.PCI)
+		return m
+	}
+	pf, nic := d.pf, d.nic
+	if all {
 		if ib := t.pciInfiniband(pf); ib != nil {
 			m["infiniband"] = ib // rdma.go
 		}
-		m["device"] = textNode(hexID(mlxPFDevice))
-		m["sriov_totalvfs"] = textNode(fmt.Sprintf("%d\n", nic.TotalVFs))
-		m["sriov_offset"] = textNode(fmt.Sprintf("%d\n", pf.Offset))
-		m["sriov_stride"] = textNode(fmt.Sprintf("%d\n", pf.Stride))
-		m["sriov_vf_device"] = textNode(fmt.Sprintf("%x\n", mlxVFDevice))
-		m["sriov_numvfs"] = rwNode(
-			func() ([]byte, *opError) { return fmt.Appendf(nil, "%d\n", pf.NumVFs), nil },
-			func(b []byte) (bool, *opError) {
-				n, ok := parseKstrtou16(string(b))
-				if !ok {
-					return false, fail(syscall.EINVAL, "")
-				}
-				return st.setNumVFs(now, nic, pf, n)
-			})
-		m["sriov_drivers_autoprobe"] = rwNode(
-			func() ([]byte, *opError) { return []byte(boolDigit(pf.Autoprobe) + "\n"), nil },
-			func(b []byte) (bool, *opError) {
-				v, ok := kstrtobool(string(b))
-				if !ok {
-					return false, fail(syscall.EINVAL, "")
-				}
-				if v == pf.Autoprobe {
-					return false, nil
-				}
-				pf.Autoprobe = v
-				return true, nil
-			})
-		for _, vf := range pf.VFs {
-			if vf.ready(now) {
-				m["virtfn"+strconv.Itoa(vf.Index)] = linkNode("../" + vf.PCI)
+	}
+	m["device"] = textNode(hexID(mlxPFDevice))
+	m["sriov_totalvfs"] = textNode(fmt.Sprintf("%d\n", nic.TotalVFs))
+	m["sriov_offset"] = textNode(fmt.Sprintf("%d\n", pf.Offset))
+	m["sriov_stride"] = textNode(fmt.Sprintf("%d\n", pf.Stride))
+	m["sriov_vf_device"] = textNode(fmt.Sprintf("%x\n", mlxVFDevice))
+	m["sriov_numvfs"] = rwNode(
+		func() ([]byte, *opError) { return fmt.Appendf(nil, "%d\n", pf.NumVFs), nil },
+		func(b []byte) (bool, *opError) {
+			n, ok := parseKstrtou16(string(b))
+			if !ok {
+				return false, fail(syscall.EINVAL, "")
 			}
-		}
+			return st.setNumVFs(now, nic, pf, n)
+		})
+	m["sriov_drivers_autoprobe"] = rwNode(
+		func() ([]byte, *opError) { return []byte(boolDigit(pf.Autoprobe) + "\n"), nil },
+		func(b []byte) (bool, *opError) {
+			v, ok := kstrtobool(string(b))
+			if !ok {
+				return false, fail(syscall.EINVAL, "")
+			}
+			if v == pf.Autoprobe {
+				return false, nil
+			}
+			pf.Autoprobe = v
+			return true, nil
+		})
+	if !all {
 		return m
-	})
+	}
+	for _, vf := range pf.VFs {
+		if vf.ready(now) {
+			m["virtfn"+strconv.Itoa(vf.Index)] = linkNode("../" + vf.PCI)
+		}
+	}
+	return m
 }
 
 // pciNetDir is a PCI function's net/ directory: nil when no netdev's

@@ -34,7 +34,11 @@ func (t tree) pciDirFast(d pciDev) *node {
 		if name == "net" { // a VF's netdevs (sriov.Host.Netdevs lists them)
 			return t.pciNetDir(d)
 		}
-		return n.kids()[name]
+		if name == "infiniband" {
+			return n.kids()[name]
+		}
+		return t.pciEntries(d, false)[name] // without the netdev and VF scans
+
 	}
 	return n
 }

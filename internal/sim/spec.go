@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vflag/vflag/internal/cfgdecode"
@@ -84,10 +85,12 @@ type bdf struct {
 	DevFn  int // device<<3 | function
 }
 
-var bdfRE = regexp.MustCompile(`^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$`)
+var bdfRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$`)
+})
 
 func parseBDF(s string) (bdf, error) {
-	m := bdfRE.FindStringSubmatch(s)
+	m := bdfRE().FindStringSubmatch(s)
 	if m == nil {
 		return bdf{}, fmt.Errorf("bad PCI address %q: want dddd:bb:dd.f in lowercase hex", s)
 	}
@@ -125,7 +128,7 @@ func ifnameOK(s string) bool {
 	return true
 }
 
-var nicNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var nicNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 // validate checks the spec and fills in defaults. It returns a copy.
 func validate(in *Spec) (*Spec, error) {
@@ -146,7 +149,7 @@ func validate(in *Spec) (*Spec, error) {
 		if n.Name == "" {
 			n.Name = fmt.Sprintf("nic%d", i)
 		}
-		if !nicNameRE.MatchString(n.Name) {
+		if !nicNameRE().MatchString(n.Name) {
 			return nil, fmt.Errorf("%s.name: %q: want letters, digits, '.', '_' or '-'", where, n.Name)
 		}
 		if nicNames[n.Name] {
@@ -168,7 +171,7 @@ func validate(in *Spec) (*Spec, error) {
 		if n.Driver == "" {
 			n.Driver = defaultDriver
 		}
-		if !nicNameRE.MatchString(n.Driver) || n.Driver == vfioDriver {
+		if !nicNameRE().MatchString(n.Driver) || n.Driver == vfioDriver {
 			return nil, fmt.Errorf("%s.driver: bad driver name %q", where, n.Driver)
 		}
 		for _, op := range n.NoVFOps {

@@ -378,8 +378,9 @@ func TestPFUnbindNotModelled(t *testing.T) {
 	x.writeErr("/sys/bus/pci/drivers/vfio-pci/unbind", "0000:61:00.0", syscall.ENODEV)
 }
 
-// The lookup fast paths (virtfn<i>, driver) resolve exactly as the PCI
-// function's directory lists them.
+// The lookup fast paths (virtfn<i>, driver, and the other entries made
+// without the netdev and VF scans) resolve exactly as the PCI function's
+// directory lists them.
 func TestPCIDirFastMatchesDir(t *testing.T) {
 	x := newTH(t, testSpec())
 	x.write("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", "3")
