@@ -49,7 +49,7 @@ func FuzzParseRepName(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ppn string) {
 		pf, vf, ok := ParseRepName(ppn)
-		m := repNameRE.FindStringSubmatch(ppn)
+		m := repNameRE().FindStringSubmatch(ppn)
 		if m == nil {
 			if ok {
 				t.Fatalf("ParseRepName(%q) = %d, %d: not a representor name", ppn, pf, vf)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -29,13 +30,13 @@ type PF struct {
 	SwitchID string       `json:"switch_id,omitempty"`
 }
 
-var ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,15}$`)
+var ifnameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,15}$`) })
 
 // ValidIfName checks an interface name before it reaches a sysfs path or
 // netlink: 1-15 characters, no slash, colon or whitespace (dev_valid_name),
 // not "." or "..".
 func ValidIfName(name string) error {
-	if name == "." || name == ".." || !ifnameRE.MatchString(name) {
+	if name == "." || name == ".." || !ifnameRE().MatchString(name) {
 		return fmt.Errorf("invalid interface name %q: 1-15 characters of [A-Za-z0-9_.@+-], no '/', ':' or spaces", name)
 	}
 	return nil
@@ -68,14 +69,14 @@ func PhysSwitchID(f sysfs.FS, name string) (string, error) {
 	return s, nil
 }
 
-var repNameRE = regexp.MustCompile(`^(?:c\d+)?pf(\d+)vf(\d+)$`)
+var repNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:c\d+)?pf(\d+)vf(\d+)$`) })
 
 // ParseRepName reads a VF representor's phys_port_name, "pf<p>vf<n>" (with
 // a "c<controller>" prefix on a SmartNIC's host side): the PF and VF
 // numbers, which devlink carries as u16. ok is false for any other name
 // and for a number beyond 65535.
 func ParseRepName(ppn string) (pf, vf uint16, ok bool) {
-	m := repNameRE.FindStringSubmatch(ppn)
+	m := repNameRE().FindStringSubmatch(ppn)
 	if m == nil {
 		return 0, 0, false
 	}
@@ -115,7 +116,7 @@ func ResolvePF(k Kernel, f sysfs.FS, ref string) (PF, error) {
 			if err != nil {
 				return PF{}, err
 			}
-			if !repNameRE.MatchString(ppn) {
+			if !repNameRE().MatchString(ppn) {
 				pf.Netdev = n
 				break
 			}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,13 +53,13 @@ var _ Function = Addr("")
 // "netdevsim/netdevsim10". It is what a PF netdev's "device" link points to.
 type Device string
 
-var devicePartRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+var devicePartRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
 
 // ParseDevice validates "<bus>/<name>" (no other slash, no "..", neither
 // part "."): Dir is then the device's own directory.
 func ParseDevice(s string) (Device, error) {
 	bus, name, ok := strings.Cut(s, "/")
-	if !ok || !devicePartRE.MatchString(bus) || !devicePartRE.MatchString(name) || strings.Contains(s, "..") || bus == "." || name == "." {
+	if !ok || !devicePartRE().MatchString(bus) || !devicePartRE().MatchString(name) || strings.Contains(s, "..") || bus == "." || name == "." {
 		return "", fmt.Errorf("invalid device %q: want <bus>/<name>, e.g. pci/0000:61:00.0", s)
 	}
 	return Device(s), nil
@@ -436,12 +437,12 @@ func (h Host) AddrOfNetdev(name string) (a Addr, ok bool, err error) {
 	return a, true, nil
 }
 
-var driverRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var driverRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 
 // ValidDriver checks a driver name before it becomes part of a sysfs path
 // (/sys/bus/pci/drivers/$drv/bind): the one rule, used by the config too.
 func ValidDriver(d string) error {
-	if !driverRE.MatchString(d) || d == "." || d == ".." {
+	if !driverRE().MatchString(d) || d == "." || d == ".." {
 		return fmt.Errorf("invalid driver name %q", d)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -164,7 +165,7 @@ const MaxRateMbit = 400000
 
 // rateGroupNameRE: devlink node names; the first character is a letter,
 // since the devlink tool reads an all-digit name as a port index.
-var rateGroupNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+var rateGroupNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`) })
 
 const legacyRateMsg = "needs eswitch switchdev (legacy groups: min_tx_rate/max_tx_rate through the PF)"
 
@@ -308,10 +309,10 @@ const MaxVFsLAG = 64
 func isDotName(s string) bool { return s == "." || s == ".." }
 
 var (
-	groupNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
-	bridgeNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
-	domainNameRE = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
-	endpointRE   = regexp.MustCompile(`^(unix:/\S+|tcp:\S+:\d+|ssl:\S+:\d+)$`)
+	groupNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`) })
+	bridgeNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`) })
+	domainNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`) })
+	endpointRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(unix:/\S+|tcp:\S+:\d+|ssl:\S+:\d+)$`) })
 	bondModes    = map[string]bool{"active-backup": true, "balance-xor": true, "802.3ad": true}
 	hashPolicies = map[string]bool{"layer2": true, "layer2+3": true, "layer3+4": true, "encap2+3": true, "encap3+4": true, "vlan+srcmac": true}
 )
@@ -447,7 +448,7 @@ func (v *validator) claim(kind, name, path string) {
 // validateSettings checks the top-level settings: endpoints, timeouts and
 // that there is a group at all.
 func (c *Config) validateSettings(add func(string, any, string, ...any)) {
-	if !endpointRE.MatchString(c.OVSDB) {
+	if !endpointRE().MatchString(c.OVSDB) {
 		add("ovsdb", c.OVSDB, "is not an OVSDB endpoint (unix:/path, tcp:host:port or ssl:host:port)")
 	}
 	if c.Libvirt == "" || strings.ContainsAny(c.Libvirt, " \n") || !strings.Contains(c.Libvirt, ":") {
@@ -513,7 +514,7 @@ func (c *Config) validateGroup(v *validator, gi int) {
 // numvfs, mtu, flow steering) and returns what the other checks need of
 // them.
 func (v *validator) validateGroupBasics(g *Group, p string) groupCheck {
-	if !groupNameRE.MatchString(g.Name) {
+	if !groupNameRE().MatchString(g.Name) {
 		v.add(p+".name", g.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter or digit")
 	} else {
 		v.claim("group", g.Name, p+".name")
@@ -561,7 +562,7 @@ func (v *validator) validateGroupBasics(g *Group, p string) groupCheck {
 // on.
 func (v *validator) validateOVS(gc groupCheck) {
 	g, p := gc.g, gc.p
-	if !bridgeNameRE.MatchString(g.OVS.Bridge) || isDotName(g.OVS.Bridge) {
+	if !bridgeNameRE().MatchString(g.OVS.Bridge) || isDotName(g.OVS.Bridge) {
 		v.add(p+".ovs.bridge", g.OVS.Bridge, "must be 1-15 characters of [A-Za-z0-9_.-], not \".\" or \"..\"")
 	} else {
 		v.claim("bridge", g.OVS.Bridge, p+".ovs.bridge")
@@ -624,7 +625,7 @@ func (v *validator) validateRateGroups(gc groupCheck) map[string]bool {
 			continue
 		}
 		switch {
-		case !rateGroupNameRE.MatchString(r.Name):
+		case !rateGroupNameRE().MatchString(r.Name):
 			v.add(rp+".name", r.Name, "must be 1-32 characters of [a-z0-9_-], starting with a letter")
 		case rateGroups[r.Name]:
 			v.add(rp+".name", r.Name, "is declared twice")
@@ -691,7 +692,7 @@ func (v *validator) validateAttachments(gc groupCheck) {
 	attSeen := map[VFRef]string{}
 	for ai, a := range g.Attachments {
 		ap := fmt.Sprintf("%s.attachments[%d]", p, ai)
-		if !domainNameRE.MatchString(a.Domain) || isDotName(a.Domain) {
+		if !domainNameRE().MatchString(a.Domain) || isDotName(a.Domain) {
 			v.add(ap+".domain", a.Domain, "is not a domain name (1-64 characters of [A-Za-z0-9_.+-], not \".\" or \"..\")")
 		}
 		checkIndexes(ap, a.PF, a.VF, g, gc.pfsOK, gc.numvfsOK, v.add)
@@ -721,7 +722,7 @@ func (v *validator) validateAttachments(gc groupCheck) {
 	}
 }
 
-var networkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
+var networkNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`) })
 
 // validateNetwork checks a group's network: its name, that each pool VF
 // exists and is neither the host's (driver) nor an attachment's, and the
@@ -730,7 +731,7 @@ var networkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
 func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool, claim func(kind, name, path string), add func(string, any, string, ...any)) {
 	n := g.Network
 	np := p + ".network"
-	if n.Name != "" && (!networkNameRE.MatchString(n.Name) || isDotName(n.Name)) {
+	if n.Name != "" && (!networkNameRE().MatchString(n.Name) || isDotName(n.Name)) {
 		add(np+".name", n.Name, "is not a libvirt network name (1-64 characters of [A-Za-z0-9_.+-], starting with a letter or digit)")
 	} else {
 		claim("network", g.NetworkName(), np+".name")
@@ -764,7 +765,7 @@ func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool
 	defaults := -1
 	for i, pg := range n.Portgroups {
 		pp := fmt.Sprintf("%s.portgroups[%d]", np, i)
-		if !networkNameRE.MatchString(pg.Name) {
+		if !networkNameRE().MatchString(pg.Name) {
 			add(pp+".name", pg.Name, "must be 1-64 characters of [A-Za-z0-9_.+-], starting with a letter or digit")
 		} else if j, ok := names[pg.Name]; ok {
 			add(pp+".name", pg.Name, "is already used at %s.portgroups[%d]", np, j)
@@ -935,14 +936,16 @@ type ValidateConfig struct {
 	RoCEMode string        `mapstructure:"roce_mode"` // expected default RoCE mode: v1 or v2
 }
 
-var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
+var hostnameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
+})
 
 // Check validates the section at path p.
 func (v *ValidateConfig) Check(p string, add func(string, any, string, ...any)) {
-	if v.Peer != "" && net.ParseIP(v.Peer) == nil && !hostnameRE.MatchString(v.Peer) {
+	if v.Peer != "" && net.ParseIP(v.Peer) == nil && !hostnameRE().MatchString(v.Peer) {
 		add(p+".peer", v.Peer, "is not an address or host name")
 	}
-	if v.RDMAPeer != "" && net.ParseIP(v.RDMAPeer) == nil && !hostnameRE.MatchString(v.RDMAPeer) {
+	if v.RDMAPeer != "" && net.ParseIP(v.RDMAPeer) == nil && !hostnameRE().MatchString(v.RDMAPeer) {
 		add(p+".rdma_peer", v.RDMAPeer, "is not an address or host name")
 	}
 	if v.Duration < 0 {

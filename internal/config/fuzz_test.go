@@ -73,7 +73,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q): accepted a config without groups", data)
 		}
 		for i, g := range c.Groups {
-			if !groupNameRE.MatchString(g.Name) {
+			if !groupNameRE().MatchString(g.Name) {
 				t.Fatalf("Parse(%q): groups[%d] has the name %q", data, i, g.Name)
 			}
 			if len(g.PFs) == 0 {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -112,7 +113,7 @@ func (d *doctor) checkOVSRunning() []proc {
 	return ps
 }
 
-var ovsVersionRE = regexp.MustCompile(`\(Open vSwitch\)\s+(\d+\.\d+\.\d+)`)
+var ovsVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(Open vSwitch\)\s+(\d+\.\d+\.\d+)`) })
 
 // ovsEarlyBoot is how long after boot Open vSwitch 3.1.0 counts 0 CPUs.
 const ovsEarlyBoot = 10.0
@@ -132,7 +133,7 @@ func (d *doctor) checkOVSVersion(ps []proc) {
 		d.add(AreaDaemons, name, "", Warn, fmt.Sprintf("ovs-vswitchd --version: %v", firstLine(err.Error())), "reinstall Open vSwitch: apt-get install --reinstall openvswitch-switch")
 		return
 	}
-	m := ovsVersionRE.FindStringSubmatch(out)
+	m := ovsVersionRE().FindStringSubmatch(out)
 	if m == nil {
 		d.add(AreaDaemons, name, "", Warn, fmt.Sprintf("ovs-vswitchd --version printed %q: no version", firstLine(out)), "reinstall Open vSwitch: apt-get install --reinstall openvswitch-switch")
 		return

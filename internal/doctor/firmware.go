@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
@@ -83,8 +84,12 @@ func dedupe(list []string) []string {
 type mstValue struct{ Default, Current, Next string }
 
 var (
-	mstRow3 = regexp.MustCompile(`^\s*\*?\s*([A-Z][A-Z0-9_]*(?:\[\d+\])?)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
-	mstRow1 = regexp.MustCompile(`^\s*\*?\s*([A-Z][A-Z0-9_]*(?:\[\d+\])?)\s+(\S+)\s*$`)
+	mstRow3 = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*\*?\s*([A-Z][A-Z0-9_]*(?:\[\d+\])?)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
+	})
+	mstRow1 = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*\*?\s*([A-Z][A-Z0-9_]*(?:\[\d+\])?)\s+(\S+)\s*$`)
+	})
 )
 
 // parseMstconfig reads `mstconfig -e -d DEV q` (columns Default, Current,
@@ -100,9 +105,9 @@ func parseMstconfig(out string) map[string]mstValue {
 		if !in {
 			continue
 		}
-		if r := mstRow3.FindStringSubmatch(l); r != nil {
+		if r := mstRow3().FindStringSubmatch(l); r != nil {
 			m[r[1]] = mstValue{r[2], r[3], r[4]}
-		} else if r := mstRow1.FindStringSubmatch(l); r != nil {
+		} else if r := mstRow1().FindStringSubmatch(l); r != nil {
 			m[r[1]] = mstValue{r[2], r[2], r[2]}
 		}
 	}

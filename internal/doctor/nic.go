@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/vflag/vflag/eswitch"
@@ -67,7 +68,7 @@ type groupState struct {
 	Ports []*port
 }
 
-var pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+var pciAddrRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`) })
 
 func (d *doctor) resolveGroup(g Group) *groupState {
 	gs := &groupState{Group: g}
@@ -162,7 +163,7 @@ func (d *doctor) describeNetdev(name string) string {
 	}
 	parent := ""
 	for _, c := range strings.Split(target, "/") {
-		if pciAddrRE.MatchString(c) {
+		if pciAddrRE().MatchString(c) {
 			parent = c
 		}
 	}

@@ -916,7 +916,7 @@ func (r RDMAPerf) judge(line string, x rdmaRun) (Verdict, string, any) {
 		}
 		return Fail, fmt.Sprintf("%s: no \"test complete\" in the output\n%s", line, tail(out, 8)), nil
 	case "ibv_rc_pingpong":
-		m := pingpongRE.FindStringSubmatch(out)
+		m := pingpongRE().FindStringSubmatch(out)
 		if m == nil {
 			return Fail, fmt.Sprintf("%s: no bandwidth line in the output\n%s", line, tail(out, 8)), nil
 		}
@@ -935,7 +935,9 @@ func (r RDMAPerf) judge(line string, x rdmaRun) (Verdict, string, any) {
 }
 
 // pingpongRE is ibv_rc_pingpong's result: "8192000 bytes in 0.05 seconds = 1310.72 Mbit/sec".
-var pingpongRE = regexp.MustCompile(`(\d+) bytes in [0-9.]+ seconds = ([0-9.]+) Mbit/sec`)
+var pingpongRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(\d+) bytes in [0-9.]+ seconds = ([0-9.]+) Mbit/sec`)
+})
 
 // zeroRetries is how many times an ib_send_bw -n run that measured 0 is
 // run again.
