@@ -62,9 +62,9 @@
 // shut-off domain is not in use and does not block a teardown.
 //
 // Prefetch reads domains ahead of their use, once: until the connection
-// writes a domain (Attach, Detach, StartAutostarted), Exists, Domain and
-// Plan of a prefetched domain answer from that read. Attach itself always
-// reads afresh (rule 1).
+// writes a domain (Attach, Detach, StartAutostarted), and for at most a
+// second, Exists, Domain and Plan of a prefetched domain answer from that
+// read. Attach itself always reads afresh (rule 1).
 //
 // # VF pools (hostdev networks)
 //

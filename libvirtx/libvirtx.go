@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"libvirt.org/go/libvirt"
 )
@@ -18,15 +19,33 @@ type Conn struct {
 	uri string
 	c   *libvirt.Connect
 
-	sharedMu sync.Mutex
-	shared   map[string]*sharedRead // Prefetch's reads, until this connection writes a domain
+	sharedMu  sync.Mutex
+	shared    map[string]*sharedRead // Prefetch's reads, until this connection writes a domain
+	sharedAge time.Duration          // how long they answer: sharedMaxAge (tests change it)
 }
 
 // sharedRead is one domain's read that Prefetch started.
 type sharedRead struct {
+	at   time.Time // when it started
 	done chan struct{}
 	s    snapshot
 	err  error // an error isNoDomain tells is an answer too
+}
+
+// sharedMaxAge bounds how old a read Prefetch started may be and still
+// answer: a run's preflight, plan pass and verify are milliseconds apart
+// unless a long step (VF creation) ran between them; after one, and in a
+// process that lives on, the domain is read again.
+const sharedMaxAge = time.Second
+
+// sharedFor is the read Prefetch started for name while it may answer.
+func (c *Conn) sharedFor(name string) *sharedRead {
+	c.sharedMu.Lock()
+	defer c.sharedMu.Unlock()
+	if r := c.shared[name]; r != nil && time.Since(r.at) <= c.sharedAge {
+		return r
+	}
+	return nil
 }
 
 // Open connects to uri ("qemu:///system", "qemu+unix:///system?socket=/path").
@@ -36,7 +55,7 @@ func Open(uri string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("libvirt: connect to %s: %w", uri, err)
 	}
-	return &Conn{uri: uri, c: c}, nil
+	return &Conn{uri: uri, c: c, sharedAge: sharedMaxAge}, nil
 }
 
 // Close closes the connection.
@@ -118,9 +137,10 @@ func readSnapshot(d *libvirt.Domain) (snapshot, error) {
 }
 
 // Prefetch starts reading the named domains (state and definitions) in
-// the background. Until this connection writes a domain (Attach, Detach,
-// StartAutostarted), Exists, Domain and Plan of those domains answer from
-// these reads: a run of vflag reads each of its domains once, for its
+// the background, those not read so since the connection last wrote.
+// Until this connection writes a domain (Attach, Detach, StartAutostarted),
+// and for sharedMaxAge, Exists, Domain and Plan of those domains answer
+// from these reads: a run of vflag reads each of its domains once, for its
 // preflight, its plan pass and its verify, and that read overlaps its
 // other reads. Call it only once nothing the caller waits for changes the
 // domains any more (vflag: after its lock is taken). A read that failed
@@ -129,13 +149,13 @@ func (c *Conn) Prefetch(names ...string) {
 	c.sharedMu.Lock()
 	defer c.sharedMu.Unlock()
 	for _, name := range names {
-		if c.shared[name] != nil {
+		if r := c.shared[name]; r != nil && time.Since(r.at) <= c.sharedAge {
 			continue
 		}
 		if c.shared == nil {
 			c.shared = map[string]*sharedRead{}
 		}
-		r := &sharedRead{done: make(chan struct{})}
+		r := &sharedRead{at: time.Now(), done: make(chan struct{})}
 		c.shared[name] = r
 		go func() {
 			defer close(r.done)
@@ -164,10 +184,7 @@ func (c *Conn) readDomain(name string) (snapshot, error) {
 
 // domain is readDomain, answered from Prefetch's read while it holds.
 func (c *Conn) domain(name string) (snapshot, error) {
-	c.sharedMu.Lock()
-	r := c.shared[name]
-	c.sharedMu.Unlock()
-	if r != nil {
+	if r := c.sharedFor(name); r != nil {
 		if <-r.done; r.err == nil || isNoDomain(r.err) {
 			return r.s, r.err
 		}
@@ -179,10 +196,7 @@ func (c *Conn) domain(name string) (snapshot, error) {
 // (preflight's question; Domain reads the definitions), or Prefetch's read
 // when it is done.
 func (c *Conn) Exists(name string) (bool, error) {
-	c.sharedMu.Lock()
-	r := c.shared[name]
-	c.sharedMu.Unlock()
-	if r != nil {
+	if r := c.sharedFor(name); r != nil {
 		select {
 		case <-r.done:
 			if r.err == nil || isNoDomain(r.err) {

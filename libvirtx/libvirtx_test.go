@@ -417,6 +417,7 @@ func TestLibvirtd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		libvirtx.SetSharedMaxAge(c, time.Hour) // a loaded machine must not age the reads out
 		name, _ := e.domain(t, "vm-shared")
 		c.Prefetch(name, "no-such-vm-shared")
 		e.attachForeign(t, name, "0000:61:00.7", "52:54:00:00:00:77")
@@ -447,6 +448,15 @@ func TestLibvirtd(t *testing.T) {
 		}
 		if needed, _, err := c.Plan(a); err != nil || needed {
 			t.Errorf("Plan after Attach = %v, %v; want converged", needed, err)
+		}
+
+		// Aged out: a read older than the bound answers nothing.
+		other, _ := e.domain(t, "vm-shared-aged")
+		libvirtx.SetSharedMaxAge(c, time.Nanosecond)
+		c.Prefetch(other)
+		e.attachForeign(t, other, "0000:61:00.7", "52:54:00:00:00:78")
+		if st, err := c.Domain(other); err != nil || len(st.Interfaces) != 1 {
+			t.Errorf("Domain after its prefetch aged out = %+v, %v; want the foreign interface (read afresh)", st, err)
 		}
 	})
 

@@ -219,6 +219,7 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	// attachments, RDMA. What follows only reads what is shown, and
 	// adds a problem only for what those checks do not cover.
 	// The bridge, read once for the checks and for what status shows.
+	prefetchDomains(h, g)
 	var bridge *ovs.BridgeStatus
 	bridgeErr := fmt.Errorf("not read")
 	if g.Switchdev() {
@@ -471,6 +472,24 @@ func bridgeStatus(ctx context.Context, h *host.Host, bridge string) (ovs.BridgeS
 		return ovs.BridgeStatus{}, err
 	}
 	return c.Status(ctx, bridge)
+}
+
+// prefetchDomains starts the read of the group's attachments' domains
+// (libvirtx.Conn.Prefetch): the static checks and the VF rows take that
+// one read, and it overlaps the other reads.
+func prefetchDomains(h *host.Host, g *config.Group) {
+	if len(g.Attachments) == 0 {
+		return
+	}
+	c, err := h.Virt()
+	if err != nil {
+		return // validate's libvirt problems say why
+	}
+	names := make([]string, 0, len(g.Attachments))
+	for _, a := range g.Attachments {
+		names = append(names, a.Domain)
+	}
+	c.Prefetch(names...)
 }
 
 // attachedDomains maps VF PCI address to the configured domain holding it.
