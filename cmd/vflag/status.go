@@ -23,9 +23,12 @@ func (a *app) runStatus(ctx context.Context) error {
 		return err
 	}
 	defer h.Close()
+	// systemd's answer about the boot units comes beside the host's reads.
+	boot := make(chan []string, 1)
+	go func() { boot <- status.FailedBootUnits(ctx, a.v.GetString("sim") != "") }()
 	st := status.Gather(ctx, cfg, h)
 	st.Version = version
-	status.AddBootProblems(&st, status.FailedBootUnits(ctx, a.v.GetString("sim") != ""))
+	status.AddBootProblems(&st, <-boot)
 	status.AddJournalProblem(&st, a.stateDir())
 	// One write for the whole output, not one per line (a line per VF).
 	out := bufio.NewWriterSize(a.stdout, 64<<10)

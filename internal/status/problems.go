@@ -20,8 +20,9 @@ import (
 var bootUnits = []string{"vflag-pre.service", "vflag.service"}
 
 // FailedBootUnits lists the boot units systemd reports failed, with their
-// result ("vflag-pre.service (result exit-code)"). Nothing without systemd
-// or systemctl, or on a simulated host (it has no boot).
+// result ("vflag-pre.service (result exit-code)"): one `systemctl show` of
+// both. Nothing without systemd or systemctl, or on a simulated host (it
+// has no boot).
 func FailedBootUnits(ctx context.Context, simulated bool) []string {
 	if simulated {
 		return nil
@@ -31,23 +32,31 @@ func FailedBootUnits(ctx context.Context, simulated bool) []string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var out []string
-	for _, u := range bootUnits {
-		b, err := exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "-p", "Result", "--", u).Output()
-		if err != nil {
-			continue
-		}
+	args := append([]string{"show", "-p", "Id", "-p", "ActiveState", "-p", "Result", "--"}, bootUnits...)
+	b, err := exec.CommandContext(ctx, "systemctl", args...).Output()
+	if err != nil {
+		return nil
+	}
+	return failedUnits(string(b))
+}
+
+// failedUnits reads `systemctl show -p Id -p ActiveState -p Result` of
+// several units: a block of NAME=VALUE lines per unit, the blocks
+// separated by an empty line, each block's properties in systemd's order.
+func failedUnits(out string) []string {
+	var failed []string
+	for _, block := range strings.Split(out, "\n\n") {
 		props := map[string]string{}
-		for _, l := range strings.Split(string(b), "\n") {
+		for _, l := range strings.Split(block, "\n") {
 			if k, v, ok := strings.Cut(l, "="); ok {
 				props[k] = v
 			}
 		}
-		if props["ActiveState"] == "failed" {
-			out = append(out, fmt.Sprintf("%s (result %s)", u, props["Result"]))
+		if props["ActiveState"] == "failed" && props["Id"] != "" {
+			failed = append(failed, fmt.Sprintf("%s (result %s)", props["Id"], props["Result"]))
 		}
 	}
-	return out
+	return failed
 }
 
 // AddBootProblems gives every group a problem per failed boot unit.
