@@ -188,7 +188,10 @@ func recordBed(t *testing.T, stamp string) {
 }
 
 // vflagBinary builds ./cmd/vflag from the repository root (or takes
-// $VFLAG_E2E_BIN) and returns the binary's path.
+// $VFLAG_E2E_BIN) and returns the binary's path. Beside it, as BIN-hook,
+// it builds cmd/vflag-hook as the Makefile does (no cgo, no libvirt): the
+// hook scripts `vflag install-hook` writes run it when it is next to vflag,
+// and run-guest.sh puts it in the share (hook.sh installs it).
 func vflagBinary(t *testing.T, root string) string {
 	t.Helper()
 	if bin := os.Getenv(envBin); bin != "" {
@@ -209,7 +212,12 @@ func vflagBinary(t *testing.T, root string) string {
 		t.Fatalf("go build -o %s ./cmd/vflag (in %s) failed: %v\n%s\n"+
 			"The e2e tests drive the vflag binary: ./cmd/vflag must build first.", bin, root, err, out)
 	}
-	t.Logf("built vflag in %s", time.Since(start).Round(time.Millisecond))
+	hook := exec.Command(goTool, "build", "-tags", "vflag_nolibvirt", "-o", bin+"-hook", "./cmd/vflag-hook")
+	hook.Dir, hook.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := hook.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags vflag_nolibvirt -o %s-hook ./cmd/vflag-hook (in %s) failed: %v\n%s", bin, root, err, out)
+	}
+	t.Logf("built vflag and vflag-hook in %s", time.Since(start).Round(time.Millisecond))
 	return bin
 }
 

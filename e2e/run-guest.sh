@@ -11,7 +11,8 @@
 #   console.log       the serial console (kernel + init + scenario output)
 #
 # Environment:
-#   VFLAG_BIN              vflag binary to put in the guest (/usr/local/bin/vflag)
+#   VFLAG_BIN              vflag binary to put in the guest (/usr/local/bin/vflag);
+#                          VFLAG_BIN-hook, when there, goes in the share as vflag-hook
 #   VFLAG_DEB              vflag .deb to put in the share ($SHARE/vflag.deb), for
 #                          scenarios that install the package (# DEB: yes)
 #   VFLAG_E2E_CACHE        build cache (default /var/cache/vflag-e2e)
@@ -105,6 +106,8 @@ fi
 if [ -n "${VFLAG_BIN:-}" ]; then
 	[ -f "$VFLAG_BIN" ] || die "VFLAG_BIN=$VFLAG_BIN does not exist"
 	cp "$VFLAG_BIN" "$share/vflag"
+	# cmd/vflag-hook built beside it (e2e_test.go): hook.sh installs it.
+	if [ -f "$VFLAG_BIN-hook" ]; then cp "$VFLAG_BIN-hook" "$share/vflag-hook"; fi
 fi
 
 append="console=ttyS0 quiet panic=-1 testbed.script=$name testbed.timeout=$timeout testbed.machine=$machine"

@@ -49,12 +49,20 @@ V() { "$VFLAG" --config /root/vflag.yaml --state-dir "$STATE" "$@"; }
 vf_mac() { ip link show "$PF" | sed -n "s/^ *vf $1 .*link\/ether \([0-9a-f:]*\).*/\1/p"; }
 
 step "install the hook, then start libvirtd (it looks for hooks at startup)"
+# vflag-hook (cmd/vflag-hook: no cgo, no libvirt) next to vflag, as the
+# package installs it: the hook script runs it, so every hook event below
+# is that binary's.
+HOOK_BIN=$(dirname "$VFLAG")/vflag-hook
+[ -f "$SHARE/vflag-hook" ] && install -m 755 "$SHARE/vflag-hook" "$HOOK_BIN"
 hook_installed() {
 	V install-hook || return 1
 	local h=/etc/libvirt/hooks/qemu.d/vflag
 	test -x "$h" || { echo "$h is not executable"; return 1; }
 	grep -q -- "--config /root/vflag.yaml --state-dir $STATE hook qemu" "$h" || { cat "$h"; echo "$h does not run vflag with this config and state dir"; return 1; }
-	echo "$h: $(grep '^exec' "$h")"
+	grep -q "bin=$HOOK_BIN" "$h" || { cat "$h"; echo "$h does not prefer $HOOK_BIN"; return 1; }
+	test -x "$HOOK_BIN" || { echo "no $HOOK_BIN: the share has no vflag-hook (e2e_test.go builds it beside vflag)"; return 1; }
+	if ldd "$HOOK_BIN" 2>&1 | grep -q libvirt; then ldd "$HOOK_BIN"; echo "$HOOK_BIN links libvirt"; return 1; fi
+	echo "$h: $(grep '^exec' "$h"), runs $HOOK_BIN ($(ldd "$HOOK_BIN" 2>&1 | head -1 | tr -s '\t ' ' '))"
 }
 check h_install_hook hook_installed
 idempotent() { out=$(V install-hook) || return 1; echo "$out"; echo "$out" | grep -q '^unchanged /etc/libvirt/hooks/qemu.d/vflag$'; }
