@@ -22,6 +22,7 @@ type Conn struct {
 	sharedMu  sync.Mutex
 	shared    map[string]*sharedRead // Prefetch's reads, until this connection writes a domain
 	sharedAge time.Duration          // how long they answer: sharedMaxAge (tests change it)
+	reading   sync.WaitGroup         // Prefetch's reads under way (Close waits for them)
 }
 
 // sharedRead is one domain's read that Prefetch started.
@@ -58,11 +59,12 @@ func Open(uri string) (*Conn, error) {
 	return &Conn{uri: uri, c: c, sharedAge: sharedMaxAge}, nil
 }
 
-// Close closes the connection.
+// Close closes the connection, once Prefetch's reads are done.
 func (c *Conn) Close() error {
 	if c == nil || c.c == nil {
 		return nil
 	}
+	c.reading.Wait()
 	_, err := c.c.Close()
 	err = lvErr(err)
 	c.c = nil
@@ -157,10 +159,10 @@ func (c *Conn) Prefetch(names ...string) {
 		}
 		r := &sharedRead{at: time.Now(), done: make(chan struct{})}
 		c.shared[name] = r
-		go func() {
+		c.reading.Go(func() {
 			defer close(r.done)
 			r.s, r.err = c.readDomain(name)
-		}()
+		})
 	}
 }
 
