@@ -223,6 +223,10 @@ func linkSetHash(ns netns.NsHandle) (uint64, error) {
 	return h.Sum64(), nil
 }
 
+// in6AddrGenModeNone is IN6_ADDR_GEN_MODE_NONE (linux/if_link.h): the
+// kernel makes no IPv6 link-local address on the link.
+const in6AddrGenModeNone = 1
+
 // mirrorPeer names the peer of a mirrored netdev: "sv" and 8 hex digits.
 func mirrorPeer(name string) string {
 	h := fnv.New32a()
@@ -400,6 +404,7 @@ func (m *mirror) apply(want map[string]mirrorWant, delta map[string]*mirrorWant)
 		mac, _ := net.ParseMAC(w.mac)
 		l, ok := have[name]
 		peer := have[mirrorPeer(name)]
+		created := !ok
 		if !ok {
 			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: mac}, PeerName: mirrorPeer(name)}
 			if err := nh.LinkAdd(v); err != nil && !errors.Is(err, syscall.EEXIST) {
@@ -425,6 +430,17 @@ func (m *mirror) apply(want map[string]mirrorWant, delta map[string]*mirrorWant)
 				errs = append(errs, fmt.Errorf("%s: peer: %w", name, err))
 				continue
 			}
+		}
+		if created {
+			// The peer stands for what is behind the netdev (a VF, whose
+			// driver vflag unbinds; the wire): silent until traffic is
+			// sent. With a link-local address it would send IPv6 DAD,
+			// router solicitations and MLD reports at every up, which
+			// ovs-vswitchd receives on the mirror and floods to every
+			// port: about a second of its CPU after an up of 2 x 64 VFs,
+			// which no mlx5 host has. No address, no such packets (where
+			// IPv6 is off there is nothing to quiet: the error is moot).
+			_ = nh.LinkSetIP6AddrGenMode(peer, in6AddrGenModeNone)
 		}
 		for _, x := range []netlink.Link{l, peer} {
 			if (x.Attrs().Flags&net.FlagUp != 0) == w.up {

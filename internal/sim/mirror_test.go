@@ -86,6 +86,25 @@ func listMirror(t *testing.T, ns netns.NsHandle) map[string]mirrored {
 	return out
 }
 
+// peerAddrs lists the IPv6 addresses of the mirror peer of name.
+func peerAddrs(t *testing.T, ns netns.NsHandle, name string) []netlink.Addr {
+	t.Helper()
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	peer, err := nh.LinkByName(mirrorPeer(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := nh.AddrList(peer, netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addrs
+}
+
 func TestMirrorNetns(t *testing.T) {
 	path, ns := newTestNetns(t)
 	spec := testSpec()
@@ -126,6 +145,11 @@ func TestMirrorNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("p0 up")
+	// The peer, standing for what is behind p0, has no IPv6 address: it
+	// sends nothing the mirror's ovs-vswitchd would flood.
+	if addrs := peerAddrs(t, ns, "p0"); len(addrs) != 0 {
+		t.Errorf("the peer of p0 has IPv6 addresses %v, want none (addr_gen_mode none)", addrs)
+	}
 	f := h.FS()
 	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
 		t.Fatal(err)

@@ -154,12 +154,14 @@ func (b *bencher) transitions(reps, slowReps int) {
 				h.setLatency(zero)
 			}
 			h.vflag("up")
+			b.quiesceOVS("transition " + t.name + ": from-config")
 			again := h.vflag("up")
 			if again.rep.Changes != 0 {
 				b.r.Fatalf("transition %s: the from-config does not converge: a second up changed %v", t.name, changedIDs(again.rep))
 			}
 			noops = append(noops, again.wall)
 			b.settleOVS()
+			b.quiesceOVS("transition " + t.name + ": before the timed run")
 			// The timed run, at hardware latencies.
 			h.setLatency(b.hw)
 			h.writeConfig(b.tconfig(t.to, b.hw))
