@@ -89,7 +89,7 @@ type Runner struct {
 	applies int               // Apply calls started in this run (StopAfter)
 	batches int               // Do calls that journaled something (Entry.Batch)
 	wrote   bool              // this run applied or undid something
-	written map[string]bool   // the kinds this run applied or undid
+	written map[string]bool   // the kinds this run applied or undid (changes that were not Contained)
 	needed  map[string]Change // DryRun: Replannable steps' needed changes (NeededChanges)
 	results []Event
 	evMu    sync.Mutex // serializes OnEvent
@@ -192,13 +192,24 @@ func (r *Runner) WroteOnly(kinds ...string) bool {
 	return true
 }
 
-func (r *Runner) markWrote(kind string) {
+// WroteContainedOnly tells whether this run applied something, all of it
+// Contained changes.
+func (r *Runner) WroteContainedOnly() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wrote && len(r.written) == 0
+}
+
+// markWrote notes a write of kind; a contained one makes nothing stale.
+func (r *Runner) markWrote(kind string, contained bool) {
 	r.mu.Lock()
 	r.wrote = true
 	if r.written == nil {
 		r.written = map[string]bool{}
 	}
-	r.written[kind] = true
+	if !contained {
+		r.written[kind] = true
+	}
 	r.mu.Unlock()
 }
 
@@ -456,7 +467,7 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 		if !o.change.Needed || !r.takeApplySlot() {
 			return
 		}
-		r.markWrote(s.Kind)
+		r.markWrote(s.Kind, o.change.Contained)
 		log.Info("apply", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
 		start := time.Now()
 		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(ctx) })
@@ -653,7 +664,7 @@ func (r *Runner) undoConcurrently(ctx context.Context, group []Entry) ([]Event, 
 			log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
 			return
 		}
-		r.markWrote(e.Kind)
+		r.markWrote(e.Kind, false)
 		undo, found := r.Undo[e.Kind]
 		if !found {
 			ev.Changed = false

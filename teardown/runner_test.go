@@ -980,14 +980,18 @@ func TestUndoSummaryReadsBackwards(t *testing.T) {
 // a step the plan pass found converged is checked again when its kind is
 // that one or depends on it (through others too), and taken as converged
 // otherwise; without DependsOn, any write makes every step checked again.
+// A Contained write (a's change leaves what b and d look at as it was)
+// makes nothing checked again, and the runner says so (WroteContainedOnly).
 func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		deps map[string][]string
-		want map[string]int32 // checks in the forward pass, by kind
+		name      string
+		deps      map[string][]string
+		contained bool
+		want      map[string]int32 // checks in the forward pass, by kind
 	}{
-		{"by dependency", map[string][]string{"b": {"a"}, "c": nil, "d": {"b"}}, map[string]int32{"b": 1, "c": 0, "d": 1}},
-		{"nil: any write", nil, map[string]int32{"b": 1, "c": 1, "d": 1}},
+		{"by dependency", map[string][]string{"b": {"a"}, "c": nil, "d": {"b"}}, false, map[string]int32{"b": 1, "c": 0, "d": 1}},
+		{"nil: any write", nil, false, map[string]int32{"b": 1, "c": 1, "d": 1}},
+		{"contained write", map[string][]string{"b": {"a"}, "c": nil, "d": {"b"}}, true, map[string]int32{"b": 0, "c": 0, "d": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, err := OpenJournal(t.TempDir())
@@ -1003,7 +1007,7 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 				return Step{Kind: kind, ID: kind + "/1",
 					Check: func(context.Context) (Change, error) {
 						n.Add(1)
-						return Change{Needed: needed, Summary: kind, Record: struct{}{}}, nil
+						return Change{Needed: needed, Summary: kind, Record: struct{}{}, Contained: needed && tc.contained}, nil
 					},
 					Apply: func(context.Context) error { return nil }}
 			}
@@ -1018,6 +1022,9 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 				if got := checks[k].Load(); got != want {
 					t.Errorf("kind %s checked %d times after a's write, want %d", k, got, want)
 				}
+			}
+			if !r.Wrote() || r.WroteContainedOnly() != tc.contained {
+				t.Errorf("after a's write: Wrote %v, WroteContainedOnly %v; want true, %v", r.Wrote(), r.WroteContainedOnly(), tc.contained)
 			}
 		})
 	}

@@ -33,6 +33,12 @@ type Change struct {
 	// of each prior value stays, the prior of what is new is added. Unset,
 	// the journaled record stays as it is.
 	Merge func(journaled json.RawMessage) (any, error)
+	// Contained: applying the change leaves everything the kinds that
+	// depend on this step's kind look at as it was (a bond's link
+	// monitoring interval). A run whose writes are all contained keeps the
+	// checks its plan pass made of those kinds' steps (Runner.Converged,
+	// Planned) instead of making them again.
+	Contained bool
 }
 
 // Step is one idempotent change to the host. See the package documentation

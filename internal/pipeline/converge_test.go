@@ -291,6 +291,23 @@ func TestNoOpVerifiesWhatItRead(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A miimon change is contained (a bond's link monitoring): the steps
+	// after the bond keep their plan pass checks (the bridge step reads
+	// OVSDB no second time) and verify takes the plan pass's read.
+	miimon := func(c *config.Config) { c.Groups[0].Bond.Miimon = 250 }
+	if r, err = ce.runWith(false, miimon, grab); err != nil || !r.WroteContainedOnly() {
+		t.Fatalf("miimon change: %v (wrote only contained changes: %v)", err, r != nil && r.WroteContainedOnly())
+	}
+	if n := c.Reads(); n != 1 {
+		t.Errorf("miimon change read the OVSDB tables %d times, want 1 (the plan pass's read serves the bridge step and verify)", n)
+	}
+	if got, err := sysfs.ReadString(ce.sim.FS(), "/sys/class/net/bond0/bonding/miimon"); err != nil || got != "250" {
+		t.Errorf("bond0 miimon after the change: %q, %v; want 250", got, err)
+	}
+	if _, err := ce.run(false, nil); err != nil { // miimon back
+		t.Fatal(err)
+	}
+
 	ports := strings.Fields(d.ovs.MustVsctl("list-ports", "br-lag"))
 	var rep string
 	for _, p := range ports {

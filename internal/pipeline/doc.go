@@ -86,7 +86,10 @@
 // needed change of a Replannable step (the bridge's) is applied as the
 // plan pass computed it, without a second read (teardown.Runner.Planned),
 // and verify of a run whose only write rewrote columns of the bridge's
-// kept ports takes the plan pass's ofports. A prune that wrote
+// kept ports takes the plan pass's ofports. A change that leaves what its
+// dependents look at as it was (teardown.Change.Contained: a bond's
+// miimon, updelay or downdelay) makes nothing read again, and verify of a
+// run that wrote only such changes takes the plan pass's read too. A prune that wrote
 // before the forward pass makes every step read again; reads a phase shares
 // between its steps (the VF list, the representors, the bridge for verify)
 // are taken again after any write. The order of prunes against changes is

@@ -58,6 +58,15 @@ const (
 
 var bondOptionCost = map[string]bondCost{"mode": costReform, "lacp_rate": costDown, "ad_select": costDown}
 
+// bondMonitorOptions change only how the bond watches its slaves' links
+// (bond_options.c: no flag, written while it runs). Nothing the later
+// steps look at depends on them: the slaves, their link state, the
+// hardware LAG, the representors, the bridge. A change of these alone is
+// teardown.Change.Contained, and the later steps' checks from the plan
+// pass stay valid. (xmit_hash_policy, primary and min_links are live too,
+// but steer traffic or the bond's carrier, which the hardware LAG follows.)
+var bondMonitorOptions = map[string]bool{"miimon": true, "updelay": true, "downdelay": true}
+
 // bondOptChange is one option that differs from the config.
 type bondOptChange struct {
 	Option, From, To string
@@ -247,11 +256,13 @@ func (k bondKind) step(e *Env, g Group) teardown.Step {
 				return teardown.Change{Summary: "bond " + spec.Name + " exists"}, nil
 			}
 			var sums []string
+			contained := true
 			for _, c := range changes {
 				sums = append(sums, c.summary(spec.Name))
+				contained = contained && bondMonitorOptions[c.Option]
 			}
 			return teardown.Change{Needed: true, Summary: strings.Join(sums, "; "), Record: record,
-				Disruptive: worst(changes) >= costDown}, nil
+				Disruptive: worst(changes) >= costDown, Contained: contained}, nil
 		},
 		Apply: func(context.Context) error {
 			exists, err := own()

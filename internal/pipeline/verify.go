@@ -19,12 +19,13 @@ func (run *groupRun) verify(context.Context) ([]batch, error) {
 		Wait: func(ctx context.Context) (string, error) {
 			// A run that wrote nothing verifies the bridge as the plan
 			// pass read it (ofports included), milliseconds before; so
-			// does a run whose only write was the bridge step rewriting
-			// columns of the ports it kept (a VLAN change: every port
-			// keeps its ofport; verify still waits until ovs-vswitchd
-			// applied it).
+			// does a run whose only writes were contained (a bond's
+			// miimon) or the bridge step rewriting columns of the ports
+			// it kept (a VLAN change: every port keeps its ofport; verify
+			// still waits until ovs-vswitchd applied it).
 			var seen *ovs.BridgeStatus
-			if p := run.plan; p != nil && (!run.r.Wrote() || run.bridgeColumnsOnly && run.r.WroteOnly(ovsBridgeKind{}.Name())) {
+			if p := run.plan; p != nil && (!run.r.Wrote() || run.r.WroteContainedOnly() ||
+				run.bridgeColumnsOnly && run.r.WroteOnly(ovsBridgeKind{}.Name())) {
 				seen = p.bridgeSeen
 			}
 			if err := run.e.verify(ctx, run.g, seen); err != nil {
