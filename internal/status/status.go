@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -219,7 +220,9 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	// attachments, RDMA. What follows only reads what is shown, and
 	// adds a problem only for what those checks do not cover.
 	// The bridge, read once for the checks and for what status shows.
-	prefetchDomains(h, g)
+	// Beside the rest: it waits for libvirtd's connection, which the VF
+	// rows and the static checks' attachments need last.
+	go prefetchDomains(h, g)
 	var bridge *ovs.BridgeStatus
 	bridgeErr := fmt.Errorf("not read")
 	if g.Switchdev() {
@@ -277,13 +280,20 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 		}
 		gs.RateGroups = rateGroups(g, gh, vc.rates) // a missing node is validate's rate/<devlink>/<name> problem
 	}
-	for _, i := range gh.Owners {
-		vfs, err := pfVFs(h, g, gh.PFs[i], vc)
-		if err != nil {
-			gs.problem("%v", err)
+	// Each owning PF's VFs are read beside the others'.
+	rows := make([][]VFStatus, len(gh.Owners))
+	vfErrs := make([]error, len(gh.Owners))
+	var wg sync.WaitGroup
+	for k, i := range gh.Owners {
+		wg.Go(func() { rows[k], vfErrs[k] = pfVFs(h, g, gh.PFs[i], vc) })
+	}
+	wg.Wait()
+	for k := range gh.Owners {
+		if vfErrs[k] != nil {
+			gs.problem("%v", vfErrs[k])
 			continue
 		}
-		gs.VFs = append(gs.VFs, vfs...)
+		gs.VFs = append(gs.VFs, rows[k]...)
 	}
 	gs.Problems = append(<-static, gs.Problems...) // the static checks' problems first
 	return gs
@@ -504,6 +514,7 @@ func attachedDomains(h *host.Host, g *config.Group) map[string]string {
 	if err != nil {
 		return out
 	}
+	prefetchDomains(h, g) // the read gatherGroup started, unless it is not under way yet
 	seen := map[string]bool{}
 	for _, a := range g.Attachments {
 		if seen[a.Domain] {
