@@ -174,7 +174,8 @@ refused() {
 	[ $rc != 0 ] || { echo "vm3 started"; return 1; }
 	echo "$out" | grep -q "refusing to start domain vm3: VF not ready: VF 1 of $PF ($VF1), group igb0: the config gives it to the host (driver igbvf)" ||
 		{ echo "not vflag's refusal"; return 1; }
-	echo "$out" | grep -o 'vflag: refusing to start domain vm3: .*'
+	# The installed hook ran vflag-hook (its messages name it).
+	echo "$out" | grep -o 'vflag-hook: refusing to start domain vm3: .*' || { echo "the refusal is not vflag-hook's"; return 1; }
 }
 check h_refused_start refused
 refused_untouched() {
