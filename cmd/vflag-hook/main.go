@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return hookcli.LoadConfig(v.GetString("config"), missingOK)
 		},
 		OpenHost: func(cfg, envCfg *config.Config) (*host.Host, error) {
-			o := host.Options{SimDir: v.GetString("sim"), Log: log, Warm: hookcli.Warm(cfg)}
+			o := host.Options{SimDir: v.GetString("sim"), Log: log}
 			if cfg != nil {
 				o.SimSpec = cfg.Sim
 			}

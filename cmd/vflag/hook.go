@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vflag/vflag/cmd/internal/hookcli"
-	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/internal/host"
 )
 
 func (a *app) hookCommand() *cobra.Command { return hookcli.Command(a.hookEnv()) }
@@ -21,14 +19,11 @@ func (a *app) hookEnv() hookcli.Env {
 	return hookcli.Env{
 		StateDir:   a.stateDir,
 		LoadConfig: a.loadConfig,
-		OpenHost: func(cfg, envCfg *config.Config) (*host.Host, error) {
-			a.warm = hookcli.Warm(cfg)
-			return a.openHost(cfg, envCfg)
-		},
-		Log:       func() *slog.Logger { return a.log },
-		Stderr:    a.stderr,
-		StopAfter: func() int { return a.v.GetInt("stop-after") },
-		FailAt:    func() string { return a.v.GetString("fail-at") },
+		OpenHost:   a.openHost,
+		Log:        func() *slog.Logger { return a.log },
+		Stderr:     a.stderr,
+		StopAfter:  func() int { return a.v.GetInt("stop-after") },
+		FailAt:     func() string { return a.v.GetString("fail-at") },
 	}
 }
 

@@ -102,24 +102,6 @@ never calls libvirt.`,
 	return hookCmd
 }
 
-// Warm is what a hook run on cfg connects to while the host opens: OVSDB
-// when a group has a bridge (prepare reads the representor's port, the
-// network hook writes its VLAN), so that the connection overlaps the
-// reading of the simulated host and the journals. Never libvirtd: a hook
-// must not call back into libvirt.
-func Warm(cfg *config.Config) host.Warm {
-	var w host.Warm
-	if cfg == nil {
-		return w
-	}
-	for i := range cfg.Groups {
-		if cfg.Groups[i].Switchdev() {
-			w.OVS = true
-		}
-	}
-	return w
-}
-
 // RunQemu is the qemu hook for one event.
 func RunQemu(ctx context.Context, e Env, domain, op, subop string, in io.Reader) error {
 	gate := bootgate.New(e.StateDir())
