@@ -219,10 +219,16 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	// hw-offload, the kernel datapath, the shared tc block, rates,
 	// attachments, RDMA. What follows only reads what is shown, and
 	// adds a problem only for what those checks do not cover.
+	// The attachments' domains are read beside the rest: that waits for
+	// libvirtd's connection, which the static checks' attachments and the
+	// VF rows need last.
+	domainsRead := make(chan struct{})
+	go func() {
+		defer close(domainsRead)
+		prefetchDomains(h, g)
+	}()
+	defer func() { <-domainsRead }() // done before the host closes
 	// The bridge, read once for the checks and for what status shows.
-	// Beside the rest: it waits for libvirtd's connection, which the VF
-	// rows and the static checks' attachments need last.
-	go prefetchDomains(h, g)
 	var bridge *ovs.BridgeStatus
 	bridgeErr := fmt.Errorf("not read")
 	if g.Switchdev() {
