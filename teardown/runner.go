@@ -194,11 +194,7 @@ func (r *Runner) WroteOnly(kinds ...string) bool {
 
 // WroteContainedOnly tells whether this run applied something, all of it
 // Contained changes.
-func (r *Runner) WroteContainedOnly() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.wrote && len(r.written) == 0
-}
+func (r *Runner) WroteContainedOnly() bool { return r.WroteOnly() }
 
 // markWrote notes a write of kind; a contained one makes nothing stale.
 func (r *Runner) markWrote(kind string, contained bool) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -351,6 +352,18 @@ func (c *Config) ApplyDefaults() {
 
 // Switchdev tells whether the group is a VF-LAG group.
 func (g *Group) Switchdev() bool { return g.Eswitch == eswitch.ModeSwitchdev }
+
+// AttachmentDomains are the domains the group's attachments name, each
+// once, in config order.
+func (g *Group) AttachmentDomains() []string {
+	var out []string
+	for _, a := range g.Attachments {
+		if !slices.Contains(out, a.Domain) {
+			out = append(out, a.Domain)
+		}
+	}
+	return out
+}
 
 // VFMAC returns the configured MAC of a VF, "" when none.
 func (g *Group) VFMAC(pf, vf int) string {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -302,5 +303,16 @@ func TestLegacyVLANOnAttachedVF(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestAttachmentDomains: each domain once, in config order.
+func TestAttachmentDomains(t *testing.T) {
+	g := Group{Attachments: []Attachment{{Domain: "vm2"}, {Domain: "vm1"}, {Domain: "vm2"}}}
+	if got := g.AttachmentDomains(); !slices.Equal(got, []string{"vm2", "vm1"}) {
+		t.Errorf("AttachmentDomains = %q, want [vm2 vm1]", got)
+	}
+	if got := (&Group{}).AttachmentDomains(); len(got) != 0 {
+		t.Errorf("no attachments: %q", got)
 	}
 }

@@ -501,11 +501,7 @@ func prefetchDomains(h *host.Host, g *config.Group) {
 	if err != nil {
 		return // validate's libvirt problems say why
 	}
-	names := make([]string, 0, len(g.Attachments))
-	for _, a := range g.Attachments {
-		names = append(names, a.Domain)
-	}
-	c.Prefetch(names...)
+	c.Prefetch(g.AttachmentDomains()...)
 }
 
 // attachedDomains maps VF PCI address to the configured domain holding it.

@@ -318,11 +318,7 @@ func (r *run) vfNetdevs(gh pipeline.Group) []string {
 func (r *run) attachmentFacts(gh pipeline.Group) []validate.Attachment {
 	var out []validate.Attachment
 	if c, err := r.h.Virt(); err == nil && len(gh.Attachments) > 0 {
-		names := make([]string, 0, len(gh.Attachments))
-		for _, at := range gh.Attachments {
-			names = append(names, at.Domain)
-		}
-		c.Prefetch(names...) // each domain read once, whatever its attachments
+		c.Prefetch(gh.AttachmentDomains()...) // each domain read once, whatever its attachments
 	}
 	for _, at := range gh.Attachments {
 		va := validate.Attachment{Domain: at.Domain, PF: at.PF, VF: at.VF}

@@ -117,9 +117,9 @@ func check(path string, hasOVSModule bool) (plan, error) {
 			}
 			problems = append(problems, fmt.Sprintf("groups[%d].ovs.datapath_type: %s needs the kernel's openvswitch module, which this kernel has not loaded: set `datapath_type: netdev` (the userspace datapath) under groups[%d].ovs", i, dt, i))
 		}
-		for _, a := range g.Attachments {
-			if !slices.Contains(domains, a.Domain) {
-				domains = append(domains, a.Domain)
+		for _, d := range g.AttachmentDomains() {
+			if !slices.Contains(domains, d) {
+				domains = append(domains, d)
 			}
 		}
 	}
