@@ -53,7 +53,7 @@ func (c *Client) WaitOFPortsReport(ctx context.Context, bridge, owner string, re
 	for read := false; ; read = true {
 		st, err := c.read(ctx, statusView)
 		if err != nil {
-			if read && ctx.Err() != nil {
+			if read && ctxEnded(ctx) != nil {
 				return last, nil
 			}
 			return last, fmt.Errorf("ovs: wait for ofports on bridge %s: %w", bridge, err)
@@ -86,11 +86,11 @@ func (c *Client) WaitOFPortsReport(ctx context.Context, bridge, owner string, re
 			// status once more.
 			round = min(round, time.Until(dl)-10*time.Millisecond)
 		}
-		if round < time.Millisecond || ctx.Err() != nil {
+		if round < time.Millisecond || ctxEnded(ctx) != nil {
 			return last, nil
 		}
 		if err := c.waitOFPorts(ctx, pending, round); err != nil {
-			if ctx.Err() != nil {
+			if ctxEnded(ctx) != nil {
 				return last, nil
 			}
 			return last, fmt.Errorf("ovs: wait for ofports on bridge %s: %w", bridge, err)

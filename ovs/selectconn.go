@@ -114,7 +114,7 @@ func (s *selectConn) call(ctx context.Context, method string, params []any, resu
 	defer s.mu.Unlock()
 	reused := s.conn != nil
 	err := s.callOnce(ctx, method, params, result)
-	if err != nil && reused && ctx.Err() == nil && !errors.As(err, new(*rpcError)) {
+	if err != nil && reused && ctxEnded(ctx) == nil && !errors.As(err, new(*rpcError)) {
 		err = s.callOnce(ctx, method, params, result)
 	}
 	return err
@@ -203,10 +203,26 @@ func (s *selectConn) reply(m rpcMessage) error {
 // wins when it ended the call.
 func (s *selectConn) broken(ctx context.Context, err error) error {
 	s.close()
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if cerr := ctxEnded(ctx); cerr != nil {
+		return cerr
 	}
 	return err
+}
+
+// ctxEnded is ctx.Err(), or context.DeadlineExceeded once ctx's deadline
+// has passed even if its timer has not fired yet. The connection's deadline
+// is the context's and ends a read at that instant; on a loaded machine the
+// context's own timer can run milliseconds later, and a read that failed at
+// the deadline must not count as a broken connection (dialed again, past
+// the deadline: "dial unix ...: i/o timeout").
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // ping asks for the server's databases and checks that Open_vSwitch is one:

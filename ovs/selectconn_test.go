@@ -279,6 +279,56 @@ func TestSelectConnErrors(t *testing.T) {
 	}
 }
 
+// lateTimerCtx is a context whose deadline has passed while its timer has
+// not fired yet (Err is nil): what a loaded machine shows for a few
+// milliseconds after a deadline.
+type lateTimerCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimerCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestSelectConnDeadlineBeforeTimer: a call whose connection hit the
+// context's deadline before the context's timer fired ends with the
+// deadline, and the connection is not dialed again past it (CI once saw
+// "dial unix ...: i/o timeout" from a wait that should have ended quietly).
+func TestSelectConnDeadlineBeforeTimer(t *testing.T) {
+	var conns atomic.Int32
+	ep := fakeServer(t, func(_ net.Conn, dec *json.Decoder, enc *json.Encoder) {
+		conns.Add(1)
+		for {
+			var req fakeRequest
+			if dec.Decode(&req) != nil {
+				return
+			}
+			_ = enc.Encode(map[string]any{"id": req.ID, "result": []string{"Open_vSwitch"}, "error": nil})
+		}
+	})
+	sel, err := newSelectConn(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Close()
+	if err := sel.ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late := lateTimerCtx{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
+	if late.Err() != nil {
+		t.Fatal("the test's context has ended")
+	}
+	err = sel.ping(late)
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "dial") {
+		t.Errorf("a call past the deadline: %v, want the context's deadline, no dial", err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1: a call past its deadline dialed again", n)
+	}
+	if ctxEnded(context.Background()) != nil || ctxEnded(late) == nil {
+		t.Error("ctxEnded: wrong for a live context or one past its deadline")
+	}
+}
+
 // TestGoNotationRefuses: values outside RFC 7047's notation are errors,
 // not guesses.
 func TestGoNotationRefuses(t *testing.T) {
