@@ -464,7 +464,11 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 			return
 		}
 		r.markWrote(s.Kind, o.change.Contained)
-		log.Info("apply", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
+		attrs := []any{"step", s.Kind, "id", s.ID, "summary", o.change.Summary}
+		if o.change.Contained {
+			attrs = append(attrs, "contained", true) // later steps keep their plan-pass checks
+		}
+		log.Info("apply", attrs...)
 		start := time.Now()
 		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(ctx) })
 		if err == nil && r.FailAt != "" && r.FailAt == s.ID {

@@ -3,7 +3,9 @@
 # netdevsim devices, two groups (each two ports, a bond and a bridge). Config
 # transitions, each followed by `vflag up` and checks of the kernel's and
 # OVS's own view: bond options that change live (miimon, xmit_hash_policy:
-# no slave released), the bond mode (re-formed), numvfs 4 -> 2 -> 4 (no
+# no slave released; then miimon alone, 200 -> 300 and dropped to the
+# default 100: a contained change, the bond step alone and marked contained
+# in the log), the bond mode (re-formed), numvfs 4 -> 2 -> 4 (no
 # stale representor port left in OVS), a VLAN tag (one OVS port, one step,
 # nothing of the other group), the bridge renamed (a foreign bridge
 # untouched), a group dropped from the config (undone; the other group
@@ -21,6 +23,8 @@
 # TIMEOUT: 900
 # EXPECT: cv_up cv_g1_ports cv_g2_ports cv_up_again
 # EXPECT: cv_opts_up cv_opts_miimon cv_opts_hash cv_opts_iplink cv_opts_no_release cv_opts_again
+# EXPECT: cv_mii_up cv_mii_sysfs cv_mii_iplink cv_mii_no_release cv_mii_again
+# EXPECT: cv_miidrop_up cv_miidrop_sysfs cv_miidrop_no_release cv_miidrop_again
 # EXPECT: cv_mode_up cv_mode_sysfs cv_mode_iplink cv_mode_slaves cv_mode_ovs cv_mode_again
 # EXPECT: cv_vfs2_up cv_vfs2_sysfs cv_vfs2_devlink cv_vfs2_ports cv_vfs2_no_stale cv_vfs2_again
 # EXPECT: cv_vfs4_up cv_vfs4_sysfs cv_vfs4_ports cv_vfs4_no_stale cv_vfs4_tag cv_vfs4_again
@@ -72,7 +76,8 @@ MODE1=802.3ad MII1=100 HASH1=layer3+4 N1=4 VLAN1=100 BR1=br-vf0 G2=1
 # OPTS1: more bond options; MTU1: the group mtu ("" none); VF0: more of VF 0.
 OPTS1="" MTU1="" VF0="" OVS1="" RG1=""
 write_config() {
-	local extra="" mtu=""
+	local extra="" mtu="" mii=""
+	[ -n "$MII1" ] && mii=", miimon: $MII1"
 	[ "$MODE1" = 802.3ad ] && extra=", lacp_rate: fast, xmit_hash_policy: $HASH1"
 	extra="$extra$OPTS1"
 	[ -n "$MTU1" ] && mtu="
@@ -85,7 +90,7 @@ groups:
   - name: lag0
     pfs: [$A1, $A2]
     numvfs: $N1$mtu
-    bond: {name: bond0, mode: $MODE1, miimon: $MII1$extra}
+    bond: {name: bond0, mode: $MODE1$mii$extra}
     vfs:
       - {pf: 0, vf: 0, vlan: $VLAN1$VF0}   # netdevsim reports no VF info over netlink: no MACs
     ovs: {bridge: $BR1$OVS1}$RG1
@@ -183,6 +188,38 @@ no_release() {
 }
 check cv_opts_no_release no_release
 check cv_opts_again again
+
+# A change of the bond's link monitoring alone is contained
+# (teardown.Change.Contained): the later steps keep what the plan pass read.
+# The kernel must still end where a full re-check would put it.
+mii_change() { # mii_change NAME: up -v -o json; only the bond step, contained
+	local ids
+	V -v up -o json >"$OUT/$1.json" 2>"$OUT/$1.err" || { cat "$OUT/$1.err"; return 1; }
+	ids=$(changed_ids "$OUT/$1.json" | tr '\n' ' ')
+	[ "$ids" = "bond.create/bond0 " ] || { echo "changed: [$ids], want [bond.create/bond0]"; return 1; }
+	grep -q "msg=apply .*contained=true" "$OUT/$1.err" || { grep "msg=apply" "$OUT/$1.err"; echo "the bond step's apply is not marked contained"; return 1; }
+	echo "changed: $ids(contained: $(jq -r '.steps[] | select(.changed) | .summary' "$OUT/$1.json"))"
+}
+step "miimon alone 200 -> 300: a contained change"
+slaves_print bond0 >"$OUT/opts.before"
+REL0=$(releasing bond0)
+MII1=300
+write_config mii
+check cv_mii_up mii_change mii
+expect cv_mii_sysfs 300 cat /sys/class/net/bond0/bonding/miimon
+expect_match cv_mii_iplink 'miimon 300 .*xmit_hash_policy layer2 ' ip -d link show bond0
+check cv_mii_no_release no_release
+check cv_mii_again again
+
+step "miimon dropped from the config: the default (100), contained; the fresh up's value is checked with the other dropped settings"
+slaves_print bond0 >"$OUT/opts.before"
+REL0=$(releasing bond0)
+MII1=""
+write_config miidrop
+check cv_miidrop_up mii_change miidrop
+expect cv_miidrop_sysfs 100 cat /sys/class/net/bond0/bonding/miimon
+check cv_miidrop_no_release no_release
+check cv_miidrop_again again
 
 step "bond mode 802.3ad -> active-backup"
 MODE1=active-backup
