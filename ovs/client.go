@@ -2,6 +2,7 @@ package ovs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -276,11 +277,11 @@ func (c *Client) readWhere(ctx context.Context, v view, where map[string][]ovsdb
 	if err != nil {
 		return nil, fmt.Errorf("read from %s: %w", c.endpoint, err)
 	}
-	result := func(t string) []ovsdb.Row {
+	result := func(t string) rowSet {
 		if i, ok := index[t]; ok {
 			return rows[i]
 		}
-		return nil
+		return rowSet{}
 	}
 	roots, err := modelsOf[model.OpenvSwitch](model.OpenvSwitchTable, result(model.OpenvSwitchTable))
 	if err != nil {
@@ -332,12 +333,27 @@ func (c *Client) readWhere(ctx context.Context, v view, where map[string][]ovsdb
 	return st, nil
 }
 
+// rowSet is one select's rows: as JSON text from the select connection
+// (wire), or in libovsdb's Go notation from its client (rows, for ssl:).
+type rowSet struct {
+	wire []json.RawMessage
+	rows []ovsdb.Row
+}
+
 // selectRows sends the select operations as one transaction, over the
 // select connection (or libovsdb's client for ssl:), and returns each
 // operation's rows.
-func (c *Client) selectRows(ctx context.Context, ops []ovsdb.Operation) ([][]ovsdb.Row, error) {
+func (c *Client) selectRows(ctx context.Context, ops []ovsdb.Operation) ([]rowSet, error) {
+	out := make([]rowSet, len(ops))
 	if c.sel != nil {
-		return c.sel.transact(ctx, ops)
+		wire, err := c.sel.transact(ctx, ops)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ops {
+			out[i].wire = wire[i]
+		}
+		return out, nil
 	}
 	db, err := c.lib(ctx)
 	if err != nil {
@@ -350,17 +366,24 @@ func (c *Client) selectRows(ctx context.Context, ops []ovsdb.Operation) ([][]ovs
 	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
 		return nil, err
 	}
-	out := make([][]ovsdb.Row, len(ops))
 	for i := range ops {
-		out[i] = res[i].Rows
+		out[i].rows = res[i].Rows
 	}
 	return out, nil
 }
 
 // modelsOf maps the rows of one select of table to its models.
-func modelsOf[T any](table string, rows []ovsdb.Row) ([]*T, error) {
-	out := make([]*T, 0, len(rows))
-	for _, row := range rows {
+func modelsOf[T any](table string, rs rowSet) ([]*T, error) {
+	out := make([]*T, 0, len(rs.wire)+len(rs.rows))
+	var d wireDecoder
+	for i, raw := range rs.wire {
+		t := new(T)
+		if err := d.model(t, raw); err != nil {
+			return nil, fmt.Errorf("read %s row %d of %d: %w", table, i+1, len(rs.wire), err)
+		}
+		out = append(out, t)
+	}
+	for _, row := range rs.rows {
 		t := new(T)
 		if err := modelFromRow(t, row); err != nil {
 			u, _ := row["_uuid"].(ovsdb.UUID)

@@ -15,7 +15,9 @@ import (
 // types instead, so a read needs neither the server's schema (a round trip
 // and ~2.5 ms to parse the embedded one) nor libovsdb's mapper. A column
 // the row lacks leaves its field zero; a column the model lacks is ignored.
-// TestModelFromRowMatchesLibovsdb holds it to CreateModel's results.
+// TestModelFromRowMatchesLibovsdb holds it to CreateModel's results. It
+// reads the rows of libovsdb's client (an ssl: endpoint); the select
+// connection's rows go through modelFromWire, which it is the reference of.
 func modelFromRow(dst any, row ovsdb.Row) error {
 	rv := reflect.ValueOf(dst).Elem()
 	fields := columnFields(rv.Type())

@@ -23,8 +23,8 @@ import (
 // select of the plan's columns took 12-18 ms through it against 2.2 ms for
 // the round trip and 1.1 ms to decode the same 62 KB reply once. This
 // connection sends the same select operations (libovsdb's ovsdb.Operation
-// encodes them) and decodes each reply in one pass into the Go notation
-// libovsdb uses (goNotation), then into the typed models (modelFromRow).
+// encodes them), keeps each row of a reply as its JSON text and decodes
+// that straight into the typed models (modelFromWire).
 //
 // Writes, waits and the next_cfg monitor stay on libovsdb's client
 // (Client.lib), which is connected only when the first of them is needed:
@@ -99,11 +99,12 @@ type rpcMessage struct {
 	Error  any             `json:"error"`
 }
 
-// selectResult is one operation's result in a transact reply.
+// selectResult is one operation's result in a transact reply: its rows,
+// each the text of one JSON object (a part of the reply, not a copy).
 type selectResult struct {
-	Rows    []map[string]any `json:"rows"`
-	Error   string           `json:"error"`
-	Details string           `json:"details"`
+	Rows    []json.RawMessage
+	Error   string
+	Details string
 }
 
 // call sends method with params and decodes the reply's result into
@@ -242,17 +243,24 @@ func (s *selectConn) ping(ctx context.Context) error {
 }
 
 // transact sends the select operations as one transaction and returns
-// each one's rows in libovsdb's Go notation (goNotation). An operation that
-// failed is an error naming it.
-func (s *selectConn) transact(ctx context.Context, ops []ovsdb.Operation) ([][]ovsdb.Row, error) {
+// each one's rows as ovsdb-server sent them, one JSON object each
+// (modelFromWire decodes them). An operation that failed is an error
+// naming it.
+func (s *selectConn) transact(ctx context.Context, ops []ovsdb.Operation) ([][]json.RawMessage, error) {
 	params := make([]any, 0, len(ops)+1)
 	params = append(params, "Open_vSwitch")
 	for _, op := range ops {
 		params = append(params, op)
 	}
-	var results []selectResult
-	if err := s.call(ctx, "transact", params, &results); err != nil {
+	// The result is kept as its text and split here (splitSelectResults):
+	// encoding/json would scan every row's bytes once more to copy it.
+	var raw json.RawMessage
+	if err := s.call(ctx, "transact", params, &raw); err != nil {
 		return nil, err
+	}
+	results, err := splitSelectResults(raw)
+	if err != nil {
+		return nil, fmt.Errorf("transact reply: %w", err)
 	}
 	if len(results) < len(ops) {
 		for _, r := range results {
@@ -262,101 +270,12 @@ func (s *selectConn) transact(ctx context.Context, ops []ovsdb.Operation) ([][]o
 		}
 		return nil, fmt.Errorf("transact reply: %d results for %d operations", len(results), len(ops))
 	}
-	out := make([][]ovsdb.Row, len(ops))
+	out := make([][]json.RawMessage, len(ops))
 	for i, r := range results[:len(ops)] {
 		if r.Error != "" {
 			return nil, fmt.Errorf("%s %s: %s: %s", ops[i].Op, ops[i].Table, r.Error, r.Details)
 		}
-		rows := make([]ovsdb.Row, len(r.Rows))
-		for j, row := range r.Rows {
-			for col, v := range row {
-				gv, err := goNotation(v)
-				if err != nil {
-					return nil, fmt.Errorf("%s row %d column %s: %w", ops[i].Table, j, col, err)
-				}
-				row[col] = gv
-			}
-			rows[j] = ovsdb.Row(row)
-		}
-		out[i] = rows
+		out[i] = r.Rows
 	}
 	return out, nil
-}
-
-// goNotation turns a value of the OVSDB wire notation (RFC 7047 5.1), as
-// encoding/json decodes it into an any, into the Go notation of libovsdb's
-// ovsdb.Row: ["uuid", u] and ["named-uuid", u] become ovsdb.UUID,
-// ["set", [...]] an ovsdb.OvsSet and ["map", [[k, v], ...]] an ovsdb.OvsMap,
-// their elements converted the same way; atoms (string, float64 number,
-// bool) stay as they are.
-func goNotation(v any) (any, error) {
-	a, ok := v.([]any)
-	if !ok {
-		return v, nil
-	}
-	if len(a) != 2 {
-		return nil, fmt.Errorf("value %v: want [type, value]", a)
-	}
-	tag, _ := a[0].(string)
-	switch tag {
-	case "uuid", "named-uuid":
-		u, ok := a[1].(string)
-		if !ok {
-			return nil, fmt.Errorf("%s: %v is not a string", tag, a[1])
-		}
-		return ovsdb.UUID{GoUUID: u}, nil
-	case "set":
-		elems, ok := a[1].([]any)
-		if !ok {
-			return nil, fmt.Errorf("set: %v is not an array", a[1])
-		}
-		set := ovsdb.OvsSet{GoSet: make([]any, 0, len(elems))}
-		for _, e := range elems {
-			ge, err := atom(e)
-			if err != nil {
-				return nil, fmt.Errorf("set element: %w", err)
-			}
-			set.GoSet = append(set.GoSet, ge)
-		}
-		return set, nil
-	case "map":
-		pairs, ok := a[1].([]any)
-		if !ok {
-			return nil, fmt.Errorf("map: %v is not an array", a[1])
-		}
-		m := ovsdb.OvsMap{GoMap: make(map[any]any, len(pairs))}
-		for _, p := range pairs {
-			kv, ok := p.([]any)
-			if !ok || len(kv) != 2 {
-				return nil, fmt.Errorf("map: pair %v is not [key, value]", p)
-			}
-			k, err := atom(kv[0])
-			if err != nil {
-				return nil, fmt.Errorf("map key: %w", err)
-			}
-			val, err := atom(kv[1])
-			if err != nil {
-				return nil, fmt.Errorf("map value: %w", err)
-			}
-			m.GoMap[k] = val
-		}
-		return m, nil
-	}
-	return nil, fmt.Errorf("value %v: unknown type %q", a, a[0])
-}
-
-// atom is an element of a set or a map: a scalar or a UUID.
-func atom(v any) (any, error) {
-	a, ok := v.([]any)
-	if !ok {
-		return v, nil
-	}
-	if len(a) == 2 {
-		if tag, _ := a[0].(string); tag == "uuid" || tag == "named-uuid" {
-			if u, ok := a[1].(string); ok {
-				return ovsdb.UUID{GoUUID: u}, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("%v is not an atom", a)
 }

@@ -38,6 +38,8 @@ TARGETS='
 ./libvirtx/             FuzzParseNetworkHook
 ./libvirtx/             FuzzParseView
 ./ovs/                  FuzzParseDumpFlows
+./ovs/                  FuzzModelFromWire
+./ovs/                  FuzzSplitSelectResults
 ./sriov/                FuzzParseDevice
 ./teardown/             FuzzDecodeJournal
 '
