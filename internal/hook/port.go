@@ -34,22 +34,61 @@ func (p *preparer) portStatus(ctx context.Context, endpoint, bridge, rep string)
 // with the VF's VLAN columns (tag, vlan_mode, trunks) and the group's
 // mtu_request, as the bridge step makes it, adding it (an ovs.port step)
 // when it is missing.
-func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpec) error {
-	rep := want.Name
-	type target struct{ endpoint, owner, bridge string }
-	var targets []target
+// portTarget is a bridge a managed VF's representor belongs in.
+type portTarget struct{ endpoint, owner, bridge string }
+
+// portTargets are m's bridges: its group's, else those its journal entries
+// name.
+func (p *preparer) portTargets(m managedVF) []portTarget {
 	if m.Group != nil {
-		targets = append(targets, target{p.h.OVSDB, m.Group.Name, m.Group.OVS.Bridge})
-	} else {
-		for _, b := range m.Bridges {
-			targets = append(targets, target{b.Endpoint, b.Owner, b.Bridge})
-		}
+		return []portTarget{{p.h.OVSDB, m.Group.Name, m.Group.OVS.Bridge}}
 	}
+	var targets []portTarget
+	for _, b := range m.Bridges {
+		targets = append(targets, portTarget{b.Endpoint, b.Owner, b.Bridge})
+	}
+	return targets
+}
+
+// portReads is the read of the representor's port on each target, started
+// by startPortReads; wait returns them once they are all done.
+type portReads struct {
+	done     chan struct{}
+	statuses []ovs.BridgeStatus
+	errs     []error
+}
+
+func (r *portReads) wait() ([]ovs.BridgeStatus, []error) {
+	<-r.done
+	return r.statuses, r.errs
+}
+
+// startPortReads reads, in the background, the port rep on each of m's
+// bridges: prepare sets the VF's MAC meanwhile, whose journal waits on the
+// disk.
+func (p *preparer) startPortReads(ctx context.Context, m managedVF, rep string) *portReads {
+	targets := p.portTargets(m)
+	r := &portReads{done: make(chan struct{}), statuses: make([]ovs.BridgeStatus, len(targets)), errs: make([]error, len(targets))}
+	go func() {
+		defer close(r.done)
+		for i, tg := range targets {
+			r.statuses[i], r.errs[i] = p.portStatus(ctx, tg.endpoint, tg.bridge, rep)
+		}
+	}()
+	return r
+}
+
+// ensurePort makes the representor want.Name a port of m's bridge with
+// want's columns, from reads, the port as startPortReads read it.
+func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpec, reads *portReads) error {
+	rep := want.Name
+	targets := p.portTargets(m)
+	statuses, errs := reads.wait()
 	if len(targets) == 0 {
 		return fmt.Errorf("representor %s: no bridge known (neither config nor journal names one)", rep)
 	}
-	for _, tg := range targets {
-		bs, err := p.portStatus(ctx, tg.endpoint, tg.bridge, rep)
+	for i, tg := range targets {
+		bs, err := statuses[i], errs[i]
 		if err != nil {
 			return fmt.Errorf("representor %s: %w", rep, err)
 		}

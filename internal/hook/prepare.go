@@ -121,7 +121,10 @@ func hostConflict(m managedVF) error {
 	return nil
 }
 
-// prepareVF makes one VF's host side ready.
+// prepareVF makes one VF's host side ready: the PF up, then, in
+// switchdev, the representor found and set up, the VF's MAC, and the
+// representor's port in the bridge (its read runs beside the MAC's
+// journaled write).
 func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTask) error {
 	k := p.h.Kernel
 	if err := hostConflict(m); err != nil {
@@ -138,38 +141,27 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 			return fmt.Errorf("set PF %s up: %w", m.PF.Netdev, err)
 		}
 	}
+	switchdev := m.Group != nil && m.Group.Switchdev()
+	if m.Group == nil {
+		switchdev = p.modeOf(m.PF) == eswitch.ModeSwitchdev
+	}
+	var rep string
+	var reads *portReads
+	if switchdev {
+		if rep, err = p.representorUp(m); err != nil {
+			return err
+		}
+		reads = p.startPortReads(ctx, m, rep)
+		defer reads.wait() // done before the host closes
+	}
 	// VF MAC through the PF.
 	if t.MAC != "" {
 		if err := p.do(ctx, p.e.VFMACStep(m.PF, m.VF, t.MAC)); err != nil {
 			return err
 		}
 	}
-	switchdev := m.Group != nil && m.Group.Switchdev()
-	if m.Group == nil {
-		switchdev = p.modeOf(m.PF) == eswitch.ModeSwitchdev
-	}
 	if !switchdev {
 		return nil
-	}
-	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
-		return fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, report.OrDash(mode))
-	}
-	reps, err := eswitch.RepresentorsOf(k, p.h.FS, m.PF, m.VF+1)
-	if err != nil {
-		return err
-	}
-	rep, ok := reps[m.VF]
-	if !ok {
-		return errors.New("no representor")
-	}
-	rl, err := k.Link(rep)
-	if err != nil {
-		return fmt.Errorf("representor %s: %w", rep, err)
-	}
-	if !rl.AdminUp { // direct, like the PF's
-		if err := k.SetLinkUp(rep, true); err != nil {
-			return fmt.Errorf("set representor %s up: %w", rep, err)
-		}
 	}
 	// The port as the bridge step makes it (RepPortSpec); a VF known from
 	// the journal only: its name alone.
@@ -177,5 +169,32 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 	if key, ok := m.key(); ok {
 		want = pipeline.RepPortSpec(m.Group, key, rep)
 	}
-	return p.ensurePort(ctx, m, want)
+	return p.ensurePort(ctx, m, want, reads)
+}
+
+// representorUp finds the representor of m's VF on its PF, in switchdev,
+// and sets it up (direct, like the PF).
+func (p *preparer) representorUp(m managedVF) (string, error) {
+	k := p.h.Kernel
+	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
+		return "", fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, report.OrDash(mode))
+	}
+	reps, err := eswitch.RepresentorsOf(k, p.h.FS, m.PF, m.VF+1)
+	if err != nil {
+		return "", err
+	}
+	rep, ok := reps[m.VF]
+	if !ok {
+		return "", errors.New("no representor")
+	}
+	rl, err := k.Link(rep)
+	if err != nil {
+		return "", fmt.Errorf("representor %s: %w", rep, err)
+	}
+	if !rl.AdminUp {
+		if err := k.SetLinkUp(rep, true); err != nil {
+			return "", fmt.Errorf("set representor %s up: %w", rep, err)
+		}
+	}
+	return rep, nil
 }
