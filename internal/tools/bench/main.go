@@ -67,6 +67,7 @@ func main() {
 	verbose := flag.Bool("v", false, "show the daemons' logs and each vflag report")
 	flag.Parse()
 
+	dropVflagEnv()
 	r := &testbed.Runner{Verbose: *verbose}
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
@@ -981,3 +982,18 @@ func dash(s string) string {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 func ms(d time.Duration) string   { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// dropVflagEnv removes the VFLAG_* settings (but the bench's own,
+// VFLAG_BENCH_*) from the environment the measured runs inherit: vflag
+// takes them over its config file, so a shell that sourced a simulated
+// host's env file (VFLAG_OVSDB, VFLAG_LIBVIRT) sent the bench's runs to
+// that host's daemons. Each one dropped is said.
+func dropVflagEnv() {
+	for _, kv := range os.Environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "VFLAG_") && !strings.HasPrefix(name, "VFLAG_BENCH_") {
+			fmt.Fprintf(os.Stderr, "bench: ignoring %s=%s from the environment (the bench's config decides)\n", name, value)
+			_ = os.Unsetenv(name)
+		}
+	}
+}
