@@ -75,10 +75,6 @@ func main() {
 	}
 	b := &bencher{r: r, bin: abs, verbose: *verbose,
 		hw: sim.Latency{VFCreate: *vfCreate, ModeChange: *modeChange, LAGActivation: *lagAct}}
-	progress("starting a private ovsdb-server + ovs-vswitchd and libvirtd")
-	b.srv = ovstest.Start(r)
-	b.virt = virttest.Start(r)
-	b.virt.DefineDomain(r, "vm1")
 	sections := map[string]bool{"critical": !*skipHW, "hook": true, "scaling": true, "ovs": !*skipOVS, "transitions": true}
 	if *only != "" {
 		want := map[string]bool{}
@@ -96,6 +92,11 @@ func main() {
 		r.Fatalf("-reps and -slow-reps must be at least 1")
 	}
 	b.reps, b.slowReps, b.filter = *reps, *slowReps, *filter
+	// The flags are checked before the daemons start.
+	progress("starting a private ovsdb-server + ovs-vswitchd and libvirtd")
+	b.srv = ovstest.Start(r)
+	b.virt = virttest.Start(r)
+	b.virt.DefineDomain(r, "vm1")
 	code := b.run(sections)
 	r.Close()
 	os.Exit(code)
