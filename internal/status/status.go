@@ -443,21 +443,22 @@ func pfVFs(h *host.Host, g *config.Group, pf eswitch.PF, vc vfSources) ([]VFStat
 		macOf[v.ID] = v.MAC
 		policyOf[v.ID] = v.VFPolicy
 	}
+	rates := leafRates(vc.rates, vc.devPorts, pf)
 	var out []VFStatus
 	for id := 0; id < numvfs; id++ {
-		vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id]}
+		vs := VFStatus{PF: pf.Netdev, Index: id, PCI: pciOf[id], MAC: macOf[id], Representor: reps[id], Rate: rates[id]}
 		if p, ok := policyOf[id]; ok && !g.Switchdev() {
 			vs.Policy = &p
 		}
-		fillVF(&vs, h, pf, vc)
+		fillVF(&vs, h, vc)
 		out = append(out, vs)
 	}
 	return out, nil
 }
 
 // fillVF reads what hangs off one VF: its representor's MTU, driver,
-// domain, netdev, devlink rate and OVS port.
-func fillVF(vs *VFStatus, h *host.Host, pf eswitch.PF, vc vfSources) {
+// domain, netdev and OVS port.
+func fillVF(vs *VFStatus, h *host.Host, vc vfSources) {
 	k, pci := h.Kernel, h.PCI
 	if vs.Representor != "" {
 		if l, err := k.Link(vs.Representor); err == nil {
@@ -467,14 +468,17 @@ func fillVF(vs *VFStatus, h *host.Host, pf eswitch.PF, vc vfSources) {
 	if vs.PCI != "" {
 		vs.Driver, _ = pci.Driver(sriov.Addr(vs.PCI))
 		vs.Domain = vc.domains[vs.PCI]
-		if nd, err := pci.Netdevs(sriov.Addr(vs.PCI)); err == nil && len(nd) == 1 && vs.Driver != "" {
-			vs.Netdev = nd[0]
-			if l, err := k.Link(nd[0]); err == nil {
-				vs.NetdevMTU = l.MTU
+		// A VF without a driver has no netdev to show (switchdev unbinds
+		// every VF the host does not keep): its directory is not read.
+		if vs.Driver != "" {
+			if nd, err := pci.Netdevs(sriov.Addr(vs.PCI)); err == nil && len(nd) == 1 {
+				vs.Netdev = nd[0]
+				if l, err := k.Link(nd[0]); err == nil {
+					vs.NetdevMTU = l.MTU
+				}
 			}
 		}
 	}
-	vs.Rate = leafRate(vc.rates, vc.devPorts, pf, vs.Index)
 	if p, ok := vc.ports[vs.Representor]; ok && vs.Representor != "" {
 		vs.OVSPort, vs.OFPort = vs.Representor, p.OFPort
 		vs.VLANMode, vs.Tag, vs.Trunks, vs.OVSMTU, vs.OVSMTURequest = p.VLANMode, p.Tag, p.Trunks, p.MTU, p.MTURequest
@@ -534,19 +538,30 @@ func attachedDomains(h *host.Host, g *config.Group) map[string]string {
 	return out
 }
 
-// leafRate is VF vf of pf's rate leaf, nil when it has none.
-func leafRate(rates []eswitch.Rate, ports []eswitch.Port, pf eswitch.PF, vf int) *LeafRate {
-	for _, p := range ports {
-		if p.Flavour != eswitch.FlavourPCIVF || p.Devlink != pf.Devlink || p.PfNumber != pf.PfNumber || int(p.VfNumber) != vf {
-			continue
-		}
-		for _, r := range rates {
-			if r.Type == eswitch.RateLeaf && r.Devlink == pf.Devlink && r.PortIndex == p.Index {
-				return &LeafRate{Port: p.Index, TxMax: pipeline.ToMbit(r.TxMax), TxShare: pipeline.ToMbit(r.TxShare), Parent: r.Parent}
-			}
+// leafRates are the rate leaves of pf's VFs, by VF number: each VF's
+// devlink port, then the leaf on that port (one pass over each list; a
+// lookup per VF made status quadratic in the VFs).
+func leafRates(rates []eswitch.Rate, ports []eswitch.Port, pf eswitch.PF) map[int]*LeafRate {
+	leafOn := map[uint32]eswitch.Rate{} // port index -> its leaf, first one
+	for _, r := range rates {
+		if _, dup := leafOn[r.PortIndex]; r.Type == eswitch.RateLeaf && r.Devlink == pf.Devlink && !dup {
+			leafOn[r.PortIndex] = r
 		}
 	}
-	return nil
+	out := map[int]*LeafRate{}
+	for _, p := range ports {
+		if p.Flavour != eswitch.FlavourPCIVF || p.Devlink != pf.Devlink || p.PfNumber != pf.PfNumber {
+			continue
+		}
+		vf := int(p.VfNumber)
+		if _, seen := out[vf]; seen {
+			continue // the first port of a VF number, as the lookup took
+		}
+		if r, ok := leafOn[p.Index]; ok {
+			out[vf] = &LeafRate{Port: p.Index, TxMax: pipeline.ToMbit(r.TxMax), TxShare: pipeline.ToMbit(r.TxShare), Parent: r.Parent}
+		}
+	}
+	return out
 }
 
 // rateGroups: each of the config's rate groups on each owning PF's devlink.
