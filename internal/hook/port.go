@@ -30,10 +30,6 @@ func (p *preparer) portStatus(ctx context.Context, endpoint, bridge, rep string)
 	return c.PortStatus(ctx, bridge, rep)
 }
 
-// ensurePort checks that the representor is a port of the group's bridge
-// with the VF's VLAN columns (tag, vlan_mode, trunks) and the group's
-// mtu_request, as the bridge step makes it, adding it (an ovs.port step)
-// when it is missing.
 // portTarget is a bridge a managed VF's representor belongs in.
 type portTarget struct{ endpoint, owner, bridge string }
 
@@ -78,8 +74,11 @@ func (p *preparer) startPortReads(ctx context.Context, m managedVF, rep string) 
 	return r
 }
 
-// ensurePort makes the representor want.Name a port of m's bridge with
-// want's columns, from reads, the port as startPortReads read it.
+// ensurePort checks that the representor want.Name is a port of the
+// group's bridge with the VF's VLAN columns (tag, vlan_mode, trunks) and
+// the group's mtu_request, as the bridge step makes it, adding it (an
+// ovs.port step) when it is missing. reads is the port as startPortReads
+// read it.
 func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpec, reads *portReads) error {
 	rep := want.Name
 	targets := p.portTargets(m)
