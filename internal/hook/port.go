@@ -50,13 +50,14 @@ func (p *preparer) portTargets(m managedVF) []portTarget {
 // by startPortReads; wait returns them once they are all done.
 type portReads struct {
 	done     chan struct{}
+	targets  []portTarget
 	statuses []ovs.BridgeStatus
 	errs     []error
 }
 
-func (r *portReads) wait() ([]ovs.BridgeStatus, []error) {
+func (r *portReads) wait() ([]portTarget, []ovs.BridgeStatus, []error) {
 	<-r.done
-	return r.statuses, r.errs
+	return r.targets, r.statuses, r.errs
 }
 
 // startPortReads reads, in the background, the port rep on each of m's
@@ -64,7 +65,7 @@ func (r *portReads) wait() ([]ovs.BridgeStatus, []error) {
 // disk.
 func (p *preparer) startPortReads(ctx context.Context, m managedVF, rep string) *portReads {
 	targets := p.portTargets(m)
-	r := &portReads{done: make(chan struct{}), statuses: make([]ovs.BridgeStatus, len(targets)), errs: make([]error, len(targets))}
+	r := &portReads{done: make(chan struct{}), targets: targets, statuses: make([]ovs.BridgeStatus, len(targets)), errs: make([]error, len(targets))}
 	go func() {
 		defer close(r.done)
 		for i, tg := range targets {
@@ -81,8 +82,7 @@ func (p *preparer) startPortReads(ctx context.Context, m managedVF, rep string) 
 // read it.
 func (p *preparer) ensurePort(ctx context.Context, m managedVF, want ovs.PortSpec, reads *portReads) error {
 	rep := want.Name
-	targets := p.portTargets(m)
-	statuses, errs := reads.wait()
+	targets, statuses, errs := reads.wait()
 	if len(targets) == 0 {
 		return fmt.Errorf("representor %s: no bridge known (neither config nor journal names one)", rep)
 	}
