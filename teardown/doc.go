@@ -33,11 +33,15 @@
 //     returns: the journal is written to a temp file in the same directory,
 //     fsynced, renamed over journal.json, and the directory is fsynced. A
 //     removal of undone entries, and an entry's mark as applied, skip the
-//     directory's fsync: a power cut may bring the journal from before back
-//     (whole, never a torn file), undo is repeatable and a pending entry is
-//     treated as an applied one; the next durable write makes them durable. An empty
-//     journal removes the file. A corrupt journal is an error, never an
-//     empty journal.
+//     directory's fsync and are written behind, by a goroutine, while the
+//     next undo or step runs: a crash may bring the journal from before
+//     back (whole, never a torn file), undo is repeatable and a pending
+//     entry is treated as an applied one; the next durable write includes
+//     and makes them durable, the file never goes back to an older state,
+//     and Journal.Flush (Down, and apply.Up and the hook at a run's end,
+//     before the lock is released) waits for them and reports a failed
+//     write. An empty journal removes the file. A corrupt journal is an
+//     error, never an empty journal.
 //  3. The first capture wins: when a step must be applied again (resume after
 //     a kill, or drift after an earlier run) its existing entry keeps its
 //     original Record, the state from before vflag ever touched the host.

@@ -277,20 +277,51 @@ func baselineDump() string { return newHost().Dump() }
 func up(ctx context.Context, r *Runner, h *fakeHost) error {
 	for _, batch := range h.pipeline() {
 		if err := r.Do(ctx, batch...); err != nil {
-			return err
+			return errors.Join(err, r.Journal.Flush())
 		}
 	}
-	return nil
+	// As apply.Up: what was written behind is on disk when the run ends.
+	return r.Journal.Flush()
 }
 
 // newRunner opens the journal in dir as a new process would.
 func newRunner(t *testing.T, h *fakeHost, dir string) *Runner {
 	t.Helper()
+	endRun(t, dir) // the previous process on dir ended
 	j, err := OpenJournal(dir)
 	if err != nil {
 		t.Fatalf("OpenJournal: %v", err)
 	}
+	endRunWith(t, dir, j)
 	return &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+}
+
+// liveJournals holds, by state directory, the journals a test's runners
+// write through: reopen ends their run first (Flush), as a process's end
+// does (apply.Up), before it reads the file as the next process would.
+var liveJournals sync.Map
+
+// endRunWith registers j as dir's journal in use, flushed by reopen and at
+// the test's end (before its TempDir is removed).
+func endRunWith(t *testing.T, dir string, j *Journal) {
+	liveJournals.Store(dir, j)
+	t.Cleanup(func() {
+		if err := j.Flush(); err != nil {
+			t.Errorf("flush at the test's end: %v", err)
+		}
+		liveJournals.CompareAndDelete(dir, j)
+	})
+}
+
+// endRun flushes dir's journal in use, if any: what a process does before
+// it ends.
+func endRun(t *testing.T, dir string) {
+	t.Helper()
+	if j, ok := liveJournals.Load(dir); ok {
+		if err := j.(*Journal).Flush(); err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+	}
 }
 
 func diffDump(t *testing.T, what, want, got string) {

@@ -60,13 +60,25 @@ type journalFile struct {
 }
 
 // Journal is the write-ahead journal in <stateDir>/journal.json. Its methods
-// are safe for concurrent use; every mutation is durable before it returns.
+// are safe for concurrent use. Every mutation that journals a change is
+// durable before it returns; an entry's removal and its mark as applied are
+// written behind (see updateBehind) and are on disk once Flush returns.
 // Only the holder of the state directory's Lock should mutate it.
 type Journal struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards entries, gen, behind and behindErr
 	dir     string
 	path    string
 	entries []Entry
+	// gen counts the changes of entries; diskGen is the change
+	// journal.json holds. writeMu serializes the file's writes (taken
+	// after mu when both are held) and guards diskGen.
+	gen     uint64
+	writeMu sync.Mutex
+	diskGen uint64
+	// behind is open while a write-behind goroutine runs; behindErr is its
+	// last failure, until a later write succeeds.
+	behind    chan struct{}
+	behindErr error
 }
 
 // OpenJournal loads <stateDir>/journal.json. A missing file (or state
@@ -164,36 +176,127 @@ func cloneEntries(in []Entry) []Entry {
 }
 
 // update applies fn to a copy of the entries; when fn reports a change, the
-// result is persisted and only then becomes the journal's state, so memory
-// never runs ahead of the disk.
+// result is persisted durably and only then becomes the journal's state
+// (with the changes written behind before it: the file holds all of them).
 func (j *Journal) update(fn func(entries []Entry) ([]Entry, bool, error)) error {
-	return j.updateWith(true, fn)
-}
-
-// updateWith is update; durable false writes without the directory's fsync
-// (atomicfile.ReplaceFile), for a change whose loss in a crash is harmless.
-func (j *Journal) updateWith(durable bool, fn func(entries []Entry) ([]Entry, bool, error)) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	next, changed, err := fn(cloneEntries(j.entries))
 	if err != nil || !changed {
 		return err
 	}
-	if err := j.persist(next, durable); err != nil {
+	j.writeMu.Lock()
+	err = j.persist(next, true)
+	if err == nil {
+		j.gen++
+		j.diskGen = j.gen
+	}
+	j.writeMu.Unlock()
+	if err != nil {
 		return err
 	}
 	j.entries = next
+	j.behindErr = nil
+	return nil
+}
+
+// updateBehind applies fn to a copy of the entries; when fn reports a
+// change, the result becomes the journal's state at once and a goroutine
+// writes it behind (atomicfile.ReplaceFile: no fsync of the directory), so
+// the caller's next host change runs beside the write. It is for a change
+// whose loss in a crash is harmless (an entry's removal, its mark as
+// applied): the file then holds the journal from before, whole. The file
+// is only ever replaced by a newer state; Flush waits for the write.
+func (j *Journal) updateBehind(fn func(entries []Entry) ([]Entry, bool, error)) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	next, changed, err := fn(cloneEntries(j.entries))
+	if err != nil || !changed {
+		return err
+	}
+	j.entries = next
+	j.gen++
+	if j.behind == nil {
+		j.behind = make(chan struct{})
+		go j.writeBehind(j.behind)
+	}
+	return nil
+}
+
+// testHookBehind, when set by a test, runs in writeBehind between taking
+// the state to write and waiting for the file.
+var testHookBehind func()
+
+// writeBehind writes the newest state until the file holds it, or a write
+// fails (behindErr; Flush tries once more), then closes done. A state older
+// than the file's (a durable write went first) is not written.
+func (j *Journal) writeBehind(done chan struct{}) {
+	for {
+		j.mu.Lock()
+		gen, entries := j.gen, j.entries
+		j.mu.Unlock()
+		if testHookBehind != nil {
+			testHookBehind()
+		}
+		var err error
+		j.writeMu.Lock()
+		if j.diskGen < gen {
+			if err = j.persist(entries, false); err == nil {
+				j.diskGen = gen
+			}
+		}
+		j.writeMu.Unlock()
+		j.mu.Lock()
+		j.behindErr = err
+		if err != nil || j.gen == gen {
+			j.behind = nil
+			j.mu.Unlock()
+			close(done)
+			return
+		}
+		j.mu.Unlock()
+	}
+}
+
+// Flush waits until the changes written behind are in journal.json (not
+// made durable: the next durable write does that) and returns a write's
+// failure; a failed write behind is tried once more here. Call it before
+// the run ends and the state directory's lock is released.
+func (j *Journal) Flush() error {
+	for {
+		j.mu.Lock()
+		done := j.behind
+		if done == nil {
+			break
+		}
+		j.mu.Unlock()
+		<-done
+	}
+	defer j.mu.Unlock()
+	if j.behindErr == nil {
+		return nil
+	}
+	j.writeMu.Lock()
+	err := j.persist(j.entries, false)
+	if err == nil {
+		j.diskGen = j.gen
+	}
+	j.writeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("journal %s: changes in memory not written: %w (a later run finds the entries from before: undo is repeatable, a pending entry is treated as applied)", j.path, err)
+	}
+	j.behindErr = nil
 	return nil
 }
 
 // remove deletes the entries with these ids (absent ones are skipped), in
-// one write. The write is not made durable on its own: an undone entry that
-// a power cut brings back is undone again by the next down (undo is
-// repeatable and tolerant of what is gone), and the next journaling of a
-// change (always durable) makes the removal durable too. A removal costs
-// one fsync instead of two.
+// one write, written behind. The write is not made durable on its own: an
+// undone entry that a crash brings back is undone again by the next down
+// (undo is repeatable and tolerant of what is gone), and the next journaling
+// of a change (always durable) makes the removal durable too. A removal
+// costs one fsync instead of two, beside the next undo.
 func (j *Journal) remove(ids ...string) error {
-	return j.updateWith(false, func(es []Entry) ([]Entry, bool, error) {
+	return j.updateBehind(func(es []Entry) ([]Entry, bool, error) {
 		changed := false
 		for _, id := range ids {
 			if i := indexOf(es, id); i >= 0 {
@@ -223,11 +326,11 @@ func (j *Journal) Replace(id string, e Entry) error {
 }
 
 // markApplied sets the entry with this id to applied (no-op when absent or
-// already applied). The write is not made durable on its own: an entry a
-// power cut leaves pending is undone (or re-checked by up) like an applied
-// one, so the mark only has to be durable by the next journaling.
+// already applied), written behind. The write is not made durable on its
+// own: an entry a crash leaves pending is undone (or re-checked by up) like
+// an applied one, so the mark only has to be durable by the next journaling.
 func (j *Journal) markApplied(id string) error {
-	return j.updateWith(false, func(es []Entry) ([]Entry, bool, error) {
+	return j.updateBehind(func(es []Entry) ([]Entry, bool, error) {
 		i := indexOf(es, id)
 		if i < 0 || es[i].State == StateApplied {
 			return es, false, nil

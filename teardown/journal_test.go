@@ -1,10 +1,16 @@
 package teardown
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -139,6 +145,9 @@ func TestJournalPersistence(t *testing.T) {
 	if err := j.remove("k/1"); err != nil {
 		t.Fatal(err)
 	}
+	if err := j.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	got := reopen(t, dir)
 	if d := cmp.Diff(j.Entries(), got); d != "" {
 		t.Errorf("disk differs from memory (-mem +disk):\n%s", d)
@@ -198,7 +207,176 @@ func TestJournalPersistence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := j.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(j.Path()); !os.IsNotExist(err) {
 		t.Errorf("empty journal file still there: %v", err)
+	}
+}
+
+// TestWriteBehindNeverGoesBack: removals written behind race durable
+// writes; a reader of journal.json sees the journal only move forward
+// (removals and the durable counter never undone), and after Flush the file
+// is the journal in memory.
+func TestWriteBehindNeverGoesBack(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	counter := func(v int) Entry {
+		return Entry{Kind: "ctr", ID: "ctr/0", Record: []byte(strconv.Itoa(v)), State: StateApplied, Run: "r"}
+	}
+	if err := j.update(func(es []Entry) ([]Entry, bool, error) {
+		es = append(es, counter(0))
+		for i := range n {
+			es = append(es, Entry{Kind: "k", ID: fmt.Sprintf("k/%03d", i), Record: []byte(`{}`), State: StateApplied, Run: "r"})
+		}
+		return es, true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Widen the window between the state a write behind takes and its
+	// write, where a durable write may go first.
+	testHookBehind = func() { time.Sleep(200 * time.Microsecond) }
+	t.Cleanup(func() { testHookBehind = nil })
+
+	// progress reads the file: the durable counter and how many of the
+	// k entries are removed (they go in order).
+	progress := func() (ctr, removed int, ok bool) {
+		data, err := os.ReadFile(j.Path())
+		if err != nil {
+			return 0, 0, false // between the remove and nothing (not reached: ctr stays)
+		}
+		es, err := decodeJournal(data)
+		if err != nil {
+			t.Errorf("torn journal: %v", err)
+			return 0, 0, false
+		}
+		removed = n
+		for _, e := range es {
+			switch e.Kind {
+			case "ctr":
+				ctr, _ = strconv.Atoi(string(e.Record))
+			case "k":
+				if i, _ := strconv.Atoi(strings.TrimPrefix(e.ID, "k/")); i < removed {
+					removed = i
+				}
+			}
+		}
+		return ctr, removed, true
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the reader
+		defer wg.Done()
+		lastCtr, lastRemoved := 0, 0
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctr, removed, ok := progress()
+			if !ok {
+				continue
+			}
+			if ctr < lastCtr || removed < lastRemoved {
+				t.Errorf("journal.json went back: counter %d -> %d, removed %d -> %d", lastCtr, ctr, lastRemoved, removed)
+				return
+			}
+			lastCtr, lastRemoved = ctr, removed
+		}
+	}()
+	wg.Add(1)
+	go func() { // durable writes beside the removals
+		defer wg.Done()
+		for v := 1; v <= n; v++ {
+			if err := j.Replace("ctr/0", counter(v)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := range n {
+		if err := j.remove(fmt.Sprintf("k/%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := j.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if err := j.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(j.Entries(), reopen(t, dir)); d != "" {
+		t.Errorf("after Flush, disk differs from memory (-mem +disk):\n%s", d)
+	}
+	if ctr, removed, _ := progress(); ctr != n || removed != n {
+		t.Errorf("after Flush: counter %d, removed %d; want %d, %d", ctr, removed, n, n)
+	}
+}
+
+// TestDownSaysWhenTheJournalIsNotWritten: the state directory turns
+// unwritable during a down; the undos run, and Down fails naming the
+// journal, whose file keeps the entries (undone again by the next down).
+// Once the directory is back, Flush writes what is in memory.
+func TestDownSaysWhenTheJournalIsNotWritten(t *testing.T) {
+	ctx := t.Context()
+	h := newHost()
+	base := t.TempDir()
+	dir := filepath.Join(base, "state")
+	if err := up(ctx, newRunner(t, h, dir), h); err != nil {
+		t.Fatal(err)
+	}
+	before := len(reopen(t, dir))
+	r := newRunner(t, h, dir)
+	moved := filepath.Join(base, "moved")
+	undo := r.Undo[kindSet]
+	broke := false
+	r.Undo[kindSet] = func(ctx context.Context, rec json.RawMessage) (string, error) {
+		if !broke { // the first undo takes the directory away: a file in its place
+			broke = true
+			if err := os.Rename(dir, moved); err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(dir, nil, 0o600); err != nil {
+				return "", err
+			}
+		}
+		return undo(ctx, rec)
+	}
+	err := r.Down(ctx)
+	if err == nil || !strings.Contains(err.Error(), "undone, but journal "+filepath.Join(dir, "journal.json")) {
+		t.Fatalf("down with the state directory gone: %v", err)
+	}
+	if h.Dump() != newHost().Dump() {
+		t.Errorf("host not restored:\n%s", h.Dump())
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := OpenJournal(dir) // not reopen: that would flush r's journal
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(onDisk.Entries()); got != before {
+		t.Errorf("journal.json holds %d entries after the failed writes, want the %d from before", got, before)
+	}
+	if err := r.Journal.Flush(); err != nil {
+		t.Fatalf("flush with the directory back: %v", err)
+	}
+	if journalExists(t, dir) {
+		t.Errorf("journal still there after a flush of the empty journal: %v", reopen(t, dir))
 	}
 }

@@ -588,13 +588,17 @@ func (r *Runner) rollback(ctx context.Context) (int, error) {
 // Down undoes every journal entry in reverse order, best-effort: a failed
 // undo (or an entry whose kind has no Undoer) keeps its entry for a later
 // Down, and the others continue. The undone entries of a group (one Do
-// call's) leave the journal in one write as soon as the group is done. An
-// empty or missing journal is success.
+// call's) leave the journal in one write as soon as the group is done,
+// written behind the next group's undo; Down returns once journal.json
+// holds what is left. An empty or missing journal is success.
 func (r *Runner) Down(ctx context.Context) error {
 	if r.Journal == nil {
 		return errors.New("down: runner has no journal")
 	}
 	_, err := r.undoAll(ctx, r.Journal.Entries())
+	if ferr := r.Journal.Flush(); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("down: undone, but %w", ferr))
+	}
 	return err
 }
 

@@ -41,6 +41,7 @@ func entryIDs(es []Entry) []string {
 
 func journalExists(t *testing.T, dir string) bool {
 	t.Helper()
+	endRun(t, dir)
 	_, err := os.Stat(filepath.Join(dir, journalName))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func journalExists(t *testing.T, dir string) bool {
 // reopen reads the journal from disk as a new process would.
 func reopen(t *testing.T, dir string) []Entry {
 	t.Helper()
+	endRun(t, dir)
 	j, err := OpenJournal(dir)
 	if err != nil {
 		t.Fatalf("OpenJournal: %v", err)
@@ -994,10 +996,12 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 		{"contained write", map[string][]string{"b": {"a"}, "c": nil, "d": {"b"}}, true, map[string]int32{"b": 0, "c": 0, "d": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := OpenJournal(t.TempDir())
+			dir := t.TempDir()
+			j, err := OpenJournal(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
+			endRunWith(t, dir, j)
 			undo := func(context.Context, json.RawMessage) (string, error) { return "", nil }
 			r := &Runner{Journal: j, Undo: Undoers{"a": undo, "b": undo, "c": undo, "d": undo}, Log: testLogger(t), DependsOn: tc.deps}
 			checks := map[string]*atomic.Int32{}
@@ -1044,10 +1048,12 @@ func TestPlannedChangeApplied(t *testing.T) {
 		{"its dependency written before", true, map[string]int32{"br": 2, "other": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := OpenJournal(t.TempDir())
+			dir := t.TempDir()
+			j, err := OpenJournal(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
+			endRunWith(t, dir, j)
 			undo := func(context.Context, json.RawMessage) (string, error) { return "", nil }
 			undoers := Undoers{"br": undo, "other": undo, "dep": undo}
 			checks := map[string]*atomic.Int32{}
@@ -1108,10 +1114,12 @@ func TestPlannedChangeApplied(t *testing.T) {
 // TestCauseBeneathNoRollback: a NoRollback run's failure says where its
 // changes stay; Cause gives the step's own error, and leaves others alone.
 func TestCauseBeneathNoRollback(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	endRunWith(t, dir, j)
 	boom := errors.New("boom")
 	r := &Runner{Journal: j, NoRollback: true, Log: testLogger(t), Undo: Undoers{"a": func(context.Context, json.RawMessage) (string, error) { return "", nil }}}
 	err = r.Do(t.Context(), Step{Kind: "a", ID: "a/1",
@@ -1132,10 +1140,12 @@ func TestCauseBeneathNoRollback(t *testing.T) {
 // TestUndoerSaysWhatItDid: down reports the summary an Undoer returns in
 // place of the entry's revert, failed or not; "" keeps the revert.
 func TestUndoerSaysWhatItDid(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	endRunWith(t, dir, j)
 	type said struct {
 		Said string `json:"said"`
 		Fail bool   `json:"fail"`

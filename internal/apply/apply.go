@@ -131,6 +131,11 @@ func Up(ctx context.Context, e *pipeline.Env, pfWait time.Duration, o Options) R
 	}
 	r := o.runner(j, e)
 	runErr := e.Up(ctx, r, groups)
+	// The applied marks and rollback's removals are written behind: on
+	// disk before the lock is released.
+	if err := j.Flush(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	o.afterSteps()
 	res.Events = r.Results()
 	if errors.Is(runErr, teardown.ErrDegraded) {

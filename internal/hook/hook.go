@@ -163,14 +163,22 @@ func openDomain(ctx context.Context, o Options, domain, dir string) (*domainJour
 		err = adoptOldState(ctx, o, dir, dj.j)
 	}
 	if err != nil {
-		dj.close()
+		dj.close(o.Log)
 		return nil, err
 	}
 	return dj, nil
 }
 
-// close removes the directory when its journal is empty, then unlocks.
-func (dj *domainJournal) close() {
+// close writes what the journal wrote behind, removes the directory when
+// the journal is empty, then unlocks. A write that failed is logged: the
+// journal from before stays, whose entries the next release undoes again
+// and whose pending entries are treated as applied.
+func (dj *domainJournal) close(log *slog.Logger) {
+	if dj.j != nil {
+		if err := dj.j.Flush(); err != nil {
+			log.Warn("hook: domain journal", "err", err)
+		}
+	}
 	if dj.j != nil && len(dj.j.Entries()) == 0 {
 		if err := os.Remove(filepath.Join(dj.dir, "journal.json")); err == nil || errors.Is(err, fs.ErrNotExist) {
 			_ = os.Remove(dj.lock.Path())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -91,6 +92,9 @@ func newBed(t *testing.T) *bed {
 		t.Fatal(err)
 	}
 	if err := e.Up(ctx, &teardown.Runner{Journal: j, Undo: e.Undoers()}, gs); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(); err != nil { // as apply.Up at a run's end
 		t.Fatal(err)
 	}
 	pf, err := eswitch.ResolvePF(h.Kernel, h.FS, "ens1f0np0")
@@ -296,7 +300,7 @@ func TestAdoptOldStateEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	es := dj.j.Entries()
-	dj.close()
+	dj.close(slog.New(slog.DiscardHandler))
 	want := []struct{ kind, id, rec string }{
 		{"sriov.vfmac", "sriov.vfmac/ens1f0np0/1", `{"pf":"ens1f0np0","vf":1,"prior":"52:54:00:10:00:01"}`},
 		{"ovs.port", "ovs.port/br-lag/pf0vf1", `{"endpoint":"unix:/x.sock","port":{"owner":"lag0","bridge":"br-lag","bridge_created":false,"ports":["pf0vf1"],"hw_offload_set":false,"prior_hw_offload":null}}`},

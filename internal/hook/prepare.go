@@ -87,7 +87,7 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 	if err != nil {
 		return fmt.Errorf("refusing to start domain %s: %w", d.Name, err)
 	}
-	defer dj.close()
+	defer dj.close(o.Log)
 	p.r = o.runner(dj.j, p.e)
 	var problems []string
 	for _, t := range tasks {

@@ -23,7 +23,7 @@ func release(ctx context.Context, o Options, domain, dir string) error {
 	if err != nil {
 		return fmt.Errorf("release of domain %s: %w", domain, err)
 	}
-	defer dj.close()
+	defer dj.close(o.Log)
 	if len(dj.j.Entries()) == 0 {
 		return nil
 	}

@@ -96,6 +96,9 @@ func (b *convergeBed) up(bc bedConfig, dry bool) []teardown.Event {
 	if err := e.Up(ctx, r, gs); err != nil {
 		b.t.Fatalf("up (dry %v): %v", dry, err)
 	}
+	if err := b.journal.Flush(); err != nil { // as apply.Up at a run's end
+		b.t.Fatalf("up (dry %v): %v", dry, err)
+	}
 	return r.Results()
 }
 

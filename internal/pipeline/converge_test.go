@@ -73,7 +73,9 @@ func (ce *convergeEnv) runWith(dry bool, edit func(*config.Config), tune func(*E
 	if ce.runner != nil {
 		ce.runner(r)
 	}
-	return r, e.Up(context.Background(), r, gs)
+	err = e.Up(context.Background(), r, gs)
+	// As apply.Up at a run's end: what the journal wrote behind is on disk.
+	return r, errors.Join(err, j.Flush())
 }
 
 // TestDisruptiveChangeRefused: with a running domain holding a VF of the
