@@ -206,13 +206,14 @@ func (j *Journal) update(fn func(entries []Entry) ([]Entry, bool, error)) error 
 // the caller's next host change runs beside the write. It is for a change
 // whose loss in a crash is harmless (an entry's removal, its mark as
 // applied): the file then holds the journal from before, whole. The file
-// is only ever replaced by a newer state; Flush waits for the write.
-func (j *Journal) updateBehind(fn func(entries []Entry) ([]Entry, bool, error)) error {
+// is only ever replaced by a newer state; Flush waits for the write and
+// reports a failed one.
+func (j *Journal) updateBehind(fn func(entries []Entry) ([]Entry, bool)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	next, changed, err := fn(cloneEntries(j.entries))
-	if err != nil || !changed {
-		return err
+	next, changed := fn(cloneEntries(j.entries))
+	if !changed {
+		return
 	}
 	j.entries = next
 	j.gen++
@@ -220,7 +221,6 @@ func (j *Journal) updateBehind(fn func(entries []Entry) ([]Entry, bool, error)) 
 		j.behind = make(chan struct{})
 		go j.writeBehind(j.behind)
 	}
-	return nil
 }
 
 // testHookBehind, when set by a test, runs in writeBehind between taking
@@ -295,8 +295,8 @@ func (j *Journal) Flush() error {
 // (undo is repeatable and tolerant of what is gone), and the next journaling
 // of a change (always durable) makes the removal durable too. A removal
 // costs one fsync instead of two, beside the next undo.
-func (j *Journal) remove(ids ...string) error {
-	return j.updateBehind(func(es []Entry) ([]Entry, bool, error) {
+func (j *Journal) remove(ids ...string) {
+	j.updateBehind(func(es []Entry) ([]Entry, bool) {
 		changed := false
 		for _, id := range ids {
 			if i := indexOf(es, id); i >= 0 {
@@ -304,7 +304,7 @@ func (j *Journal) remove(ids ...string) error {
 				changed = true
 			}
 		}
-		return es, changed, nil
+		return es, changed
 	})
 }
 
@@ -329,15 +329,15 @@ func (j *Journal) Replace(id string, e Entry) error {
 // already applied), written behind. The write is not made durable on its
 // own: an entry a crash leaves pending is undone (or re-checked by up) like
 // an applied one, so the mark only has to be durable by the next journaling.
-func (j *Journal) markApplied(id string) error {
-	return j.updateBehind(func(es []Entry) ([]Entry, bool, error) {
+func (j *Journal) markApplied(id string) {
+	j.updateBehind(func(es []Entry) ([]Entry, bool) {
 		i := indexOf(es, id)
 		if i < 0 || es[i].State == StateApplied {
-			return es, false, nil
+			return es, false
 		}
 		es[i].State = StateApplied
 		es[i].Time = time.Now().UTC()
-		return es, true, nil
+		return es, true
 	})
 }
 

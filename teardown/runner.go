@@ -477,8 +477,8 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 		dur := time.Since(start)
 		if err != nil {
 			err = fmt.Errorf("step %s: apply: %w", s.ID, err)
-		} else if jerr := r.Journal.markApplied(s.ID); jerr != nil {
-			err = fmt.Errorf("step %s: applied, but journal %s not updated: %w", s.ID, r.Journal.Path(), jerr)
+		} else {
+			r.Journal.markApplied(s.ID) // a failed write: the run's Flush says it
 		}
 		applyErrs[i] = err
 		if err != nil {
@@ -720,18 +720,14 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 			ids = append(ids, m.ID)
 		}
 	}
-	var jerr error
 	if len(ids) > 0 {
-		jerr = r.Journal.remove(ids...)
+		r.Journal.remove(ids...) // a failed write: Down's Flush says it
 	}
 	var errs []error
 	done := 0
 	for i := len(group) - 1; i >= 0; i-- {
 		e, ev := group[i], evs[i]
 		err := outs[i]
-		if err == nil && jerr != nil {
-			err = fmt.Errorf("undo %s: undone, but journal %s not updated: %w", e.ID, r.Journal.Path(), jerr)
-		}
 		if err != nil {
 			log.Error("undo failed", "step", e.Kind, "id", e.ID, "state", e.State, "err", err)
 			ev.Err = err
@@ -745,15 +741,9 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 			continue
 		}
 		for _, m := range deferred[e.ID] {
-			ev := Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, Phase: PhaseUndo}
-			if jerr != nil {
-				ev.Err = fmt.Errorf("undo %s: undone with %s, but journal %s not updated: %w", m.ID, e.ID, r.Journal.Path(), jerr)
-				errs = append(errs, ev.Err)
-			} else {
-				log.Info("undone", "step", m.Kind, "id", m.ID, "state", m.State, "with", e.ID)
-				done++
-			}
-			r.emit(ev)
+			log.Info("undone", "step", m.Kind, "id", m.ID, "state", m.State, "with", e.ID)
+			done++
+			r.emit(Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, Phase: PhaseUndo})
 		}
 	}
 	// The taker failed: the moot entries' changes are still there.
