@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	lmodel "github.com/ovn-kubernetes/libovsdb/model"
@@ -61,8 +62,9 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 // missing ports, retags the owner's ports and removes the owner's ports on
 // the bridge that s does not list (Change.RemovePorts; the record keeps
 // listing only what Ensure created). Ports without the owner's mark are never
-// touched. When the database already matches, it sends no transaction. It does not wait for ovs-vswitchd: call
-// WaitApplied for that. It builds its transaction from the read of a Plan
+// touched. When the database already matches, it sends no transaction (the
+// write's connection, made while it reads, stays unused). It does not wait
+// for ovs-vswitchd: call WaitApplied for that. It builds its transaction from the read of a Plan
 // or PlanStatus that found a change, when this client has sent no
 // transaction since and that read is younger than plannedMaxAge (the
 // transaction's guards catch what another client changed meanwhile, as
@@ -72,6 +74,9 @@ func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, erro
 	if err := s.validate(); err != nil {
 		return rec, Change{}, fmt.Errorf("ovs: ensure bridge %s: %w", s.Bridge, err)
 	}
+	// The write's connection (libovsdb's client: the schema fetched, the
+	// monitor set up) is made while the read and the plan run.
+	c.warmLib(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.takePlanned()
@@ -259,17 +264,17 @@ func planStalePorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *tx
 // returns the ports' named UUIDs, for the bridge to reference.
 func planNewPorts(add []PortSpec, ch *Change, t *txn, owner map[string]string) []string {
 	portRefs := make([]string, 0, len(add))
-	rows := make([]lmodel.Model, 0, 2*len(add))
+	rows := make([]insertRow, 0, 2*len(add))
 	for i, ps := range add {
 		ch.AddPorts = append(ch.AddPorts, ps.Name)
-		ifName, portName := fmt.Sprintf("iface%d", i), fmt.Sprintf("port%d", i)
+		ifName, portName := "iface"+strconv.Itoa(i), "port"+strconv.Itoa(i)
 		rows = append(rows,
-			&model.Interface{UUID: ifName, Name: ps.Name, ExternalIDs: owner, MTURequest: optInt(ps.MTURequest)},
-			&model.Port{UUID: portName, Name: ps.Name, Interfaces: []string{ifName}, ExternalIDs: owner,
+			newInterface{UUIDName: ifName, Name: ps.Name, ExternalIDs: owner, MTURequest: optInt(ps.MTURequest)},
+			newPort{UUIDName: portName, Name: ps.Name, Interfaces: []string{ifName}, ExternalIDs: owner,
 				Tag: optInt(ps.Tag), VLANMode: optString(ps.VLANMode), Trunks: ps.Trunks})
 		portRefs = append(portRefs, portName)
 	}
-	t.create(rows...)
+	t.insert(rows...)
 	return portRefs
 }
 
@@ -281,10 +286,10 @@ func planBridge(st *state, s BridgeSpec, br *model.Bridge, portRefs []string, t 
 		if st.root == nil {
 			return errNoRoot
 		}
-		t.create(
-			&model.Interface{UUID: "brIface", Name: s.Bridge, Type: "internal", ExternalIDs: owner},
-			&model.Port{UUID: "brPort", Name: s.Bridge, Interfaces: []string{"brIface"}, ExternalIDs: owner},
-			&model.Bridge{UUID: "bridge", Name: s.Bridge, Ports: append([]string{"brPort"}, portRefs...),
+		t.insert(
+			newInterface{UUIDName: "brIface", Name: s.Bridge, Type: "internal", ExternalIDs: owner},
+			newPort{UUIDName: "brPort", Name: s.Bridge, Interfaces: []string{"brIface"}, ExternalIDs: owner},
+			newBridge{UUIDName: "bridge", Name: s.Bridge, Ports: append([]string{"brPort"}, portRefs...),
 				ExternalIDs: owner, DatapathType: s.DatapathType})
 		root := st.root.UUID
 		t.add(1, func(api client.API) ([]ovsdb.Operation, error) {

@@ -13,12 +13,13 @@ import (
 )
 
 // txn is a write transaction planned from a read: what to write, in order,
-// as builders of libovsdb's typed API (Create, Where/WhereAll with Update,
-// Mutate, Wait on the models of ovs/model), not yet operations. The typed
-// API maps models to rows through the connected client's database model
-// (the server's schema), so the operations are built only in commit, after
-// lib connected the client: a plan that finds nothing to write (or a
-// PlanStatus, which drops its txn) never connects it.
+// as builders of libovsdb's typed API (Where/WhereAll with Update, Mutate,
+// Wait on the models of ovs/model) and the inserts of new rows (insert.go),
+// not yet operations. The typed API maps models to rows through the
+// connected client's database model (the server's schema), so the
+// operations are built only in commit, after lib connected the client: a
+// plan that finds nothing to write (or a PlanStatus, which drops its txn)
+// never connects it.
 type txn struct {
 	ops []pendingOp
 }
@@ -130,25 +131,6 @@ func checkResults(res []ovsdb.OperationResult, ops []ovsdb.Operation, expect []i
 		}
 	}
 	return nil
-}
-
-// create adds the insert of each model, in order (a model's UUID is its
-// named UUID, which other models of the transaction reference).
-func (t *txn) create(models ...lmodel.Model) {
-	if len(models) == 0 {
-		return
-	}
-	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
-		ops := make([]ovsdb.Operation, 0, len(models))
-		for _, m := range models {
-			op, err := api.Create(m)
-			if err != nil {
-				return nil, err
-			}
-			ops = append(ops, op...)
-		}
-		return ops, nil
-	})
 }
 
 // retag updates the VLAN columns of port uuid (all three together) to

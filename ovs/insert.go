@@ -1,0 +1,171 @@
+package ovs
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/client"
+	lmodel "github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vflag/vflag/ovs/model"
+)
+
+// The rows vflag inserts (a bridge, its internal port and interface, a
+// port and interface per representor or bond), each with only the columns
+// vflag sets. insertRow.op builds the insert operation directly: what
+// libovsdb's api.Create makes of the row's model (model()), without
+// Create's reflection over every column of the table (BenchmarkBuild254,
+// the operations of a bridge of 254 ports: 4.8 ms through Create, 0.7 ms
+// so).
+// TestInsertRowsMatchLibovsdb holds op() to Create(model()) for every
+// column set and unset.
+type insertRow interface {
+	op() ovsdb.Operation
+	model() lmodel.Model
+}
+
+// newInterface is an Interface row: name, type (internal for a bridge's
+// own port, else ""), the owner's mark, mtu_request (nil: unset).
+type newInterface struct {
+	UUIDName    string
+	Name        string
+	Type        string
+	ExternalIDs map[string]string
+	MTURequest  *int
+}
+
+func (r newInterface) model() lmodel.Model {
+	return &model.Interface{UUID: r.UUIDName, Name: r.Name, Type: r.Type, ExternalIDs: r.ExternalIDs, MTURequest: r.MTURequest}
+}
+
+func (r newInterface) op() ovsdb.Operation {
+	row := ovsdb.Row{}
+	setString(row, "name", r.Name)
+	setString(row, "type", r.Type)
+	setMap(row, "external_ids", r.ExternalIDs)
+	setOptInt(row, "mtu_request", r.MTURequest)
+	return insertOp(model.InterfaceTable, r.UUIDName, row)
+}
+
+// newPort is a Port row: name, its interfaces (named UUIDs of this
+// transaction), the owner's mark and the VLAN columns.
+type newPort struct {
+	UUIDName    string
+	Name        string
+	Interfaces  []string
+	ExternalIDs map[string]string
+	Tag         *int
+	VLANMode    *string
+	Trunks      []int
+}
+
+func (r newPort) model() lmodel.Model {
+	return &model.Port{UUID: r.UUIDName, Name: r.Name, Interfaces: r.Interfaces, ExternalIDs: r.ExternalIDs,
+		Tag: r.Tag, VLANMode: r.VLANMode, Trunks: r.Trunks}
+}
+
+func (r newPort) op() ovsdb.Operation {
+	// libovsdb writes a model's booleans also when false.
+	row := ovsdb.Row{"bond_fake_iface": false, "fake_bridge": false, "protected": false}
+	setString(row, "name", r.Name)
+	setUUIDs(row, "interfaces", r.Interfaces)
+	setMap(row, "external_ids", r.ExternalIDs)
+	setOptInt(row, "tag", r.Tag)
+	if r.VLANMode != nil {
+		row["vlan_mode"] = ovsdb.OvsSet{GoSet: []any{*r.VLANMode}}
+	}
+	if len(r.Trunks) > 0 {
+		set := make([]any, len(r.Trunks))
+		for i, v := range r.Trunks {
+			set[i] = v
+		}
+		row["trunks"] = ovsdb.OvsSet{GoSet: set}
+	}
+	return insertOp(model.PortTable, r.UUIDName, row)
+}
+
+// newBridge is a Bridge row: name, its ports (named UUIDs of this
+// transaction), the owner's mark and the datapath type.
+type newBridge struct {
+	UUIDName     string
+	Name         string
+	Ports        []string
+	ExternalIDs  map[string]string
+	DatapathType string
+}
+
+func (r newBridge) model() lmodel.Model {
+	return &model.Bridge{UUID: r.UUIDName, Name: r.Name, Ports: r.Ports, ExternalIDs: r.ExternalIDs, DatapathType: r.DatapathType}
+}
+
+func (r newBridge) op() ovsdb.Operation {
+	row := ovsdb.Row{"mcast_snooping_enable": false, "rstp_enable": false, "stp_enable": false}
+	setString(row, "name", r.Name)
+	setUUIDs(row, "ports", r.Ports)
+	setMap(row, "external_ids", r.ExternalIDs)
+	setString(row, "datapath_type", r.DatapathType)
+	return insertOp(model.BridgeTable, r.UUIDName, row)
+}
+
+// insertOp: the UUID goes in the operation (uuid-name), not the row, as
+// api.Create does; a valid real UUID would go in uuid, which vflag never
+// inserts with.
+func insertOp(table, uuidName string, row ovsdb.Row) ovsdb.Operation {
+	op := ovsdb.Operation{Op: ovsdb.OperationInsert, Table: table, Row: row}
+	if ovsdb.IsNamedUUID(uuidName) {
+		op.UUIDName = uuidName
+	} else if ovsdb.IsValidUUID(uuidName) {
+		op.UUID = uuidName
+	}
+	return op
+}
+
+// The column setters leave a default value out of the row (libovsdb's
+// NewRow does: the server fills in defaults).
+
+func setString(row ovsdb.Row, col, v string) {
+	if v != "" {
+		row[col] = v
+	}
+}
+
+func setMap(row ovsdb.Row, col string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	gm := make(map[any]any, len(m))
+	for k, v := range m {
+		gm[k] = v
+	}
+	row[col] = ovsdb.OvsMap{GoMap: gm}
+}
+
+func setOptInt(row ovsdb.Row, col string, v *int) {
+	if v != nil {
+		row[col] = ovsdb.OvsSet{GoSet: []any{*v}}
+	}
+}
+
+func setUUIDs(row ovsdb.Row, col string, uuids []string) {
+	if len(uuids) == 0 {
+		return
+	}
+	set := make([]any, len(uuids))
+	for i, u := range uuids {
+		set[i] = ovsdb.UUID{GoUUID: u}
+	}
+	row[col] = ovsdb.OvsSet{GoSet: set}
+}
+
+// insert adds the inserts of rows, in order (a row any count: an insert
+// reports none).
+func (t *txn) insert(rows ...insertRow) {
+	if len(rows) == 0 {
+		return
+	}
+	t.add(-1, func(client.API) ([]ovsdb.Operation, error) {
+		ops := make([]ovsdb.Operation, len(rows))
+		for i, r := range rows {
+			ops[i] = r.op()
+		}
+		return ops, nil
+	})
+}
