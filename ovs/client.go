@@ -209,7 +209,7 @@ type state struct {
 type view map[string][]string
 
 var (
-	// planView: what plan and undoTxn use. Interfaces: by name (a wanted
+	// planView: what plan uses. Interfaces: by name (a wanted
 	// port name held by another port's interface) and the mtu_request of
 	// the port's interface.
 	planView = view{
@@ -217,6 +217,13 @@ var (
 		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
 		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
 		model.InterfaceTable:   {"_uuid", "name", "mtu_request", "external_ids"},
+	}
+	// undoView: what undoTxn and OwnedBridges use: the bridges, their
+	// ports' names and marks, hw-offload; no interface.
+	undoView = view{
+		model.OpenvSwitchTable: {"_uuid", "other_config"},
+		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
+		model.PortTable:        {"_uuid", "name", "external_ids"},
 	}
 	// planStatusView is planView and statusView in one read: a plan that
 	// also returns the bridge as Status reports it (PlanStatus).

@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/vflag/vflag/ovs/model"
 	"github.com/vflag/vflag/ovs/ovstest"
 )
 
@@ -69,6 +72,55 @@ func TestInsertRowsMatchLibovsdb(t *testing.T) {
 	for i := range 7 {
 		if res[i].UUID.GoUUID == "" {
 			t.Errorf("insert %d: no UUID in the reply: %+v", i, res[i])
+		}
+	}
+}
+
+// TestPortOwnedGuardMatchesLibovsdb: the guard of a port's removal is the
+// operation libovsdb's WhereAll and Wait make of its conditions, and it
+// aborts the transaction exactly when the port lost the owner's mark.
+func TestPortOwnedGuardMatchesLibovsdb(t *testing.T) {
+	srv := ovstest.Start(t)
+	srv.MustVsctl("add-br", "br-g", "--", "add-port", "br-g", "p1", "--", "set", "Port", "p1", "external_ids:"+OwnerKey+"=lag0")
+	ctx := t.Context()
+	c, err := Connect(ctx, srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	db, err := c.lib(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.read(ctx, planView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := st.ports["p1"]
+	if p == nil {
+		t.Fatal("no port p1")
+	}
+	m := &model.Port{}
+	row := &model.Port{UUID: p.UUID}
+	want, err := db.WhereAll(m, is(&m.UUID, p.UUID), ownerMark(&m.ExternalIDs, ovsdb.ConditionExcludes, "lag0")).
+		Wait(ovsdb.WaitConditionNotEqual, new(int), row, &row.UUID)
+	if err != nil || len(want) != 1 {
+		t.Fatalf("libovsdb: %v, %d operations", err, len(want))
+	}
+	if got := portOwnedGuard(p.UUID, "lag0"); !reflect.DeepEqual(got, want[0]) {
+		t.Fatalf("\n got  %#v\n want %#v", got, want[0])
+	}
+	for _, c := range []struct {
+		owner   string
+		aborted bool
+	}{{"lag0", false}, {"lag1", true}} {
+		res, err := db.Transact(ctx, portOwnedGuard(p.UUID, c.owner))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, opErr := ovsdb.CheckOperationResults(res, []ovsdb.Operation{portOwnedGuard(p.UUID, c.owner)})
+		if (opErr != nil) != c.aborted {
+			t.Errorf("port marked lag0, guard for %s: error %v, want aborted %v", c.owner, opErr, c.aborted)
 		}
 	}
 }

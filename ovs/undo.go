@@ -62,7 +62,7 @@ func (c *Client) OwnedBridges(ctx context.Context, owner string) ([]string, erro
 	if owner == "" {
 		return nil, fmt.Errorf("ovs: bridges of owner: empty owner")
 	}
-	st, err := c.read(ctx, planView)
+	st, err := c.read(ctx, undoView)
 	if err != nil {
 		return nil, fmt.Errorf("ovs: bridges of owner %s: %w", owner, err)
 	}
@@ -97,7 +97,7 @@ func (c *Client) undoAs(ctx context.Context, what string, r Record, owned bool) 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, err := c.read(ctx, planView)
+	st, err := c.read(ctx, undoView)
 	if err != nil {
 		return fmt.Errorf("ovs: %s: %w", what, err)
 	}
