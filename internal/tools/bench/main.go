@@ -414,6 +414,11 @@ func (b *bencher) criticalPath() {
 		if db := s.downBound(); db > 0 {
 			walls := append([]time.Duration{down.wall}, s.moreDowns(4)...)
 			b.add(ratioRow("teardown", "down "+name+" (median of 5)", median(walls), db, 1.03)) // issue 22
+			runs := make([]string, len(walls))
+			for i, w := range walls {
+				runs[i] = fmt.Sprintf("%.3f", float64(w)/float64(db))
+			}
+			b.add(row{section: "teardown", what: "down " + name + ": each run / bound", measured: strings.Join(runs, " "), status: "report"})
 		} else {
 			b.add(row{section: "teardown", what: "down " + name, measured: secs(down.wall), bound: "0 s", ratio: "-", target: "-", status: "report"})
 		}
