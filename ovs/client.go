@@ -29,6 +29,9 @@ type Client struct {
 
 	libMu sync.Mutex
 	db    client.Client // writes, waits, the next_cfg monitor: lib connects it on first use
+	// closed: Close ran; lib connects no more (a warmLib still under way
+	// when the caller closed would leave its connection open).
+	closed bool
 
 	preMu   sync.Mutex
 	pre     *prefetch    // Prefetch's read, until PlanStatus or Status takes it
@@ -139,6 +142,9 @@ func (c *Client) lib(ctx context.Context) (client.Client, error) {
 	if c.db != nil {
 		return c.db, nil
 	}
+	if c.closed {
+		return nil, fmt.Errorf("ovs: connect %s: the client is closed", c.endpoint)
+	}
 	dbm, err := databaseModel()
 	if err != nil {
 		return nil, fmt.Errorf("ovs: connect %s: database model: %w", c.endpoint, err)
@@ -187,6 +193,7 @@ func (c *Client) Close() {
 	}
 	c.libMu.Lock()
 	defer c.libMu.Unlock()
+	c.closed = true
 	if c.db != nil {
 		c.db.Close()
 	}

@@ -64,11 +64,11 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 // listing only what Ensure created). Ports without the owner's mark are never
 // touched. When the database already matches, it sends no transaction (the
 // write's connection, made while it reads, stays unused). It does not wait
-// for ovs-vswitchd: call WaitApplied for that. It builds its transaction from the read of a Plan
-// or PlanStatus that found a change, when this client has sent no
-// transaction since and that read is younger than plannedMaxAge (the
-// transaction's guards catch what another client changed meanwhile, as
-// they do after a read of its own); else it reads.
+// for ovs-vswitchd: call WaitApplied for that. It builds its transaction
+// from the read of a Plan or PlanStatus that found a change, when this
+// client has sent no transaction since and that read is younger than
+// plannedMaxAge (the transaction's guards catch what another client
+// changed meanwhile, as they do after a read of its own); else it reads.
 func (c *Client) Ensure(ctx context.Context, s BridgeSpec) (Record, Change, error) {
 	rec := Record{Owner: s.Owner, Bridge: s.Bridge}
 	if err := s.validate(); err != nil {

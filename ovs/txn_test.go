@@ -108,3 +108,19 @@ func BenchmarkBuild254(b *testing.B) {
 		}
 	}
 }
+
+// TestClosedClientConnectsNoMore: a write connection warmed in the
+// background (warmLib: Plan, Ensure) that has not connected yet when the
+// caller closes the client does not connect afterwards and stay open.
+func TestClosedClientConnectsNoMore(t *testing.T) {
+	srv := ovstest.Start(t)
+	c, err := Connect(t.Context(), srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if db, err := c.lib(t.Context()); err == nil {
+		db.Close()
+		t.Fatal("lib connected a closed client")
+	}
+}
