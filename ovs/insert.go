@@ -73,11 +73,7 @@ func (r newPort) op() ovsdb.Operation {
 		row["vlan_mode"] = ovsdb.OvsSet{GoSet: []any{*r.VLANMode}}
 	}
 	if len(r.Trunks) > 0 {
-		set := make([]any, len(r.Trunks))
-		for i, v := range r.Trunks {
-			set[i] = v
-		}
-		row["trunks"] = ovsdb.OvsSet{GoSet: set}
+		row["trunks"] = ovsSet(r.Trunks, func(v int) any { return v })
 	}
 	return insertOp(model.PortTable, r.UUIDName, row)
 }
@@ -145,14 +141,18 @@ func setOptInt(row ovsdb.Row, col string, v *int) {
 }
 
 func setUUIDs(row ovsdb.Row, col string, uuids []string) {
-	if len(uuids) == 0 {
-		return
+	if len(uuids) > 0 {
+		row[col] = ovsSet(uuids, func(u string) any { return ovsdb.UUID{GoUUID: u} })
 	}
-	set := make([]any, len(uuids))
-	for i, u := range uuids {
-		set[i] = ovsdb.UUID{GoUUID: u}
+}
+
+// ovsSet is the set of vs's atoms, in order.
+func ovsSet[T any](vs []T, atom func(T) any) ovsdb.OvsSet {
+	set := make([]any, len(vs))
+	for i, v := range vs {
+		set[i] = atom(v)
 	}
-	row[col] = ovsdb.OvsSet{GoSet: set}
+	return ovsdb.OvsSet{GoSet: set}
 }
 
 // insert adds the inserts of rows, in order (a row any count: an insert

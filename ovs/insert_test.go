@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vflag/vflag/ovs/model"
@@ -17,15 +18,7 @@ import (
 func TestInsertRowsMatchLibovsdb(t *testing.T) {
 	srv := ovstest.Start(t)
 	ctx := t.Context()
-	c, err := Connect(ctx, srv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	db, err := c.lib(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db := connectWriting(t, srv)
 	owner := map[string]string{OwnerKey: "lag0", "other": "x"}
 	rows := []insertRow{
 		newInterface{UUIDName: "i0", Name: "pf0vf0"},
@@ -83,15 +76,7 @@ func TestPortOwnedGuardMatchesLibovsdb(t *testing.T) {
 	srv := ovstest.Start(t)
 	srv.MustVsctl("add-br", "br-g", "--", "add-port", "br-g", "p1", "--", "set", "Port", "p1", "external_ids:"+OwnerKey+"=lag0")
 	ctx := t.Context()
-	c, err := Connect(ctx, srv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	db, err := c.lib(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, db := connectWriting(t, srv)
 	st, err := c.read(ctx, planView)
 	if err != nil {
 		t.Fatal(err)
@@ -123,4 +108,20 @@ func TestPortOwnedGuardMatchesLibovsdb(t *testing.T) {
 			t.Errorf("port marked lag0, guard for %s: error %v, want aborted %v", c.owner, opErr, c.aborted)
 		}
 	}
+}
+
+// connectWriting connects a client to srv with its writing side (libovsdb's
+// client, whose typed API the tests compare with); the test closes it.
+func connectWriting(t *testing.T, srv *ovstest.Server) (*Client, client.Client) {
+	t.Helper()
+	c, err := Connect(t.Context(), srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	db, err := c.lib(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, db
 }
