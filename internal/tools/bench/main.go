@@ -157,12 +157,18 @@ func (b *bencher) run(sections map[string]bool) int {
 	if sections["transitions"] {
 		b.transitions(b.reps, b.slowReps)
 	}
-	b.print(os.Stdout)
+	return b.report(os.Stdout)
+}
+
+// report prints the table and what was missed, and returns the exit code:
+// 1 when any target was missed (a MISS or a FAIL row), else 0.
+func (b *bencher) report(w io.Writer) int {
+	b.print(w)
 	if len(b.missed) > 0 {
-		fmt.Printf("\ntargets missed: %s\n", strings.Join(b.missed, "; "))
+		fmt.Fprintf(w, "\ntargets missed: %s\n", strings.Join(b.missed, "; "))
 	}
 	if len(b.failed) > 0 {
-		fmt.Printf("\nFAILED (asserted): %s\n", strings.Join(b.failed, "; "))
+		fmt.Fprintf(w, "\nFAILED (asserted): %s\n", strings.Join(b.failed, "; "))
 	}
 	if len(b.missed)+len(b.failed) > 0 {
 		return 1
