@@ -1,10 +1,12 @@
 package ovs
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
+	lmodel "github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/vflag/vflag/ovs/model"
@@ -33,7 +35,7 @@ func TestInsertRowsMatchLibovsdb(t *testing.T) {
 		newBridge{UUIDName: "4f8f5e3b-3b0e-4c4a-9b1e-2f8e1f0a6c11", Name: "br-z", Ports: []string{"p0"}},
 	}
 	for i, r := range rows {
-		want, err := db.Create(r.model())
+		want, err := db.Create(modelOf(r))
 		if err != nil {
 			t.Fatalf("row %d: libovsdb: %v", i, err)
 		}
@@ -124,4 +126,19 @@ func connectWriting(t *testing.T, srv *ovstest.Server) (*Client, client.Client) 
 		t.Fatal(err)
 	}
 	return c, db
+}
+
+// modelOf is the libovsdb model of a row vflag inserts, the same columns
+// set: what api.Create is given in TestInsertRowsMatchLibovsdb.
+func modelOf(r insertRow) lmodel.Model {
+	switch r := r.(type) {
+	case newInterface:
+		return &model.Interface{UUID: r.UUIDName, Name: r.Name, Type: r.Type, ExternalIDs: r.ExternalIDs, MTURequest: r.MTURequest}
+	case newPort:
+		return &model.Port{UUID: r.UUIDName, Name: r.Name, Interfaces: r.Interfaces, ExternalIDs: r.ExternalIDs,
+			Tag: r.Tag, VLANMode: r.VLANMode, Trunks: r.Trunks}
+	case newBridge:
+		return &model.Bridge{UUID: r.UUIDName, Name: r.Name, Ports: r.Ports, ExternalIDs: r.ExternalIDs, DatapathType: r.DatapathType}
+	}
+	panic(fmt.Sprintf("modelOf: %T", r))
 }
