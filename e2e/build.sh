@@ -175,10 +175,10 @@ module_tree() {
 stage_kernel() {
 	local out=$1 w=$1/work hdr
 	mkdir -p "$w/img" "$w/hdr" "$w/src"
-	dpkg-deb -x "$(deb_get "linux-image-$KVER" "$KPKGVER")" "$w/img"
+	dpkg-deb -x "$(deb_get "linux-image-$KVER" "${KV[linux-image-$KVER]}")" "$w/img"
 	local p
 	for p in "linux-headers-$KVER" "linux-headers-${KVER%-*}-common" "linux-kbuild-$KSERIES"; do
-		dpkg-deb -x "$(deb_get "$p" "$KPKGVER")" "$w/hdr"
+		dpkg-deb -x "$(deb_get "$p" "${KV[$p]}")" "$w/hdr"
 	done
 	extract_vmlinux "$w/img/boot/vmlinuz-$KVER" "$out/vmlinux"
 	cp "$w/img/boot/config-$KVER" "$out/config"
@@ -187,7 +187,7 @@ stage_kernel() {
 	hdr="$w/hdr/usr/src/linux-headers-$KVER"
 	# The headers Makefile includes the -common Makefile by absolute path.
 	sed -i "s|^include /usr/src/|include $w/hdr/usr/src/|" "$hdr/Makefile"
-	netdevsim_src "$(deb_get "linux-source-$KSERIES" "$KPKGVER")" "$KSERIES" "$w/src"
+	netdevsim_src "$(deb_get "linux-source-$KSERIES" "${KV[linux-source-$KSERIES]}")" "$KSERIES" "$w/src"
 	make -s -C "$hdr" M="$w/src/linux-source-$KSERIES/drivers/net/netdevsim" \
 		CONFIG_NETDEVSIM=m -j"$(nproc)" modules
 	module_tree "$w/img/lib/modules/$KVER" "$KVER" "$w/src/linux-source-$KSERIES/drivers/net/netdevsim/netdevsim.ko" "$out"
@@ -202,7 +202,7 @@ stage_kernel_sid() {
 	local out=$1 w=$1/work c=$1/work/chroot p
 	mkdir -p "$w/img" "$c"
 	for p in "linux-binary-$SKVER" "linux-modules-$SKVER" "linux-base-$SKVER"; do
-		dpkg-deb -x "$(deb_get "$p" "$SKPKGVER" sid)" "$w/img"
+		dpkg-deb -x "$(deb_get "$p" "${SKV[$p]}" sid)" "$w/img"
 	done
 	extract_vmlinux "$w/img/usr/lib/modules/$SKVER/vmlinuz" "$out/vmlinux"
 	cp "$w/img/usr/lib/modules/$SKVER/config" "$out/config"
@@ -214,7 +214,7 @@ stage_kernel_sid() {
 		--include="linux-headers-$SKVER,make" sid "$c" "$MIRROR" >"$out/debootstrap.log" 2>&1 ||
 		{ tail -n 40 "$out/debootstrap.log" >&2; die "debootstrap sid (kernel headers) failed (log: $out/debootstrap.log)"; }
 	mkdir -p "$c/build"
-	netdevsim_src "$(deb_get "linux-source-$SKSERIES" "$SKPKGVER" sid)" "$SKSERIES" "$c/build"
+	netdevsim_src "$(deb_get "linux-source-$SKSERIES" "${SKV[linux-source-$SKSERIES]}" sid)" "$SKSERIES" "$c/build"
 	in_private_ns chroot "$c" sh -c 'mount -t proc proc /proc && exec make -s -C "/usr/src/linux-headers-$1" \
 		M="/build/linux-source-$2/drivers/net/netdevsim" CONFIG_NETDEVSIM=m -j"$3" modules' \
 		sh "$SKVER" "$SKSERIES" "$(nproc)"
@@ -299,7 +299,7 @@ stage_image() {
 	cp -al "$ROOTFS_DIR/root" "$st"
 	mkdir -p "$st/lib/modules"
 	cp -al "$KERNEL_DIR/modules/lib/modules/$KVER" "$st/lib/modules/$KVER"
-	cp -al "$KERNEL_SID_DIR/modules/lib/modules/$SKVER" "$st/lib/modules/$SKVER"
+	[ -z "$SKVER" ] || cp -al "$KERNEL_SID_DIR/modules/lib/modules/$SKVER" "$st/lib/modules/$SKVER"
 	rm -f "$st/sbin/testbed-init"
 	install -m 755 "$E2E_DIR/guest/testbed-init" "$st/sbin/testbed-init"
 	# systemd boots run the scenario from testbed.service (enabled here).
@@ -314,7 +314,7 @@ stage_image() {
 	rm -rf "$st"
 
 	make_initrd "$KERNEL_DIR" "$KVER" "$out/initrd.cpio.gz"
-	make_initrd "$KERNEL_SID_DIR" "$SKVER" "$out/initrd-sid.cpio.gz"
+	[ -z "$SKVER" ] || make_initrd "$KERNEL_SID_DIR" "$SKVER" "$out/initrd-sid.cpio.gz"
 }
 
 stage_qemu_trixie() {
@@ -350,23 +350,77 @@ if [ "${VFLAG_E2E_SKIP_APT:-0}" != 1 ]; then
 fi
 
 phase "resolve versions"
-# The newest bookworm 6.1 kernel ABI apt offers (bookworm-security included),
-# pinned to the version apt reports. One apt-cache call per question: each
-# call costs about half a second.
-KSERIES=6.1
-read -r KVER KPKGVER < <(apt-cache policy $(apt-cache pkgnames linux-image-6.1.0- |
-	grep -E '^linux-image-6\.1\.0-[0-9]+-amd64$') 2>/dev/null |
-	awk '/^[^ ]/ { p = $1; sub(/:$/, "", p) } /^ *Candidate:/ && $2 != "(none)" { print p, $2 }' |
-	sed 's/^linux-image-//' | sort -V | tail -n 1) || true
-[ -n "$KVER" ] || die "apt offers no linux-image-6.1.0-*-amd64 (is bookworm in the apt sources? apt-get update?)"
+# Each stage's Debian packages are taken at versions that satisfy what the
+# stage's packages declare on one another (e2e/debresolve: Depends, compared
+# as dpkg does), never by equality where Debian does not ask for it: the
+# archive publishes a kernel's packages over days, and a rebuilt kbuild
+# (6.1.192-3) serves the headers of 6.1.192-2 that ask for (>= 6.1.192-2).
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+DEBRESOLVE=$CACHE/.debresolve
+(cd "$E2E_DIR/.." && "$GO" build -o "$DEBRESOLVE.tmp" ./e2e/debresolve) && mv "$DEBRESOLVE.tmp" "$DEBRESOLVE" ||
+	die "cannot build e2e/debresolve with $GO"
+
+# scenarios_needing STAGE: the scenarios that cannot run without STAGE (from
+# their # KERNEL: and # MACHINE: headers).
+scenarios_needing() {
+	local f
+	case $1 in
+	kernel) echo "all of them (the image holds this kernel's modules)" ;;
+	kernel-sid) for f in "$E2E_DIR"/scenarios/*.sh; do grep -q '^# KERNEL: sid' "$f" && basename "$f" .sh; done | paste -sd' ' ;;
+	qemu-trixie) for f in "$E2E_DIR"/scenarios/*.sh; do grep -q '^# MACHINE: igb' "$f" && basename "$f" .sh; done | paste -sd' ' ;;
+	esac
+}
+
+# resolve_stage STAGE APT_OPTS_ARRAY SEED...: asks apt-cache (with those
+# options) for the stage's packages, starting from SEED and adding the names
+# debresolve says it needs until they stop growing, then resolves them. Sets
+# RES_ABI, RES_VERSION, RES_SERIES, RES_TEXT (debresolve's answer: the
+# stage key's versions) and RES (package -> version). Returns 1, with the
+# reason in RES_ERR, when the archive cannot satisfy the stage.
+resolve_stage() {
+	local stage=$1 round dump err
+	local -n aopts=$2
+	shift 2
+	local names=("$@") more=()
+	RES_ABI='' RES_VERSION='' RES_SERIES='' RES_TEXT='' RES_ERR=''
+	declare -gA RES=()
+	for round in 1 2 3 4; do
+		dump=$(apt-cache "${aopts[@]}" show "${names[@]}" 2>/dev/null || true)
+		mapfile -t more < <(printf '%s\n' "$dump" | "$DEBRESOLVE" -stage "$stage" -names | LC_ALL=C sort -u)
+		[ -n "$(LC_ALL=C comm -13 <(printf '%s\n' "${names[@]}" | LC_ALL=C sort -u) <(printf '%s\n' "${more[@]}"))" ] || break
+		mapfile -t names < <(printf '%s\n' "${names[@]}" "${more[@]}" | LC_ALL=C sort -u)
+	done
+	err=$(mktemp)
+	if ! RES_TEXT=$(printf '%s\n' "$dump" | "$DEBRESOLVE" -stage "$stage" 2>"$err"); then
+		RES_ERR="$(sed 's/^debresolve: //' "$err"); scenarios that cannot run: $(scenarios_needing "$stage")"
+		rm -f "$err"
+		return 1
+	fi
+	sed 's/^debresolve: //' "$err" | while read -r l; do log "$l"; done
+	rm -f "$err"
+	local k a b
+	while read -r k a b; do
+		case $k in
+		abi) RES_ABI=$a ;;
+		version) RES_VERSION=$a ;;
+		series) RES_SERIES=$a ;;
+		pkg) RES[$a]=$b ;;
+		esac
+	done <<<"$RES_TEXT"
+}
+
+# The newest bookworm 6.1 kernel ABI whose packages the archive satisfies
+# (bookworm-security included), from the host's own apt sources.
+HOST_APT=("${APT[@]}")
+mapfile -t seed < <(apt-cache pkgnames linux-image-6.1.0- | grep -E '^linux-image-6\.1\.0-[0-9]+-amd64$')
+[ ${#seed[@]} -gt 0 ] || die "apt offers no linux-image-6.1.0-*-amd64 (is bookworm in the apt sources? apt-get update?)"
+resolve_stage kernel HOST_APT "${seed[@]}" || die "$RES_ERR"
+KSERIES=$RES_SERIES KVER=$RES_ABI KPKGVER=$RES_VERSION KERNEL_RESOLVED=$RES_TEXT
+declare -A KV=()
+for k in "${!RES[@]}"; do KV[$k]=${RES[$k]}; done
 BUSYBOX_VER=$(candidate busybox-static)
 [ -n "$BUSYBOX_VER" ] || die "apt offers no busybox-static"
-KPKGS=("linux-image-$KVER" "linux-headers-$KVER" "linux-headers-${KVER%-*}-common" "linux-kbuild-$KSERIES" "linux-source-$KSERIES")
-MADISON=$(apt-cache madison "${KPKGS[@]}" "${ROOTFS_PKGS[@]}" 2>/dev/null | awk -F' [|] ' '{ gsub(/ /, ""); print }')
-for p in "${KPKGS[@]}"; do
-	printf '%s\n' "$MADISON" | awk -F'|' -v p="$p" -v v="$KPKGVER" '$1 == p && $2 == v { f = 1 } END { exit !f }' ||
-		die "$p $KPKGVER is not available from apt (kernel is $KVER $KPKGVER)"
-done
+MADISON=$(apt-cache madison "${ROOTFS_PKGS[@]}" 2>/dev/null | awk -F' [|] ' '{ gsub(/ /, ""); print }')
 # What debootstrap installs: the bookworm/main versions.
 ROOTFS_VERSIONS=$(printf '%s\n' "$MADISON" | awk -F'|' '$3 ~ /bookworm\/main/ { print $1, $2 }' | sort -u)
 DEBOOTSTRAP_VER=$(dpkg-query -W -f '${Version}' debootstrap)
@@ -387,29 +441,30 @@ private_apt() {
 	apt-get "${opts[@]}" update >/dev/null || die "apt-get update for $1 failed"
 }
 
-# QEMU in trixie.
+# QEMU in trixie (debootstrap resolves its dependencies).
 private_apt trixie TAPT
-TRIXIE_QEMU_VER=$(apt-cache "${TAPT[@]}" show --no-all-versions qemu-system-x86 | sed -n 's/^Version: //p' | head -n1)
-[ -n "$TRIXIE_QEMU_VER" ] || die "trixie offers no qemu-system-x86"
+resolve_stage qemu-trixie TAPT qemu-system-x86 || die "$RES_ERR"
+TRIXIE_QEMU_VER=${RES[qemu-system-x86]}
 
 # Debian unstable's kernel (KERNEL-FACTS section 11): the ABI that sid's
-# linux-image-amd64 depends on, pinned to its version. Same private-index
-# way as trixie.
+# linux-image-amd64 depends on. sid changes every day: when it cannot be
+# satisfied, the image is built without it and the scenarios that boot it
+# fail with the reason (run-guest.sh reads SID_UNAVAILABLE); the others run.
 private_apt sid SAPT
-read -r SKVER SKPKGVER < <(apt-cache "${SAPT[@]}" show --no-all-versions linux-image-amd64 |
-	sed -n 's/^Depends:.*linux-image-\([0-9][^ ]*-amd64\) (= \([^)]*\)).*/\1 \2/p' | head -n 1) || true
-[ -n "${SKVER:-}" ] || die "sid's linux-image-amd64 names no linux-image-*-amd64"
-SKSERIES=$(printf '%s' "$SKPKGVER" | cut -d. -f1-2)
-SKPKGS=("linux-binary-$SKVER" "linux-modules-$SKVER" "linux-base-$SKVER" "linux-headers-$SKVER" "linux-source-$SKSERIES")
-for p in "${SKPKGS[@]}"; do
-	[ "$(apt-cache "${SAPT[@]}" show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)" = "$SKPKGVER" ] ||
-		die "sid offers no $p $SKPKGVER (kernel is $SKVER $SKPKGVER)"
-done
+declare -A SKV=()
+SKVER='' SKPKGVER='' SKSERIES='' SID_RESOLVED='' SID_UNAVAILABLE=''
+if resolve_stage kernel-sid SAPT linux-image-amd64; then
+	SKVER=$RES_ABI SKPKGVER=$RES_VERSION SKSERIES=$RES_SERIES SID_RESOLVED=$RES_TEXT
+	for k in "${!RES[@]}"; do SKV[$k]=${RES[$k]}; done
+else
+	SID_UNAVAILABLE=$RES_ERR
+	log "WARNING: $SID_UNAVAILABLE"
+fi
 
-log "kernel $KVER $KPKGVER; sid kernel $SKVER $SKPKGVER; busybox-static $BUSYBOX_VER; trixie qemu-system-x86 $TRIXIE_QEMU_VER"
+log "kernel $KVER $KPKGVER (kbuild ${KV[linux-kbuild-$KSERIES]}, source ${KV[linux-source-$KSERIES]}); sid kernel ${SKVER:-none} ${SKPKGVER}; busybox-static $BUSYBOX_VER; trixie qemu-system-x86 $TRIXIE_QEMU_VER"
 
-KERNEL_KEY=$({ echo "$KVER $KPKGVER"; declare -f stage_kernel extract_vmlinux netdevsim_src module_tree; } | sha)
-KERNEL_SID_KEY=$({ echo "$SKVER $SKPKGVER $MIRROR"; declare -f stage_kernel_sid extract_vmlinux netdevsim_src module_tree; } | sha)
+KERNEL_KEY=$({ echo "$KERNEL_RESOLVED"; declare -f stage_kernel extract_vmlinux netdevsim_src module_tree; } | sha)
+KERNEL_SID_KEY=$({ echo "$SID_RESOLVED $MIRROR"; declare -f stage_kernel_sid extract_vmlinux netdevsim_src module_tree; } | sha)
 ROOTFS_KEY=$({ echo "$ROOTFS_VERSIONS"; echo "debootstrap $DEBOOTSTRAP_VER $MIRROR"; declare -f stage_rootfs; } | sha)
 IMAGE_KEY=$({ echo "$KERNEL_KEY $KERNEL_SID_KEY $ROOTFS_KEY busybox-static $BUSYBOX_VER ${INITRD_MODULES[*]}"; declare -f stage_image make_initrd
 	cat "$E2E_DIR/guest/testbed-init" "$E2E_DIR/guest/initrd-init" "$E2E_DIR/guest/testbed.service"; } | sha)
@@ -424,9 +479,12 @@ KERNEL_DIR=$STAGE_DIR
 # trixie QEMU chroot; the image waits for it.
 phase "sid kernel + netdevsim (started in the background)"
 SID_LOG=$CACHE/kernel-sid.log
-(stage kernel-sid "$KERNEL_SID_KEY" stage_kernel_sid) >"$SID_LOG" 2>&1 &
-SID_PID=$!
-KERNEL_SID_DIR=$CACHE/kernel-sid/$KERNEL_SID_KEY
+SID_PID='' KERNEL_SID_DIR=''
+if [ -n "$SKVER" ]; then
+	(stage kernel-sid "$KERNEL_SID_KEY" stage_kernel_sid) >"$SID_LOG" 2>&1 &
+	SID_PID=$!
+	KERNEL_SID_DIR=$CACHE/kernel-sid/$KERNEL_SID_KEY
+fi
 
 phase "rootfs (debootstrap)"
 stage rootfs "$ROOTFS_KEY" stage_rootfs
@@ -437,8 +495,10 @@ stage qemu-trixie "$QEMU_KEY" stage_qemu_trixie
 QEMU_DIR=$STAGE_DIR
 
 phase "wait for the sid kernel"
-wait "$SID_PID" || { tail -n 40 "$SID_LOG" >&2; die "sid kernel stage failed (log: $SID_LOG)"; }
-cat "$SID_LOG" >&2
+if [ -n "$SID_PID" ]; then
+	wait "$SID_PID" || { tail -n 40 "$SID_LOG" >&2; die "sid kernel stage failed (log: $SID_LOG)"; }
+	cat "$SID_LOG" >&2
+fi
 
 phase "image + initramfs"
 stage image "$IMAGE_KEY" stage_image
@@ -456,16 +516,18 @@ ROOT_IMG=$IMAGE_DIR/root.ext4
 QEMU_TRIXIE_ROOT=$QEMU_DIR/root
 KVER_SID=$SKVER
 KERNEL_SID_PKG_VERSION=$SKPKGVER
-VMLINUX_SID=$KERNEL_SID_DIR/vmlinux
-INITRD_SID=$IMAGE_DIR/initrd-sid.cpio.gz
+VMLINUX_SID=${KERNEL_SID_DIR:+$KERNEL_SID_DIR/vmlinux}
+INITRD_SID=${KERNEL_SID_DIR:+$IMAGE_DIR/initrd-sid.cpio.gz}
+SID_UNAVAILABLE=$(printf '%q' "$SID_UNAVAILABLE")
 QEMU_TRIXIE_VERSION=$TRIXIE_QEMU_VER
 EOF
 mv "$CACHE/current.env.tmp" "$CACHE/current.env"
 prune kernel "$KERNEL_DIR"
-prune kernel-sid "$KERNEL_SID_DIR"
+[ -z "$KERNEL_SID_DIR" ] || prune kernel-sid "$KERNEL_SID_DIR"
 prune rootfs "$ROOTFS_DIR"
 prune image "$IMAGE_DIR"
 prune qemu-trixie "$QEMU_DIR"
 
 report_timings
 echo "cache: $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"
+[ -z "$SID_UNAVAILABLE" ] || log "WARNING: built without the sid kernel: $SID_UNAVAILABLE"

@@ -250,6 +250,13 @@ func vflagDeb(t *testing.T, root string) string {
 	return debs[0]
 }
 
+// stalledBeforeFirstResult: run-guest.sh's exit 125 (its stall_watch
+// stopped a guest that went silent before its first RESULT).
+func stalledBeforeFirstResult(runErr error) bool {
+	var exitErr *exec.ExitError
+	return errors.As(runErr, &exitErr) && exitErr.ExitCode() == 125
+}
+
 var exitRE = regexp.MustCompile(`(?m)^TESTBED-EXIT (\d+)\s*$`)
 
 func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) (digest string) {
@@ -276,12 +283,19 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) (dig
 
 	logPath := filepath.Join(out, "share", "out", sc.name+".log")
 	guestLog, err := os.ReadFile(logPath)
-	if err != nil && bootCrashed(console.String()) && ctx.Err() == nil {
+	crashed := err != nil && bootCrashed(console.String())
+	if stalled := stalledBeforeFirstResult(runErr); (crashed || stalled) && ctx.Err() == nil {
 		// The guest kernel died before the scenario began (seen once in
 		// 10 boots of Debian's 7.2 under TCG: "Oops: int3" in the
-		// scheduler at 2 s): a fault of the bed, not of vflag. Boot again
-		// once, saying so.
-		t.Logf("%s: the guest kernel crashed before the scenario started; booting it again once:\n%s", sc.name, lastLines(console.String(), 12))
+		// scheduler at 2 s), or stalled before the first RESULT (seen
+		// under TCG: "rcu_preempt kthread timer wakeup didn't happen",
+		// then silence; run-guest.sh stops such a guest): a fault of the
+		// bed, not of vflag. Boot again once, saying so.
+		what := "crashed before the scenario started"
+		if stalled {
+			what = "stalled before its first RESULT"
+		}
+		t.Logf("%s: the guest kernel %s; booting it again once:\n%s", sc.name, what, lastLines(console.String(), 12))
 		retry := exec.CommandContext(ctx, "bash", filepath.Join(e2eDir, "run-guest.sh"), sc.path, out)
 		retry.Env = cmd.Env
 		console.Reset()
@@ -307,6 +321,8 @@ func runScenario(t *testing.T, e2eDir string, sc scenario, bin, deb string) (dig
 		t.Errorf("the harness killed run-guest.sh after %s", sc.timeout+150*time.Second)
 	case errors.As(runErr, &exitErr) && exitErr.ExitCode() == 124:
 		t.Errorf("QEMU was killed by run-guest.sh's host-side timeout (# TIMEOUT: %d + 90 s)", int(sc.timeout.Seconds()))
+	case stalledBeforeFirstResult(runErr):
+		t.Errorf("the guest stalled before its first RESULT at both boots (run-guest.sh's stall_watch stopped it)")
 	case m == nil:
 		t.Errorf("the scenario did not finish: no TESTBED-EXIT line (guest crash or power-off?); run-guest.sh: %v", runErr)
 	case string(m[1]) == "124":

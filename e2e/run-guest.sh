@@ -37,7 +37,8 @@
 #                          inside this one QEMU process (default 1)
 #
 # Exit status: 0 when the scenario script ran to its end and exited 0,
-# 124 when the host-side timeout killed QEMU, 1 otherwise.
+# 124 when the host-side timeout killed QEMU, 125 when the guest stalled
+# before its first RESULT (see stall_watch), 1 otherwise.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -77,6 +78,7 @@ accel=tcg
 case $kernel in
 bookworm) ;;
 sid)
+	[ -z "${SID_UNAVAILABLE:-}" ] || die "the bed has no sid kernel: $SID_UNAVAILABLE (e2e/README.md, 'When the archive cannot satisfy a stage')"
 	[ -n "${VMLINUX_SID:-}" ] && [ -f "$VMLINUX_SID" ] && [ -f "${INITRD_SID:-}" ] ||
 		die "no sid kernel in $CACHE: run 'make e2e-image'"
 	VMLINUX=$VMLINUX_SID INITRD=$INITRD_SID KVER=$KVER_SID
@@ -158,8 +160,41 @@ qemu+=(-accel "$accel" -m 2048 -smp 2 -nographic "${reboot_flag[@]}" -snapshot -
 clean_console() { sed -u -e 's/\r//g' -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g'; }
 
 host_timeout=$((timeout + 90))
+
+# stall_watch: a guest that stalls before its first RESULT (seen under TCG:
+# "rcu: rcu_preempt kthread timer wakeup didn't happen", then nothing for
+# 16 minutes) is stopped after VFLAG_E2E_STALL seconds (default 240; 120
+# once the kernel has reported an RCU stall) without a byte on the console
+# or in the guest log, rather than at the host-side timeout; this script
+# then exits 125 and the harness boots it again. After the first RESULT the
+# scenario's own limits apply.
+stall_watch() {
+	local limit=${VFLAG_E2E_STALL:-240} last=-1 since now size lim
+	since=$(date +%s)
+	while sleep 5; do
+		grep -aq '^RESULT ' "$glog" 2>/dev/null && return 0
+		size=$({ cat "$out/console.log" "$glog" 2>/dev/null || true; } | wc -c)
+		now=$(date +%s)
+		if [ "$size" != "$last" ]; then
+			last=$size since=$now
+			continue
+		fi
+		lim=$limit
+		grep -aqE 'rcu_preempt kthread timer wakeup|rcu: INFO: rcu_(preempt|sched) (detected|self-detected) stall' "$out/console.log" 2>/dev/null &&
+			[ "$lim" -gt 120 ] && lim=120
+		[ $((now - since)) -ge "$lim" ] || continue
+		echo "no output for $((now - since)) s before the first RESULT$(grep -aqE 'rcu_preempt kthread timer wakeup|rcu: INFO: rcu_' "$out/console.log" && echo ' (the kernel reported an RCU stall)')" >"$out/stalled"
+		pkill -TERM -P "$1" -x timeout || true
+		return 0
+	done
+}
+glog="$share/out/${name%.sh}.log"
+rm -f "$out/stalled"
+
 log "booting $name (machine $machine, kernel $KVER, init $init, boots $boots, guest limit ${timeout}s, host limit ${host_timeout}s), output in $out"
 t0=$(date +%s)
+stall_watch $$ &
+watch_pid=$!
 set +e
 if [ -z "$chroot_root" ]; then
 	timeout -k 10 "$host_timeout" "${qemu[@]}" </dev/null 2>&1 | clean_console | tee "$out/console.log"
@@ -183,12 +218,17 @@ else
 	rc=${PIPESTATUS[0]}
 fi
 set -e
+kill "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
 secs=$(($(date +%s) - t0))
 
-glog="$share/out/${name%.sh}.log"
 exit_line=$(grep -a '^TESTBED-EXIT ' "$glog" 2>/dev/null | tail -n 1 || true)
 echo "==== $name: QEMU exit $rc after ${secs}s; ${exit_line:-no TESTBED-EXIT line}"
 grep -a '^RESULT ' "$glog" 2>/dev/null || true
+if [ -s "$out/stalled" ]; then
+	echo "==== $name: stalled: $(cat "$out/stalled"); QEMU stopped"
+	exit 125
+fi
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 	echo "==== $name: host-side timeout (${host_timeout}s)"
 	exit 124
