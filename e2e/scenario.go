@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -274,4 +276,21 @@ func failureDigest(log []byte, failed []string, perCheck int) string {
 // caller has seen that the scenario never began).
 func bootCrashed(console string) bool {
 	return strings.Contains(console, "Oops:") || strings.Contains(console, "Kernel panic")
+}
+
+var exitRE = regexp.MustCompile(`(?m)^TESTBED-EXIT (\d+)\s*$`)
+
+// guestClockRanAway: the guest says its own limit ran out (TESTBED-EXIT
+// 124) in less than half of that limit of real time, which only a guest
+// clock that jumped can do.
+func guestClockRanAway(guestLog []byte, ran, limit time.Duration) bool {
+	m := exitRE.FindSubmatch(guestLog)
+	return m != nil && string(m[1]) == "124" && ran < limit/2
+}
+
+// stalledBeforeFirstResult: run-guest.sh's exit 125 (its stall_watch
+// stopped a guest that went silent before its first RESULT).
+func stalledBeforeFirstResult(runErr error) bool {
+	var exitErr *exec.ExitError
+	return errors.As(runErr, &exitErr) && exitErr.ExitCode() == 125
 }

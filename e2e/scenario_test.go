@@ -172,3 +172,30 @@ func TestBootCrashed(t *testing.T) {
 		}
 	}
 }
+
+func TestGuestClockRanAway(t *testing.T) {
+	timedOut := []byte("RESULT s_kernel PASS 7.2\nTESTBED-TIMEOUT guest-side limit of 480s reached\nTESTBED-EXIT 124\n")
+	for _, tc := range []struct {
+		log  []byte
+		ran  time.Duration
+		want bool
+	}{
+		{timedOut, 17 * time.Second, true},               // the guest's 480 s in 17 s of real time
+		{timedOut, 470 * time.Second, false},             // a real timeout
+		{[]byte("TESTBED-EXIT 0\n"), time.Second, false}, // finished
+		{[]byte("TESTBED-EXIT 1\n"), time.Second, false},
+	} {
+		if got := guestClockRanAway(tc.log, tc.ran, 480*time.Second); got != tc.want {
+			t.Errorf("guestClockRanAway(%q, %s) = %v, want %v", tc.log, tc.ran, got, tc.want)
+		}
+	}
+}
+
+func TestStalledBeforeFirstResult(t *testing.T) {
+	for script, want := range map[string]bool{"exit 125": true, "exit 124": false, "exit 0": false} {
+		err := exec.Command("bash", "-c", script).Run()
+		if got := stalledBeforeFirstResult(err); got != want {
+			t.Errorf("%s: stalledBeforeFirstResult = %v, want %v", script, got, want)
+		}
+	}
+}
