@@ -109,4 +109,8 @@ type Event struct {
 	// Domains are the running domains a disruptive change would break
 	// (set by the caller that knows them, for reports).
 	Domains []string
+	// Holders say who holds each VF the change would break, one line per
+	// holder ("VF 0000:61:00.2 is held by pid 4242 (dpdk-testpmd) through
+	// /dev/vfio/12"), for reports; set by the same caller.
+	Holders []string
 }

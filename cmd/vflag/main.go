@@ -224,7 +224,7 @@ func (a *app) planCommand() *cobra.Command {
 }
 
 // forceHelp is the --force of up and down.
-const forceHelp = "let a disruptive change (numvfs, eswitch mode, bond re-form, VF removal) go ahead when vflag cannot tell whether a running domain holds its VFs (VFs or libvirt unreadable); noted in the report and the log. Running domains that are known to hold them still refuse it"
+const forceHelp = "let a change that destroys or rebinds VFs (numvfs, eswitch mode, bond re-form, VF removal) go ahead when vflag cannot tell whether something holds them (the VFs, their drivers or the processes' open files unreadable); noted in the report and the log. VFs known to be held (a process with their vfio group open, a host netdev in use, a running domain) still refuse it"
 
 func (a *app) downCommand() *cobra.Command {
 	cmd := &cobra.Command{

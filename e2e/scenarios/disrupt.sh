@@ -3,14 +3,23 @@
 # that really runs with its VF: while vm1 holds VF 0, a numvfs change is
 # refused before any write (exit 1, the message names vm1; journal, VFs and
 # VF MACs unchanged) and plan -o json marks the numvfs step disruptive with
-# domains ["vm1"]; a change that breaks nothing running (VF 1's MAC, VF 1
-# attached to the shut-off vm2) goes ahead while vm1 runs.
+# domains ["vm1"] and names vm1's QEMU, which holds VF 0's /dev/vfio group,
+# by its pid (the kernel's answer, named by libvirt); a change that breaks
+# nothing running (VF 1's MAC, VF 1 attached to the shut-off vm2) goes ahead
+# while vm1 runs.
+# Then the gate without libvirt (issue 37): libvirtd stopped, a process
+# libvirt does not know (a shell that opened VF 1's /dev/vfio/<group>, as a
+# DPDK application would) holds VF 1: down and a numvfs change are refused
+# naming its pid, status shows it on the VF; once it is gone, down proceeds
+# without --force and without libvirtd.
 #
 # MACHINE: igb
-# TIMEOUT: 300
-# EXPECT: d_up d_vm1_runs d_plan_disruptive d_refused d_refused_no_write d_vm1_untouched
+# TIMEOUT: 360
+# EXPECT: d_up d_vm1_runs d_plan_disruptive d_plan_names_qemu d_refused d_refused_no_write d_vm1_untouched
 # EXPECT: d_other_up d_other_vf1_mac d_other_vm2_attached d_other_vm1_kept d_other_again
 # EXPECT: d_down_after_stop
+# EXPECT: k_libvirtd_stopped k_up k_vf1_vfio k_held k_down_refused k_numvfs_refused k_refused_no_write
+# EXPECT: k_status_holder k_down_after_exit
 . "$(dirname "$0")/lib.sh"
 
 igb_pf || exit 1
@@ -73,6 +82,16 @@ plan_marks() {
 	jq -r '.steps[] | select(.changed and (.kind | test("numvfs"))) | "\(.id): disruptive \(.disruptive), domains \(.domains)"' "$OUT/plan3.json"
 }
 check d_plan_disruptive plan_marks
+# The kernel's answer: vm1's QEMU holds VF 0's vfio group; libvirt names it.
+plan_names_qemu() {
+	local qpid
+	qpid=$(cat /run/libvirt/qemu/vm1.pid 2>/dev/null || pgrep -f 'guest=vm1' | head -n 1)
+	echo "vm1's QEMU: pid $qpid; VF 0 group $(basename "$(readlink "$PFDIR/virtfn0/iommu_group")")"
+	ls -l "/proc/$qpid/fd" 2>/dev/null | grep /dev/vfio
+	jq -r '.steps[] | select(.changed and (.kind | test("numvfs"))) | .holders[]?' "$OUT/plan3.json" |
+		grep -F "VF $VF0 is held by running domain vm1 (pid $qpid "
+}
+check d_plan_names_qemu plan_names_qemu
 state() { # what the refusal must not change
 	sha256sum /root/state/journal.json
 	cat "$PFDIR/sriov_numvfs"
@@ -116,4 +135,80 @@ step "down once vm1 is stopped"
 virsh destroy vm1
 down_clean() { V down && [ "$(cat "$PFDIR/sriov_numvfs")" = 0 ] && ! virsh dumpxml --inactive vm2 | grep -q hostdev && echo "numvfs 0, no hostdev left"; }
 check d_down_after_stop down_clean
+
+step "the kernel's answer without libvirtd: a process libvirt does not know holds VF 1"
+stop_libvirtd() {
+	local pid
+	pid=$(cat /run/libvirtd.pid 2>/dev/null || pgrep -x libvirtd)
+	kill "$pid" || return 1
+	wait_for 30 sh -c '! virsh -c qemu:///system version' || return 1
+	echo "libvirtd stopped: $(virsh -c qemu:///system version 2>&1 | tail -n 1)"
+}
+check k_libvirtd_stopped stop_libvirtd
+bare() { # bare NUMVFS: the group without attachments (no libvirt needed)
+	cat >/root/vflag.yaml <<EOF
+libvirt: qemu:///system
+groups:
+  - name: igb0
+    eswitch: legacy
+    pfs: ["$PCI"]
+    numvfs: $1
+    vfs:
+      - {pf: 0, vf: 0, mac: "$MAC0"}
+EOF
+}
+bare 2
+check k_up V up
+VF1=$(basename "$(readlink "$PFDIR/virtfn1")")
+to_vfio() {
+	echo vfio-pci >"$PFDIR/virtfn1/driver_override" && echo "$VF1" >/sys/bus/pci/drivers_probe || return 1
+	[ "$(basename "$(readlink "$PFDIR/virtfn1/driver")")" = vfio-pci ] || return 1
+	local g
+	g=$(basename "$(readlink "$PFDIR/virtfn1/iommu_group")")
+	wait_for 10 test -c "/dev/vfio/$g" || return 1
+	echo "VF 1 ($VF1) on vfio-pci, IOMMU group $g"
+}
+check k_vf1_vfio to_vfio
+GROUP=$(basename "$(readlink "$PFDIR/virtfn1/iommu_group")")
+# The holder: a subshell opens the group (as a DPDK application or a QEMU
+# that libvirt did not start would) and becomes sleep, keeping the fd.
+(exec 3<>"/dev/vfio/$GROUP" && exec sleep 600) &
+HOLDER=$!
+holds() {
+	wait_for 10 sh -c "ls -l /proc/$HOLDER/fd | grep -q ' /dev/vfio/$GROUP\$'" || { ls -l "/proc/$HOLDER/fd"; return 1; }
+	echo "pid $HOLDER ($(cat "/proc/$HOLDER/comm")) holds /dev/vfio/$GROUP"
+}
+check k_held holds
+HELD="VF $VF1 is held by pid $HOLDER (sleep) through /dev/vfio/$GROUP"
+kstate() { sha256sum /root/state/journal.json; cat "$PFDIR/sriov_numvfs"; ip link show "$PF" | grep ' vf '; }
+kstate >"$OUT/k-refuse.before"
+k_down_refused() {
+	local out rc
+	out=$(V down 2>&1)
+	rc=$?
+	echo "$out"
+	[ $rc = 1 ] && printf '%s' "$out" | grep -qF "refusing to remove VFs in use: $HELD"
+}
+check k_down_refused k_down_refused
+k_numvfs_refused() {
+	local out rc
+	bare 3
+	out=$(V up 2>&1)
+	rc=$?
+	bare 2
+	echo "$out"
+	[ $rc = 1 ] && printf '%s' "$out" | grep -q 'refusing a disruptive change' && printf '%s' "$out" | grep -qF "would break: $HELD"
+}
+check k_numvfs_refused k_numvfs_refused
+k_no_write() { kstate >"$OUT/k-refuse.after" && diff -u "$OUT/k-refuse.before" "$OUT/k-refuse.after" && echo "journal, numvfs $(cat "$PFDIR/sriov_numvfs") and VF lines unchanged"; }
+check k_refused_no_write k_no_write
+k_status() { V status 2>&1 | grep -F "held by pid $HOLDER (sleep) through /dev/vfio/$GROUP"; }
+check k_status_holder k_status
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null
+k_down() {
+	V down || return 1
+	[ "$(cat "$PFDIR/sriov_numvfs")" = 0 ] && echo "down without --force and without libvirtd: numvfs 0"
+}
+check k_down_after_exit k_down
 exit 0

@@ -75,6 +75,9 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 	if len(conflicts) > 0 {
 		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(conflicts, "; "))
 	}
+	if err := p.refuseHeld(d.Name, tasks); err != nil { // held.go
+		return err
+	}
 	if nameErr != nil {
 		// Its changes could not be journaled, nor released: it must not
 		// take vflag's VFs.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/internal/holders"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -20,8 +21,9 @@ import (
 //     implies is pruned, in reverse journal order: a dropped group,
 //     attachment or host driver, a renamed bridge;
 //  3. a disruptive change (numvfs, eswitch mode, a bond re-form, or the
-//     prune of one) is refused, before any write, while running domains hold
-//     VFs it would break;
+//     prune of one), or a bind or unbind that takes VFs from their driver,
+//     is refused, before any write, while something holds VFs it would
+//     break (holders.go: the kernel's answer, with libvirt's domain names);
 //  4. the forward pass applies what differs;
 //  5. the late prunes run: a removed setting that an object the forward
 //     pass keeps still refers to goes only after that object stopped
@@ -69,7 +71,7 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		return r.Prune(ctx, late)
 	}
 	if len(refusals) > 0 {
-		return fmt.Errorf("refusing a disruptive change while domains hold the VFs it touches (it breaks the hardware LAG, and mlx5 fails LAG activation while a VF is bound): %s; shut those domains down (or move them) and run up again; changes that are not disruptive can go alone: revert the disruptive part of the config", strings.Join(refusals, "; "))
+		return fmt.Errorf("refusing a disruptive change while the VFs it touches are in use (it destroys or rebinds them; a numvfs, eswitch mode or bond change also breaks the hardware LAG, and mlx5 fails LAG activation while a VF is bound): %s; %s and run up again; changes that are not disruptive can go alone: revert the disruptive part of the config", strings.Join(refusals, "; "), stopHolders)
 	}
 	if err := e.pruneAll(ctx, r, early, keep); err != nil {
 		return fmt.Errorf("remove what the config no longer wants: %w", err)
@@ -102,22 +104,21 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	return nil
 }
 
-// disruptionRefusals is stage 3 of Up: which running domains each
-// disruptive change (planned, the plan pass's events, spans[gi] those of
-// group gi) and each disruptive prune breaks. It annotates the planned
-// events with those domains and returns one refusal line per breakage.
-// Fail closed: a disruptive change whose VFs or their holders cannot be
-// read is refused, unless --force (noted in the report and the log).
+// disruptionRefusals is stage 3 of Up: what holds the VFs each disruptive
+// change (planned, the plan pass's events, spans[gi] those of group gi),
+// each bind or unbind that takes VFs from their driver, and each disruptive
+// prune would break. It annotates the planned events with those holders
+// and returns one refusal line per breakage. Fail closed: a change whose
+// VFs or their holders cannot be read is refused, unless --force (noted
+// in the report and the log).
 func (e *Env) disruptionRefusals(r *teardown.Runner, gs []Group, spans [][2]int, planned []teardown.Event, prune []teardown.Entry) ([]string, error) {
 	var refusals []string
 	for gi, g := range gs {
-		refusal, err := e.groupRefusal(r, g, planned[spans[gi][0]:spans[gi][1]])
+		more, err := e.groupRefusal(r, g, planned[spans[gi][0]:spans[gi][1]])
 		if err != nil {
 			return nil, err
 		}
-		if refusal != "" {
-			refusals = append(refusals, refusal)
-		}
+		refusals = append(refusals, more...)
 	}
 	more, err := e.pruneRefusals(r, prune)
 	if err != nil {
@@ -127,9 +128,11 @@ func (e *Env) disruptionRefusals(r *teardown.Runner, gs []Group, spans [][2]int,
 }
 
 // groupRefusal sets, on the disruptive changes among a group's planned
-// events, the running domains holding the group's VFs, and returns the
-// refusal line when there are any ("" when none).
-func (e *Env) groupRefusal(r *teardown.Runner, g Group, planned []teardown.Event) (string, error) {
+// events, what holds the group's VFs, and returns the refusal line when
+// anything does. A group without a disruptive change has its binds and
+// unbinds checked instead (rebindRefusals): a disruptive change takes every
+// VF of the group, they with it.
+func (e *Env) groupRefusal(r *teardown.Runner, g Group, planned []teardown.Event) ([]string, error) {
 	var ids []string
 	for i := range planned {
 		if planned[i].Changed && planned[i].Disruptive {
@@ -137,31 +140,31 @@ func (e *Env) groupRefusal(r *teardown.Runner, g Group, planned []teardown.Event
 		}
 	}
 	if len(ids) == 0 {
-		return "", nil
+		return e.rebindRefusals(r, g, planned)
 	}
 	vfs, err := e.groupVFs(g)
-	var doms []string
+	held := holders.Set{}
 	if err == nil {
-		doms, err = e.domainsHolding(vfs)
+		held, err = e.heldBy(vfs, e.h.Libvirt)
 	}
-	if err != nil {
+	if err != nil && len(held) == 0 {
 		if err := e.unshown(r, strings.Join(ids, ","), err); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	for i := range planned {
 		if planned[i].Changed && planned[i].Disruptive {
-			planned[i].Domains = doms
+			planned[i].Domains, planned[i].Holders = held.Domains(), held.Lines()
 		}
 	}
-	if len(doms) == 0 {
-		return "", nil
+	if len(held) == 0 {
+		return nil, nil
 	}
-	return fmt.Sprintf("group %s: %s would break running domain(s) %s", g.Name, strings.Join(ids, ", "), strings.Join(doms, ", ")), nil
+	return []string{fmt.Sprintf("group %s: %s would break: %s", g.Name, strings.Join(ids, ", "), strings.Join(held.Lines(), "; "))}, nil
 }
 
-// pruneRefusals returns the refusal lines for the prunes that break
-// running domains: a disruptive kind's removal while domains hold the VFs,
+// pruneRefusals returns the refusal lines for the prunes that break what
+// holds VFs: a disruptive kind's removal while something holds the VFs,
 // and a VF pool whose network left the config while a domain holds one of
 // its ports (libvirt would drop the ports, the domains keep the VFs).
 func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]string, error) {
@@ -173,17 +176,17 @@ func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]strin
 		}
 	}
 	prunedVFs, err := e.prunedVFs(prune)
-	var pruneDoms []string
+	held := holders.Set{}
 	if err == nil {
-		pruneDoms, err = e.domainsHolding(prunedVFs)
+		held, err = e.heldBy(prunedVFs, e.h.Libvirt)
 	}
-	if err != nil {
+	if err != nil && len(held) == 0 {
 		if err := e.unshown(r, "removing "+strings.Join(pruneIDs, ","), err); err != nil {
 			return nil, err
 		}
 	}
-	if len(pruneDoms) > 0 {
-		refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s) %s", strings.Join(pruneIDs, ", "), strings.Join(pruneDoms, ", ")))
+	if len(held) > 0 {
+		refusals = append(refusals, fmt.Sprintf("removing %s would break: %s", strings.Join(pruneIDs, ", "), strings.Join(held.Lines(), "; ")))
 	}
 	for _, en := range prune {
 		if en.Kind != KindNetwork {
@@ -203,15 +206,15 @@ func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]strin
 	return refusals, nil
 }
 
-// unshown handles a disruptive change (what) whose VFs or their holders
-// cannot be read: refused, unless --force, which notes it and goes ahead.
+// unshown handles a change (what) whose VFs or their holders cannot be
+// read: refused, unless --force, which notes it and goes ahead.
 func (e *Env) unshown(r *teardown.Runner, what string, err error) error {
 	if !e.Force {
-		return fmt.Errorf("refusing %s: cannot tell whether a running domain holds the VFs it breaks: %w; fix that (or shut the domains down and run up --force to go ahead unchecked)", what, err)
+		return fmt.Errorf("refusing %s: cannot tell whether something holds the VFs it breaks: %w; fix that (or %s and run up --force to go ahead unchecked)", what, err, stopHolders)
 	}
-	e.log.Warn("--force: disruptive change not checked against running domains", "change", what, "err", err)
+	e.log.Warn("--force: change not checked against what holds its VFs", "change", what, "err", err)
 	r.Note(teardown.Event{Kind: KindForce, ID: KindForce + "/" + what, Phase: teardown.PhaseSkip, DryRun: r.DryRun,
-		Summary: fmt.Sprintf("--force: %s goes ahead without knowing whether a running domain holds its VFs (%v)", what, err)})
+		Summary: fmt.Sprintf("--force: %s goes ahead without knowing whether something holds its VFs (%v)", what, err)})
 	return nil
 }
 
@@ -370,27 +373,6 @@ func (e *Env) prunedVFs(prune []teardown.Entry) ([]string, error) {
 	return out, nil
 }
 
-// domainsHolding names the running domains that hold any of the VFs.
-func (e *Env) domainsHolding(vfs []string) ([]string, error) {
-	if len(vfs) == 0 {
-		return nil, nil
-	}
-	held, err := e.holding(vfs)
-	if err != nil || held == nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, d := range held {
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // removeOwned removes a group's rows from a bridge without touching hw-offload.
 func (e *Env) removeOwned(ctx context.Context, r ovsRecord) error {
 	c, done, err := e.ovsAt(ctx, r.Endpoint)
@@ -399,24 +381,4 @@ func (e *Env) removeOwned(ctx context.Context, r ovsRecord) error {
 	}
 	defer done()
 	return c.RemoveOwned(ctx, r.Bridge.Owner, r.Bridge.Bridge)
-}
-
-// holding asks libvirt (or e.Holding) which running domain holds each VF.
-// libvirt that cannot be asked is an error: the caller fails closed.
-func (e *Env) holding(vfs []string) (map[string]string, error) {
-	return e.holdingAt(e.h.Libvirt, vfs)
-}
-
-// holdingAt asks the libvirt at uri (the host's own connection for its URI,
-// a short-lived one for another, e.g. a journaled attachment's).
-func (e *Env) holdingAt(uri string, vfs []string) (map[string]string, error) {
-	if e.Holding != nil {
-		return e.Holding(vfs)
-	}
-	c, done, err := e.virtAt(uri)
-	if err != nil {
-		return nil, fmt.Errorf("ask libvirt %s which domains hold VFs: %w", uri, err)
-	}
-	defer done()
-	return c.HoldingDomains(vfs)
 }

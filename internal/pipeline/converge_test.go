@@ -97,8 +97,8 @@ func TestDisruptiveChangeRefused(t *testing.T) {
 	marked := 0
 	for _, ev := range plan.Results() {
 		if ev.Changed && strings.HasPrefix(ev.ID, "sriov.numvfs/") {
-			if !ev.Disruptive || strings.Join(ev.Domains, ",") != "vm1" {
-				t.Errorf("plan: %s disruptive=%v domains=%v, want disruptive naming vm1", ev.ID, ev.Disruptive, ev.Domains)
+			if !ev.Disruptive || strings.Join(ev.Domains, ",") != "vm1" || strings.Join(ev.Holders, ",") != "VF 0000:61:00.2 is held by running domain vm1" {
+				t.Errorf("plan: %s disruptive=%v domains=%v holders=%q, want disruptive naming vm1", ev.ID, ev.Disruptive, ev.Domains, ev.Holders)
 			}
 			marked++
 		}
@@ -111,7 +111,7 @@ func TestDisruptiveChangeRefused(t *testing.T) {
 	j, _ := teardown.OpenJournal(ce.journalDir)
 	entries := len(j.Entries())
 	r, err := ce.run(false, numvfs)
-	if err == nil || !strings.Contains(err.Error(), "running domain(s) vm1") || !strings.Contains(err.Error(), "sriov.numvfs/pci/0000:61:00.0") {
+	if err == nil || !strings.Contains(err.Error(), "would break: VF 0000:61:00.2 is held by running domain vm1") || !strings.Contains(err.Error(), "sriov.numvfs/pci/0000:61:00.0") {
 		t.Fatalf("up with a numvfs change: %v, want a refusal naming vm1 and the step", err)
 	}
 	if n := len(r.Results()); n != 0 {
@@ -188,8 +188,10 @@ func (f vfListFails) Readlink(p string) (string, error) {
 }
 
 // TestDisruptionGateFailsClosed: a disruptive change (numvfs 4 -> 2, a bond
-// re-form, with VFs in place) that cannot be shown safe, because libvirt cannot be asked
-// or the VFs cannot be listed, is refused before any write, saying why;
+// re-form, with VFs in place) goes ahead on the kernel's answer where
+// libvirt cannot be asked (libvirtd not running); one that cannot be shown
+// safe, because the kernel's view of who holds the VFs cannot be read or
+// the VFs cannot be listed, is refused before any write, saying why;
 // --force (Env.Force) lets it through with a note in the report.
 func TestDisruptionGateFailsClosed(t *testing.T) {
 	d := startDaemons(t)
@@ -200,21 +202,35 @@ func TestDisruptionGateFailsClosed(t *testing.T) {
 	if _, err := ce.run(false, noAttach); err != nil {
 		t.Fatalf("first up: %v", err)
 	}
-	numvfs := func(c *config.Config) { noAttach(c); c.Groups[0].NumVFs = 2 }
+	numvfs := func(n int) func(*config.Config) {
+		return func(c *config.Config) { noAttach(c); c.Groups[0].NumVFs = n }
+	}
 	libvirtDown := func(e *Env) { // the real path: libvirtd's socket is not there
 		e.Holding = nil
 		e.h.Libvirt = "qemu+unix:///system?socket=" + filepath.Join(t.TempDir(), "no-libvirt-sock")
 	}
+	// libvirtd not running, nothing holds a VF: the kernel's answer decides.
+	if _, err := ce.runWith(false, numvfs(2), libvirtDown); err != nil {
+		t.Fatalf("numvfs 4 -> 2 with libvirtd down and no VF in use: %v", err)
+	}
+	// The kernel's view cannot be read: VF 0 is on vfio-pci (nobody holds
+	// it) and the processes' open files cannot be listed (EACCES: not root).
+	bindVFIO(t, ce.sim.FS(), "0000:61:00.2")
+	kernelBlind := func(e *Env) {
+		libvirtDown(e)
+		e.pci.FS = procFails{e.pci.FS}
+	}
 	// A VF list that cannot be read stops the plan pass itself (the unbind
 	// phase lists the VFs) before the gate: refused either way.
-	reform := func(c *config.Config) { noAttach(c); c.Groups[0].Bond.Mode = "active-backup" }
+	reform := func(c *config.Config) { numvfs(2)(c); c.Groups[0].Bond.Mode = "active-backup" }
 	for _, tc := range []struct {
 		name string
 		edit func(*config.Config)
 		tune func(*Env)
 		want string
 	}{
-		{"libvirt cannot be asked", numvfs, libvirtDown, "cannot tell whether a running domain holds the VFs it breaks: ask libvirt qemu+unix:///system?socket="},
+		{"the kernel's view cannot be read", numvfs(4), kernelBlind,
+			"cannot tell whether something holds the VFs it breaks: the kernel's view of who holds the VFs cannot be read: list the processes (/proc): open /proc: permission denied"},
 		{"VFs cannot be listed", reform, func(e *Env) {
 			e.pci.FS = vfListFails{FS: e.pci.FS, dir: "/sys/bus/pci/devices/0000:61:00.1"}
 		}, "read virtfn0 of pci/0000:61:00.1"},
@@ -228,21 +244,44 @@ func TestDisruptionGateFailsClosed(t *testing.T) {
 			t.Errorf("%s: the refused up changed the host", tc.name)
 		}
 	}
-	r, err := ce.runWith(false, numvfs, func(e *Env) { libvirtDown(e); e.Force = true })
+	r, err := ce.runWith(false, numvfs(4), func(e *Env) { kernelBlind(e); e.Force = true })
 	if err != nil {
 		t.Fatalf("up --force: %v", err)
 	}
 	forced := false
 	for _, ev := range r.Results() {
-		if ev.Kind == KindForce && strings.Contains(ev.Summary, "--force") && strings.Contains(ev.Summary, "no-libvirt-sock") {
+		if ev.Kind == KindForce && strings.Contains(ev.Summary, "--force") && strings.Contains(ev.Summary, "list the processes (/proc)") {
 			forced = true
 		}
 	}
 	if !forced {
 		t.Errorf("up --force: no %s note in the report", KindForce)
 	}
-	if n, _ := (sriov.Host{FS: ce.sim.FS()}).NumVFs(sriov.PCIDevice("0000:61:00.0")); n != 2 {
-		t.Errorf("up --force: numvfs %d, want 2", n)
+	if n, _ := (sriov.Host{FS: ce.sim.FS()}).NumVFs(sriov.PCIDevice("0000:61:00.0")); n != 4 {
+		t.Errorf("up --force: numvfs %d, want 4", n)
+	}
+}
+
+// procFails is the host's sysfs with /proc unreadable (EACCES), as for a
+// user who is not root.
+type procFails struct{ sysfs.FS }
+
+func (f procFails) ReadDir(p string) ([]string, error) {
+	if path.Clean(p) == "/proc" {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: syscall.EACCES}
+	}
+	return f.FS.ReadDir(p)
+}
+
+// bindVFIO binds a VF of the simulated host to vfio-pci, as libvirt or an
+// operator would (driver_override, drivers_probe).
+func bindVFIO(t *testing.T, f sysfs.FS, vf string) {
+	t.Helper()
+	if err := f.WriteFile("/sys/bus/pci/devices/"+vf+"/driver_override", []byte("vfio-pci")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteFile("/sys/bus/pci/drivers_probe", []byte(vf)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -8,7 +8,10 @@
 // # The order, and why
 //
 //	 0 preflight        before any write: PFs exist, are ports of one NIC, numvfs fits,
-//	                    bond name free, no VF held by a running domain, OVSDB/libvirt reachable
+//	                    bond name free, OVSDB/libvirt reachable; then (converge.go, holders.go)
+//	                    no VF that a change destroys or rebinds is held: the kernel's answer
+//	                    (a process with its vfio group open, a host netdev in use), with
+//	                    libvirt's domain names where libvirtd runs
 //	 1 sriov.autoprobe  autoprobe off first, so the VFs made next get no host driver
 //	 1 devlink.param    flow_steering_mode: changeable in legacy mode only (default
 //	                    smfs for switchdev groups, only while the eswitch is legacy)

@@ -63,12 +63,18 @@ type Env struct {
 	OFPortWait time.Duration
 	// Holding, when set, answers which running domain holds each VF instead
 	// of libvirt (tests: no domain here can hold a VF without VFIO; the
-	// libvirt path is covered on the real kernel, e2e scenario B).
+	// libvirt path is covered on the real kernel, e2e scenario B). The
+	// kernel's answer (internal/holders) is read either way.
 	Holding func(vfs []string) (map[string]string, error)
 	// Force lets a disruptive change go ahead when vflag cannot tell
-	// whether a running domain holds its VFs (up --force): noted in the
-	// report and the log. Without it such a change is refused.
+	// whether something holds its VFs, the kernel's view being unreadable
+	// (up --force): noted in the report and the log. Without it such a
+	// change is refused. A VF known to be held is refused either way.
 	Force bool
+	// rebinds are the VFs each planned drivers step would take from their
+	// driver, by step id (noteRebinds; the gate reads them).
+	rebindMu sync.Mutex
+	rebinds  map[string][]string
 	// Progress, when set, receives live lines of long steps by key (VF
 	// creation, the LAG wait, ofports): a terminal shows them while the step
 	// runs; "" clears a key. Called from the steps' goroutines.

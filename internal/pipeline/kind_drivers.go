@@ -90,13 +90,15 @@ func (k unbindKind) step(e *Env, pf eswitch.PF, keep func(vf sriov.Addr, driver 
 		}
 		return out, nil
 	}
+	id := k.Name() + "/" + string(pf.Dev)
 	return teardown.Step{
-		Kind: k.Name(), ID: k.Name() + "/" + string(pf.Dev),
+		Kind: k.Name(), ID: id,
 		Check: func(context.Context) (teardown.Change, error) {
 			b, err := bound()
 			if err != nil {
 				return teardown.Change{}, err
 			}
+			e.noteRebinds(id, sortedAddrs(b)) // the gate asks who holds them (holders.go)
 			ov, err := e.priorOverrides(b)
 			if err != nil {
 				return teardown.Change{}, err
@@ -160,6 +162,11 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 			cur, err := e.pci.Driver(addr)
 			if err != nil {
 				return teardown.Change{}, err
+			}
+			if cur != "" && cur != driver { // the bind takes it from cur: the gate asks who holds it
+				e.noteRebinds(k.id(pf, vf), []sriov.Addr{addr})
+			} else {
+				e.noteRebinds(k.id(pf, vf), nil)
 			}
 			prior := map[sriov.Addr]string{addr: cur}
 			ov, err := e.priorOverrides(prior)

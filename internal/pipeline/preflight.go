@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/sriov"
-	"github.com/vflag/vflag/teardown"
 )
 
 // HostErrors is every reason the host is not ready for the config, found
@@ -301,85 +299,4 @@ func (e *Env) notAPort(netdev string) string {
 		}
 	}
 	return ""
-}
-
-func (e *Env) refuseHeld(vfs []string, verb string, uris []string) error {
-	if len(vfs) == 0 {
-		return nil
-	}
-	held := map[string]string{}
-	for _, uri := range uris {
-		h, err := e.holdingAt(uri, vfs)
-		if err != nil && e.Force {
-			e.log.Warn("--force: VFs removed without knowing whether a running domain holds one", "libvirt", uri, "err", err)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("refusing to %s VFs: cannot tell whether a running domain holds one: %w; fix that (or shut the domains down and use --force)", verb, err)
-		}
-		for vf, dom := range h {
-			held[vf] = dom
-		}
-	}
-	if len(held) == 0 {
-		return nil
-	}
-	var msgs []string
-	for vf, dom := range held {
-		msgs = append(msgs, fmt.Sprintf("VF %s is held by running domain %s", vf, dom))
-	}
-	sort.Strings(msgs)
-	return fmt.Errorf("refusing to %s VFs in use: %s; shut the domains down first", verb, strings.Join(msgs, "; "))
-}
-
-// DownPreflight refuses while a running domain holds a VF that down would
-// remove. haveConfig tells whether the config (and its libvirt URI) is known.
-func (e *Env) DownPreflight(j *teardown.Journal, haveConfig bool) error {
-	var vfs []string
-	uris := map[string]bool{}
-	for _, en := range j.Entries() {
-		switch en.Kind {
-		case numVFsKind{}.Name():
-			r, err := decode[numVFsRecord](en.Record)
-			if err != nil {
-				return err
-			}
-			if err := validDevice(r.PF); err != nil {
-				return err
-			}
-			if !e.pci.Exists(r.PF) {
-				continue // the PF is gone: nothing to hold
-			}
-			list, err := e.pci.VFs(r.PF)
-			if err != nil {
-				return fmt.Errorf("refusing to remove VFs: %w", err)
-			}
-			for _, v := range list {
-				vfs = append(vfs, string(v.Addr))
-			}
-		case attachKind{}.Name():
-			r, err := decode[attachRecord](en.Record)
-			if err != nil {
-				return err
-			}
-			uris[r.URI] = true
-		}
-	}
-	if len(vfs) == 0 {
-		return nil
-	}
-	if len(uris) == 0 && !haveConfig {
-		return nil // nothing tells which libvirt to ask
-	}
-	// Every libvirt that may hold them: the config's, and each one an
-	// attachment was made through.
-	if haveConfig {
-		uris[e.h.Libvirt] = true
-	}
-	ask := make([]string, 0, len(uris))
-	for uri := range uris {
-		ask = append(ask, uri)
-	}
-	sort.Strings(ask)
-	return e.refuseHeld(vfs, "remove", ask)
 }

@@ -24,9 +24,13 @@ type Step struct {
 	// the config no longer wants it; and every undo of down).
 	Action string `json:"action,omitempty"`
 	// Disruptive: it breaks the hardware LAG and the VFs of running
-	// domains; Domains are the running domains it would break.
+	// domains; Domains are the running domains it would break, Holders
+	// who holds each VF it would break ("VF 0000:61:00.2 is held by pid
+	// 4242 (dpdk-testpmd) through /dev/vfio/12"): a disruptive change, or
+	// a bind or unbind that takes a held VF from its driver.
 	Disruptive bool     `json:"disruptive,omitempty"`
 	Domains    []string `json:"domains,omitempty"`
+	Holders    []string `json:"holders,omitempty"`
 	DurationMS float64  `json:"duration_ms"`
 	Error      string   `json:"error,omitempty"`
 }
@@ -49,7 +53,7 @@ func Build(command, version string, events []teardown.Event, journalIDs map[stri
 	rep := Report{Command: command, Version: version, Steps: []Step{}}
 	for _, ev := range events {
 		sr := Step{Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
-			DurationMS: float64(ev.Duration.Microseconds()) / 1000, Disruptive: ev.Disruptive, Domains: ev.Domains}
+			DurationMS: float64(ev.Duration.Microseconds()) / 1000, Disruptive: ev.Disruptive, Domains: ev.Domains, Holders: ev.Holders}
 		switch {
 		case !ev.Changed:
 		case ev.Phase == teardown.PhaseUndo:
@@ -141,12 +145,15 @@ func (rep Report) stepLine(s Step) (string, bool) {
 		mark = "+"
 	}
 	summary := s.Summary // an undo says what it did ("sriov_numvfs 4 -> 0")
-	if s.Disruptive {
-		summary += "  [disruptive"
-		if len(s.Domains) > 0 {
-			summary += ": breaks running " + strings.Join(s.Domains, ", ")
-		}
-		summary += "]"
+	switch {
+	case s.Disruptive && len(s.Holders) > 0:
+		summary += "  [disruptive; in use: " + strings.Join(s.Holders, "; ") + "]"
+	case s.Disruptive && len(s.Domains) > 0:
+		summary += "  [disruptive: breaks running " + strings.Join(s.Domains, ", ") + "]"
+	case s.Disruptive:
+		summary += "  [disruptive]"
+	case len(s.Holders) > 0:
+		summary += "  [takes VFs from their driver; in use: " + strings.Join(s.Holders, "; ") + "]"
 	}
 	line := fmt.Sprintf("  %s %-44s %s", mark, s.ID, summary)
 	if s.DurationMS > 0 && rep.Command != "plan" {

@@ -53,9 +53,14 @@ func TestWriteText(t *testing.T) {
 			{ID: "a", Summary: "x", Changed: true, Action: "change", DurationMS: 1.5},
 			{ID: "b", Summary: "y"},
 			{ID: "c", Summary: "z", Changed: true, Action: "add", Disruptive: true, Domains: []string{"vm1"}},
+			{ID: "d", Summary: "w", Changed: true, Action: "change", Disruptive: true, Domains: []string{"vm1"},
+				Holders: []string{"VF 0000:61:00.2 is held by running domain vm1 (pid 7 qemu-system-x86 through /dev/vfio/3)", "VF 0000:61:00.3 is held by pid 8 (dpdk-testpmd) through /dev/vfio/4"}},
+			{ID: "e", Summary: "v", Changed: true, Action: "change", Holders: []string{"VF 0000:61:00.4 is held by the host: netdev eth5 is up"}},
 		}}, "vflag up: changed 1 step(s)\n" +
 			"  ~ a                                            x  (1.5ms)\n" +
-			"  + c                                            z  [disruptive: breaks running vm1]\n"},
+			"  + c                                            z  [disruptive: breaks running vm1]\n" +
+			"  ~ d                                            w  [disruptive; in use: VF 0000:61:00.2 is held by running domain vm1 (pid 7 qemu-system-x86 through /dev/vfio/3); VF 0000:61:00.3 is held by pid 8 (dpdk-testpmd) through /dev/vfio/4]\n" +
+			"  ~ e                                            v  [takes VFs from their driver; in use: VF 0000:61:00.4 is held by the host: netdev eth5 is up]\n"},
 		{"rolled back", Report{Command: "up", Error: "e", Steps: []Step{
 			{ID: "a", Changed: true, Action: "add"}, {ID: "a", Changed: true, Action: "remove"},
 		}}, "vflag up: failed: applied 1 step(s), then undid 1 (rollback of this run, and removals)\n" +

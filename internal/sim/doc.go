@@ -187,6 +187,17 @@
 //     netdev other than a PF EOPNOTSUPP. A VF netdev bound later takes the
 //     administrative MAC. Not modelled: a driver's rate limits (igb: max
 //     only, at link speed 1000).
+//   - Who holds a VF (vfio.go, read by internal/holders): every PCI
+//     function alone in its IOMMU group (iommu_group links,
+//     /sys/kernel/iommu_groups), /dev/vfio/<group> while its device is on
+//     vfio-pci, a "class" file (0x020000), and simulated processes
+//     (Host.Spawn, Open, Exit) with /proc/<pid>/{comm, cmdline, fd/<n>}. One
+//     process may hold a group at a time (a second open: EBUSY); while one
+//     does, an unbind from vfio-pci or sriov_numvfs 0 on the PF fails with
+//     EBUSY and vfio-pci's "Relaying device request to user" line (the
+//     kernel blocks the write instead, until the holder lets go). No IP
+//     addresses, so the "addressed" rule of internal/holders does not apply
+//     here.
 //   - Netdev names: representors and VF netdevs get the lowest free eth%d,
 //     as __dev_alloc_name does before udev renames anything (never derived
 //     from the PF name). ifindexes only grow.

@@ -128,6 +128,7 @@ func (st *state) dump(now int64) string {
 			nd.Name, bo.Mode, bo.Miimon, bo.LacpRate, bo.XmitHashPolicy, bo.adSelect(), bo.MinLinks, bo.UpDelay*bo.Miimon, bo.DownDelay*bo.Miimon, orDash(bo.Primary),
 			orDash(strings.Join(bo.Slaves, ",")), orDash(bo.ActiveSlave))
 	}
+	st.dumpProcs(w) // vfio.go
 	w("dmesg:\n")
 	for _, line := range st.dmesg(now) {
 		w("  %s\n", line)

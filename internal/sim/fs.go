@@ -134,9 +134,14 @@ func namedDir(names []string, child func(name string) *node) *node {
 }
 
 func (t tree) root() *node {
-	return namedDir([]string{"sys"}, func(name string) *node {
-		if name == "sys" {
+	return namedDir([]string{"sys", "proc", "dev"}, func(name string) *node {
+		switch name {
+		case "sys":
 			return t.sys()
+		case "proc":
+			return t.procDir() // vfio.go
+		case "dev":
+			return t.devDir()
 		}
 		return nil
 	})
@@ -165,8 +170,10 @@ func (t tree) sys() *node {
 		case "devices":
 			return t.devices()
 		case "kernel":
-			return namedDir([]string{"debug", "config"}, func(name string) *node {
+			return namedDir([]string{"debug", "config", "iommu_groups"}, func(name string) *node {
 				switch name {
+				case "iommu_groups":
+					return t.iommuGroups() // vfio.go
 				case "debug":
 					return namedDir([]string{"mlx5"}, func(name string) *node {
 						if name == "mlx5" {
@@ -339,6 +346,7 @@ func (t tree) pciEntries(d pciDev, all bool) map[string]*node {
 	if drv := d.driver(); drv != "" {
 		m["driver"] = linkNode(rel(me, "/sys/bus/pci/drivers/"+drv))
 	}
+	t.pciIOMMU(d, m) // vfio.go
 	if all {
 		if net := t.pciNetDir(d); net != nil {
 			m["net"] = net

@@ -296,7 +296,8 @@ func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) e
 	return ferr
 }
 
-// FS returns the host's /sys as seen by vflag.
+// FS returns the host's /sys as seen by vflag, with the /proc and /dev/vfio
+// of its simulated processes (vfio.go).
 func (h *Host) FS() sysfs.FS { return hostFS{h} }
 
 // Close releases the host. The state stays in its directory (and mirrored

@@ -35,6 +35,9 @@ func (st *state) setNumVFs(now int64, nic *nicState, pf *pfState, n int) (bool, 
 		return true, fail(syscall.EBUSY, "%d VFs already enabled. Disable before enabling %d VFs", pf.NumVFs, n)
 	}
 	if n == 0 {
+		if e := st.refuseHeldVFs(now, nic, pf); e != nil { // vfio.go
+			return true, e
+		}
 		st.disableVFs(now, nic, pf)
 	} else {
 		st.enableVFs(now, nic, pf, n)
@@ -133,6 +136,9 @@ func (st *state) unbind(now int64, drv, addr string) (bool, *opError) {
 		// instance; vflag never does it and the model does not cover it.
 		st.log(now, "", "sim: unbinding PF %s is not modelled", addr)
 		return true, fail(syscall.EPERM, "unbinding a PF is not modelled")
+	}
+	if e := st.refuseHeld(now, d); e != nil { // vfio.go
+		return true, e
 	}
 	st.detach(now, d.vf)
 	return true, nil

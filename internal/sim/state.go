@@ -23,6 +23,9 @@ type state struct {
 	RDMA        *rdmaState         `json:"rdma,omitempty"` // rdma.go
 	// Blocks are the shared tc blocks' filters, by block index (tc.go).
 	Blocks map[uint32][]simFilter `json:"tc_blocks,omitempty"`
+	// Procs are the simulated processes, NextPID the next pid (vfio.go).
+	Procs   []*simProc `json:"procs,omitempty"`
+	NextPID int        `json:"next_pid,omitempty"`
 
 	// viewing is set while Host.view runs a read on the state, which then
 	// cannot change: pci looks addresses up in pciIdx, built on the first

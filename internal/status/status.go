@@ -12,6 +12,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/holders"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
@@ -65,6 +66,9 @@ type VFStatus struct {
 	Domain    string `json:"domain,omitempty"`
 	// Rate is the VF port's devlink rate leaf (switchdev), where one exists.
 	Rate *LeafRate `json:"rate,omitempty"`
+	// Holders are who holds the VF, as the kernel shows it (holders.go):
+	// a process with its vfio group open, a host netdev in use.
+	Holders []holders.Holder `json:"holders,omitempty"`
 }
 
 // LeafRate is a VF port's devlink rate leaf ("devlink port function rate show").
@@ -122,6 +126,9 @@ type GroupStatus struct {
 	// config gives one.
 	Network  *NetworkStatus `json:"network,omitempty"`
 	Problems []string       `json:"problems,omitempty"`
+	// HoldersError: the kernel's view of who holds the VFs could not be
+	// read (the VFs' holders are then unknown, not none).
+	HoldersError string `json:"holders_error,omitempty"`
 }
 
 // NetworkStatus is a group's libvirt hostdev network: its state and its
@@ -301,6 +308,8 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 		}
 		gs.VFs = append(gs.VFs, rows[k]...)
 	}
+	// Who holds each VF, as the kernel shows it (holders.go).
+	gatherHolders(&gs, h)
 	gs.Problems = append(<-static, gs.Problems...) // the static checks' problems first
 	return gs
 }

@@ -21,6 +21,9 @@ func WriteText(w io.Writer, hs HostStatus) {
 		for _, v := range g.VFs {
 			writeVFText(w, g, v)
 		}
+		if g.HoldersError != "" {
+			fmt.Fprintf(w, "  vf holders unknown: %s\n", g.HoldersError)
+		}
 		writeNetworkText(w, g.Network)
 		for _, r := range g.RateGroups {
 			if !r.Present {
@@ -146,7 +149,15 @@ func writeVFText(w io.Writer, g GroupStatus, v VFStatus) {
 	if r := v.Rate; r != nil && (r.TxMax != 0 || r.TxShare != 0 || r.Parent != "") {
 		rate = fmt.Sprintf(" rate tx_max %s tx_share %s group %s", mbit(r.TxMax), mbit(r.TxShare), dash(r.Parent))
 	}
-	fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s%s\n", v.PF, v.Index, dash(v.PCI), dash(v.Driver), dash(v.MAC), rep, port, dash(v.Domain), policy, rate)
+	held := ""
+	for i, h := range v.Holders {
+		if i == 0 {
+			held = " held by " + h.Who()
+		} else {
+			held += "; " + h.Who()
+		}
+	}
+	fmt.Fprintf(w, "  vf %s/%d %s driver %s mac %s rep %s ovs %s domain %s%s%s%s\n", v.PF, v.Index, dash(v.PCI), dash(v.Driver), dash(v.MAC), rep, port, dash(v.Domain), policy, rate, held)
 }
 
 func writeNetworkText(w io.Writer, n *NetworkStatus) {

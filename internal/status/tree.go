@@ -98,6 +98,9 @@ func groupTree(g GroupStatus) *treeNode {
 		if v.Domain != "" {
 			n.add("domain " + v.Domain)
 		}
+		for _, h := range v.Holders {
+			n.add("held by " + h.Who())
+		}
 	}
 	for _, p := range g.Problems {
 		root.add("problem: " + p)
