@@ -83,15 +83,14 @@ simhost: build
 # ansible-core (installed when missing) over three simulated hypervisors
 # that share one private ovsdb-server/ovs-vswitchd and libvirtd: a bad config
 # stops the rollout at its batch, --check predicts and writes nothing, a
-# first run converges, a second changes nothing (README "Fleet rollout with
-# Ansible"; about 30 s).
+# first run converges, a second changes nothing (docs/fleet.md; about 30 s).
 ansible-test: build
 	GO=$(GO) bash examples/ansible/test/run.sh
 
 # bench: Go benchmarks (journal step, OVS transaction, pipeline at zero
 # latency), then the whole-command benchmark: the built binary against the
 # simulated ConnectX with measured hardware latencies, a private OVS and
-# libvirtd; prints one table (about 6 minutes; README "Performance").
+# libvirtd; prints one table (about 9 minutes; docs/performance.md).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./teardown/ ./ovs/ ./cmd/vflag/
 	$(GO) run ./internal/tools/bench -vflag $(BIN)
