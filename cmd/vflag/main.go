@@ -133,8 +133,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "vflag",
-		Short:         "Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor",
+		Use:   "vflag",
+		Short: "Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor",
+		Long: `Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor.
+vflag up converges the host to the config file, vflag down undoes what up did;
+vflag doctor, status and validate say what the host lacks, how it stands and
+whether it works.
+The config file is --config (default /etc/vflag/vflag.yaml): vflag.yaml(5)
+describes every field, its default and what changing it costs;
+vflag example-config prints an example, /usr/share/doc/vflag/examples/vflag.yaml
+is a real host's. Documentation by task, troubleshooting by symptom:
+/usr/share/doc/vflag/docs/ (docs/ in the source).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
