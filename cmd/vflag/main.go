@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,6 +84,9 @@ type app struct {
 	live *report.Live
 	// warm: the connections openHost starts while the host opens (warmFor).
 	warm host.Warm
+	// configFrom says where --config's value came from: "flag", "env", or
+	// "" (the default).
+	configFrom string
 }
 
 // warmFor is what a command on cfg connects to at once: OVSDB when a group
@@ -147,6 +151,12 @@ is a real host's. Documentation by task, troubleshooting by symptom:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case cmd.Flags().Changed("config"):
+				a.configFrom = "flag"
+			case os.Getenv("VFLAG_CONFIG") != "":
+				a.configFrom = "env"
+			}
 			level := slog.LevelWarn
 			if a.v.GetBool("verbose") {
 				level = slog.LevelDebug
@@ -291,7 +301,27 @@ func (a *app) exampleCommand() *cobra.Command {
 // loadConfig reads and validates the config file (hookcli.LoadConfig).
 // missingOK lets down run from the journal alone.
 func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
-	return hookcli.LoadConfig(a.v.GetString("config"), missingOK)
+	path := a.v.GetString("config")
+	cfg, err := hookcli.LoadConfig(path, missingOK)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, a.noConfig(path)
+	}
+	return cfg, err
+}
+
+// noConfig says that there is no config file at path, where that path
+// came from, and how to get one.
+func (a *app) noConfig(path string) error {
+	from := "(the default; --config FILE or VFLAG_CONFIG names another)"
+	switch a.configFrom {
+	case "flag":
+		from = "(from --config)"
+	case "env":
+		from = "(from VFLAG_CONFIG)"
+	}
+	return fmt.Errorf("no config file at %s %s: write one there, or name yours with --config FILE; "+
+		"a real host's example is /usr/share/doc/vflag/examples/vflag.yaml (examples/vflag.yaml in the source), "+
+		"`vflag example-config` prints one for the simulated host (docs/configuration.md)", path, from)
 }
 
 // openHost opens the host: the simulated one with --sim (its spec from
