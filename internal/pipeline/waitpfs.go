@@ -3,10 +3,15 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/suggest"
 )
 
 // PFWaitError is the end of a bounded wait for PFs that never appeared.
@@ -40,7 +45,8 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 	logged := false
 	var wrongSince time.Time
 	for {
-		missing, wrong := e.missingPFs()
+		absent, wrong := e.missingPFs()
+		missing := describe(absent, nil)
 		switch {
 		case len(wrong) > 0:
 			// A netdev that exists and can never be a PF (a bond, a
@@ -75,10 +81,15 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 			wrongSince = time.Time{}
 		}
 		if !logged {
-			e.log.Warn("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
+			// At once, not when the bound has passed: what is missing,
+			// what the host has instead, and for how long up waits.
+			e.log.Warn(fmt.Sprintf("waiting for PFs to appear, at most pf_wait %s", bound), "missing", strings.Join(describe(absent, e.hintPFs(absent)), "; "))
 			logged = true
 		}
 		if !time.Now().Before(deadline) {
+			if len(absent) > 0 {
+				missing = describe(absent, e.hintPFs(absent))
+			}
 			return &PFWaitError{Bound: bound, Missing: missing}
 		}
 		t := time.NewTimer(min(poll, time.Until(deadline)))
@@ -124,10 +135,95 @@ func (e *Env) udevUnsettled() []string {
 	return out
 }
 
+// absentPF is a PF reference of the config that does not resolve.
+type absentPF struct {
+	group, index int
+	ref          string
+	err          error
+}
+
+// describe says what is missing, each with its hint ("" none).
+func describe(absent []absentPF, hints []string) []string {
+	var out []string
+	for i, a := range absent {
+		s := fmt.Sprintf("groups[%d].pfs[%d] %q: %v", a.group, a.index, a.ref, a.err)
+		if i < len(hints) && hints[i] != "" {
+			s += " (" + hints[i] + ")"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// hintPFs says, for each absent netdev reference, which netdevs of the
+// group's PF driver the host has (the driver of the group's PFs that do
+// resolve; without one, every physical port with its driver) and the
+// nearest of them: "mlx5_core netdevs here: ens1f0np0, ens1f1np1; did you
+// mean ens1f1np1?". A PCI address gets none.
+func (e *Env) hintPFs(absent []absentPF) []string {
+	names, err := e.fs.ReadDir("/sys/class/net")
+	if err != nil {
+		return nil
+	}
+	ports := map[string]string{} // physical port netdev -> driver
+	for _, n := range names {
+		if e.notAPort(n) != "" || eswitch.ValidIfName(n) != nil {
+			continue
+		}
+		drv, err := e.fs.Readlink("/sys/class/net/" + n + "/device/driver")
+		if err != nil {
+			continue
+		}
+		ports[n] = path.Base(drv)
+	}
+	out := make([]string, len(absent))
+	for i, a := range absent {
+		if eswitch.ValidIfName(a.ref) != nil || strings.Contains(a.ref, ":") {
+			continue // a PCI address
+		}
+		driver := ""
+		if g, _ := ResolveGroup(e.k, e.fs, &e.cfg.Groups[a.group]); len(g.PFs) > 0 {
+			if drv, err := e.fs.Readlink("/sys/class/net/" + g.PFs[0].Netdev + "/device/driver"); err == nil {
+				driver = path.Base(drv)
+			}
+		}
+		var here []string
+		for _, n := range slices.Sorted(maps.Keys(ports)) {
+			switch {
+			case driver != "" && ports[n] == driver:
+				here = append(here, n)
+			case driver == "":
+				here = append(here, n+" ("+ports[n]+")")
+			}
+		}
+		hint := driver + " netdevs here: " + strings.Join(here, ", ")
+		if driver == "" {
+			hint = "physical ports here: " + strings.Join(here, ", ")
+		}
+		if len(here) == 0 {
+			hint = "no netdev of driver " + driver + " here"
+			if driver == "" {
+				hint = "no physical port here"
+			}
+		}
+		var candidates []string
+		for n := range ports {
+			if driver == "" || ports[n] == driver {
+				candidates = append(candidates, n)
+			}
+		}
+		if meant, ok := suggest.Nearest(a.ref, candidates); ok {
+			hint += "; did you mean " + meant + "?"
+		}
+		out[i] = hint
+	}
+	return out
+}
+
 // missingPFs lists the PF references that do not resolve now, and as
 // errors those that name a netdev that exists and is no PF.
-func (e *Env) missingPFs() ([]string, HostErrors) {
-	var out []string
+func (e *Env) missingPFs() ([]absentPF, HostErrors) {
+	var out []absentPF
 	var wrong HostErrors
 	for gi := range e.cfg.Groups {
 		_, errs := ResolveGroup(e.k, e.fs, &e.cfg.Groups[gi])
@@ -137,7 +233,7 @@ func (e *Env) missingPFs() ([]string, HostErrors) {
 					Msg: fmt.Sprintf("is %s, not a physical port (PF) of an SR-IOV NIC", what)})
 				continue
 			}
-			out = append(out, fmt.Sprintf("groups[%d].pfs[%d] %q: %v", gi, pe.Index, pe.Ref, pe.Err))
+			out = append(out, absentPF{group: gi, index: pe.Index, ref: pe.Ref, err: pe.Err})
 		}
 	}
 	return out, wrong
