@@ -267,7 +267,7 @@ func (a *app) statusCommand() *cobra.Command {
 It only reads. -o json prints the same as JSON; -o prometheus prints gauges in the
 Prometheus text format for node_exporter's textfile collector (vflag_lag_active,
 vflag_bond_slaves_up, vflag_vfs_attached, vflag_ovs_hw_offload, vflag_vf_info, ...;
-see the README).
+docs/monitoring.md has every metric, alert rules and a Grafana dashboard).
 A problem is every static check of vflag validate that fails (named as there),
 an unreadable journal, a failed boot unit, or something status could not read;
 each is listed (text: "problem:" lines, JSON: problems) and counted in
