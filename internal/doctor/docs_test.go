@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,61 @@ func TestOutputNamesOnlyDocumentsThatExist(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestOVSVswitchdOfTheConfig: doctor judges the ovs-vswitchd that serves
+// the config's OVSDB (the pid in ovs-vswitchd.pid of a unix: socket's
+// directory), not any ovs-vswitchd in /proc: one with another run
+// directory, or in another network namespace than vflag's on a real host,
+// cannot open this host's bond and representors (a simulated host's
+// ovs-vswitchd runs in its mirror namespace by design).
+func TestOVSVswitchdOfTheConfig(t *testing.T) {
+	const other = "ovs-vswitchd\x00unix:/tmp/ovst1/db.sock\x00--pidfile=/tmp/ovst1/ovs-vswitchd.pid\x00"
+	tests := []struct {
+		name   string
+		setup  func(r *readyEnv, g *Group)
+		status Status
+		words  []string
+	}{
+		{"the config's", func(r *readyEnv, g *Group) {}, Pass,
+			[]string{"ovs-vswitchd pid 4242 serves unix:/var/run/openvswitch/db.sock"}},
+		{"only another run directory's", func(r *readyEnv, g *Group) {
+			r.machine.remove("/var/run/openvswitch/ovs-vswitchd.pid").file("/proc/4242/cmdline", other)
+		}, Fail, []string{"no ovs-vswitchd serves unix:/var/run/openvswitch/db.sock", "pid 4242", "unix:/tmp/ovst1/db.sock"}},
+		{"a stale pid file", func(r *readyEnv, g *Group) {
+			r.machine.file("/var/run/openvswitch/ovs-vswitchd.pid", "777\n")
+		}, Fail, []string{"no ovs-vswitchd serves unix:/var/run/openvswitch/db.sock", "pid 777", "not running"}},
+		{"in another network namespace", func(r *readyEnv, g *Group) {
+			r.machine.remove("/proc/4242/ns/net").link("/proc/4242/ns/net", "net:[4026532777]")
+		}, Fail, []string{"pid 4242 serves unix:/var/run/openvswitch/db.sock", "another network namespace"}},
+		{"a simulated host's, in its namespace", func(r *readyEnv, g *Group) {
+			r.env.Simulated = true
+			r.machine.remove("/proc/4242/ns/net").link("/proc/4242/ns/net", "net:[4026532777]")
+		}, Pass, []string{"pid 4242 serves unix:/var/run/openvswitch/db.sock", "network namespace net:[4026532777]"}},
+		{"an OVSDB over tcp", func(r *readyEnv, g *Group) {
+			g.OVSDB = "tcp:127.0.0.1:6640"
+			r.machine.remove("/var/run/openvswitch/ovs-vswitchd.pid")
+		}, Pass, []string{"pid 4242", "tcp:127.0.0.1:6640"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newReady(t)
+			g := lagGroup()
+			tt.setup(r, &g)
+			rep := runDoctor(t, r.env, Target{Groups: []Group{g}, StateDir: r.stateDir})
+			c := mustFind(t, rep, "daemons/ovs-vswitchd")
+			if c.Status != tt.status {
+				t.Errorf("status %s, want %s: %s", c.Status, tt.status, c.Detail)
+			}
+			for _, w := range tt.words {
+				if !strings.Contains(c.Detail, w) {
+					t.Errorf("detail lacks %q: %s", w, c.Detail)
+				}
+			}
+			if c.Status == Fail && c.Fix == "" {
+				t.Error("a failure without a fix")
+			}
+		})
 	}
 }
