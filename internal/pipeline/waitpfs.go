@@ -167,14 +167,11 @@ func (e *Env) hintPFs(absent []absentPF) []string {
 	}
 	ports := map[string]string{} // physical port netdev -> driver
 	for _, n := range names {
-		if e.notAPort(n) != "" || eswitch.ValidIfName(n) != nil {
-			continue
+		if eswitch.ValidIfName(n) == nil && e.notAPort(n) == "" {
+			if drv := e.netdevDriver(n); drv != "" {
+				ports[n] = drv
+			}
 		}
-		drv, err := e.fs.Readlink("/sys/class/net/" + n + "/device/driver")
-		if err != nil {
-			continue
-		}
-		ports[n] = path.Base(drv)
 	}
 	out := make([]string, len(absent))
 	for i, a := range absent {
@@ -183,41 +180,41 @@ func (e *Env) hintPFs(absent []absentPF) []string {
 		}
 		driver := ""
 		if g, _ := ResolveGroup(e.k, e.fs, &e.cfg.Groups[a.group]); len(g.PFs) > 0 {
-			if drv, err := e.fs.Readlink("/sys/class/net/" + g.PFs[0].Netdev + "/device/driver"); err == nil {
-				driver = path.Base(drv)
-			}
+			driver = e.netdevDriver(g.PFs[0].Netdev)
 		}
-		var here []string
+		what, here, candidates := driver+" netdevs", []string{}, []string{}
+		if driver == "" {
+			what = "physical ports"
+		}
 		for _, n := range slices.Sorted(maps.Keys(ports)) {
 			switch {
-			case driver != "" && ports[n] == driver:
-				here = append(here, n)
 			case driver == "":
 				here = append(here, n+" ("+ports[n]+")")
+			case ports[n] != driver:
+				continue
+			default:
+				here = append(here, n)
 			}
-		}
-		hint := driver + " netdevs here: " + strings.Join(here, ", ")
-		if driver == "" {
-			hint = "physical ports here: " + strings.Join(here, ", ")
+			candidates = append(candidates, n)
 		}
 		if len(here) == 0 {
-			hint = "no netdev of driver " + driver + " here"
-			if driver == "" {
-				hint = "no physical port here"
-			}
+			here = []string{"none"}
 		}
-		var candidates []string
-		for n := range ports {
-			if driver == "" || ports[n] == driver {
-				candidates = append(candidates, n)
-			}
-		}
+		out[i] = what + " here: " + strings.Join(here, ", ")
 		if meant, ok := suggest.Nearest(a.ref, candidates); ok {
-			hint += "; did you mean " + meant + "?"
+			out[i] += "; did you mean " + meant + "?"
 		}
-		out[i] = hint
 	}
 	return out
+}
+
+// netdevDriver is the driver of a netdev's device, "" when it has none.
+func (e *Env) netdevDriver(netdev string) string {
+	drv, err := e.fs.Readlink("/sys/class/net/" + netdev + "/device/driver")
+	if err != nil {
+		return ""
+	}
+	return path.Base(drv)
 }
 
 // missingPFs lists the PF references that do not resolve now, and as
