@@ -155,47 +155,56 @@ func describe(absent []absentPF, hints []string) []string {
 	return out
 }
 
-// hintPFs says, for each absent netdev reference, which netdevs of the
-// group's PF driver the host has (the driver of the group's PFs that do
-// resolve; without one, every physical port with its driver) and the
-// nearest of them: "mlx5_core netdevs here: ens1f0np0, ens1f1np1; did you
-// mean ens1f1np1?". A PCI address gets none.
+// hintPFs says, for each absent PF reference, which ports of the group's
+// PF driver the host has (the driver of the group's PFs that do resolve;
+// without one, every physical port with its driver) and the nearest of
+// them: "mlx5_core netdevs here: ens1f0np0, ens1f1np1; did you mean
+// ens1f1np1?"; for a PCI address, their PCI functions.
 func (e *Env) hintPFs(absent []absentPF) []string {
 	names, err := e.fs.ReadDir("/sys/class/net")
 	if err != nil {
 		return nil
 	}
-	ports := map[string]string{} // physical port netdev -> driver
+	type port struct{ driver, pci string }
+	ports := map[string]port{} // physical port netdev -> its driver and PCI function
 	for _, n := range names {
 		if eswitch.ValidIfName(n) == nil && e.notAPort(n) == "" {
 			if drv := e.netdevDriver(n); drv != "" {
-				ports[n] = drv
+				dev, _ := e.fs.Readlink("/sys/class/net/" + n + "/device")
+				ports[n] = port{driver: drv, pci: path.Base(dev)}
 			}
 		}
 	}
 	out := make([]string, len(absent))
 	for i, a := range absent {
-		if eswitch.ValidIfName(a.ref) != nil || strings.Contains(a.ref, ":") {
-			continue // a PCI address
-		}
+		byPCI := eswitch.ValidIfName(a.ref) != nil || strings.Contains(a.ref, ":")
 		driver := ""
 		if g, _ := ResolveGroup(e.k, e.fs, &e.cfg.Groups[a.group]); len(g.PFs) > 0 {
 			driver = e.netdevDriver(g.PFs[0].Netdev)
 		}
 		what, here, candidates := driver+" netdevs", []string{}, []string{}
-		if driver == "" {
+		switch {
+		case byPCI && driver == "":
+			what = "PCI functions of physical ports"
+		case byPCI:
+			what = driver + " PCI functions"
+		case driver == "":
 			what = "physical ports"
 		}
 		for _, n := range slices.Sorted(maps.Keys(ports)) {
-			switch {
-			case driver == "":
-				here = append(here, n+" ("+ports[n]+")")
-			case ports[n] != driver:
+			p := ports[n]
+			if driver != "" && p.driver != driver {
 				continue
-			default:
-				here = append(here, n)
 			}
-			candidates = append(candidates, n)
+			name, other := n, p.pci
+			if byPCI {
+				name, other = p.pci, n
+			}
+			if driver == "" {
+				other += ", " + p.driver
+			}
+			here = append(here, name+" ("+other+")")
+			candidates = append(candidates, name)
 		}
 		if len(here) == 0 {
 			here = []string{"none"}

@@ -151,13 +151,19 @@ func TestWaitPFsSaysWhatExists(t *testing.T) {
 	if at.Sub(start) > 200*time.Millisecond {
 		t.Errorf("the first line came %s after the start", at.Sub(start))
 	}
-	for _, want := range []string{"at most pf_wait 300ms", "mlx5_core netdevs here: ens1f0np0, ens1f1np1", "did you mean ens1f1np1?"} {
+	for _, want := range []string{"at most pf_wait 300ms", "mlx5_core netdevs here: ens1f0np0 (0000:61:00.0), ens1f1np1 (0000:61:00.1)", "did you mean ens1f1np1?"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the wait's first line lacks %q:\n%s", want, first)
 		}
 		if want != "at most pf_wait 300ms" && !strings.Contains(err.Error(), want) {
 			t.Errorf("the error lacks %q: %v", want, err)
 		}
+	}
+	// A PCI address: the PCI functions of that driver.
+	se.g.PFs[1] = "0000:61:00.2"
+	err = se.WaitPFs(context.Background(), 50*time.Millisecond)
+	if want := "(mlx5_core PCI functions here: 0000:61:00.0 (ens1f0np0), 0000:61:00.1 (ens1f1np1))"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a PCI address: the error lacks %q: %v", want, err)
 	}
 }
 

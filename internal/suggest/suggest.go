@@ -10,26 +10,27 @@ import (
 // Nearest returns the candidate closest to s, compared without case by
 // edit distance (an insertion, a deletion, a substitution or two adjacent
 // letters swapped is one edit), when it is close enough to be meant: one
-// edit for names of up to 5 letters, two for longer ones. Of several as
-// close, the first in sorted order; none when s is itself a candidate.
+// edit for names of up to 5 letters, two for longer ones. None when
+// several are as close (which was meant is a guess), or when s is itself
+// a candidate.
 func Nearest(s string, candidates []string) (string, bool) {
-	best, bestD := "", -1
-	sorted := slices.Clone(candidates)
-	slices.Sort(sorted)
-	for _, c := range sorted {
+	best, bestD, tie := "", -1, false
+	for _, c := range slices.Compact(slices.Sorted(slices.Values(candidates))) {
 		d := distance(strings.ToLower(s), strings.ToLower(c))
-		if d == 0 {
+		switch {
+		case d == 0:
 			return "", false
-		}
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
+		case bestD < 0 || d < bestD:
+			best, bestD, tie = c, d, false
+		case d == bestD:
+			tie = true
 		}
 	}
 	limit := 1
 	if len([]rune(s)) > 5 {
 		limit = 2
 	}
-	if bestD < 0 || bestD > limit {
+	if bestD < 0 || bestD > limit || tie {
 		return "", false
 	}
 	return best, true

@@ -21,4 +21,7 @@ func TestNearest(t *testing.T) {
 	if got, ok := Nearest("cuont", []string{"count", "wait"}); got != "count" || !ok {
 		t.Errorf("a swap is one edit: %q", got)
 	}
+	if got, ok := Nearest("0000:61:00.2", []string{"0000:61:00.0", "0000:61:00.1"}); ok {
+		t.Errorf("two as near: none, got %q", got)
+	}
 }
