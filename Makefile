@@ -83,15 +83,14 @@ simhost: build
 # ansible-core (installed when missing) over three simulated hypervisors
 # that share one private ovsdb-server/ovs-vswitchd and libvirtd: a bad config
 # stops the rollout at its batch, --check predicts and writes nothing, a
-# first run converges, a second changes nothing (README "Fleet rollout with
-# Ansible"; about 30 s).
+# first run converges, a second changes nothing (docs/fleet.md; about 30 s).
 ansible-test: build
 	GO=$(GO) bash examples/ansible/test/run.sh
 
 # bench: Go benchmarks (journal step, OVS transaction, pipeline at zero
 # latency), then the whole-command benchmark: the built binary against the
 # simulated ConnectX with measured hardware latencies, a private OVS and
-# libvirtd; prints one table (about 6 minutes; README "Performance").
+# libvirtd; prints one table (about 9 minutes; docs/performance.md).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./teardown/ ./ovs/ ./cmd/vflag/
 	$(GO) run ./internal/tools/bench -vflag $(BIN)
@@ -106,8 +105,9 @@ e2e: deps e2e-image
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/...
 
 # package: .deb and .rpm in build/ with nfpm (pinned), the binary, units,
-# hook, example config, man pages and completions generated from the
-# command tree; packaging/check.sh then checks their contents.
+# hook, example config, the README and docs/, man pages and completions
+# generated from the command tree (and vflag.yaml(5) from
+# docs/configuration.md); packaging/check.sh then checks their contents.
 NFPM := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.43.0
 VERSION ?= 0.1.0
 ARCH ?= $(shell $(GO) env GOARCH)
@@ -118,7 +118,7 @@ package: deps
 	$(GO) build -tags vflag_gendocs -o build/vflag-gendocs ./cmd/vflag
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) build/vflag-gendocs gen-docs build/pkg
 	rm -f build/vflag-gendocs
-	gzip -9n build/pkg/man/man1/*.1
+	gzip -9n build/pkg/man/man1/*.1 build/pkg/man/man5/*.5
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t build/
 	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t build/
 	bash packaging/check.sh build/vflag_$(VERSION)_$(ARCH).deb

@@ -8,7 +8,8 @@ list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
 for want in /usr/bin/vflag /usr/bin/vflag-hook /usr/lib/systemd/system/vflag-pre.service /usr/lib/systemd/system/vflag.service /usr/lib/udev/rules.d/71-vflag-representors.rules \
     /etc/libvirt/hooks/qemu.d/vflag /etc/libvirt/hooks/network.d/vflag /usr/share/doc/vflag/examples/vflag.yaml \
     /usr/share/doc/vflag/examples/ansible/playbook.yml /usr/share/man/man1/vflag.1.gz \
-    /usr/share/man/man1/vflag-hook-qemu.1.gz /usr/share/man/man1/vflag-up.1.gz \
+    /usr/share/man/man1/vflag-hook-qemu.1.gz /usr/share/man/man1/vflag-up.1.gz /usr/share/man/man5/vflag.yaml.5.gz \
+    /usr/share/doc/vflag/README.md /usr/share/doc/vflag/docs/troubleshooting.md /usr/share/doc/vflag/docs/monitoring/vflag-alerts.yml \
     /usr/share/bash-completion/completions/vflag /usr/share/zsh/vendor-completions/_vflag \
     /usr/share/fish/vendor_completions.d/vflag.fish /var/lib/vflag/; do
   grep -qxF "$want" <<<"$list" || fail "$deb lacks $want"

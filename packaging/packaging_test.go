@@ -30,12 +30,14 @@ func TestNFPMSources(t *testing.T) {
 		if c.Src == "" || strings.HasPrefix(c.Src, "build/") {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join("..", c.Src)); err != nil {
-			t.Errorf("nfpm.yaml: %s -> %s: %v", c.Src, c.Dst, err)
+		// A glob (docs/*.md) must match at least one file.
+		if m, err := filepath.Glob(filepath.Join("..", c.Src)); err != nil || len(m) == 0 {
+			t.Errorf("nfpm.yaml: %s -> %s: no such file (%v)", c.Src, c.Dst, err)
 		}
 	}
 	for _, want := range []string{"/usr/bin/vflag", "/usr/bin/vflag-hook", "/usr/lib/systemd/system/vflag-pre.service", "/usr/lib/systemd/system/vflag.service",
-		"/etc/libvirt/hooks/qemu.d/vflag", "/usr/share/doc/vflag/examples/vflag.yaml", "/usr/share/man/man1/",
+		"/etc/libvirt/hooks/qemu.d/vflag", "/usr/share/doc/vflag/examples/vflag.yaml", "/usr/share/man/man1/", "/usr/share/man/man5/",
+		"/usr/share/doc/vflag/README.md", "/usr/share/doc/vflag/docs/",
 		"/usr/share/bash-completion/completions/vflag", "/usr/share/zsh/vendor-completions/_vflag", "/usr/share/fish/vendor_completions.d/vflag.fish"} {
 		if !dsts[want] {
 			t.Errorf("nfpm.yaml does not install %s", want)

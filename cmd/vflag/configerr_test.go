@@ -78,3 +78,42 @@ func TestConfigDurationFromEnv(t *testing.T) {
 		t.Fatalf("pf_wait %v lag_timeout %v, want 5s 30s", cfg.PFWait, cfg.LAGTimeout)
 	}
 }
+
+// TestNoConfigFileSaysWhereAndHow: without a config file each command that
+// needs one says where it looked, where that path came from (the default,
+// --config or VFLAG_CONFIG) and how to get one (--config, vflag
+// example-config, the real host's example).
+func TestNoConfigFileSaysWhereAndHow(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "vflag.yaml")
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  string
+		from string
+	}{
+		{"--config", []string{"--config", missing, "plan"}, "", "(from --config)"},
+		{"VFLAG_CONFIG", []string{"status"}, missing, "(from VFLAG_CONFIG)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("VFLAG_CONFIG", tt.env)
+			}
+			var out, errb bytes.Buffer
+			code := run(context.Background(), tt.args, &out, &errb)
+			msg := errb.String()
+			if code != 1 {
+				t.Errorf("exit %d", code)
+			}
+			for _, want := range []string{"no config file at " + missing + " " + tt.from, "--config FILE", "vflag example-config", "/usr/share/doc/vflag/examples/vflag.yaml"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("lacks %q:\n%s", want, msg)
+				}
+			}
+		})
+	}
+	// The default path, as a fresh host has it.
+	err := (&app{v: newViper()}).noConfig(filepath.Join(t.TempDir(), "absent.yaml"))
+	if !strings.Contains(err.Error(), "(the default; --config FILE or VFLAG_CONFIG names another)") {
+		t.Errorf("default: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,6 +84,9 @@ type app struct {
 	live *report.Live
 	// warm: the connections openHost starts while the host opens (warmFor).
 	warm host.Warm
+	// configFrom says where --config's value came from: "flag", "env", or
+	// "" (the default).
+	configFrom string
 }
 
 // warmFor is what a command on cfg connects to at once: OVSDB when a group
@@ -133,11 +137,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "vflag",
-		Short:         "Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor",
+		Use:   "vflag",
+		Short: "Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor",
+		Long: `Provision SR-IOV VF-LAG (mlx5 switchdev, bond, OVS offload, libvirt) on a hypervisor.
+vflag up converges the host to the config file, vflag down undoes what up did;
+vflag doctor, status and validate say what the host lacks, how it stands and
+whether it works.
+The config file is --config (default /etc/vflag/vflag.yaml): vflag.yaml(5)
+describes every field, its default and what changing it costs;
+vflag example-config prints an example, /usr/share/doc/vflag/examples/vflag.yaml
+is a real host's. Documentation by task, troubleshooting by symptom:
+/usr/share/doc/vflag/docs/ (docs/ in the source).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case cmd.Flags().Changed("config"):
+				a.configFrom = "flag"
+			case os.Getenv("VFLAG_CONFIG") != "":
+				a.configFrom = "env"
+			}
 			level := slog.LevelWarn
 			if a.v.GetBool("verbose") {
 				level = slog.LevelDebug
@@ -248,7 +267,7 @@ func (a *app) statusCommand() *cobra.Command {
 It only reads. -o json prints the same as JSON; -o prometheus prints gauges in the
 Prometheus text format for node_exporter's textfile collector (vflag_lag_active,
 vflag_bond_slaves_up, vflag_vfs_attached, vflag_ovs_hw_offload, vflag_vf_info, ...;
-see the README).
+docs/monitoring.md has every metric, alert rules and a Grafana dashboard).
 A problem is every static check of vflag validate that fails (named as there),
 an unreadable journal, a failed boot unit, or something status could not read;
 each is listed (text: "problem:" lines, JSON: problems) and counted in
@@ -282,7 +301,27 @@ func (a *app) exampleCommand() *cobra.Command {
 // loadConfig reads and validates the config file (hookcli.LoadConfig).
 // missingOK lets down run from the journal alone.
 func (a *app) loadConfig(missingOK bool) (*config.Config, error) {
-	return hookcli.LoadConfig(a.v.GetString("config"), missingOK)
+	path := a.v.GetString("config")
+	cfg, err := hookcli.LoadConfig(path, missingOK)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, a.noConfig(path)
+	}
+	return cfg, err
+}
+
+// noConfig says that there is no config file at path, where that path
+// came from, and how to get one.
+func (a *app) noConfig(path string) error {
+	from := "(the default; --config FILE or VFLAG_CONFIG names another)"
+	switch a.configFrom {
+	case "flag":
+		from = "(from --config)"
+	case "env":
+		from = "(from VFLAG_CONFIG)"
+	}
+	return fmt.Errorf("no config file at %s %s: write one there, or name yours with --config FILE; "+
+		"a real host's example is /usr/share/doc/vflag/examples/vflag.yaml (examples/vflag.yaml in the source), "+
+		"`vflag example-config` prints one for the simulated host (docs/configuration.md)", path, from)
 }
 
 // openHost opens the host: the simulated one with --sim (its spec from

@@ -8,7 +8,7 @@
 # with nobody running vflag by hand, the checks below must hold.
 # Kernel command line boot.break=pfwait,nm,udevname (VFLAG_E2E_APPEND)
 # removes those product pieces in boot 1, to show the checks that cover them
-# fail (README "Boot").
+# fail (docs/host-integration.md, "Boot").
 #
 # MACHINE: default
 # INIT: systemd

@@ -18,6 +18,8 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vflag/vflag/internal/suggest"
 )
 
 // FieldError is a config error naming the field path and the bad value
@@ -133,7 +135,7 @@ func Decode(raw, out any, root string) error {
 	}
 	if err := dec.Decode(raw); err != nil {
 		var es Errors
-		flatten(err, root, &es)
+		flatten(err, root, reflect.TypeOf(out), &es)
 		return es
 	}
 	return nil
@@ -255,17 +257,18 @@ func durationValue(from reflect.Type, data any) (any, error) {
 	return data, nil // anything else: mapstructure names the type
 }
 
-// flatten turns mapstructure's joined errors into one FieldError each.
-func flatten(err error, root string, es *Errors) {
+// flatten turns mapstructure's joined errors into one FieldError each; t
+// is the type decoded into (for the keys an unknown one may have meant).
+func flatten(err error, root string, t reflect.Type, es *Errors) {
 	de, ok := err.(*mapstructure.DecodeError)
 	if !ok {
 		switch e := err.(type) {
 		case interface{ Unwrap() []error }:
 			for _, e := range e.Unwrap() {
-				flatten(e, root, es)
+				flatten(e, root, t, es)
 			}
 		case interface{ Unwrap() error }:
-			flatten(e.Unwrap(), root, es)
+			flatten(e.Unwrap(), root, t, es)
 		default:
 			path := root
 			if path == "" {
@@ -277,7 +280,7 @@ func flatten(err error, root string, es *Errors) {
 	}
 	inner := de.Unwrap()
 	if _, ok := inner.(interface{ Unwrap() []error }); ok {
-		flatten(inner, root, es)
+		flatten(inner, root, t, es)
 		return
 	}
 	path := join(root, de.Name())
@@ -295,11 +298,107 @@ func flatten(err error, root string, es *Errors) {
 		*es = append(*es, FieldError{Path: path, Value: ue.Value, Msg: wantType(ue.Expected.Type())})
 	case strings.HasPrefix(inner.Error(), "has invalid keys: "):
 		for _, k := range strings.Split(strings.TrimPrefix(inner.Error(), "has invalid keys: "), ", ") {
-			*es = append(*es, FieldError{Path: join(path, k), Msg: "is not a config key (misspelt, or at the wrong indentation?)"})
+			msg := "is not a config key (misspelt, or at the wrong indentation?)"
+			if meant := meantKey(t, de.Name(), k); meant != "" {
+				msg += "; did you mean " + meant + "?"
+			} else if meant := nestedKey(t, de.Name(), k); meant != "" {
+				msg += "; did you mean " + join(path, meant) + "?"
+			}
+			*es = append(*es, FieldError{Path: join(path, k), Msg: msg})
 		}
 	default:
 		*es = append(*es, FieldError{Path: path, Msg: inner.Error()})
 	}
+}
+
+// structAt is the struct type of the mapping at path ("groups[0].bond",
+// as mapstructure names it) in a value of type t.
+func structAt(t reflect.Type, path string) (reflect.Type, bool) {
+	t = structOf(t)
+	for _, seg := range strings.Split(path, ".") {
+		if seg == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(seg, "[")
+		if name != "" {
+			f, ok := fieldByKey(t, name)
+			if !ok {
+				return nil, false
+			}
+			t = f.Type
+		}
+		t = structOf(t)
+	}
+	return t, t != nil && t.Kind() == reflect.Struct
+}
+
+// structOf is t without pointers and lists.
+func structOf(t reflect.Type) reflect.Type {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice) {
+		t = t.Elem()
+	}
+	return t
+}
+
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	if t == nil || t.Kind() != reflect.Struct {
+		return reflect.StructField{}, false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Tag.Get("mapstructure") == key {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// keysOf are the config keys of struct type t.
+func keysOf(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if k := t.Field(i).Tag.Get("mapstructure"); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// meantKey is the key of the mapping at path nearest to the unknown key,
+// "" when none is near.
+func meantKey(t reflect.Type, path, key string) string {
+	st, ok := structAt(t, path)
+	if !ok {
+		return ""
+	}
+	meant, _ := suggest.Nearest(key, keysOf(st))
+	return meant
+}
+
+// nestedKey is the one mapping under the one at path (not a list's) that
+// has the unknown key: "bond.miimon" for a miimon written in the group.
+func nestedKey(t reflect.Type, path, key string) string {
+	st, ok := structAt(t, path)
+	if !ok {
+		return ""
+	}
+	var found []string
+	for i := 0; i < st.NumField(); i++ {
+		f := st.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct || ft == reflect.TypeFor[time.Duration]() {
+			continue
+		}
+		if _, ok := fieldByKey(ft, key); ok {
+			found = append(found, f.Tag.Get("mapstructure")+"."+key)
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	return found[0]
 }
 
 // join appends a field path to root.

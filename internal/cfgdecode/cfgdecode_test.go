@@ -44,8 +44,8 @@ func TestDecodeErrors(t *testing.T) {
   sim.inner: "5" is not a mapping (key: value lines)`},
 		{"unknown keys, every one", "inner: {wiat: 1s, cuont: 2}\nitems: [{x: 1}]", `invalid config:
   sim.items[0].x: is not a config key (misspelt, or at the wrong indentation?)
-  sim.inner.cuont: is not a config key (misspelt, or at the wrong indentation?)
-  sim.inner.wiat: is not a config key (misspelt, or at the wrong indentation?)`},
+  sim.inner.cuont: is not a config key (misspelt, or at the wrong indentation?); did you mean count?
+  sim.inner.wiat: is not a config key (misspelt, or at the wrong indentation?); did you mean wait?`},
 		// Keys that are not names: mapstructure panicked on them (found by
 		// FuzzParse in internal/config).
 		{"a number key", "items: [{wait: 1s, 1: x}]", `invalid config:

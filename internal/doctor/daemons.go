@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/ovs"
 )
 
 // ProbeTimeout bounds each OVSDB or libvirt probe.
@@ -62,7 +64,13 @@ func (d *doctor) procs(comm string) []proc {
 func (d *doctor) daemons(gs []*groupState) {
 	needOVS := switchdevGroups(gs)
 	if needOVS {
-		ps := d.checkOVSRunning()
+		var endpoints []string
+		for _, g := range gs {
+			if g.Switchdev && !slices.Contains(endpoints, g.OVSDB) {
+				endpoints = append(endpoints, g.OVSDB)
+			}
+		}
+		ps := d.checkOVSRunning(endpoints)
 		d.checkOVSVersion(ps)
 		d.checkUpcalls()
 	} else {
@@ -88,21 +96,73 @@ func (d *doctor) daemons(gs []*groupState) {
 	}
 }
 
-func (d *doctor) checkOVSRunning() []proc {
+// checkOVSRunning judges the ovs-vswitchd that serves each of the
+// config's OVSDB endpoints: for a unix: socket, the one whose pid its
+// run directory's ovs-vswitchd.pid holds, running in vflag's network
+// namespace (a simulated host's runs in the mirror namespace). Another
+// ovs-vswitchd (a test's, a simulated host's on a real host) is not it.
+// For tcp: and ssl: endpoints, which daemon serves them is not known here:
+// every running ovs-vswitchd is reported. It returns the daemons judged.
+func (d *doctor) checkOVSRunning(endpoints []string) []proc {
 	const name = "daemons/ovs-vswitchd"
 	installed := d.tool("ovs-vswitchd")
-	ps := d.procs("ovs-vswitchd")
+	all := d.procs("ovs-vswitchd")
+	var local []string
+	for _, ep := range endpoints {
+		if strings.HasPrefix(ep, "unix:") {
+			local = append(local, ep)
+		}
+	}
+	if len(local) == 0 || len(all) == 0 {
+		d.checkAnyOVSRunning(name, installed, all, endpoints)
+		return all
+	}
+	var judged []proc
+	for _, ep := range local {
+		subject := ""
+		if len(local) > 1 {
+			subject = ep
+		}
+		pidFile := path.Join(ovs.RunDirOf(ep), "ovs-vswitchd.pid")
+		pid, err := d.readPID(pidFile)
+		i := slices.IndexFunc(all, func(p proc) bool { return p.pid == pid })
+		others := d.describeProcs(all)
+		fix := "start the ovs-vswitchd of this host's Open vSwitch (systemctl enable --now openvswitch-switch; RHEL: openvswitch), " +
+			"or point ovsdb (VFLAG_OVSDB) at the OVSDB of the ovs-vswitchd you mean"
+		switch {
+		case err != nil:
+			d.add(AreaDaemons, name, subject, Fail, fmt.Sprintf("no ovs-vswitchd serves %s (the config's ovsdb): %v; running: %s, with another run directory (not %s)",
+				ep, err, others, ovs.RunDirOf(ep)), fix)
+			continue
+		case i < 0:
+			d.add(AreaDaemons, name, subject, Fail, fmt.Sprintf("no ovs-vswitchd serves %s (the config's ovsdb): %s names pid %d, which is not running; running: %s",
+				ep, pidFile, pid, others), fix)
+			continue
+		}
+		p := all[i]
+		judged = append(judged, p)
+		detail := fmt.Sprintf("ovs-vswitchd pid %d serves %s (%s)%s", p.pid, ep, pidFile, p.started())
+		ns, self := d.netns(p.pid), d.netns(0)
+		switch {
+		case ns == "" || self == "" || ns == self:
+			d.add(AreaDaemons, name, subject, Pass, detail, "")
+		case d.env.Simulated:
+			d.add(AreaDaemons, name, subject, Pass, detail+fmt.Sprintf(", in network namespace %s (vflag's: %s), where the simulated host mirrors its netdevs (sim.mirror_netns)", ns, self), "")
+		default:
+			d.add(AreaDaemons, name, subject, Fail, detail+fmt.Sprintf(", but runs in another network namespace (%s; vflag's: %s): it cannot open this host's bond, PFs and representors", ns, self),
+				"run this host's ovs-vswitchd in its own network namespace (systemctl restart openvswitch-switch), or point ovsdb (VFLAG_OVSDB) at the OVSDB of the one that is")
+		}
+	}
+	return judged
+}
+
+// checkAnyOVSRunning reports whether any ovs-vswitchd runs: for OVSDB
+// endpoints whose daemon cannot be found from here (tcp:, ssl:), and when
+// none runs at all.
+func (d *doctor) checkAnyOVSRunning(name string, installed bool, ps []proc, endpoints []string) {
 	switch {
 	case len(ps) > 0:
-		var list []string
-		for _, p := range ps {
-			s := fmt.Sprintf("pid %d", p.pid)
-			if p.startKnown {
-				s += fmt.Sprintf(", started %.1f s after boot", p.start)
-			}
-			list = append(list, s)
-		}
-		d.add(AreaDaemons, name, "", Pass, "ovs-vswitchd is running ("+strings.Join(list, "; ")+")", "")
+		d.add(AreaDaemons, name, "", Pass, fmt.Sprintf("ovs-vswitchd is running (%s); which one serves %s is not known here", d.describeProcs(ps), strings.Join(endpoints, ", ")), "")
 	case !installed:
 		d.add(AreaDaemons, name, "", Fail, "ovs-vswitchd is not installed and not running (no ovs-vswitchd in /proc)",
 			"apt-get install openvswitch-switch (RHEL: dnf install openvswitch), then systemctl enable --now openvswitch-switch")
@@ -110,7 +170,67 @@ func (d *doctor) checkOVSRunning() []proc {
 		d.add(AreaDaemons, name, "", Fail, "ovs-vswitchd is installed but not running (no ovs-vswitchd in /proc)",
 			"systemctl enable --now openvswitch-switch (RHEL: openvswitch)")
 	}
-	return ps
+}
+
+// readPID reads a pid file.
+func (d *doctor) readPID(file string) (int, error) {
+	s, err := d.readHost(file)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pid file %s holds %q", file, s)
+	}
+	return pid, nil
+}
+
+// netns is the network namespace of pid (0: this process), "" unknown.
+func (d *doctor) netns(pid int) string {
+	p := "/proc/self/ns/net"
+	if pid > 0 {
+		p = fmt.Sprintf("/proc/%d/ns/net", pid)
+	}
+	ns, err := d.env.Host.Readlink(p)
+	if err != nil {
+		return ""
+	}
+	return ns
+}
+
+// started is ", started N s after boot" when known.
+func (p proc) started() string {
+	if !p.startKnown {
+		return ""
+	}
+	return fmt.Sprintf(", started %.1f s after boot", p.start)
+}
+
+// describeProcs lists processes with their start, their OVSDB (the first
+// argument of their command line that is an endpoint) and their network
+// namespace where it differs from vflag's.
+func (d *doctor) describeProcs(ps []proc) string {
+	self := d.netns(0)
+	var list []string
+	for _, p := range ps {
+		s := fmt.Sprintf("pid %d%s", p.pid, p.started())
+		if cmdline, err := d.env.Host.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid)); err == nil {
+			for _, arg := range strings.Split(string(cmdline), "\x00") {
+				if strings.HasPrefix(arg, "unix:") || strings.HasPrefix(arg, "tcp:") || strings.HasPrefix(arg, "ssl:") {
+					s += ", OVSDB " + arg
+					break
+				}
+			}
+		}
+		if ns := d.netns(p.pid); ns != "" && self != "" && ns != self {
+			s += ", network namespace " + ns
+		}
+		list = append(list, s)
+	}
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, "; ")
 }
 
 var ovsVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(Open vSwitch\)\s+(\d+\.\d+\.\d+)`) })

@@ -95,6 +95,10 @@ func readyMachine(t *testing.T) *tree {
 		file("/etc/modprobe.d/vflag-bonding.conf", "options bonding max_bonds=0\n").
 		file("/proc/4242/comm", "ovs-vswitchd\n").
 		file("/proc/4242/stat", statLine(4242, "ovs-vswitchd", 6000)).
+		file("/proc/4242/cmdline", "ovs-vswitchd\x00unix:/var/run/openvswitch/db.sock\x00--pidfile\x00--detach\x00").
+		link("/proc/4242/ns/net", "net:[4026531840]").
+		link("/proc/self/ns/net", "net:[4026531840]").
+		file("/var/run/openvswitch/ovs-vswitchd.pid", "4242\n").
 		file("/proc/1/comm", "systemd\n").
 		file("/proc/1/stat", statLine(1, "systemd", 1))
 	return x

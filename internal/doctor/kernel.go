@@ -129,7 +129,7 @@ func (d *doctor) checkKernelVersion(gs []*groupState) {
 		ofed = fmt.Sprintf("; mlx5_core reports version %s (an out-of-tree driver such as MLNX_OFED: its VF-LAG features follow that driver, not the kernel)", v)
 	}
 	const facts = "switchdev VF-LAG with shared FDB (lag/flags shared_fdb:on), hash port selection for balance-xor and 802.3ad (lag/port_sel_mode hash, " +
-		"else queue_affinity), the LAG state in debugfs (lag/state), RoCE state alike on both ports (KERNEL-FACTS.md §5, read in the 6.1 and 6.12 sources)"
+		"else queue_affinity), the LAG state in debugfs (lag/state), RoCE state alike on both ports (as read in the 6.1 and 6.12 sources; docs/real-host.md says what the host needs)"
 	switch {
 	case atLeast(maj, mnr, 6, 1):
 		extra := ""
@@ -138,7 +138,7 @@ func (d *doctor) checkKernelVersion(gs []*groupState) {
 		}
 		d.add(AreaKernel, name, "", Pass, fmt.Sprintf("kernel %s: %s%s%s", rel, facts, extra, ofed), "")
 	case atLeast(maj, mnr, 5, 19):
-		d.add(AreaKernel, name, "", Warn, fmt.Sprintf("kernel %s: it has the mlx5 LAG state in debugfs (5.19, DESIGN.md step 7), but vflag's kernel facts come from 6.1 and 6.12; "+
+		d.add(AreaKernel, name, "", Warn, fmt.Sprintf("kernel %s: it has the mlx5 LAG state in debugfs (since 5.19), but vflag's kernel facts come from 6.1 and 6.12; "+
 			"shared FDB and hash port selection are unconfirmed here%s", rel, ofed),
 			"run a kernel >= 6.1 (Debian bookworm's linux-image-amd64 is 6.1), or MLNX_OFED's mlx5_core")
 	default:

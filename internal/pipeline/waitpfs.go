@@ -3,10 +3,15 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/suggest"
 )
 
 // PFWaitError is the end of a bounded wait for PFs that never appeared.
@@ -40,7 +45,8 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 	logged := false
 	var wrongSince time.Time
 	for {
-		missing, wrong := e.missingPFs()
+		absent, wrong := e.missingPFs()
+		missing := describe(absent, nil)
 		switch {
 		case len(wrong) > 0:
 			// A netdev that exists and can never be a PF (a bond, a
@@ -75,10 +81,15 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 			wrongSince = time.Time{}
 		}
 		if !logged {
-			e.log.Warn("waiting for PFs to appear", "missing", strings.Join(missing, "; "), "bound", bound)
+			// At once, not when the bound has passed: what is missing,
+			// what the host has instead, and for how long up waits.
+			e.log.Warn(fmt.Sprintf("waiting for PFs to appear, at most pf_wait %s", bound), "missing", strings.Join(describe(absent, e.hintPFs(absent)), "; "))
 			logged = true
 		}
 		if !time.Now().Before(deadline) {
+			if len(absent) > 0 {
+				missing = describe(absent, e.hintPFs(absent))
+			}
 			return &PFWaitError{Bound: bound, Missing: missing}
 		}
 		t := time.NewTimer(min(poll, time.Until(deadline)))
@@ -124,10 +135,101 @@ func (e *Env) udevUnsettled() []string {
 	return out
 }
 
+// absentPF is a PF reference of the config that does not resolve.
+type absentPF struct {
+	group, index int
+	ref          string
+	err          error
+}
+
+// describe says what is missing, each with its hint ("" none).
+func describe(absent []absentPF, hints []string) []string {
+	var out []string
+	for i, a := range absent {
+		s := fmt.Sprintf("groups[%d].pfs[%d] %q: %v", a.group, a.index, a.ref, a.err)
+		if i < len(hints) && hints[i] != "" {
+			s += " (" + hints[i] + ")"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// hintPFs says, for each absent PF reference, which ports of the group's
+// PF driver the host has (the driver of the group's PFs that do resolve;
+// without one, every physical port with its driver) and the nearest of
+// them: "mlx5_core netdevs here: ens1f0np0, ens1f1np1; did you mean
+// ens1f1np1?"; for a PCI address, their PCI functions.
+func (e *Env) hintPFs(absent []absentPF) []string {
+	names, err := e.fs.ReadDir("/sys/class/net")
+	if err != nil {
+		return nil
+	}
+	type port struct{ driver, pci string }
+	ports := map[string]port{} // physical port netdev -> its driver and PCI function
+	for _, n := range names {
+		if eswitch.ValidIfName(n) == nil && e.notAPort(n) == "" {
+			if drv := e.netdevDriver(n); drv != "" {
+				dev, _ := e.fs.Readlink("/sys/class/net/" + n + "/device")
+				ports[n] = port{driver: drv, pci: path.Base(dev)}
+			}
+		}
+	}
+	out := make([]string, len(absent))
+	for i, a := range absent {
+		byPCI := eswitch.ValidIfName(a.ref) != nil || strings.Contains(a.ref, ":")
+		driver := ""
+		if g, _ := ResolveGroup(e.k, e.fs, &e.cfg.Groups[a.group]); len(g.PFs) > 0 {
+			driver = e.netdevDriver(g.PFs[0].Netdev)
+		}
+		what, here, candidates := driver+" netdevs", []string{}, []string{}
+		switch {
+		case byPCI && driver == "":
+			what = "PCI functions of physical ports"
+		case byPCI:
+			what = driver + " PCI functions"
+		case driver == "":
+			what = "physical ports"
+		}
+		for _, n := range slices.Sorted(maps.Keys(ports)) {
+			p := ports[n]
+			if driver != "" && p.driver != driver {
+				continue
+			}
+			name, other := n, p.pci
+			if byPCI {
+				name, other = p.pci, n
+			}
+			if driver == "" {
+				other += ", " + p.driver
+			}
+			here = append(here, name+" ("+other+")")
+			candidates = append(candidates, name)
+		}
+		if len(here) == 0 {
+			here = []string{"none"}
+		}
+		out[i] = what + " here: " + strings.Join(here, ", ")
+		if meant, ok := suggest.Nearest(a.ref, candidates); ok {
+			out[i] += "; did you mean " + meant + "?"
+		}
+	}
+	return out
+}
+
+// netdevDriver is the driver of a netdev's device, "" when it has none.
+func (e *Env) netdevDriver(netdev string) string {
+	drv, err := e.fs.Readlink("/sys/class/net/" + netdev + "/device/driver")
+	if err != nil {
+		return ""
+	}
+	return path.Base(drv)
+}
+
 // missingPFs lists the PF references that do not resolve now, and as
 // errors those that name a netdev that exists and is no PF.
-func (e *Env) missingPFs() ([]string, HostErrors) {
-	var out []string
+func (e *Env) missingPFs() ([]absentPF, HostErrors) {
+	var out []absentPF
 	var wrong HostErrors
 	for gi := range e.cfg.Groups {
 		_, errs := ResolveGroup(e.k, e.fs, &e.cfg.Groups[gi])
@@ -137,7 +239,7 @@ func (e *Env) missingPFs() ([]string, HostErrors) {
 					Msg: fmt.Sprintf("is %s, not a physical port (PF) of an SR-IOV NIC", what)})
 				continue
 			}
-			out = append(out, fmt.Sprintf("groups[%d].pfs[%d] %q: %v", gi, pe.Index, pe.Ref, pe.Err))
+			out = append(out, absentPF{group: gi, index: pe.Index, ref: pe.Ref, err: pe.Err})
 		}
 	}
 	return out, wrong

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,4 +129,66 @@ func TestWaitPFsOutlivesAMomentaryNoPF(t *testing.T) {
 	if !errors.As(err, &we) {
 		t.Fatalf("a netdev that was no PF for %s, then gone: want the wait's own end (*PFWaitError), got %v", wrongFor/4, err)
 	}
+}
+
+// TestWaitPFsSaysWhatExists: a PF reference that does not resolve (a
+// misspelt name) makes up say at once, not after pf_wait, how long it will
+// wait and which netdevs of the group's driver the host has, naming the
+// nearest; the error at the end says the same.
+func TestWaitPFsSaysWhatExists(t *testing.T) {
+	se := newStepEnv(t, nil)
+	se.Poll = 10 * time.Millisecond
+	var log syncLog
+	se.Env.log = slog.New(slog.NewTextHandler(&log, nil))
+	se.g.PFs = append([]string(nil), se.g.PFs...)
+	se.g.PFs[1] = "ens1f1np2"
+	start := time.Now()
+	err := se.WaitPFs(context.Background(), 300*time.Millisecond)
+	if err == nil {
+		t.Fatal("a misspelt PF resolved")
+	}
+	first, at := log.first()
+	if at.Sub(start) > 200*time.Millisecond {
+		t.Errorf("the first line came %s after the start", at.Sub(start))
+	}
+	for _, want := range []string{"at most pf_wait 300ms", "mlx5_core netdevs here: ens1f0np0 (0000:61:00.0), ens1f1np1 (0000:61:00.1)", "did you mean ens1f1np1?"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the wait's first line lacks %q:\n%s", want, first)
+		}
+		if want != "at most pf_wait 300ms" && !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %v", want, err)
+		}
+	}
+	// A PCI address: the PCI functions of that driver.
+	se.g.PFs[1] = "0000:61:00.2"
+	err = se.WaitPFs(context.Background(), 50*time.Millisecond)
+	if want := "(mlx5_core PCI functions here: 0000:61:00.0 (ens1f0np0), 0000:61:00.1 (ens1f1np1))"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a PCI address: the error lacks %q: %v", want, err)
+	}
+}
+
+// syncLog keeps what a logger wrote and when it first did.
+type syncLog struct {
+	mu    sync.Mutex
+	lines []string
+	at    time.Time
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		l.at = time.Now()
+	}
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
+}
+
+func (l *syncLog) first() (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return "", time.Time{}
+	}
+	return l.lines[0], l.at
 }

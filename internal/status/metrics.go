@@ -127,6 +127,17 @@ func newMetricFamilies() *metricFamilies {
 	}
 }
 
+// MetricNames are the metric families `vflag status -o prometheus` can
+// write, in output order (docs/monitoring.md, the dashboard and the alert
+// rules may name no other).
+func MetricNames() []string {
+	var out []string
+	for _, f := range newMetricFamilies().ordered() {
+		out = append(out, f.name)
+	}
+	return out
+}
+
 // ordered are the families in output order.
 func (m *metricFamilies) ordered() []*metricFamily {
 	return []*metricFamily{m.groupInfo, m.problems, m.pfUp, m.numVFs, m.pfMTU, m.lagActive, m.lagInfo, m.slaves, m.slavesUp, m.bondMTU, m.minLinks, m.upDelay, m.downDelay, m.lacpPorts, m.lacpPeer, m.offload, m.maxIdle, m.dpMissed, m.dpLost, m.blockOK, m.blockOn, m.blockRules, m.flowsFam, m.bridgePort, m.ovsMTUFam, m.vfs, m.attached, m.poolUp, m.poolVFs, m.vfInfo, m.vfMaxRate, m.vfMinRate, m.vfTxMax, m.vfTxShare, m.rgTxMax, m.rgTxShare, m.rgLeaves}

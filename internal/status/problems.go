@@ -16,6 +16,24 @@ import (
 	"github.com/vflag/vflag/teardown"
 )
 
+// The classes of the problems status finds itself. The others are named
+// by the static check of vflag validate that failed (its Name): every
+// problem line is "<class>: <reason>", and docs/troubleshooting.md has an
+// entry for each class (make test holds it to this list).
+const (
+	ProblemJournal     = "journal"        // the journal cannot be read
+	ProblemBoot        = "boot"           // a boot unit failed in this boot
+	ProblemVFs         = "vfs"            // a PF's VFs cannot be listed
+	ProblemDevlinkRate = "devlink rate"   // devlink's rate objects cannot be read
+	ProblemDevlinkPort = "devlink port"   // devlink's ports cannot be read
+	ProblemFlows       = "datapath flows" // ovs-vswitchd's datapath flows cannot be read
+)
+
+// problemLine is one problem: its class, then the reason.
+func problemLine(class, format string, args ...any) string {
+	return class + ": " + fmt.Sprintf(format, args...)
+}
+
 // bootUnits are the units `vflag install` and the package enable.
 var bootUnits = []string{"vflag-pre.service", "vflag.service"}
 
@@ -63,7 +81,7 @@ func failedUnits(out string) []string {
 func AddBootProblems(hs *HostStatus, failed []string) {
 	for _, f := range failed {
 		unit, _, _ := strings.Cut(f, " ")
-		p := fmt.Sprintf("boot: %s failed: the host was not brought up at boot (reason: journalctl -b -u %s)", f, unit)
+		p := problemLine(ProblemBoot, "%s failed: the host was not brought up at boot (reason: journalctl -b -u %s)", f, unit)
 		for i := range hs.Groups {
 			hs.Groups[i].Problems = append(hs.Groups[i].Problems, p)
 		}
@@ -75,7 +93,7 @@ func AddBootProblems(hs *HostStatus, failed []string) {
 // what it records is unknown.
 func AddJournalProblem(hs *HostStatus, stateDir string) {
 	if _, err := teardown.OpenJournal(stateDir); err != nil {
-		p := fmt.Sprintf("journal: %v", err)
+		p := problemLine(ProblemJournal, "%v", err)
 		for i := range hs.Groups {
 			hs.Groups[i].Problems = append(hs.Groups[i].Problems, p)
 		}

@@ -211,9 +211,9 @@ func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
 	return hs
 }
 
-// problem adds a problem line to the group's status.
-func (gs *GroupStatus) problem(format string, args ...any) {
-	gs.Problems = append(gs.Problems, fmt.Sprintf(format, args...))
+// problem adds a problem line of class to the group's status.
+func (gs *GroupStatus) problem(class, format string, args ...any) {
+	gs.Problems = append(gs.Problems, problemLine(class, format, args...))
 }
 
 // gatherGroup reads one group: validate's static problems, the PFs, bond
@@ -257,7 +257,7 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 		for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
 			if c.Verdict == validate.Fail {
 				first, _, _ := strings.Cut(c.Detail, "\n")
-				ps = append(ps, fmt.Sprintf("%s: %s", c.Name, first))
+				ps = append(ps, problemLine(c.Name, "%s", first))
 			}
 		}
 		static <- ps
@@ -286,10 +286,10 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	if g.Switchdev() {
 		var err error
 		if vc.rates, err = h.Kernel.Rates(); err != nil {
-			gs.problem("devlink rate: %v", err)
+			gs.problem(ProblemDevlinkRate, "%v", err)
 		}
 		if vc.devPorts, err = h.Kernel.Ports(); err != nil {
-			gs.problem("devlink port: %v", err)
+			gs.problem(ProblemDevlinkPort, "%v", err)
 		}
 		gs.RateGroups = rateGroups(g, gh, vc.rates) // a missing node is validate's rate/<devlink>/<name> problem
 	}
@@ -303,7 +303,7 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	wg.Wait()
 	for k := range gh.Owners {
 		if vfErrs[k] != nil {
-			gs.problem("%v", vfErrs[k])
+			gs.problem(ProblemVFs, "%v", vfErrs[k])
 			continue
 		}
 		gs.VFs = append(gs.VFs, rows[k]...)
@@ -392,7 +392,7 @@ func gatherBridge(gs *GroupStatus, g *config.Group, bs *ovs.BridgeStatus, flows 
 	if flows != nil {
 		fr := <-flows
 		if fr.err != nil {
-			gs.problem("datapath flows: %v", fr.err)
+			gs.problem(ProblemFlows, "%v", fr.err)
 		} else if fr.asked {
 			gs.Flows = countFlows(fr.flows, ports, g.OVS.Bridge)
 		}

@@ -116,18 +116,28 @@ func writeLAGOVSText(w io.Writer, g GroupStatus) {
 	}
 }
 
+// portVLAN are the VLAN columns of a VF's OVS port as status shows them,
+// in the flat text and the tree alike: vlan_mode, tag, trunks.
+func portVLAN(v VFStatus) []string {
+	var out []string
+	if v.VLANMode != "" {
+		out = append(out, "vlan_mode "+v.VLANMode)
+	}
+	if v.Tag != 0 {
+		out = append(out, fmt.Sprintf("tag %d", v.Tag))
+	}
+	if len(v.Trunks) > 0 {
+		out = append(out, "trunks "+strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v.Trunks)), ","), "[]"))
+	}
+	return out
+}
+
 func writeVFText(w io.Writer, g GroupStatus, v VFStatus) {
 	port := "-"
 	if v.OVSPort != "" {
 		extra := ""
-		if v.VLANMode != "" {
-			extra += " vlan_mode " + v.VLANMode
-		}
-		if v.Tag != 0 {
-			extra += fmt.Sprintf(" tag %d", v.Tag)
-		}
-		if len(v.Trunks) > 0 {
-			extra += " trunks " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v.Trunks)), ","), "[]")
+		for _, c := range portVLAN(v) {
+			extra += " " + c
 		}
 		if v.OVSMTURequest != 0 {
 			extra += fmt.Sprintf(" mtu %s/%d", ovsMTU(v.OVSMTU), v.OVSMTURequest)

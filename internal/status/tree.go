@@ -82,10 +82,7 @@ func groupTree(g GroupStatus) *treeNode {
 		var n *treeNode
 		switch {
 		case bridge != nil && v.OVSPort != "":
-			port := fmt.Sprintf("ofport %d", v.OFPort)
-			if v.Tag != 0 {
-				port += fmt.Sprintf(", tag %d", v.Tag)
-			}
+			port := strings.Join(append([]string{fmt.Sprintf("ofport %d", v.OFPort)}, portVLAN(v)...), ", ")
 			n = bridge.add(fmt.Sprintf("rep %s (%s)", v.OVSPort, port)).add(vf)
 		case pfs[v.PF] != nil:
 			if v.Representor != "" {

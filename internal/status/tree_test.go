@@ -56,3 +56,30 @@ group legacy1 (legacy)
 		t.Fatalf("tree:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestStatusTreeShowsVLANs: a representor's port in the tree carries the
+// same VLAN columns as the flat status (vlan_mode, tag, trunks): the tree
+// dropped a trunk port's trunks.
+func TestStatusTreeShowsVLANs(t *testing.T) {
+	hs := HostStatus{Groups: []GroupStatus{{
+		Name: "lag0", Eswitch: "switchdev", Bridge: "br-lag", HWOffload: "true",
+		Bond: &eswitch.BondInfo{Name: "bond0", Mode: "802.3ad", Slaves: []string{"p0", "p1"}},
+		VFs: []VFStatus{
+			{PF: "p0", Index: 0, Representor: "eth7", OVSPort: "eth7", OFPort: 8, VLANMode: "trunk", Trunks: []int{10, 20, 30}},
+			{PF: "p0", Index: 1, Representor: "eth8", OVSPort: "eth8", OFPort: 9, VLANMode: "native-untagged", Tag: 100, Trunks: []int{200}},
+		},
+	}}}
+	var tree, flat strings.Builder
+	WriteTree(&tree, hs)
+	WriteText(&flat, hs)
+	for _, want := range []string{"rep eth7 (ofport 8, vlan_mode trunk, trunks 10,20,30)", "rep eth8 (ofport 9, vlan_mode native-untagged, tag 100, trunks 200)"} {
+		if !strings.Contains(tree.String(), want) {
+			t.Errorf("tree lacks %q:\n%s", want, tree.String())
+		}
+	}
+	for _, want := range []string{"vlan_mode trunk trunks 10,20,30", "vlan_mode native-untagged tag 100 trunks 200"} {
+		if !strings.Contains(flat.String(), want) {
+			t.Errorf("flat status lacks %q:\n%s", want, flat.String())
+		}
+	}
+}

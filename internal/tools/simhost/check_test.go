@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 		{name: "vflag example-config", cfg: string(example), want: []string{mirror, datapath}},
 		{name: "vflag example-config, openvswitch module loaded", cfg: string(example), ovsModule: true, want: []string{mirror}},
 		{name: "examples/vflag-simhost.yaml", cfg: string(simhost), domains: "vm1", netns: "vflag-sim"},
-		{name: "no sim section", cfg: noSim, want: []string{"it has no sim section: the simulated host is made from it (README: The sim section; examples/vflag-simhost.yaml has one)"}},
+		{name: "no sim section", cfg: noSim, want: []string{"it has no sim section: the simulated host is made from it (docs/simulated-host.md; examples/vflag-simhost.yaml has one)"}},
 		{name: "mirror_netns outside /run/netns", cfg: strings.Replace(string(simhost), "/run/netns/vflag-sim", "/var/run/ns/x", 1),
 			want: []string{`sim.mirror_netns: "/var/run/ns/x": simhost makes the namespace, so it must be /run/netns/NAME (as ` + "`ip netns add NAME`" + ` makes it)`}},
 	} {

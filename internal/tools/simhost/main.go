@@ -98,7 +98,7 @@ func check(path string, hasOVSModule bool) (plan, error) {
 	netns := ""
 	switch {
 	case spec == nil:
-		problems = append(problems, "it has no sim section: the simulated host is made from it (README: The sim section; examples/vflag-simhost.yaml has one)")
+		problems = append(problems, "it has no sim section: the simulated host is made from it (docs/simulated-host.md; examples/vflag-simhost.yaml has one)")
 	case spec.MirrorNetns == "":
 		problems = append(problems, "sim.mirror_netns is not set: add `mirror_netns: /run/netns/vflag-sim` under sim: (vflag mirrors the simulated netdevs into that network namespace, and simhost runs ovs-vswitchd there)")
 	default:
