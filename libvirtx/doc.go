@@ -72,9 +72,12 @@
 // and one <address type='pci'> per VF. A domain's <interface type='network'>
 // with <source network= portgroup=> gets a free VF from it when it starts:
 // libvirt allocates a network port (<plug type='hostdev-pci'>) and runs the
-// network hook. NetworkXML builds the definition, EnsureNetwork defines,
-// starts and autostarts it, Network reads it with its ports, RemoveNetwork
-// stops and undefines it, ParseNetworkHook reads the hook's standard input.
+// network hook. NetworkXML builds the definition; PlanNetwork says what
+// EnsureNetwork would do to libvirt's network (NetworkPlan: define, start,
+// restart, live portgroup update, autostart, or why it refuses) and
+// EnsureNetwork makes that same plan and carries it out; Network reads it
+// with its ports, RemoveNetwork stops and undefines it, ParseNetworkHook
+// reads the hook's standard input.
 //
 // vflag's claim is the network's metadata, in MetadataNamespace like the
 // domains' claims:

@@ -193,15 +193,9 @@ func hexName(s string) string {
 
 func (e *netEnv) hookOps(t *testing.T, network string) []string {
 	t.Helper()
-	calls, err := e.d.HookCalls("network")
+	ops, err := e.d.HookOps("network", network)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ops []string
-	for _, c := range calls {
-		if len(c.Args) >= 3 && c.Args[0] == network {
-			ops = append(ops, c.Args[1]+" "+c.Args[2])
-		}
 	}
 	return ops
 }
@@ -388,12 +382,12 @@ func TestNetworks(t *testing.T) {
 		pool := s
 		pool.PCIs = []string{"0000:61:00.2", "0000:61:00.3", "0000:61:00.5"}
 		_, err = e.c.EnsureNetwork(pool)
-		mustContain(t, err, "VF pool", "2 port(s) are allocated", "vm1 (0000:61:00.2)", "vm2 (0000:61:00.3)")
+		mustContain(t, err, "VF pool", "while domains hold its VFs", "domain vm1 on 0000:61:00.2", "domain vm2 on 0000:61:00.3")
 		pg := s
 		// libvirt's portgroups only (the same VLANs in the metadata).
 		pg.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100}, {Name: "tenant-b"}}
 		_, err = e.c.EnsureNetwork(pg)
-		mustContain(t, err, "portgroups", "resets libvirt's VF usage counts", "port(s) are allocated")
+		mustContain(t, err, "portgroups", "resets libvirt's VF usage counts", "while domains hold its VFs")
 		if strings.Contains(err.Error(), "metadata") {
 			t.Errorf("a portgroup change reported as a metadata change: %v", err)
 		}
@@ -401,7 +395,7 @@ func TestNetworks(t *testing.T) {
 		meta := s
 		meta.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100, LibvirtVLAN: true}, {Name: "tenant-b", VLAN: 7}}
 		_, err = e.c.EnsureNetwork(meta)
-		mustContain(t, err, "vflag metadata", "port(s) are allocated")
+		mustContain(t, err, "vflag metadata", "while domains hold its VFs")
 		if strings.Contains(err.Error(), "portgroups") {
 			t.Errorf("a metadata change reported as a portgroup change: %v", err)
 		}

@@ -54,6 +54,9 @@ func (c *Conn) Network(name string) (NetworkState, error) {
 	return NetworkState{Name: name}, ErrNotLinked
 }
 
+// PlanNetwork fails (ErrNotLinked).
+func (c *Conn) PlanNetwork(s NetworkSpec) (NetworkPlan, error) { return NetworkPlan{}, ErrNotLinked }
+
 // EnsureNetwork fails (ErrNotLinked).
 func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) { return false, ErrNotLinked }
 
