@@ -107,6 +107,13 @@
 //     until a domain starts with its port. So EnsureNetwork needs the VFs
 //     when it (re)defines, not when it only starts. virttest.FakeVFs
 //     provides such addresses (a physfn link, nothing else) for tests.
+//   - A pool without an address is taken: a hostdev network with a bare
+//     <forward mode='hostdev' managed='yes'/> defines and starts, and every
+//     port asked of it fails ("network '...' requires exclusive access to
+//     interfaces, but none are available"), so every domain start on it.
+//   - An address already in another network's pool is taken too: two
+//     networks define and start with the same VF, and each hands it out
+//     (seen: a port of each on 0000:61:00.2), to two domains.
 //   - A redefinition needs the network's UUID: a definition without one is a
 //     new network, refused for a name in use ("already exists with uuid").
 //     Defining a running network changes its persistent definition only.

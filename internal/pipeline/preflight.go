@@ -118,6 +118,9 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 		for _, v := range PoollessVFs(g) {
 			add(fmt.Sprintf("%s.%s.pf", p, v.Field), v.PF, "%s", v.Why(g))
 		}
+		if why := EmptyPool(g); why != "" {
+			add(p+".network", g.NetworkName(), "%s", why)
+		}
 	}
 	var domains []domainRef
 	for i, a := range g.Attachments {
@@ -235,8 +238,47 @@ type PoollessVF struct {
 
 // Why says what is wrong with it, for preflight and validate alike.
 func (p PoollessVF) Why(g Group) string {
-	return fmt.Sprintf("has no VFs of its own: %s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]; name the VF with pf: %d",
-		g.PFs[p.PF].Netdev, p.Owner, g.PFs[p.Owner].Netdev, g.PFs[p.PF].Dev, p.Owner, p.Owner)
+	return fmt.Sprintf("has no VFs of its own: %s; name the VF with pf: %d", oneDevice(g, p.PF, p.Owner), p.Owner)
+}
+
+// oneDevice says that PF pf shares owner's device and VF pool.
+func oneDevice(g Group, pf, owner int) string {
+	return fmt.Sprintf("%s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]",
+		g.PFs[pf].Netdev, owner, g.PFs[owner].Netdev, g.PFs[pf].Dev, owner)
+}
+
+// EmptyPool says why the group's VF pool has no VF, for preflight and
+// validate alike: the pool the config leaves (every VF no vfs entry gives
+// to the host and no attachment takes) lies on PFs without VFs of their
+// own; "" when it has a VF. (A pool whose every VF is taken is the
+// config's error; a pool that names its VFs is PoollessVFs'.) libvirt 9.0
+// takes a hostdev network without an address: it defines and starts it,
+// and every port it is asked for fails.
+func EmptyPool(g Group) string {
+	if g.Network == nil || len(g.Network.VFs) > 0 || len(g.Pool()) > 0 || len(g.PFs) != len(g.Group.PFs) {
+		return ""
+	}
+	free := g.PoolVFs()
+	if len(free) == 0 {
+		return ""
+	}
+	ownerOf := map[sriov.Device]int{}
+	for _, i := range g.Owners {
+		ownerOf[g.PFs[i].Dev] = i
+	}
+	var where, owners []string
+	seen := map[int]bool{}
+	for _, r := range free {
+		if !seen[r.PF] {
+			seen[r.PF] = true
+			o := ownerOf[g.PFs[r.PF].Dev]
+			where = append(where, fmt.Sprintf("pfs[%d] %s, which has no VFs of its own (%s)", r.PF, g.PFs[r.PF].Netdev, oneDevice(g, r.PF, o)))
+			owners = append(owners, fmt.Sprintf("pfs[%d]", o))
+		}
+	}
+	return fmt.Sprintf("has no VF: its %d free VF(s) are on %s, and every VF of %s goes to the host (vfs[].driver) or an attachment; "+
+		"libvirt defines and starts a hostdev network without an address, and every domain start on it fails (\"network '%s' requires exclusive access to interfaces, but none are available\"): free a VF of %s, or drop the network",
+		len(free), strings.Join(where, "; "), strings.Join(owners, ", "), g.NetworkName(), strings.Join(owners, ", "))
 }
 
 // PoollessVFs lists the group's VF entries, then attachments, on a PF
