@@ -113,7 +113,9 @@
 //     interfaces, but none are available"), so every domain start on it.
 //   - An address already in another network's pool is taken too: two
 //     networks define and start with the same VF, and each hands it out
-//     (seen: a port of each on 0000:61:00.2), to two domains.
+//     (seen: a port of each on 0000:61:00.2), to two domains. So the plan
+//     refuses a VF another network's pool has (TakenVFs), and preflight
+//     refuses it where the VF exists before up.
 //   - A redefinition needs the network's UUID: a definition without one is a
 //     new network, refused for a name in use ("already exists with uuid").
 //     Defining a running network changes its persistent definition only.

@@ -60,9 +60,10 @@ type NetworkPlan struct {
 	// defines, starts and autostarts it.
 	Exists bool
 	// Refused, when set, is why nothing is done: the network is not
-	// vflag's or is another group's, or its running definition would change
-	// while domains hold its ports (libvirt 9.0 loses track of them; see
-	// doc.go, "VF pools"). The other fields still say what differs.
+	// vflag's or is another group's, a VF of the pool is in another
+	// network's pool, or its running definition would change while domains
+	// hold its ports (libvirt 9.0 loses track of them; see doc.go, "VF
+	// pools"). The other fields still say what differs.
 	Refused error
 	// Define: the persistent definition is missing or differs; it is
 	// defined again (with the network's UUID).
@@ -146,10 +147,32 @@ func (p NetworkPlan) String() string {
 	return strings.Join(diff, ", ") + "; " + strings.Join(acts, ", ")
 }
 
+// TakenVF is an address of a pool that another libvirt network's pool
+// has too (Conn.TakenVFs).
+type TakenVF struct{ PCI, Network string }
+
+// Why says what is wrong with it (after the VF's name), for the plan and
+// preflight alike.
+func (t TakenVF) Why() string {
+	return fmt.Sprintf("is already in the pool of libvirt network %s: libvirt takes an address two networks list and hands the VF out from both, to two domains; take it out of one of them", t.Network)
+}
+
+func sortTaken(ts []TakenVF) {
+	slices.SortFunc(ts, func(a, b TakenVF) int { return strings.Compare(a.PCI+" "+a.Network, b.PCI+" "+b.Network) })
+}
+
 // makeNetworkPlan is the decision: snap is libvirt's network of ns's name
-// (nil: none), ns the normalized spec and want its definition's view.
-func makeNetworkPlan(snap *netSnapshot, ns NetworkSpec, want netView) NetworkPlan {
+// (nil: none), ns the normalized spec and want its definition's view,
+// taken the pool's VFs other networks have.
+func makeNetworkPlan(snap *netSnapshot, ns NetworkSpec, want netView, taken []TakenVF) NetworkPlan {
 	p := NetworkPlan{Name: ns.Name, PoolSize: len(ns.PCIs), PortgroupsTo: ns.Portgroups}
+	if len(taken) > 0 {
+		var why []string
+		for _, t := range taken {
+			why = append(why, "VF "+t.PCI+" "+t.Why())
+		}
+		p.Refused = fmt.Errorf("refusing libvirt network %s: %s", ns.Name, strings.Join(why, "; "))
+	}
 	if snap == nil {
 		p.Define, p.Start, p.Autostart = true, true, true
 		return p
@@ -181,7 +204,7 @@ func makeNetworkPlan(snap *netSnapshot, ns NetworkSpec, want netView) NetworkPla
 	if !from.sameMeta(want) || !from.samePortgroups(want) {
 		p.PortgroupsDiffer, p.PortgroupsFrom = true, from.statePortgroups()
 	}
-	if snap.active && len(snap.ports) > 0 && (p.Restart || p.UpdatePortgroups) {
+	if p.Refused == nil && snap.active && len(snap.ports) > 0 && (p.Restart || p.UpdatePortgroups) {
 		p.Refused = liveChangeRefused(ns.Name, livePool, liveMeta, livePG, live, want, snap.ports)
 	}
 	return p

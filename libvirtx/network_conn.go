@@ -158,11 +158,15 @@ func portDomains(ps []NetworkPort) []string {
 }
 
 // readPlan reads libvirt's network of ns's name (n nil: there is none)
-// and makes the plan.
+// and the pools of the others, and makes the plan.
 func (c *Conn) readPlan(ns NetworkSpec, want netView) (*libvirt.Network, netSnapshot, NetworkPlan, error) {
+	taken, err := c.TakenVFs(ns.Name, ns.PCIs)
+	if err != nil {
+		return nil, netSnapshot{}, NetworkPlan{}, err
+	}
 	n, err := c.lookupNetwork(ns.Name)
 	if isNoNetwork(err) {
-		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want), nil
+		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want, taken), nil
 	}
 	if err != nil {
 		return nil, netSnapshot{}, NetworkPlan{}, err
@@ -170,13 +174,74 @@ func (c *Conn) readPlan(ns NetworkSpec, want netView) (*libvirt.Network, netSnap
 	snap, err := readNetwork(n)
 	if isNoNetwork(err) { // undefined meanwhile
 		_ = n.Free()
-		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want), nil
+		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want, taken), nil
 	}
 	if err != nil {
 		_ = n.Free()
 		return nil, snap, NetworkPlan{}, err
 	}
-	return n, snap, makeNetworkPlan(&snap, ns, want), nil
+	return n, snap, makeNetworkPlan(&snap, ns, want, taken), nil
+}
+
+// TakenVFs lists which of pcis the pool of a libvirt network other than
+// name has (in its running or its persistent definition), sorted by
+// address: libvirt takes such an address (see doc.go, "VF pools").
+func (c *Conn) TakenVFs(name string, pcis []string) ([]TakenVF, error) {
+	if c == nil || c.c == nil {
+		return nil, errors.New("connection is closed")
+	}
+	want := map[string]bool{}
+	for _, p := range pcis {
+		a, err := parsePCI(p)
+		if err != nil {
+			return nil, err
+		}
+		want[a] = true
+	}
+	nets, err := c.c.ListAllNetworks(0)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt: list networks: %w", lvErr(err))
+	}
+	var out []TakenVF
+	var firstErr error
+	for i := range nets {
+		n := &nets[i]
+		other, err := n.GetName()
+		if err == nil && other != name {
+			out, err = appendTaken(out, n, other, want)
+		}
+		if err != nil && !isNoNetwork(err) && firstErr == nil {
+			firstErr = fmt.Errorf("libvirt: read network %s: %w", other, err)
+		}
+		_ = n.Free()
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sortTaken(out)
+	return out, nil
+}
+
+// appendTaken adds the addresses of want that network n (named name) has.
+func appendTaken(out []TakenVF, n *libvirt.Network, name string, want map[string]bool) ([]TakenVF, error) {
+	seen := map[string]bool{}
+	for _, flags := range []libvirt.NetworkXMLFlags{0, libvirt.NETWORK_XML_INACTIVE} {
+		doc, err := n.GetXMLDesc(flags)
+		if err != nil {
+			return out, lvErr(err)
+		}
+		v, _, err := parseNetView(doc)
+		if err != nil {
+			return out, err
+		}
+		for _, a := range v.pcis {
+			if want[a] && !seen[a] {
+				seen[a] = true
+				out = append(out, TakenVF{PCI: a, Network: name})
+			}
+		}
+	}
+	return out, nil
 }
 
 // PlanNetwork says, without a write, what EnsureNetwork(s) would do now,

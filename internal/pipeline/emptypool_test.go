@@ -12,6 +12,7 @@ import (
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/libvirtx/virttest"
 )
 
 // nsimKernel is the devlink and link side of a netdevsim device with two
@@ -85,6 +86,7 @@ func TestPreflightRefusesAPoolWithoutVFs(t *testing.T) {
 		}
 		return g
 	}
+	virt := virttest.Start(t) // preflight reads libvirt's networks for a pool
 	for _, tc := range []struct {
 		name    string
 		hostVFs []int
@@ -102,7 +104,7 @@ func TestPreflightRefusesAPoolWithoutVFs(t *testing.T) {
 				t.Fatalf("the config is valid as a file: %v", err)
 			}
 			f := nsimFS(t)
-			e := New(cfg, host.New(nsimKernel{}, f, "", ""), nil)
+			e := New(cfg, host.New(nsimKernel{}, f, "", virt.URI()), nil)
 			_, err := e.Preflight(context.Background())
 			var he HostErrors
 			switch {

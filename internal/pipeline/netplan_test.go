@@ -24,10 +24,41 @@ type netPlanBed struct {
 	c *libvirtx.Conn
 }
 
+// netPlanVFs are the VFs a row of TestNetworkPlanIsWhatApplyDoes writes:
+// each row has its own bus (onBus), as libvirt refuses no address another
+// network has, and the plan does.
 var netPlanVFs = []string{"0000:71:00.2", "0000:71:00.3", "0000:71:00.4", "0000:71:00.5"}
 
+const netPlanRows = 32
+
+// onBus moves the text of a row's addresses (0000:71:...) to row i's bus.
+func onBus(text string, i int) string {
+	return strings.ReplaceAll(text, "0000:71:", fmt.Sprintf("0000:%02x:", 0x71+i))
+}
+
+// rowSpec is s (the addresses of netPlanVFs) for the row whose network is
+// name ("plan<i>").
+func rowSpec(s libvirtx.NetworkSpec, name string) libvirtx.NetworkSpec {
+	var i int
+	if _, err := fmt.Sscanf(name, "plan%d", &i); err != nil {
+		panic("row network " + name)
+	}
+	s.Name = name
+	s.PCIs = slices.Clone(s.PCIs)
+	for j, a := range s.PCIs {
+		s.PCIs[j] = onBus(a, i)
+	}
+	return s
+}
+
 func newNetPlanBed(t *testing.T) *netPlanBed {
-	d := virttest.Start(t, virttest.FakeVFs(netPlanVFs...), virttest.CaptureHooks("network"))
+	var vfs []string
+	for i := range netPlanRows {
+		for _, a := range netPlanVFs {
+			vfs = append(vfs, onBus(a, i))
+		}
+	}
+	d := virttest.Start(t, virttest.FakeVFs(vfs...), virttest.CaptureHooks("network"))
 	cfg := &config.Config{}
 	cfg.ApplyDefaults()
 	h := host.New(nil, nil, "", d.URI())
@@ -185,7 +216,7 @@ func TestNetworkPlanIsWhatApplyDoes(t *testing.T) {
 	pgA10 := libvirtx.NetworkPortgroup{Name: "a", VLAN: 10}                // not the default
 	pgA11 := libvirtx.NetworkPortgroup{Name: "a", Default: true, VLAN: 11} // other metadata
 	made := func(s libvirtx.NetworkSpec) func(*testing.T, string) {
-		return func(t *testing.T, n string) { s.Name = n; b.ensure(t, s) }
+		return func(t *testing.T, n string) { b.ensure(t, rowSpec(s, n)) }
 	}
 	withPort := func(s libvirtx.NetworkSpec) func(*testing.T, string) {
 		return func(t *testing.T, n string) { made(s)(t, n); b.port(t, n, "vm1", 1) }
@@ -255,7 +286,20 @@ func TestNetworkPlanIsWhatApplyDoes(t *testing.T) {
 			})
 		}, restart), base, "refused", []string{"exists and is not vflag's"}},
 		{"another group's", made(libvirtx.NetworkSpec{Owner: "other", PCIs: pool}), base, "refused", []string{`belongs to vflag group "other", not "g"`}},
+		// libvirt takes it, and hands the VF out from both networks.
+		{"a VF in another network's pool", then(made(base), func(t *testing.T, n string) {
+			f := filepath.Join(t.TempDir(), "other.xml")
+			bus := rowSpec(base, n).PCIs[1][5:7] // the pool's second VF, 0000:BB:00.3
+			doc := fmt.Sprintf("<network><name>other-%s</name><forward mode='hostdev' managed='yes'><address type='pci' domain='0x0000' bus='0x%s' slot='0x00' function='0x3'/></forward></network>", n, bus)
+			if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b.virsh(t, "net-define", f)
+		}), base, "refused", []string{"refusing libvirt network", "VF 0000:71:00.3 is already in the pool of libvirt network other-plan"}},
 		{"vflag's metadata without an owner", then(made(base), redefine(` owner="g"`, ` owner=""`), restart), base, "refused", nil},
+	}
+	if len(tests) > netPlanRows {
+		t.Fatalf("%d rows, %d buses of fake VFs", len(tests), netPlanRows)
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -264,8 +308,7 @@ func TestNetworkPlanIsWhatApplyDoes(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, name)
 			}
-			spec := tc.want
-			spec.Name = name
+			spec := rowSpec(tc.want, name)
 			// The step's check (what plan shows, whether up applies it) and
 			// libvirtx's plan, which it shows.
 			ch, checkErr := networkKind{}.step(b.e, spec).Check(context.Background())
@@ -281,6 +324,7 @@ func TestNetworkPlanIsWhatApplyDoes(t *testing.T) {
 				t.Errorf("the step's check: needed %v (%q); the plan: %s", ch.Needed, ch.Summary, verdict)
 			}
 			for _, w := range tc.says {
+				w = onBus(w, i)
 				if !strings.Contains(ch.Summary+fmt.Sprint(checkErr), w) {
 					t.Errorf("the step's check says %q (%v), want %q in it", ch.Summary, checkErr, w)
 				}

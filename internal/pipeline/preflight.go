@@ -9,6 +9,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
 )
@@ -40,10 +41,8 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	for gi := range e.cfg.Groups {
 		g, ds := e.preflightGroup(gi, errs.add)
 		needOVS = needOVS || g.Switchdev()
-		if len(g.Attachments) > 0 {
-			needVirt = true
-			domains = append(domains, ds...)
-		}
+		needVirt = needVirt || len(g.Attachments) > 0 || g.Network != nil
+		domains = append(domains, ds...)
 		out = append(out, g)
 	}
 	if len(errs) > 0 {
@@ -72,7 +71,12 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	}()
 	var virtErrs HostErrors
 	if needVirt {
-		e.preflightDomains(domains, virtErrs.add)
+		if c, err := e.h.Virt(); err != nil {
+			virtErrs.add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+		} else {
+			e.preflightDomains(c, domains, virtErrs.add)
+			e.preflightPools(c, out, virtErrs.add)
+		}
 	}
 	if err := <-ovsErr; err != nil {
 		errs.add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
@@ -194,24 +198,18 @@ func (e *Env) checkBondFree(g Group, cg *config.Group, p string, add func(string
 // attachment's domain: an attachment to a domain libvirt does not know
 // would fail at its step, after the eswitch, bond and bridge were built,
 // so it is refused now (plan fails where up would).
-func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string, ...any)) {
-	c, err := e.h.Virt()
-	if err != nil {
-		add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+func (e *Env) preflightDomains(c *libvirtx.Conn, domains []domainRef, add func(string, any, string, ...any)) {
+	// One read of each domain serves this check, the plan pass's
+	// attachments and verify, until vflag writes a domain
+	// (libvirtx.Conn.Prefetch; the caller holds vflag's lock).
+	names := make([]string, 0, len(domains))
+	for _, d := range domains {
+		names = append(names, d.name)
 	}
-	if c != nil {
-		// One read of each domain serves this check, the plan pass's
-		// attachments and verify, until vflag writes a domain
-		// (libvirtx.Conn.Prefetch; the caller holds vflag's lock).
-		names := make([]string, 0, len(domains))
-		for _, d := range domains {
-			names = append(names, d.name)
-		}
-		c.Prefetch(names...)
-	}
+	c.Prefetch(names...)
 	checked := map[string]bool{}
 	for _, d := range domains {
-		if c == nil || checked[d.name] {
+		if checked[d.name] {
 			continue
 		}
 		checked[d.name] = true
@@ -221,6 +219,42 @@ func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string
 			add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
 		case !exists:
 			add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
+		}
+	}
+}
+
+// preflightPools refuses a VF pool's VF that another libvirt network's
+// pool has too (libvirtx.TakenVFs: libvirt would take it and hand it out
+// from both), for the VFs that exist now; the ones up is still to make
+// the network step's plan refuses alike, before it writes the network.
+func (e *Env) preflightPools(c *libvirtx.Conn, gs []Group, add func(string, any, string, ...any)) {
+	for gi, g := range gs {
+		if g.Network == nil {
+			continue
+		}
+		var pcis []string
+		keys := map[string]VFKey{}
+		for _, k := range g.Pool() {
+			a, ok, err := e.VFAddr(g, k)
+			if err != nil {
+				add(fmt.Sprintf("groups[%d].network", gi), g.NetworkName(), "VF %s: %v", k, err)
+				continue
+			}
+			if ok {
+				pcis = append(pcis, string(a))
+				keys[string(a)] = k
+			}
+		}
+		if len(pcis) == 0 {
+			continue
+		}
+		taken, err := c.TakenVFs(g.NetworkName(), pcis)
+		if err != nil {
+			add("libvirt", e.h.Libvirt, "cannot read its networks' VF pools: %v", err)
+			return
+		}
+		for _, t := range taken {
+			add(fmt.Sprintf("groups[%d].network", gi), g.NetworkName(), "VF %s (%s) %s", keys[t.PCI], t.PCI, t.Why())
 		}
 	}
 }
