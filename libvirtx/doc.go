@@ -72,9 +72,12 @@
 // and one <address type='pci'> per VF. A domain's <interface type='network'>
 // with <source network= portgroup=> gets a free VF from it when it starts:
 // libvirt allocates a network port (<plug type='hostdev-pci'>) and runs the
-// network hook. NetworkXML builds the definition, EnsureNetwork defines,
-// starts and autostarts it, Network reads it with its ports, RemoveNetwork
-// stops and undefines it, ParseNetworkHook reads the hook's standard input.
+// network hook. NetworkXML builds the definition; PlanNetwork says what
+// EnsureNetwork would do to libvirt's network (NetworkPlan: define, start,
+// restart, live portgroup update, autostart, or why it refuses) and
+// EnsureNetwork makes that same plan and carries it out; Network reads it
+// with its ports, RemoveNetwork stops and undefines it, ParseNetworkHook
+// reads the hook's standard input.
 //
 // vflag's claim is the network's metadata, in MetadataNamespace like the
 // domains' claims:
@@ -104,6 +107,15 @@
 //     until a domain starts with its port. So EnsureNetwork needs the VFs
 //     when it (re)defines, not when it only starts. virttest.FakeVFs
 //     provides such addresses (a physfn link, nothing else) for tests.
+//   - A pool without an address is taken: a hostdev network with a bare
+//     <forward mode='hostdev' managed='yes'/> defines and starts, and every
+//     port asked of it fails ("network '...' requires exclusive access to
+//     interfaces, but none are available"), so every domain start on it.
+//   - An address already in another network's pool is taken too: two
+//     networks define and start with the same VF, and each hands it out
+//     (seen: a port of each on 0000:61:00.2), to two domains. So the plan
+//     refuses a VF another network's pool has (TakenVFs), and preflight
+//     refuses it where the VF exists before up.
 //   - A redefinition needs the network's UUID: a definition without one is a
 //     new network, refused for a name in use ("already exists with uuid").
 //     Defining a running network changes its persistent definition only.

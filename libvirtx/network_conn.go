@@ -24,14 +24,6 @@ func (c *Conn) lookupNetwork(name string) (*libvirt.Network, error) {
 	return n, lvErr(err)
 }
 
-// netSnapshot is one read of a network.
-type netSnapshot struct {
-	active, persistent, autostart bool
-	live                          netView // the definition in effect
-	cfg                           *netView
-	ports                         []NetworkPort
-}
-
 func readNetwork(n *libvirt.Network) (netSnapshot, error) {
 	var s netSnapshot
 	var err error
@@ -118,16 +110,6 @@ func parsePort(doc string) (NetworkPort, error) {
 	return portOf(x), nil
 }
 
-func (s netSnapshot) owned() (bool, string) {
-	if s.live.meta != nil {
-		return true, s.live.meta.Owner
-	}
-	if s.cfg != nil && s.cfg.meta != nil {
-		return true, s.cfg.meta.Owner
-	}
-	return false, ""
-}
-
 // Network reads a network: both definitions and, when it is active, its
 // ports. A missing network is not an error: Exists is false.
 func (c *Conn) Network(name string) (NetworkState, error) {
@@ -162,14 +144,6 @@ func stateOf(name string, s netSnapshot) NetworkState {
 	return st
 }
 
-func describePorts(ps []NetworkPort) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = fmt.Sprintf("%s (%s)", p.Domain, p.PCI)
-	}
-	return strings.Join(parts, ", ")
-}
-
 func portDomains(ps []NetworkPort) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -183,64 +157,141 @@ func portDomains(ps []NetworkPort) []string {
 	return out
 }
 
+// readPlan reads libvirt's network of ns's name (n nil: there is none)
+// and the pools of the others, and makes the plan.
+func (c *Conn) readPlan(ns NetworkSpec, want netView) (*libvirt.Network, netSnapshot, NetworkPlan, error) {
+	taken, err := c.TakenVFs(ns.Name, ns.PCIs)
+	if err != nil {
+		return nil, netSnapshot{}, NetworkPlan{}, err
+	}
+	n, err := c.lookupNetwork(ns.Name)
+	if isNoNetwork(err) {
+		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want, taken), nil
+	}
+	if err != nil {
+		return nil, netSnapshot{}, NetworkPlan{}, err
+	}
+	snap, err := readNetwork(n)
+	if isNoNetwork(err) { // undefined meanwhile
+		_ = n.Free()
+		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want, taken), nil
+	}
+	if err != nil {
+		_ = n.Free()
+		return nil, snap, NetworkPlan{}, err
+	}
+	return n, snap, makeNetworkPlan(&snap, ns, want, taken), nil
+}
+
+// TakenVFs lists which of pcis the pool of a libvirt network other than
+// name has (in its running or its persistent definition), sorted by
+// address: libvirt takes such an address (see doc.go, "VF pools").
+func (c *Conn) TakenVFs(name string, pcis []string) ([]TakenVF, error) {
+	if c == nil || c.c == nil {
+		return nil, errors.New("connection is closed")
+	}
+	want := map[string]bool{}
+	for _, p := range pcis {
+		a, err := parsePCI(p)
+		if err != nil {
+			return nil, err
+		}
+		want[a] = true
+	}
+	nets, err := c.c.ListAllNetworks(0)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt: list networks: %w", lvErr(err))
+	}
+	var out []TakenVF
+	var firstErr error
+	for i := range nets {
+		n := &nets[i]
+		other, err := n.GetName()
+		if err == nil && other != name {
+			out, err = appendTaken(out, n, other, want)
+		}
+		if err != nil && !isNoNetwork(err) && firstErr == nil {
+			firstErr = fmt.Errorf("libvirt: read network %s: %w", other, err)
+		}
+		_ = n.Free()
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	sortTaken(out)
+	return out, nil
+}
+
+// appendTaken adds the addresses of want that network n (named name) has.
+func appendTaken(out []TakenVF, n *libvirt.Network, name string, want map[string]bool) ([]TakenVF, error) {
+	seen := map[string]bool{}
+	for _, flags := range []libvirt.NetworkXMLFlags{0, libvirt.NETWORK_XML_INACTIVE} {
+		doc, err := n.GetXMLDesc(flags)
+		if err != nil {
+			return out, lvErr(err)
+		}
+		v, _, err := parseNetView(doc)
+		if err != nil {
+			return out, err
+		}
+		for _, a := range v.pcis {
+			if want[a] && !seen[a] {
+				seen[a] = true
+				out = append(out, TakenVF{PCI: a, Network: name})
+			}
+		}
+	}
+	return out, nil
+}
+
+// PlanNetwork says, without a write, what EnsureNetwork(s) would do now,
+// or why it would refuse (NetworkPlan.Refused).
+func (c *Conn) PlanNetwork(s NetworkSpec) (NetworkPlan, error) {
+	ns, _, want, err := wantedNetwork(s)
+	if err != nil {
+		return NetworkPlan{}, err
+	}
+	n, _, p, err := c.readPlan(ns, want)
+	if err != nil {
+		return p, fmt.Errorf("libvirt: read network %s: %w", ns.Name, err)
+	}
+	if n != nil {
+		_ = n.Free()
+	}
+	return p, nil
+}
+
 // EnsureNetwork makes the network of s exist, persistent, active and
-// autostarted, with the definition NetworkXML(s). It reports whether it
-// changed anything. It refuses a network of that name without vflag's
-// metadata (foreign) or with another owner.
-//
-// On an active network, portgroup changes are applied live
-// (virNetworkUpdate, VIR_NETWORK_SECTION_PORTGROUP) when no port is
-// allocated; a changed pool or metadata restarts the network (destroy,
-// start) when no port is allocated. With ports allocated, EnsureNetwork
-// changes nothing and returns an error when the live definition differs
-// (see doc.go, "VF pools"); a persistent definition alone is redefined.
+// autostarted, with the definition NetworkXML(s): it carries out the plan
+// PlanNetwork makes (define, start, restart, live portgroup update,
+// autostart) and returns its refusal (a network that is not vflag's or is
+// another group's; a change of the running definition while ports are
+// allocated) with nothing changed. It reports whether it changed anything.
 func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) {
 	ns, def, want, err := wantedNetwork(s)
 	if err != nil {
 		return false, err
 	}
-	doc, err := def.Marshal()
-	if err != nil {
-		return false, fmt.Errorf("network %s: %w", ns.Name, err)
-	}
 	op := "libvirt: ensure network " + ns.Name
-
-	n, err := c.lookupNetwork(ns.Name)
-	if isNoNetwork(err) {
+	n, snap, plan, err := c.readPlan(ns, want)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if plan.Refused != nil {
+		if n != nil {
+			_ = n.Free()
+		}
+		return false, plan.Refused
+	}
+	if n == nil {
+		doc, err := def.Marshal()
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
 		return c.createNetwork(op, ns.Name, doc)
 	}
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", op, err)
-	}
 	defer func() { _ = n.Free() }()
-	snap, err := readNetwork(n)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", op, err)
-	}
-	owned, owner := snap.owned()
-	if !owned {
-		return false, fmt.Errorf("%s: a libvirt network of that name exists without vflag's metadata (not vflag's); refusing to change it", op)
-	}
-	if owner != ns.Owner {
-		return false, fmt.Errorf("%s: the network belongs to vflag group %q, not %q; refusing to change it", op, owner, ns.Owner)
-	}
-	plan := planNetwork(snap.live, snap.cfg, snap.active, snap.autostart, want)
-	if plan.Define {
-		// libvirt redefines a network by its UUID; a definition without
-		// one is a new network, refused for a name in use.
-		if def.UUID, err = n.GetUUIDString(); err != nil {
-			return false, fmt.Errorf("%s: %w", op, lvErr(err))
-		}
-		if doc, err = def.Marshal(); err != nil {
-			return false, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if snap.active && len(snap.ports) > 0 {
-		if err := refuseLiveChange(plan, snap, want); err != nil {
-			return false, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	return c.applyNetworkPlan(n, op, plan, doc, snap.live, ns)
+	return c.applyNetworkPlan(n, op, plan, def, snap.live, ns)
 }
 
 // createNetwork defines the network doc (none of that name exists),
@@ -263,32 +314,23 @@ func (c *Conn) createNetwork(op, name, doc string) (bool, error) {
 	return true, nil
 }
 
-// refuseLiveChange is the error for a change of the running network's
-// definition while ports are allocated (nil when the plan changes none).
-func refuseLiveChange(plan NetworkPlan, snap netSnapshot, want netView) error {
-	if !plan.Restart() && !plan.LivePortgroups {
-		return nil
-	}
-	var what []string
-	if plan.LivePool {
-		what = append(what, fmt.Sprintf("VF pool %v -> %v (libvirt cannot change a running hostdev network's <address> pool)", snap.live.pcis, want.pcis))
-	}
-	if plan.LiveMeta {
-		what = append(what, "vflag metadata (libvirt 9.0 has no live network metadata update)")
-	}
-	if plan.LivePortgroups {
-		what = append(what, "portgroups (a live update resets libvirt's VF usage counts of the pool)")
-	}
-	return fmt.Errorf("cannot change the running network's %s while %d port(s) are allocated: %s; stop or detach them first",
-		strings.Join(what, "; "), len(snap.ports), describePorts(snap.ports))
-}
-
 // applyNetworkPlan makes the changes plan lists on the existing network n:
-// define doc, start it or (running) restart it or update its portgroups
-// live from those of live to those of ns, and turn its autostart on.
-func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan, doc string, live netView, ns NetworkSpec) (bool, error) {
+// define def (with n's UUID: libvirt redefines a network by it, and a
+// definition without one is a new network, refused for a name in use),
+// start it or (running) restart it or update its portgroups live from
+// those of live to those of ns, and turn its autostart on.
+func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan, def libvirtxml.Network, live netView, ns NetworkSpec) (bool, error) {
 	changed := false
 	if plan.Define {
+		uuid, err := n.GetUUIDString()
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", op, lvErr(err))
+		}
+		def.UUID = uuid
+		doc, err := def.Marshal()
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
 		if err := c.defineNetwork(doc); err != nil {
 			return false, fmt.Errorf("%s: %w", op, err)
 		}
@@ -300,7 +342,7 @@ func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan,
 			return changed, fmt.Errorf("%s: start: %w", op, err)
 		}
 		changed = true
-	case plan.Restart():
+	case plan.Restart:
 		if err := lvErr(n.Destroy()); err != nil {
 			return changed, fmt.Errorf("%s: stop for a restart: %w", op, err)
 		}
@@ -308,7 +350,7 @@ func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan,
 			return true, fmt.Errorf("%s: start again: %w", op, err)
 		}
 		changed = true
-	case plan.LivePortgroups:
+	case plan.UpdatePortgroups:
 		if err := updatePortgroups(n, live, ns); err != nil {
 			return changed, fmt.Errorf("%s: %w", op, err)
 		}
@@ -409,7 +451,7 @@ func (c *Conn) RemoveNetwork(name string) (bool, error) {
 	}
 	if len(snap.ports) > 0 {
 		return false, fmt.Errorf("%s: %d port(s) allocated to domains %s: %s; refusing to remove it",
-			op, len(snap.ports), strings.Join(portDomains(snap.ports), ", "), describePorts(snap.ports))
+			op, len(snap.ports), strings.Join(portDomains(snap.ports), ", "), PortHolders(snap.ports))
 	}
 	if snap.active {
 		if err := lvErr(n.Destroy()); err != nil && !isNoNetwork(err) {

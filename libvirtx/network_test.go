@@ -148,6 +148,7 @@ var fakeVFs = []string{
 	"0000:62:00.2", "0000:62:00.3",
 	"0000:63:00.2", "0000:63:00.3",
 	"0000:64:00.2", "0000:64:00.3",
+	"0000:65:00.2", "0000:65:00.3", "0000:65:00.4", "0000:65:00.5",
 }
 
 func newNetEnv(t *testing.T) *netEnv {
@@ -193,15 +194,9 @@ func hexName(s string) string {
 
 func (e *netEnv) hookOps(t *testing.T, network string) []string {
 	t.Helper()
-	calls, err := e.d.HookCalls("network")
+	ops, err := e.d.HookOps("network", network)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ops []string
-	for _, c := range calls {
-		if len(c.Args) >= 3 && c.Args[0] == network {
-			ops = append(ops, c.Args[1]+" "+c.Args[2])
-		}
 	}
 	return ops
 }
@@ -353,7 +348,7 @@ func TestNetworks(t *testing.T) {
 		t.Parallel()
 		s := libvirtx.NetworkSpec{
 			Name: "vflag-ports", Owner: "ports",
-			PCIs:       []string{"0000:61:00.2", "0000:61:00.3", "0000:61:00.4"},
+			PCIs:       []string{"0000:65:00.2", "0000:65:00.3", "0000:65:00.4"},
 			Portgroups: []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100, LibvirtVLAN: true}, {Name: "tenant-b"}},
 		}
 		if _, err := e.c.EnsureNetwork(s); err != nil {
@@ -366,8 +361,8 @@ func TestNetworks(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantPorts := []libvirtx.NetworkPort{
-			{UUID: "aaaaaaaa-bbbb-cccc-dddd-000000000001", Domain: "vm1", PCI: "0000:61:00.2", Portgroup: "tenant-a", MAC: "52:54:00:00:00:01"},
-			{UUID: "aaaaaaaa-bbbb-cccc-dddd-000000000002", Domain: "vm2", PCI: "0000:61:00.3", Portgroup: "", MAC: "52:54:00:00:00:02"},
+			{UUID: "aaaaaaaa-bbbb-cccc-dddd-000000000001", Domain: "vm1", PCI: "0000:65:00.2", Portgroup: "tenant-a", MAC: "52:54:00:00:00:01"},
+			{UUID: "aaaaaaaa-bbbb-cccc-dddd-000000000002", Domain: "vm2", PCI: "0000:65:00.3", Portgroup: "", MAC: "52:54:00:00:00:02"},
 		}
 		if diff := cmp.Diff(wantPorts, st.Ports); diff != "" {
 			t.Fatalf("ports (-want +got):\n%s", diff)
@@ -386,14 +381,14 @@ func TestNetworks(t *testing.T) {
 		}
 		before := e.netXML(t, s.Name, true)
 		pool := s
-		pool.PCIs = []string{"0000:61:00.2", "0000:61:00.3", "0000:61:00.5"}
+		pool.PCIs = []string{"0000:65:00.2", "0000:65:00.3", "0000:65:00.5"}
 		_, err = e.c.EnsureNetwork(pool)
-		mustContain(t, err, "VF pool", "2 port(s) are allocated", "vm1 (0000:61:00.2)", "vm2 (0000:61:00.3)")
+		mustContain(t, err, "VF pool", "while domains hold its VFs", "domain vm1 on 0000:65:00.2", "domain vm2 on 0000:65:00.3")
 		pg := s
 		// libvirt's portgroups only (the same VLANs in the metadata).
 		pg.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100}, {Name: "tenant-b"}}
 		_, err = e.c.EnsureNetwork(pg)
-		mustContain(t, err, "portgroups", "resets libvirt's VF usage counts", "port(s) are allocated")
+		mustContain(t, err, "portgroups", "resets libvirt's VF usage counts", "while domains hold its VFs")
 		if strings.Contains(err.Error(), "metadata") {
 			t.Errorf("a portgroup change reported as a metadata change: %v", err)
 		}
@@ -401,7 +396,7 @@ func TestNetworks(t *testing.T) {
 		meta := s
 		meta.Portgroups = []libvirtx.NetworkPortgroup{{Name: "tenant-a", Default: true, VLAN: 100, LibvirtVLAN: true}, {Name: "tenant-b", VLAN: 7}}
 		_, err = e.c.EnsureNetwork(meta)
-		mustContain(t, err, "vflag metadata", "port(s) are allocated")
+		mustContain(t, err, "vflag metadata", "while domains hold its VFs")
 		if strings.Contains(err.Error(), "portgroups") {
 			t.Errorf("a metadata change reported as a portgroup change: %v", err)
 		}

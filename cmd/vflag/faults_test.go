@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +94,7 @@ func TestResumeAfterKill(t *testing.T) {
 	ref := newBed(t, d, "")
 	ref.initSim()
 	ref.upJSON(2)
-	converged := stripNames(ref.dump())
+	converged := canonical(ref.dump())
 	ref.mustVflag(0, "down")
 
 	for k := 1; k < len(ids); k++ {
@@ -113,7 +111,7 @@ func TestResumeAfterKill(t *testing.T) {
 					if rep.Error != "" {
 						t.Fatalf("resume: %s", rep.Error)
 					}
-					if got := stripNames(b.dump()); got != converged {
+					if got := canonical(b.dump()); got != converged {
 						t.Fatalf("resumed host differs from an uninterrupted up:\n%s", testbed.DiffText(converged, got))
 					}
 					b.upJSON(0) // converged: no change
@@ -125,44 +123,6 @@ func TestResumeAfterKill(t *testing.T) {
 			}
 		})
 	}
-}
-
-var (
-	repLineRE = regexp.MustCompile(`^\s+(eth\d+) rep (pf\d+vf\d+) of (\S+)`)
-	ethRE     = regexp.MustCompile(`\beth\d+\b`)
-	macRE     = regexp.MustCompile(`mac=[0-9a-f:]{17}`)
-)
-
-// stripNames makes dumps of two beds comparable: the kernel names
-// representors eth<N> in creation order, which differs between runs that
-// switch both PFs in parallel, so each is renamed after its phys_port_name
-// and PF (and its random MAC masked); temp paths are dropped.
-func stripNames(s string) string {
-	lines := strings.Split(s, "\n")
-	canon := map[string]string{}
-	for _, l := range lines {
-		if m := repLineRE.FindStringSubmatch(l); m != nil {
-			canon[m[1]] = "rep[" + m[3] + "/" + m[2] + "]"
-		}
-	}
-	var keep []string
-	for _, l := range lines {
-		if strings.Contains(l, "/tmp/") {
-			continue
-		}
-		if repLineRE.MatchString(l) {
-			l = macRE.ReplaceAllString(l, "mac=<random>")
-		}
-		l = ethRE.ReplaceAllStringFunc(l, func(n string) string {
-			if c, ok := canon[n]; ok {
-				return c
-			}
-			return n
-		})
-		keep = append(keep, l)
-	}
-	sort.Strings(keep) // renamed lines change their sorted place
-	return strings.Join(keep, "\n")
 }
 
 func (b *bed) journalEntries() []json.RawMessage {

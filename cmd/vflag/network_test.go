@@ -152,6 +152,18 @@ func TestNetworkPool(t *testing.T) {
 	}
 }
 
+// defineNetwork defines a network of someone else's (virsh net-define).
+func defineNetwork(t *testing.T, b *bed, doc string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "net.xml")
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := b.virt.Virsh("net-define", f); err != nil {
+		t.Fatalf("net-define: %v\n%s", err, out)
+	}
+}
+
 // A network of the same name that is not vflag's is refused before any
 // write, and left as it was.
 func TestNetworkForeignRefused(t *testing.T) {
@@ -159,14 +171,7 @@ func TestNetworkForeignRefused(t *testing.T) {
 	b := newBed(t, d, networkConfig(t, poolNetwork))
 	b.initSim()
 	base := b.dump()
-	foreign := "<network><name>vflag-lag0</name><forward mode='hostdev' managed='yes'><address type='pci' domain='0x0000' bus='0x61' slot='0x02' function='0x7'/></forward></network>"
-	xmlPath := filepath.Join(t.TempDir(), "foreign.xml")
-	if err := os.WriteFile(xmlPath, []byte(foreign), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := b.virt.Virsh("net-define", xmlPath); err != nil {
-		t.Fatalf("net-define: %v\n%s", err, out)
-	}
+	defineNetwork(t, b, "<network><name>vflag-lag0</name><forward mode='hostdev' managed='yes'><address type='pci' domain='0x0000' bus='0x61' slot='0x02' function='0x7'/></forward></network>")
 	defer func() { _, _ = b.virt.Virsh("net-undefine", "vflag-lag0") }()
 	before, _ := netPool(t, b, "vflag-lag0")
 	_, errs, code := b.vflag("up")
@@ -364,5 +369,47 @@ func TestNetworkHookPortVLAN(t *testing.T) {
 	if _, err := b.virt.Virsh("net-port-delete", "vflag-lag0", uuid); err != nil {
 		t.Fatal(err)
 	}
+	b.mustVflag(0, "down")
+}
+
+// A pool VF that another libvirt network's pool lists too: libvirt 9.0
+// takes both and hands the VF out from each. Where the VFs exist, up
+// refuses before any write, naming the VF and the other network (plan
+// says the same); where up makes them, the network step refuses before the
+// network is defined, and the run is rolled back.
+func TestNetworkPoolVFInAnotherNetwork(t *testing.T) {
+	d := poolDaemons(t)
+	b := newBed(t, d, exampleConfig)
+	b.initSim()
+	defineNetwork(t, b, "<network><name>other</name><forward mode='hostdev' managed='yes'><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x3'/></forward></network>")
+	const why = "VF pf 0 vf 1 (0000:61:00.3) is already in the pool of libvirt network other"
+
+	// From a clean host: refused at the network step, before it writes.
+	b.point(networkConfig(t, poolNetwork))
+	base := b.dump()
+	if _, errs, code := b.vflag("up"); code != 1 || !strings.Contains(errs, "0000:61:00.3 is already in the pool of libvirt network other") {
+		t.Fatalf("first up: exit %d, want 1 naming the VF and the other network:\n%s", code, errs)
+	}
+	if got := b.dump(); got != base {
+		t.Errorf("the refused first up left the host changed:\n%s", testbed.DiffText(base, got))
+	}
+	if xml, _ := netPool(t, b, "vflag-lag0"); xml != "" {
+		t.Errorf("the refused up defined the network:\n%s", xml)
+	}
+
+	// VFs made (up without the pool), then the pool: refused by preflight.
+	b.point(exampleConfig)
+	b.upJSON(2)
+	b.point(networkConfig(t, poolNetwork))
+	host := b.dump()
+	for _, cmd := range []string{"plan", "up"} {
+		if _, errs, code := b.vflag(cmd); code != 1 || !strings.Contains(errs, "groups[0].network: \"vflag-lag0\" "+why) {
+			t.Errorf("%s: exit %d, want 1 with preflight naming the VF:\n%s", cmd, code, errs)
+		}
+	}
+	if got := b.dump(); got != host {
+		t.Errorf("the refused up changed the host:\n%s", testbed.DiffText(host, got))
+	}
+	b.point(exampleConfig)
 	b.mustVflag(0, "down")
 }

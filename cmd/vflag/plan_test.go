@@ -78,7 +78,7 @@ func TestPlanMatchesUp(t *testing.T) {
 	if err != nil || len(files) < 3 {
 		t.Fatalf("examples: %v %v", files, err)
 	}
-	d := startDaemons(t)
+	d := poolDaemons(t) // an example may have a VF pool (vflag-simhost.yaml)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			raw, err := os.ReadFile(f)

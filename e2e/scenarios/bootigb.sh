@@ -29,26 +29,8 @@ PFDIR=$(pci_by_id 8086:10c9 | head -n 1)
 PCI=$(basename "$PFDIR")
 pf_netdev() { ls "$PFDIR/net" 2>/dev/null | head -n 1; }
 
-domain() { # domain NAME [VF-PCI MAC]
-	local iface=
-	if [ -n "${2:-}" ]; then
-		local d=${2%%:*} rest=${2#*:}
-		local b=${rest%%:*} sf=${rest#*:}
-		iface="<interface type='hostdev' managed='yes'><mac address='$3'/><source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source></interface>"
-	fi
-	cat >"/root/$1.xml" <<EOF2
-<domain type='qemu'>
-  <name>$1</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    $iface
-  </devices>
-</domain>
-EOF2
-	virsh define "/root/$1.xml" && virsh autostart "$1"
+domain() { # domain NAME [VF-PCI MAC]: defined and autostarted
+	define_domain "$1" "${2:+$(hostdev_iface "$2" "$3")}" && virsh autostart "$1"
 }
 
 if [ "$BOOT" = 1 ]; then

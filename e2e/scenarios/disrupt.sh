@@ -25,18 +25,7 @@
 igb_pf || exit 1
 libvirt_start || exit 1
 for d in vm1 vm2; do
-	cat >/root/$d.xml <<EOF
-<domain type='qemu'>
-  <name>$d</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-  </devices>
-</domain>
-EOF
-	virsh define /root/$d.xml
+	define_domain $d
 done
 MAC0=52:54:00:0b:00:00
 MAC1=52:54:00:0b:00:01

@@ -92,26 +92,8 @@ expect h_vf1_host_driver igbvf driver_of "$VF1"
 VF1_MAC=$(vf_mac 1)
 
 # domain NAME [PCI MAC]: a domain, with PCI as <interface type='hostdev'>.
-domain() {
-	local iface=
-	if [ -n "${2:-}" ]; then
-		local d=${2%%:*} rest=${2#*:}
-		local b=${rest%%:*} sf=${rest#*:}
-		iface="<interface type='hostdev' managed='yes'><mac address='$3'/><source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source></interface>"
-	fi
-	cat >"/root/$1.xml" <<EOF
-<domain type='qemu'>
-  <name>$1</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    $iface
-  </devices>
-</domain>
-EOF
-	virsh define "/root/$1.xml" >/dev/null
+domain() { # domain NAME [VF-PCI MAC]
+	define_domain "$1" "${2:+$(hostdev_iface "$2" "$3")}"
 }
 domain vm1 "$VF0" $MAC1
 domain vm2
@@ -200,20 +182,7 @@ check h_release_after_refusal after_refusal
 step "a transient domain named '..' takes VF 0; its destroy leaves the host's VF-LAG"
 # transient NAME PCI MAC: virsh create of a domain with PCI as a hostdev interface.
 transient() {
-	local d=${2%%:*} rest=${2#*:}
-	local b=${rest%%:*} sf=${rest#*:}
-	cat >/root/transient.xml <<EOF
-<domain type='qemu'>
-  <name>$1</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <interface type='hostdev' managed='yes'><mac address='$3'/><source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source></interface>
-  </devices>
-</domain>
-EOF
+	domain_xml "$1" "$(hostdev_iface "$2" "$3")" >/root/transient.xml
 	virsh create /root/transient.xml
 }
 # host_sig: what the domain's hook must not change: the host's journal, the

@@ -193,6 +193,37 @@ libvirt_start() {
 	echo "libvirtd $(virsh -c qemu:///system version --daemon | sed -n 's/^Running against daemon: //p') up"
 }
 
+# domain_xml NAME [DEVICE-XML]: a domain of 64 MiB and one vCPU for nested
+# TCG (type qemu: no /dev/kvm in the guest), DEVICE-XML in its <devices>.
+domain_xml() {
+	cat <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    ${2:-}
+  </devices>
+</domain>
+EOF
+}
+
+# hostdev_iface PCI MAC: the <interface type='hostdev' managed='yes'> of the
+# VF at PCI (dddd:bb:ss.f) with MAC.
+hostdev_iface() {
+	local d=${1%%:*} rest=${1#*:}
+	local b=${rest%%:*} sf=${rest#*:}
+	echo "<interface type='hostdev' managed='yes'><mac address='$2'/><source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source></interface>"
+}
+
+# define_domain NAME [DEVICE-XML]: writes /root/NAME.xml (domain_xml) and
+# defines it (persistent, shut off).
+define_domain() {
+	domain_xml "$@" >"/root/$1.xml" && virsh define "/root/$1.xml" >/dev/null
+}
+
 # again: a second `V up` (the scenario's vflag wrapper) changes nothing:
 # exit 0 with --detailed-exit-codes.
 again() {

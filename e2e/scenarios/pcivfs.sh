@@ -35,18 +35,7 @@ cat >"/tmp/qemu-hook-$1-$2-$3.xml"
 EOF
 chmod 755 /etc/libvirt/hooks/qemu
 libvirt_start || exit 1
-cat >/root/vm1.xml <<'EOF'
-<domain type='qemu'>
-  <name>vm1</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-  </devices>
-</domain>
-EOF
-virsh define /root/vm1.xml
+define_domain vm1
 cat >/root/vflag.yaml <<EOF
 libvirt: qemu:///system
 groups:
@@ -209,22 +198,7 @@ groups:
 EOF
 PV() { "$VFLAG" --config /root/pool.yaml --state-dir /root/state-pool "$@"; }
 netdom() { # netdom NAME MAC [PORTGROUP]
-	cat >"/root/$1.xml" <<EOF
-<domain type='qemu'>
-  <name>$1</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
-  <devices>
-    <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <interface type='network'>
-      <mac address='$2'/>
-      <source network='vflag-igb0'${3:+ portgroup='$3'}/>
-    </interface>
-  </devices>
-</domain>
-EOF
-	virsh define "/root/$1.xml" >/dev/null
+	define_domain "$1" "<interface type='network'><mac address='$2'/><source network='vflag-igb0'${3:+ portgroup='$3'}/></interface>"
 }
 netdom vmA 52:54:00:0c:00:0a t200
 netdom vmB 52:54:00:0c:00:0b

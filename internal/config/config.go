@@ -771,6 +771,9 @@ func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool
 			add(vp, fmt.Sprintf("pf %d vf %d", v.PF, v.VF), "is not free for the pool: %s takes it", by)
 		}
 	}
+	// A pool left with VFs only on a PF that has none of its own (one
+	// device for both ports, as netdevsim) is refused by preflight, which
+	// knows the devices (pipeline.EmptyPool).
 	if len(n.VFs) == 0 && pfsOK && numvfsOK && len(g.PoolVFs()) == 0 {
 		add(np+".vfs", "", "the pool would be empty: every VF goes to the host (vfs[].driver) or an attachment")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/sriov"
 )
 
 // NetworkOptions is one run of the network hook (`vflag hook network`,
@@ -192,28 +193,20 @@ func setPortVLAN(ctx context.Context, h *host.Host, grp *config.Group, port libv
 	return want, rep, true, nil
 }
 
-// poolVF finds the VF of g at pci (its key) and its representor.
+// poolVF finds the VF of g at pci (its key) and its representor, as the
+// qemu hook finds a domain's VF (vfAt).
 func poolVF(h *host.Host, g pipeline.Group, pci string) (pipeline.VFKey, string, error) {
-	for _, i := range g.Owners {
-		pf := g.PFs[i]
-		vfs, err := h.PCI.VFs(pf.Dev)
-		if err != nil {
-			return pipeline.VFKey{}, "", err
-		}
-		for _, v := range vfs {
-			if string(v.Addr) != pci {
-				continue
-			}
-			reps, err := eswitch.RepresentorsOf(h.Kernel, h.FS, pf, v.Index+1)
-			if err != nil {
-				return pipeline.VFKey{}, "", err
-			}
-			rep, ok := reps[v.Index]
-			if !ok {
-				return pipeline.VFKey{}, "", fmt.Errorf("VF %d of %s has no representor", v.Index, pf.Netdev)
-			}
-			return pipeline.VFKey{PF: i, VF: v.Index}, rep, nil
-		}
+	owners := make([]eswitch.PF, len(g.Owners))
+	for j, i := range g.Owners {
+		owners[j] = g.PFs[i]
 	}
-	return pipeline.VFKey{}, "", fmt.Errorf("VF %s is not a VF of group %s's PFs", pci, g.Name)
+	at, ok := vfAt(h, sriov.Addr(pci), owners)
+	if !ok {
+		return pipeline.VFKey{}, "", fmt.Errorf("VF %s is not a VF of group %s's PFs", pci, g.Name)
+	}
+	rep, err := representorOf(h, owners[at.pf], at.vf)
+	if err != nil {
+		return pipeline.VFKey{}, "", err
+	}
+	return pipeline.VFKey{PF: g.Owners[at.pf], VF: at.vf}, rep, nil
 }

@@ -2,7 +2,6 @@ package hook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -182,13 +181,9 @@ func (p *preparer) representorUp(m managedVF) (string, error) {
 	if mode := p.modeOf(m.PF); mode != eswitch.ModeSwitchdev {
 		return "", fmt.Errorf("eswitch of %s is %s, not switchdev", m.PF.Netdev, report.OrDash(mode))
 	}
-	reps, err := eswitch.RepresentorsOf(k, p.h.FS, m.PF, m.VF+1)
+	rep, err := representorOf(p.h, m.PF, m.VF)
 	if err != nil {
 		return "", err
-	}
-	rep, ok := reps[m.VF]
-	if !ok {
-		return "", errors.New("no representor")
 	}
 	rl, err := k.Link(rep)
 	if err != nil {

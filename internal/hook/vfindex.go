@@ -7,6 +7,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/sriov"
@@ -130,54 +131,101 @@ func (p *preparer) managed(pci string) (managedVF, bool) {
 }
 
 func (p *preparer) find(a sriov.Addr) (managedVF, bool) {
-	if canon, err := sriov.ParseAddr(string(a)); err != nil || canon != a {
-		return managedVF{}, false // never a virtfn link's target
+	cfgPFs := make([]eswitch.PF, len(p.cfgPFs))
+	for i, c := range p.cfgPFs {
+		cfgPFs[i] = c.pf
 	}
-	target, err := p.h.FS.Readlink(path.Join(a.Dir(), "physfn"))
-	if err != nil {
-		return managedVF{}, false // not a VF (or gone)
+	at, ok := vfAt(p.h, a, cfgPFs)
+	switch {
+	case ok:
+		return managedVF{Addr: a, PF: cfgPFs[at.pf], VF: at.vf, Group: p.cfgPFs[at.pf].group}, true
+	case at.pfAddr == "" || at.pf >= 0:
+		return managedVF{}, false // not a VF, or one of a config group's PFs that is not there
 	}
-	pfAddr, err := sriov.ParseAddr(path.Base(target))
-	if err != nil {
-		return managedVF{}, false
-	}
-	dev := sriov.PCIDevice(pfAddr)
-	for i := len(p.cfgPFs) - 1; i >= 0; i-- {
-		c := p.cfgPFs[i]
-		if c.pf.Dev != dev {
-			continue
-		}
-		if idx, ok := p.vfIndex(c.pf, pfAddr, a); ok {
-			return managedVF{Addr: a, PF: c.pf, VF: idx, Group: c.group}, true
-		}
-		return managedVF{}, false
-	}
+	dev := sriov.PCIDevice(at.pfAddr)
 	for _, d := range p.journalPFs {
 		if d != dev {
 			continue
 		}
-		pf, err := eswitch.ResolvePF(p.h.Kernel, p.h.FS, string(pfAddr))
+		pf, err := eswitch.ResolvePF(p.h.Kernel, p.h.FS, string(at.pfAddr))
 		if err != nil || pf.Dev != dev {
 			continue
 		}
-		if idx, ok := p.vfIndex(pf, pfAddr, a); ok {
+		if idx, ok := vfIndex(p.h, pf, at.pfAddr, a); ok {
 			return managedVF{Addr: a, PF: pf, VF: idx, Bridges: p.bridges}, true
 		}
 	}
 	return managedVF{}, false
 }
 
+// vfPlace is where vfAt looked for a PCI address: its PF's address (""
+// when it is not a VF), the index in the PFs given of the last one on that
+// PF's device (-1 none), and its VF index there (-1 none).
+type vfPlace struct {
+	pfAddr sriov.Addr
+	pf, vf int
+}
+
+// vfAt finds the VF at PCI address a among the VFs of pfs: the one way both
+// hooks turn a device (the qemu hook's domain interface, the network hook's
+// port) into a PF and VF index. The device's physfn link names its PF; the
+// last of pfs on that PF's device is the one (a later group wins over an
+// earlier one), and only that PF's VF index is read (vfIndex), instead of
+// listing every VF of every PF. ok tells that it was found.
+func vfAt(h *host.Host, a sriov.Addr, pfs []eswitch.PF) (vfPlace, bool) {
+	at := vfPlace{pf: -1, vf: -1}
+	if canon, err := sriov.ParseAddr(string(a)); err != nil || canon != a {
+		return at, false // never a virtfn link's target
+	}
+	target, err := h.FS.Readlink(path.Join(a.Dir(), "physfn"))
+	if err != nil {
+		return at, false // not a VF (or gone)
+	}
+	pfAddr, err := sriov.ParseAddr(path.Base(target))
+	if err != nil {
+		return at, false
+	}
+	at.pfAddr = pfAddr
+	dev := sriov.PCIDevice(pfAddr)
+	for i := len(pfs) - 1; i >= 0; i-- {
+		if pfs[i].Dev != dev {
+			continue
+		}
+		at.pf = i
+		if idx, ok := vfIndex(h, pfs[i], pfAddr, a); ok {
+			at.vf = idx
+			return at, true
+		}
+		return at, false
+	}
+	return at, false
+}
+
+// representorOf is the representor of VF vf of pf, found by devlink port
+// first, phys_port_name second (eswitch.RepresentorsOf).
+func representorOf(h *host.Host, pf eswitch.PF, vf int) (string, error) {
+	reps, err := eswitch.RepresentorsOf(h.Kernel, h.FS, pf, vf+1)
+	if err != nil {
+		return "", err
+	}
+	rep, ok := reps[vf]
+	if !ok {
+		return "", fmt.Errorf("VF %d of %s has no representor", vf, pf.Netdev)
+	}
+	return rep, nil
+}
+
 // vfIndex is the index of VF a of the PF: its virtfn<i> link points to a.
 // The index is computed from the PF's sriov_offset and sriov_stride (the
 // kernel's routing ID rule) and checked against that one link; where that
 // fails, the PF's VFs are listed.
-func (p *preparer) vfIndex(pf eswitch.PF, pfAddr, a sriov.Addr) (int, bool) {
-	if i, ok := p.ridIndex(pfAddr, a); ok {
-		if got, ok, err := p.h.PCI.VF(pf.Dev, i); err == nil && ok && got == a {
+func vfIndex(h *host.Host, pf eswitch.PF, pfAddr, a sriov.Addr) (int, bool) {
+	if i, ok := ridIndex(h.FS, pfAddr, a); ok {
+		if got, ok, err := h.PCI.VF(pf.Dev, i); err == nil && ok && got == a {
 			return i, true
 		}
 	}
-	vfs, err := p.h.PCI.VFs(pf.Dev)
+	vfs, err := h.PCI.VFs(pf.Dev)
 	if err != nil {
 		return 0, false
 	}
@@ -190,9 +238,9 @@ func (p *preparer) vfIndex(pf eswitch.PF, pfAddr, a sriov.Addr) (int, bool) {
 }
 
 // ridIndex computes i from rid(vf) = rid(pf) + offset + i*stride.
-func (p *preparer) ridIndex(pfAddr, a sriov.Addr) (int, bool) {
+func ridIndex(f sysfs.FS, pfAddr, a sriov.Addr) (int, bool) {
 	readInt := func(file string) (int, bool) {
-		s, err := sysfs.ReadString(p.h.FS, path.Join(pfAddr.Dir(), file))
+		s, err := sysfs.ReadString(f, path.Join(pfAddr.Dir(), file))
 		if err != nil {
 			return 0, false
 		}

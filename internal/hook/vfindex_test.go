@@ -13,6 +13,7 @@ import (
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -39,14 +40,9 @@ func (r *recordFS) Readlink(p string) (string, error) {
 	return r.FS.Readlink(p)
 }
 
-// TestPrepareReadsOnlyItsVF: prepare finds the domain's VF through its
-// physfn link and the one virtfn link of its index, without listing the
-// VFs of the group's PFs.
-func TestPrepareReadsOnlyItsVF(t *testing.T) {
-	b := newBed(t)
-	rec := &recordFS{}
-	o := b.opts("prepare", "begin")
-	o.Host = func(*config.Config) (*host.Host, error) {
+// recordedHost opens the bed's host with its sysfs reads recorded in rec.
+func (b *bed) recordedHost(rec *recordFS) func(*config.Config) (*host.Host, error) {
+	return func(*config.Config) (*host.Host, error) {
 		h, err := host.Open(host.Options{SimDir: b.simDir, SimSpec: b.cfg.Sim, OVSDB: b.cfg.OVSDB, Libvirt: b.cfg.Libvirt})
 		if err != nil {
 			return nil, err
@@ -55,22 +51,39 @@ func TestPrepareReadsOnlyItsVF(t *testing.T) {
 		h.FS, h.PCI.FS = rec, rec
 		return h, nil
 	}
+}
+
+// listed are the reads that list the VFs of the bed's PFs: a read of a PF's
+// directory, or of a virtfn link of ens1f0np0 (0000:61:00.0) other than
+// the one given.
+func listed(reads []string, virtfn string) []string {
+	var bad []string
+	for _, r := range reads {
+		for _, pf := range []string{"0000:61:00.0", "0000:61:00.1"} {
+			dir := "/sys/bus/pci/devices/" + pf
+			if r == "readdir "+dir || strings.HasPrefix(r, "readlink "+dir+"/virtfn") && r != "readlink /sys/bus/pci/devices/0000:61:00.0/"+virtfn {
+				bad = append(bad, r)
+			}
+		}
+	}
+	return bad
+}
+
+// TestPrepareReadsOnlyItsVF: prepare finds the domain's VF through its
+// physfn link and the one virtfn link of its index, without listing the
+// VFs of the group's PFs.
+func TestPrepareReadsOnlyItsVF(t *testing.T) {
+	b := newBed(t)
+	rec := &recordFS{}
+	o := b.opts("prepare", "begin")
+	o.Host = b.recordedHost(rec)
 	if err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.vfMAC(); got != domMAC {
 		t.Fatalf("VF MAC after prepare = %s, want %s", got, domMAC)
 	}
-	var bad []string
-	for _, r := range rec.reads {
-		for _, pf := range []string{"0000:61:00.0", "0000:61:00.1"} {
-			dir := "/sys/bus/pci/devices/" + pf
-			if r == "readdir "+dir || strings.HasPrefix(r, "readlink "+dir+"/virtfn") && r != "readlink "+dir+"/virtfn1" {
-				bad = append(bad, r)
-			}
-		}
-	}
-	if len(bad) > 0 || !slices.Contains(rec.reads, "readlink /sys/bus/pci/devices/0000:61:00.3/physfn") {
+	if bad := listed(rec.reads, "virtfn1"); len(bad) > 0 || !slices.Contains(rec.reads, "readlink /sys/bus/pci/devices/0000:61:00.3/physfn") {
 		t.Fatalf("prepare listed VFs (%q); reads: %q", bad, rec.reads)
 	}
 	if err := Run(context.Background(), b.opts("release", "end")); err != nil {
@@ -117,11 +130,56 @@ func TestVFIndex(t *testing.T) {
 				}
 			}
 			f := sysfs.Dir(root)
-			p := &preparer{h: &host.Host{FS: f, PCI: sriov.Host{FS: f}}}
-			got, ok := p.vfIndex(eswitch.PF{Dev: sriov.PCIDevice(pf)}, pf, tc.vf)
+			got, ok := vfIndex(&host.Host{FS: f, PCI: sriov.Host{FS: f}}, eswitch.PF{Dev: sriov.PCIDevice(pf)}, pf, tc.vf)
 			if got != tc.want || ok != tc.ok {
 				t.Fatalf("vfIndex(%s) = %d, %v; want %d, %v", tc.vf, got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestNetworkHookReadsOnlyItsVF: the network hook finds a port's VF as the
+// qemu hook finds a domain's (vfAt): through its physfn link and the one
+// virtfn link of its index, without listing the VFs of the group's PFs; and
+// it puts the portgroup's VLAN on the VF's representor port.
+func TestNetworkHookReadsOnlyItsVF(t *testing.T) {
+	b := newBed(t)
+	cfg := *b.cfg
+	cfg.Groups = slices.Clone(cfg.Groups)
+	cfg.Groups[0].Network = &config.Network{Portgroups: []config.Portgroup{{Name: "t", VLAN: 300, Default: true}}}
+	// VF 0 of ens1f0np0 (its representor's port is on the bridge) in a
+	// port of the group's pool, as libvirt hands it to the hook.
+	net, err := libvirtx.NetworkXML(libvirtx.NetworkSpec{Name: cfg.Groups[0].NetworkName(), Owner: "lag0", PCIs: []string{"0000:61:00.2"},
+		Portgroups: []libvirtx.NetworkPortgroup{{Name: "t", VLAN: 300, Default: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := "<hookData>" + net + `<networkport><uuid>aaaaaaaa-0000-0000-0000-000000000001</uuid>
+  <owner><name>vm-a</name><uuid>11111111-2222-3333-4444-555555555555</uuid></owner>
+  <mac address='52:54:00:aa:00:01'/><group>t</group>
+  <plug type='hostdev-pci' managed='yes'><address domain='0x0000' bus='0x61' slot='0x00' function='0x2'/></plug>
+</networkport></hookData>`
+	rec := &recordFS{}
+	o := NetworkOptions{Network: cfg.Groups[0].NetworkName(), Op: "port-created", SubOp: "begin", XML: strings.NewReader(data),
+		Config: func() (*config.Config, error) { return &cfg, nil },
+		Host:   b.recordedHost(rec)}
+	if err := RunNetwork(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if bad := listed(rec.reads, "virtfn0"); len(bad) > 0 || !slices.Contains(rec.reads, "readlink /sys/bus/pci/devices/0000:61:00.2/physfn") {
+		t.Fatalf("the network hook listed VFs (%q); reads: %q", bad, rec.reads)
+	}
+	h := b.host()
+	defer h.Close()
+	pf, err := eswitch.ResolvePF(h.Kernel, h.FS, "ens1f0np0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := eswitch.Representors(h.Kernel, h.FS, pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag := strings.TrimSpace(b.srv.MustVsctl("get", "Port", reps[0], "tag")); tag != "300" {
+		t.Errorf("representor %s's port tag after port-created = %s, want the portgroup's 300", reps[0], tag)
 	}
 }

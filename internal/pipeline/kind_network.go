@@ -3,9 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/teardown"
@@ -79,101 +77,12 @@ func NetworkSpec(g Group, pcis map[VFKey]string) (spec libvirtx.NetworkSpec, mis
 	return spec, missing
 }
 
-// networkDiff says how st differs from spec (nothing when it does not), as
-// libvirtx.PlanNetwork, the comparison EnsureNetwork makes, finds it; and
-// which of the pool's VFs leaving it a port holds (pci -> domain).
-func networkDiff(st libvirtx.NetworkState, spec libvirtx.NetworkSpec) (diff []string, held map[string]string, err error) {
-	p, err := libvirtx.PlanNetwork(st, spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	if p.DefinedPool || st.Active && p.LivePool {
-		if len(p.PoolAdd) > 0 {
-			diff = append(diff, fmt.Sprintf("pool + %s", strings.Join(p.PoolAdd, " ")))
-		}
-		if len(p.PoolDel) > 0 {
-			diff = append(diff, fmt.Sprintf("pool - %s", strings.Join(p.PoolDel, " ")))
-		}
-		if len(p.PoolAdd) == 0 && len(p.PoolDel) == 0 {
-			diff = append(diff, "pool definition out of date")
-		}
-	}
-	want := map[string]bool{}
-	for _, p := range spec.PCIs {
-		want[p] = true
-	}
-	held = map[string]string{}
-	for _, port := range st.Ports {
-		if !want[port.PCI] {
-			held[port.PCI] = port.Domain
-		}
-	}
-	if p.LivePortgroups || p.LiveMeta {
-		diff = append(diff, "portgroups "+portgroupsString(st.Portgroups)+" -> "+portgroupsString(spec.Portgroups))
-	}
-	if p.Start {
-		diff = append(diff, "start")
-	}
-	if p.Autostart {
-		diff = append(diff, "autostart on")
-	}
-	return diff, held, nil
-}
+// portHolders lists each port's domain and VF (libvirtx.PortHolders).
+func portHolders(ps []libvirtx.NetworkPort) string { return libvirtx.PortHolders(ps) }
 
-// liveChanges are the differences that touch the running definition (all
-// but turning autostart on).
-func liveChanges(diff []string) []string {
-	var out []string
-	for _, d := range diff {
-		if d != "autostart on" && d != "start" {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// portHolders lists each port's domain and VF.
-func portHolders(ps []libvirtx.NetworkPort) string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, fmt.Sprintf("domain %s on %s", p.Domain, p.PCI))
-	}
-	return strings.Join(out, ", ")
-}
-
-func portgroupString(p libvirtx.NetworkPortgroup) string {
-	s := p.Name
-	if p.Default {
-		s += "(default)"
-	}
-	if p.VLANMode != "" {
-		s += " " + p.VLANMode
-	}
-	if p.VLAN != 0 {
-		s += fmt.Sprintf(" vlan %d", p.VLAN)
-	}
-	if len(p.Trunks) > 0 {
-		s += fmt.Sprintf(" trunks %v", p.Trunks)
-	}
-	if p.LibvirtVLAN && p.VLAN != 0 {
-		// libvirt's own <vlan>, which it sets on the VF through the PF
-		// (legacy); a group changed to switchdev must lose it.
-		s += " (libvirt <vlan>)"
-	}
-	return s
-}
-
-func portgroupsString(pgs []libvirtx.NetworkPortgroup) string {
-	if len(pgs) == 0 {
-		return "none"
-	}
-	var out []string
-	for _, p := range pgs {
-		out = append(out, portgroupString(p))
-	}
-	return "[" + strings.Join(out, ", ") + "]"
-}
-
+// step keeps the network: its check shows libvirtx's plan of it (what
+// EnsureNetwork would do, or why it refuses), its apply is EnsureNetwork,
+// which makes that plan again and carries it out.
 func (k networkKind) step(e *Env, spec libvirtx.NetworkSpec) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(spec.Name),
@@ -182,47 +91,19 @@ func (k networkKind) step(e *Env, spec libvirtx.NetworkSpec) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			st, err := c.Network(spec.Name)
+			p, err := c.PlanNetwork(spec)
 			if err != nil {
 				return teardown.Change{}, fmt.Errorf("libvirt network %s: %w", spec.Name, err)
 			}
+			if p.Refused != nil {
+				return teardown.Change{}, p.Refused
+			}
 			rec := networkRecord{URI: e.h.Libvirt, Name: spec.Name, Owner: spec.Owner}
-			if !st.Exists {
-				return teardown.Change{Needed: true,
-					Summary: fmt.Sprintf("libvirt network %s: define a hostdev pool of %d VF(s), portgroups %s; start, autostart", spec.Name, len(spec.PCIs), portgroupsString(spec.Portgroups)),
-					Revert:  fmt.Sprintf("libvirt network %s: destroy, undefine", spec.Name),
-					Record:  rec}, nil
-			}
-			if !st.Owned {
-				return teardown.Change{}, fmt.Errorf("libvirt network %s exists and is not vflag's (no vflag metadata): refusing to change it; give the group's network another name", spec.Name)
-			}
-			if st.Owner != "" && st.Owner != spec.Owner {
-				return teardown.Change{}, fmt.Errorf("libvirt network %s is vflag's network of group %s, not of %s", spec.Name, st.Owner, spec.Owner)
-			}
-			diff, held, err := networkDiff(st, spec)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			if len(held) > 0 {
-				var msgs []string
-				for _, p := range slices.Sorted(maps.Keys(held)) {
-					msgs = append(msgs, fmt.Sprintf("VF %s is held by domain %s", p, held[p]))
-				}
-				return teardown.Change{}, fmt.Errorf("refusing to take VFs from libvirt network %s: %s; shut the domain down first", spec.Name, strings.Join(msgs, "; "))
-			}
-			if live := liveChanges(diff); st.Active && len(st.Ports) > 0 && len(live) > 0 {
-				// libvirt 9.0 changes a running hostdev network's pool or
-				// metadata only by a restart, which drops its ports while the
-				// domains keep their VFs, and a live portgroup update loses
-				// the pool's usage counts (libvirtx doc.go, "VF pools").
-				return teardown.Change{}, fmt.Errorf("refusing to change libvirt network %s (%s) while domains hold its VFs (%s): libvirt cannot change a running hostdev network without losing track of its ports; shut those domains down first",
-					spec.Name, strings.Join(live, ", "), portHolders(st.Ports))
-			}
-			if len(diff) == 0 {
-				return teardown.Change{Summary: fmt.Sprintf("libvirt network %s: %d VF(s), active, autostart", spec.Name, len(spec.PCIs)), Record: rec}, nil
+			if !p.Needed() {
+				return teardown.Change{Summary: fmt.Sprintf("libvirt network %s: %d VF(s), active, autostart", spec.Name, p.PoolSize), Record: rec}, nil
 			}
 			return teardown.Change{Needed: true,
-				Summary: fmt.Sprintf("libvirt network %s: %s", spec.Name, strings.Join(diff, ", ")),
+				Summary: fmt.Sprintf("libvirt network %s: %s", spec.Name, p),
 				Revert:  fmt.Sprintf("libvirt network %s: destroy, undefine", spec.Name),
 				Record:  rec}, nil
 		},

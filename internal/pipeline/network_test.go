@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
-	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 )
 
@@ -66,39 +64,5 @@ func TestGroupPool(t *testing.T) {
 	}
 	if p := PoollessVFs(g); len(p) != 1 || p[0].Field != "network.vfs[0]" {
 		t.Errorf("PoollessVFs = %+v, want network.vfs[0]", p)
-	}
-}
-
-// A group whose eswitch mode changed has the same portgroups but must move
-// their VLAN in or out of libvirt's <vlan> (switchdev: mlx5 refuses a VF
-// VLAN set through the PF): the network differs. A portgroup without a
-// VLAN has no <vlan> either way, and does not differ.
-func TestNetworkDiffLibvirtVLAN(t *testing.T) {
-	spec := libvirtx.NetworkSpec{Name: "n", Owner: "g", PCIs: []string{"0000:61:00.2"},
-		Portgroups: []libvirtx.NetworkPortgroup{{Name: "a", VLAN: 100, LibvirtVLAN: true}, {Name: "b", LibvirtVLAN: true}}}
-	st := libvirtx.NetworkState{Exists: true, Active: true, Autostart: true, Owned: true, Owner: "g", PCIs: spec.PCIs, ConfigPCIs: spec.PCIs,
-		Portgroups: []libvirtx.NetworkPortgroup{{Name: "a", VLAN: 100, LibvirtVLAN: true}, {Name: "b"}}}
-	if diff, _, err := networkDiff(st, spec); err != nil || len(diff) != 0 {
-		t.Errorf("same network: diff %q, %v", diff, err)
-	}
-	st.Portgroups[0].LibvirtVLAN = false // as a switchdev group left it
-	diff, _, err := networkDiff(st, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(diff) != 1 || !strings.Contains(diff[0], "(libvirt <vlan>)") {
-		t.Errorf("VLAN moved out of libvirt's <vlan>: diff %q, want the portgroups named", diff)
-	}
-}
-
-// The config's trunks in any order are the network's: libvirt's copy
-// (vflag's metadata) holds them sorted, as EnsureNetwork writes them.
-func TestNetworkDiffTrunkOrder(t *testing.T) {
-	spec := libvirtx.NetworkSpec{Name: "n", Owner: "g", PCIs: []string{"0000:61:00.2"},
-		Portgroups: []libvirtx.NetworkPortgroup{{Name: "t", VLANMode: "trunk", Trunks: []int{20, 10}}}}
-	st := libvirtx.NetworkState{Exists: true, Active: true, Autostart: true, Owned: true, Owner: "g", PCIs: spec.PCIs, ConfigPCIs: spec.PCIs,
-		Portgroups: []libvirtx.NetworkPortgroup{{Name: "t", VLANMode: "trunk", Trunks: []int{10, 20}}}}
-	if diff, _, err := networkDiff(st, spec); err != nil || len(diff) != 0 {
-		t.Errorf("same trunks in another order: diff %q, %v", diff, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/sriov"
 )
 
@@ -38,10 +39,8 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	for gi := range e.cfg.Groups {
 		g, ds := e.preflightGroup(gi, errs.add)
 		needOVS = needOVS || g.Switchdev()
-		if len(g.Attachments) > 0 {
-			needVirt = true
-			domains = append(domains, ds...)
-		}
+		needVirt = needVirt || len(g.Attachments) > 0 || g.Network != nil
+		domains = append(domains, ds...)
 		out = append(out, g)
 	}
 	if len(errs) > 0 {
@@ -70,7 +69,12 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	}()
 	var virtErrs HostErrors
 	if needVirt {
-		e.preflightDomains(domains, virtErrs.add)
+		if c, err := e.h.Virt(); err != nil {
+			virtErrs.add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+		} else {
+			e.preflightDomains(c, domains, virtErrs.add)
+			e.preflightPools(c, out, virtErrs.add)
+		}
 	}
 	if err := <-ovsErr; err != nil {
 		errs.add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
@@ -115,6 +119,9 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 	if len(g.PFs) == len(cg.PFs) {
 		for _, v := range PoollessVFs(g) {
 			add(fmt.Sprintf("%s.%s.pf", p, v.Field), v.PF, "%s", v.Why(g))
+		}
+		if why := EmptyPool(g); why != "" {
+			add(p+".network", g.NetworkName(), "%s", why)
 		}
 	}
 	var domains []domainRef
@@ -189,24 +196,18 @@ func (e *Env) checkBondFree(g Group, cg *config.Group, p string, add func(string
 // attachment's domain: an attachment to a domain libvirt does not know
 // would fail at its step, after the eswitch, bond and bridge were built,
 // so it is refused now (plan fails where up would).
-func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string, ...any)) {
-	c, err := e.h.Virt()
-	if err != nil {
-		add("libvirt", e.h.Libvirt, "is not reachable: %v", err)
+func (e *Env) preflightDomains(c *libvirtx.Conn, domains []domainRef, add func(string, any, string, ...any)) {
+	// One read of each domain serves this check, the plan pass's
+	// attachments and verify, until vflag writes a domain
+	// (libvirtx.Conn.Prefetch; the caller holds vflag's lock).
+	names := make([]string, 0, len(domains))
+	for _, d := range domains {
+		names = append(names, d.name)
 	}
-	if c != nil {
-		// One read of each domain serves this check, the plan pass's
-		// attachments and verify, until vflag writes a domain
-		// (libvirtx.Conn.Prefetch; the caller holds vflag's lock).
-		names := make([]string, 0, len(domains))
-		for _, d := range domains {
-			names = append(names, d.name)
-		}
-		c.Prefetch(names...)
-	}
+	c.Prefetch(names...)
 	checked := map[string]bool{}
 	for _, d := range domains {
-		if c == nil || checked[d.name] {
+		if checked[d.name] {
 			continue
 		}
 		checked[d.name] = true
@@ -216,6 +217,42 @@ func (e *Env) preflightDomains(domains []domainRef, add func(string, any, string
 			add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
 		case !exists:
 			add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
+		}
+	}
+}
+
+// preflightPools refuses a VF pool's VF that another libvirt network's
+// pool has too (libvirtx.TakenVFs: libvirt would take it and hand it out
+// from both), for the VFs that exist now; the ones up is still to make
+// the network step's plan refuses alike, before it writes the network.
+func (e *Env) preflightPools(c *libvirtx.Conn, gs []Group, add func(string, any, string, ...any)) {
+	for gi, g := range gs {
+		if g.Network == nil {
+			continue
+		}
+		var pcis []string
+		keys := map[string]VFKey{}
+		for _, k := range g.Pool() {
+			a, ok, err := e.VFAddr(g, k)
+			if err != nil {
+				add(fmt.Sprintf("groups[%d].network", gi), g.NetworkName(), "VF %s: %v", k, err)
+				continue
+			}
+			if ok {
+				pcis = append(pcis, string(a))
+				keys[string(a)] = k
+			}
+		}
+		if len(pcis) == 0 {
+			continue
+		}
+		taken, err := c.TakenVFs(g.NetworkName(), pcis)
+		if err != nil {
+			add("libvirt", e.h.Libvirt, "cannot read its networks' VF pools: %v", err)
+			return
+		}
+		for _, t := range taken {
+			add(fmt.Sprintf("groups[%d].network", gi), g.NetworkName(), "VF %s (%s) %s", keys[t.PCI], t.PCI, t.Why())
 		}
 	}
 }
@@ -233,8 +270,47 @@ type PoollessVF struct {
 
 // Why says what is wrong with it, for preflight and validate alike.
 func (p PoollessVF) Why(g Group) string {
-	return fmt.Sprintf("has no VFs of its own: %s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]; name the VF with pf: %d",
-		g.PFs[p.PF].Netdev, p.Owner, g.PFs[p.Owner].Netdev, g.PFs[p.PF].Dev, p.Owner, p.Owner)
+	return fmt.Sprintf("has no VFs of its own: %s; name the VF with pf: %d", oneDevice(g, p.PF, p.Owner), p.Owner)
+}
+
+// oneDevice says that PF pf shares owner's device and VF pool.
+func oneDevice(g Group, pf, owner int) string {
+	return fmt.Sprintf("%s and pfs[%d] %s are one device (%s) with one VF pool, on pfs[%d]",
+		g.PFs[pf].Netdev, owner, g.PFs[owner].Netdev, g.PFs[pf].Dev, owner)
+}
+
+// EmptyPool says why the group's VF pool has no VF, for preflight and
+// validate alike: the pool the config leaves (every VF no vfs entry gives
+// to the host and no attachment takes) lies on PFs without VFs of their
+// own; "" when it has a VF. (A pool whose every VF is taken is the
+// config's error; a pool that names its VFs is PoollessVFs'.) libvirt 9.0
+// takes a hostdev network without an address: it defines and starts it,
+// and every port it is asked for fails.
+func EmptyPool(g Group) string {
+	if g.Network == nil || len(g.Network.VFs) > 0 || len(g.Pool()) > 0 || len(g.PFs) != len(g.Group.PFs) {
+		return ""
+	}
+	free := g.PoolVFs()
+	if len(free) == 0 {
+		return ""
+	}
+	ownerOf := map[sriov.Device]int{}
+	for _, i := range g.Owners {
+		ownerOf[g.PFs[i].Dev] = i
+	}
+	var where, owners []string
+	seen := map[int]bool{}
+	for _, r := range free {
+		if !seen[r.PF] {
+			seen[r.PF] = true
+			o := ownerOf[g.PFs[r.PF].Dev]
+			where = append(where, fmt.Sprintf("pfs[%d] %s, which has no VFs of its own (%s)", r.PF, g.PFs[r.PF].Netdev, oneDevice(g, r.PF, o)))
+			owners = append(owners, fmt.Sprintf("pfs[%d]", o))
+		}
+	}
+	return fmt.Sprintf("has no VF: its %d free VF(s) are on %s, and every VF of %s goes to the host (vfs[].driver) or an attachment; "+
+		"libvirt defines and starts a hostdev network without an address, and every domain start on it fails (\"network '%s' requires exclusive access to interfaces, but none are available\"): free a VF of %s, or drop the network",
+		len(free), strings.Join(where, "; "), strings.Join(owners, ", "), g.NetworkName(), strings.Join(owners, ", "))
 }
 
 // PoollessVFs lists the group's VF entries, then attachments, on a PF

@@ -232,21 +232,62 @@ func validate(in *Spec) (*Spec, error) {
 			}
 			used[a] = usedBy{pf: a, vf: -1}
 		}
-		for j, a := range addrs {
-			for k := 0; k < n.TotalVFs; k++ {
-				v, ok := vfBDF(a, offs[j], 1, k)
-				if !ok {
-					return nil, fmt.Errorf("%s.total_vfs: VF %d of PF %s would be past bus ff", where, k, a)
-				}
-				if other, dup := used[v]; dup {
-					return nil, fmt.Errorf("%s: VF %d of PF %s (%s) collides with %s", where, k, a, v, other)
-				}
-				used[v] = usedBy{pf: a, vf: k}
+		err := eachVF(addrs, offs, n.TotalVFs, func(j, k int, v bdf, ok bool) error {
+			a := addrs[j]
+			if !ok {
+				return fmt.Errorf("%s.total_vfs: VF %d of PF %s would be past bus ff", where, k, a)
 			}
+			if other, dup := used[v]; dup {
+				return fmt.Errorf("%s: VF %d of PF %s (%s) collides with %s", where, k, a, v, other)
+			}
+			used[v] = usedBy{pf: a, vf: k}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		s.NICs[i] = n
 	}
 	return &s, nil
+}
+
+// eachVF calls f with the address v of every VF k each PF j (at pfs[j],
+// sriov_offset offs[j], stride 1) can have, up to total; ok is false for
+// an address past bus ff. It stops at f's first error.
+func eachVF(pfs []bdf, offs []int, total int, f func(j, k int, v bdf, ok bool) error) error {
+	for j, a := range pfs {
+		for k := 0; k < total; k++ {
+			v, ok := vfBDF(a, offs[j], 1, k)
+			if err := f(j, k, v, ok); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// VFAddrs lists the PCI address of every VF the spec's NICs can have
+// (total_vfs of each PF, numbered as the simulated kernel numbers them).
+// A libvirtd that is to define a VF pool on the simulated host must see
+// them as SR-IOV VFs (virttest.FakeVFs; internal/tools/simhost).
+func (s *Spec) VFAddrs() ([]string, error) {
+	v, err := validate(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range v.NICs {
+		var addrs []bdf
+		for _, p := range n.PFs {
+			a, _ := parseBDF(p.PCI)
+			addrs = append(addrs, a)
+		}
+		_ = eachVF(addrs, vfOffsets(addrs, n.TotalVFs), n.TotalVFs, func(_, _ int, v bdf, _ bool) error {
+			out = append(out, v.String())
+			return nil
+		})
+	}
+	return out, nil
 }
 
 // usedBy is what takes a PCI address in validate: PF pf (vf < 0) or its VF

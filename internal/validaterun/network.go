@@ -26,6 +26,9 @@ func (r *run) networkChecks(ctx context.Context, gh pipeline.Group) []validate.C
 	fail := func(format string, args ...any) []validate.Check {
 		return []validate.Check{{Name: name, Verdict: validate.Fail, Detail: fmt.Sprintf(format, args...)}}
 	}
+	if why := pipeline.EmptyPool(gh); why != "" {
+		return fail("network %s %s", gh.NetworkName(), why)
+	}
 	pcis := map[pipeline.VFKey]string{}
 	for _, k := range gh.Pool() {
 		a, ok, err := r.pe.VFAddr(gh, k)

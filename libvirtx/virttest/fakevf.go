@@ -1,6 +1,7 @@
 package virttest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,7 +38,9 @@ func (d *Daemon) prepareFakeVFs(pcis []string) error {
 	if err != nil {
 		return err
 	}
+	real := map[string]bool{}
 	for _, e := range entries {
+		real[e.Name()] = true
 		target, err := filepath.EvalSymlinks(filepath.Join(pciDevicesDir, e.Name()))
 		if err != nil {
 			return err
@@ -51,10 +54,12 @@ func (d *Daemon) prepareFakeVFs(pcis []string) error {
 		if m == nil {
 			return fmt.Errorf("bad PCI address %q: want dddd:bb:ss.f, lower case", pci)
 		}
-		vf := filepath.Join(dir, pci)
-		if _, err := os.Lstat(vf); err == nil {
+		if real[pci] {
 			return fmt.Errorf("PCI address %s exists on this host", pci)
 		}
+		// The fake PF of a fake VF may be another fake VF's directory
+		// (0000:61:01.0 for 0000:61:01.3): any order of pcis works.
+		vf := filepath.Join(dir, pci)
 		pf := filepath.Join(dir, m[1]+".0")
 		if err := os.MkdirAll(pf, 0o755); err != nil {
 			return err
@@ -62,7 +67,7 @@ func (d *Daemon) prepareFakeVFs(pcis []string) error {
 		if err := os.MkdirAll(vf, 0o755); err != nil {
 			return err
 		}
-		if err := os.Symlink(pf, filepath.Join(vf, "physfn")); err != nil {
+		if err := os.Symlink(pf, filepath.Join(vf, "physfn")); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
 	}

@@ -105,3 +105,20 @@ func (d *Daemon) HookCalls(driver string) ([]HookCall, error) {
 	}
 	return out, nil
 }
+
+// HookOps are the operations a hook installed by CaptureHooks was called
+// with for one object (a network's or domain's name), oldest first:
+// "operation sub-operation" ("start begin", "stopped end").
+func (d *Daemon) HookOps(driver, object string) ([]string, error) {
+	calls, err := d.HookCalls(driver)
+	if err != nil {
+		return nil, err
+	}
+	var ops []string
+	for _, c := range calls {
+		if len(c.Args) >= 3 && c.Args[0] == object {
+			ops = append(ops, c.Args[1]+" "+c.Args[2])
+		}
+	}
+	return ops, nil
+}

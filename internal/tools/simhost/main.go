@@ -3,7 +3,8 @@
 // a private ovsdb-server + ovs-vswitchd in the network namespace the
 // config's sim.mirror_netns names (there vflag mirrors the simulated
 // netdevs, so ovs-vswitchd can open them), and a private libvirtd with
-// every domain the config's attachments name, defined and shut off.
+// every domain the config's attachments name, defined and shut off, which
+// sees the sim NICs' VF addresses as SR-IOV VFs (for VF pools).
 //
 //	make simhost CONFIG=my.yaml    # or: simhost -config my.yaml [-sim DIR] [-env FILE]
 //
@@ -72,6 +73,7 @@ type plan struct {
 	config  string   // absolute path
 	netns   string   // name under /run/netns
 	domains []string // sorted, unique
+	vfs     []string // every VF address the sim section's NICs can have
 }
 
 // check reads the config and says, for what the simulated host cannot run
@@ -124,10 +126,16 @@ func check(path string, hasOVSModule bool) (plan, error) {
 		}
 	}
 	slices.Sort(domains)
+	var vfs []string
+	if spec != nil {
+		if vfs, err = spec.VFAddrs(); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return plan{}, fmt.Errorf("config %s cannot run on the simulated host as written:\n  %s", path, strings.Join(problems, "\n  "))
 	}
-	return plan{config: abs, netns: netns, domains: domains}, nil
+	return plan{config: abs, netns: netns, domains: domains, vfs: vfs}, nil
 }
 
 func hasOVSModule() bool {
@@ -157,7 +165,10 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 
 	fmt.Fprintf(out, "simhost: starting ovsdb-server and ovs-vswitchd in network namespace %s (sim.mirror_netns), libvirtd\n", p.netns)
 	srv := ovstest.StartNetns(r, p.netns)
-	virt := virttest.Start(r)
+	// libvirt defines a VF pool (hostdev network) only on addresses it sees
+	// as SR-IOV VFs (/sys/bus/pci/devices/<pci>/physfn): the simulated VFs,
+	// as the tests give them to it.
+	virt := virttest.Start(r, virttest.FakeVFs(p.vfs...))
 	for _, d := range p.domains {
 		virt.DefineDomain(r, d)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -145,10 +146,14 @@ wait:
 	if err := shell(blocks[2], &term2).Run(); err != nil {
 		t.Fatalf("second terminal's block: %v\n%s\nfirst terminal:\n%s", err, term2.String(), term1.String())
 	}
-	for _, want := range []string{"vflag up: changed", "OK: ", "vflag down: undid"} {
+	// The example's VF pool: planned, made, active (virsh net-info).
+	for _, want := range []string{"vflag up: changed", "libvirt.network/vflag-lag0", "OK: ", "vflag down: undid"} {
 		if !strings.Contains(term2.String(), want) {
 			t.Errorf("second terminal's output lacks %q:\n%s", want, term2.String())
 		}
+	}
+	if !regexp.MustCompile(`(?m)^Active:\s+yes$`).MatchString(term2.String()) {
+		t.Errorf("second terminal's output shows no active VF pool network (virsh net-info):\n%s", term2.String())
 	}
 
 	// Ctrl-C in the first terminal.
