@@ -302,8 +302,10 @@ const (
 // (the kernel takes up to INT_MAX).
 const maxBondDelay = 60000
 
-// MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
-const MaxVFsLAG = 64
+// MaxVFsLAG bounds numvfs in a switchdev group: mlx5 refuses VF-LAG on a
+// PF whose firmware has more than 64 VFs (eswitch.LAGMaxTotalVFs), so no
+// PF in VF-LAG has more; preflight and doctor check sriov_totalvfs itself.
+const MaxVFsLAG = eswitch.LAGMaxTotalVFs
 
 // isDotName: "." and "..", which every name pattern with '.' lets through
 // and which leave their directory in any path.
@@ -557,7 +559,7 @@ func (v *validator) validateGroupBasics(g *Group, p string) groupCheck {
 	if !gc.numvfsOK {
 		v.add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
 	} else if gc.switchdev && g.NumVFs > MaxVFsLAG {
-		v.add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
+		v.add(p+".numvfs", g.NumVFs, "exceeds %d: a PF in VF-LAG has at most %d VFs (mlx5 needs its firmware's NUM_OF_VFS, the PF's sriov_totalvfs, at %d or less)", MaxVFsLAG, MaxVFsLAG, MaxVFsLAG)
 	}
 	if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
 		v.add(p+".mtu", g.MTU, "must be %d-%d (or 0 to leave the MTUs alone)", MinMTU, MaxMTU)

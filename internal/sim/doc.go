@@ -115,8 +115,12 @@
 //     individual port and the partner MAC reads zeros.
 //   - §5 mlx5 LAG. Eligible when both PFs of the NIC, and nothing else, are
 //     the slaves of one bond in active-backup, balance-xor or 802.3ad, both
-//     PFs are in switchdev and each has at most 64 VFs (DESIGN.md §2 step 0:
-//     the documented limit; the source has no such check). If a VF of the
+//     PFs are in switchdev and the NIC's firmware has at most 64 VFs per PF
+//     (sriov_totalvfs; numvfs plays no part): above, the LAG device is never
+//     ready, and the enslave that completes the bond logs the kernel's
+//     "Warning: mlx5_core: Can't activate LAG offload, PF is configured with
+//     more than 64 VFs." (an extack in the kernel, which ip link prints; a
+//     bond in another mode gets "... TX type isn't supported."). If a VF of the
 //     NIC is bound to a driver when it becomes eligible, activation fails
 //     ("Failed to activate VF LAG", "Make sure all VFs are unbound prior to
 //     VF LAG activation or deactivation" in dmesg) until the next

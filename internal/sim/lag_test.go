@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,8 +81,9 @@ func TestLAGEligibility(t *testing.T) {
 		{"one PF only", lagSetup{mode: "802.3ad", onlyP0: true}, 0, false, "", ""},
 		{"a representor too", lagSetup{mode: "802.3ad", extra: "rep"}, 0, false, "", ""},
 		{"a VF netdev too", lagSetup{mode: "802.3ad", extra: "vf"}, 0, false, "", ""},
-		{"64 VFs", lagSetup{mode: "802.3ad", numvfs: "64"}, 80, true, "hash", "1\n2\n"},
-		{"65 VFs", lagSetup{mode: "802.3ad", numvfs: "65"}, 80, false, "", ""},
+		{"sriov_totalvfs 64, 64 VFs", lagSetup{mode: "802.3ad", numvfs: "64"}, 64, true, "hash", "1\n2\n"},
+		{"sriov_totalvfs 65, 2 VFs", lagSetup{mode: "802.3ad"}, 65, false, "", ""},
+		{"sriov_totalvfs 127, no VFs", lagSetup{mode: "802.3ad", numvfs: "0"}, 127, false, "", ""},
 		{"VF bound at activation", lagSetup{mode: "802.3ad", boundVF: true}, 0, false, "", ""},
 	}
 	for _, tc := range tests {
@@ -189,16 +191,10 @@ func TestLAGDeactivation(t *testing.T) {
 			x.ok(x.h.SetMaster("p1", ""))
 		}},
 		{"delete the bond", func(x *th) { x.ok(x.h.DeleteLink("bond0")) }},
-		{"too many VFs", func(x *th) {
-			x.write("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", "0")
-			x.write("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", "70")
-		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := testSpec()
-			s.NICs[0].TotalVFs = 80
-			x := newTH(t, s)
+			x := newTH(t, testSpec())
 			x.setupLAG(lagSetup{mode: "balance-xor"})
 			x.settle()
 			if got := x.lagState(); got != "active" {
@@ -247,4 +243,48 @@ func TestSinglePFNICHasNoLAG(t *testing.T) {
 		t.Fatalf("debugfs of a 1-PF NIC: %v", got)
 	}
 	x.readErr("/sys/kernel/debug/mlx5/0000:03:00.0/lag/state", syscall.ENOENT)
+}
+
+// TestLAGNeedsFirmwareNumVFsAtMost64 is NVIDIA's VF-LAG test of Feature
+// #2101052 (Mellanox ovs-tests): the firmware's NUM_OF_VFS set to 65 (the
+// PFs' sriov_totalvfs), 2 VFs per PF, switchdev, an active-backup bond:
+// the second enslave warns "Can't activate LAG offload, PF is configured
+// with more than 64 VFs." and no VF LAG comes up. With NUM_OF_VFS 64 it
+// does, without the warning.
+func TestLAGNeedsFirmwareNumVFsAtMost64(t *testing.T) {
+	const warning = "Warning: mlx5_core: Can't activate LAG offload, PF is configured with more than 64 VFs."
+	for _, tc := range []struct {
+		total  int
+		active bool
+	}{{65, false}, {127, false}, {64, true}} {
+		t.Run(fmt.Sprint(tc.total), func(t *testing.T) {
+			s := testSpec()
+			s.NICs[0].TotalVFs = tc.total
+			x := newTH(t, s)
+			x.setupLAG(lagSetup{mode: "active-backup", onlyP0: true})
+			if strings.Contains(x.h.Dump(), warning) {
+				t.Fatalf("warned at the first enslave:\n%s", x.h.Dump())
+			}
+			x.ok(x.h.SetLinkUp("p1", false))
+			x.ok(x.h.SetMaster("p1", "bond0"))
+			x.ok(x.h.SetLinkUp("p1", true))
+			x.settle()
+			if got, want := x.lagState(), map[bool]string{true: "active", false: "disabled"}[tc.active]; got != want {
+				t.Fatalf("lag state %q, want %q", got, want)
+			}
+			if got := strings.Count(x.h.Dump(), warning); got != map[bool]int{true: 0, false: 1}[tc.active] {
+				t.Fatalf("the warning appears %d times:\n%s", got, x.h.Dump())
+			}
+		})
+	}
+}
+
+// TestEnslaveWarnsOfUnsupportedTXType: balance-rr is no LAG mode; the
+// enslave that completes the bond says so (mlx5_handle_changeupper_event).
+func TestEnslaveWarnsOfUnsupportedTXType(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.setupLAG(lagSetup{mode: "balance-rr"})
+	if d := x.h.Dump(); !strings.Contains(d, "Warning: mlx5_core: Can't activate LAG offload, TX type isn't supported.") {
+		t.Fatalf("no warning:\n%s", d)
+	}
 }

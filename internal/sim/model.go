@@ -594,6 +594,7 @@ func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
 	st.refreshBonds(now)
 	link := map[bool]string{true: "an up", false: "a down"}[st.operUp(s, now)]
 	st.log(now, "", "%s: (slave %s): Enslaving as %s interface with %s link", m.Name, s.Name, st.slaveRole(now, m, s, "an active", "a backup"), link)
+	st.lagEnslaveWarning(now, s.Name)
 	st.lagEvalFor(now, m.Name, s.Name)
 	return true, nil
 }
@@ -782,27 +783,72 @@ func (st *state) setVFRate(now int64, pfName string, vfi, minRate, maxRate int) 
 
 var lagBondModes = map[string]bool{"active-backup": true, "balance-xor": true, "802.3ad": true}
 
-// lagEligible tells whether the NIC's LAG may activate: both PFs, and
-// nothing else, are the slaves of one bond in a LAG-capable mode, both PFs
-// are in switchdev with at most 64 VFs each.
-func (st *state) lagEligible(nic *nicState) (string, bool) {
+// lagReady is mlx5_lag_is_ready (lag/lag.h): the NIC's LAG device has
+// both PFs. A PF whose firmware is configured with more than 64 VFs
+// (mstconfig NUM_OF_VFS, which the PF shows as sriov_totalvfs) leaves it
+// unready for good: lag/lag.c mlx5_handle_changeupper_event then answers
+// the enslave with "Can't activate LAG offload, PF is configured with more
+// than 64 VFs" and mlx5_do_bond never bonds. The source has no VF count
+// check of its own; the limit is NVIDIA's (Mellanox ovs-tests, Feature
+// #2101052: NUM_OF_VFS=65, 2 VFs, no VF LAG). numvfs plays no part.
+func (st *state) lagReady(nic *nicState) bool {
+	return len(nic.PFs) == 2 && nic.TotalVFs <= lagMaxVFs
+}
+
+// lagInLag is is_in_lag of mlx5_handle_changeupper_event: both PFs of the
+// NIC, and nothing else, are the slaves of one bond; it returns the bond.
+func (st *state) lagInLag(nic *nicState) *netdev {
 	if len(nic.PFs) != 2 {
-		return "", false
+		return nil
 	}
 	p0, p1 := st.Netdevs[nic.PFs[0].Netdev], st.Netdevs[nic.PFs[1].Netdev]
 	if p0.Master == "" || p0.Master != p1.Master {
-		return "", false
+		return nil
 	}
 	b := st.Netdevs[p0.Master]
-	if b == nil || b.Bond == nil || len(b.Bond.Slaves) != 2 || !lagBondModes[b.Bond.Mode] {
+	if b == nil || b.Bond == nil || len(b.Bond.Slaves) != 2 {
+		return nil
+	}
+	return b
+}
+
+// lagEligible tells whether the NIC's LAG may activate (mlx5_do_bond:
+// ready, is_bonded, mlx5_lag_check_prereq): the LAG device is ready, both
+// PFs and nothing else are the slaves of one bond in a LAG-capable mode
+// (tx_type activebackup or hash), both PFs are in switchdev.
+func (st *state) lagEligible(nic *nicState) (string, bool) {
+	b := st.lagInLag(nic)
+	if b == nil || !lagBondModes[b.Bond.Mode] || !st.lagReady(nic) {
 		return "", false
 	}
 	for _, pf := range nic.PFs {
-		if pf.Mode != eswitch.ModeSwitchdev || pf.NumVFs > lagMaxVFs {
+		if pf.Mode != eswitch.ModeSwitchdev {
 			return "", false
 		}
 	}
 	return b.Name, true
+}
+
+// lagEnslaveWarning is the extack mlx5_handle_changeupper_event sets on
+// an enslave that makes both PFs of a NIC, and nothing else, a bond's
+// slaves while the LAG cannot follow: the enslave itself succeeds, and
+// `ip link set ... master` prints it as a "Warning:" line. The simulated
+// host has no extack channel for a call that succeeds, so the line goes to
+// its dmesg, as iproute2 prints it.
+func (st *state) lagEnslaveWarning(now int64, slave string) {
+	for _, nic := range st.NICs {
+		if nic.PFs[0].Netdev != slave && (len(nic.PFs) < 2 || nic.PFs[1].Netdev != slave) {
+			continue
+		}
+		b := st.lagInLag(nic)
+		switch {
+		case b == nil:
+		case !st.lagReady(nic):
+			st.log(now, "", "Warning: %s: Can't activate LAG offload, PF is configured with more than %d VFs.", defaultDriver, lagMaxVFs)
+		case !lagBondModes[b.Bond.Mode]:
+			st.log(now, "", "Warning: %s: Can't activate LAG offload, TX type isn't supported.", defaultDriver)
+		}
+	}
 }
 
 // lagEvalFor re-evaluates the LAG of every NIC that a change of bond's

@@ -75,7 +75,10 @@ const (
 	mlxPFDevice = 0x101d // ConnectX-6 Dx
 	mlxVFDevice = 0x101e // ConnectX family VF
 
-	lagMaxVFs = 64 // DESIGN.md §2 step 0: the documented VF-LAG limit
+	// lagMaxVFs: a PF whose firmware NUM_OF_VFS (its sriov_totalvfs) is
+	// above this never enters VF-LAG, whatever numvfs is (KERNEL-FACTS §5,
+	// §12; lagReady).
+	lagMaxVFs = 64
 )
 
 // bdf is a parsed PCI address.
