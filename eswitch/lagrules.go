@@ -1,6 +1,12 @@
 package eswitch
 
-import "fmt"
+import (
+	"fmt"
+	"path"
+
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/sriov"
+)
 
 // The mlx5 rules that decide whether a bond of two ConnectX PFs becomes
 // VF-LAG, as vflag checks them before and after it builds one
@@ -39,4 +45,65 @@ func TotalVFsProblem(netdev, pci, driver string, total int) string {
 	}
 	return fmt.Sprintf("%s (%s) has sriov_totalvfs %d: its firmware is configured with more than %d VFs (NUM_OF_VFS), and mlx5 never activates VF-LAG on such a PF, whatever numvfs is (\"Can't activate LAG offload, PF is configured with more than %d VFs\")",
 		netdev, pci, total, LAGMaxTotalVFs, LAGMaxTotalVFs)
+}
+
+// Unverified says why the hardware LAG of a group whose first PF is pf0
+// reads "unverified" (mlx5's lag/ state is not in debugfs), and what to do.
+type Unverified struct {
+	// MLX5: pf0 is driven by mlx5_core, which shows the LAG state in
+	// debugfs on kernels >= 5.19: its absence is a problem to fix (or to
+	// accept in the config), never a working LAG. Elsewhere (netdevsim,
+	// another driver) no LAG state exists to read.
+	MLX5 bool
+	Why  string
+	Fix  string
+}
+
+const debugfsDir = "/sys/kernel/debug"
+
+// ExplainUnverified reads why pf0 shows no LAG state: not an mlx5 PF,
+// debugfs not mounted, or mlx5 set up no LAG state for the PF (an
+// mlx5_core older than 5.19, or firmware that gives the PF no LAG
+// capability).
+func ExplainUnverified(f sysfs.FS, pf0 sriov.Addr) Unverified {
+	if pf0 == "" {
+		return Unverified{Why: "the first PF is not a PCI function (no mlx5 LAG state to read)"}
+	}
+	drv, err := sriov.Host{FS: f}.Driver(pf0)
+	if err != nil || drv != LAGDriver {
+		return Unverified{Why: fmt.Sprintf("%s is not driven by %s (driver %q): no mlx5 LAG state to read", pf0, LAGDriver, drv)}
+	}
+	u := Unverified{MLX5: true}
+	lag := path.Join(debugfsDir, "mlx5", string(pf0), "lag")
+	switch {
+	case !sysfs.Exists(f, path.Join(debugfsDir, "mlx5")) && debugfsEmpty(f):
+		u.Why = fmt.Sprintf("debugfs is not mounted on %s, so mlx5's LAG state (%s/state) cannot be read", debugfsDir, lag)
+		u.Fix = fmt.Sprintf("mount -t debugfs none %s (at boot: the /etc/fstab line `debugfs %s debugfs defaults 0 0`)", debugfsDir, debugfsDir)
+	case !sysfs.Exists(f, lag):
+		u.Why = fmt.Sprintf("mlx5_core set up no LAG state for %s (%s is missing): a kernel older than 5.19, or firmware that gives the PF no LAG capability", pf0, lag)
+		u.Fix = fmt.Sprintf("run a kernel >= 5.19 (or MLNX_OFED's mlx5_core), and check the firmware: mstconfig -d %s q", pf0)
+		if total, err := (sriov.Host{FS: f}).TotalVFs(pf0); err == nil && total > LAGMaxTotalVFs {
+			u.Why += fmt.Sprintf("; its sriov_totalvfs is %d, above the %d VF-LAG allows", total, LAGMaxTotalVFs)
+			u.Fix = FirmwareNumVFsFix(string(pf0))
+		}
+	default:
+		u.Why = fmt.Sprintf("%s/state cannot be read", lag)
+		u.Fix = "run vflag as root; with kernel lockdown in confidentiality mode debugfs is closed: boot with lockdown=integrity or none"
+	}
+	return u
+}
+
+// debugfsEmpty: nothing is mounted on /sys/kernel/debug (the mount point
+// is an empty directory, or absent). A mounted debugfs is never empty.
+func debugfsEmpty(f sysfs.FS) bool {
+	names, err := f.ReadDir(debugfsDir)
+	return err != nil || len(names) == 0
+}
+
+// String is the reason and the fix, for a report line.
+func (u Unverified) String() string {
+	if u.Fix == "" {
+		return u.Why
+	}
+	return u.Why + "; fix: " + u.Fix
 }

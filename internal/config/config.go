@@ -39,6 +39,12 @@ type Config struct {
 	// PFWait bounds the wait of `vflag up` for the PFs to appear (default
 	// 60s): at boot the NIC's driver may probe after vflag-pre.service starts.
 	PFWait time.Duration `mapstructure:"pf_wait"`
+	// AcceptUnverifiedLAG lets an mlx5 group's hardware LAG be
+	// "unverified" (its state not in debugfs: debugfs not mounted, or an
+	// mlx5_core that shows no lag/ state) without up ending degraded or
+	// validate failing: for hosts without debugfs. It is never reported
+	// as active. Default false.
+	AcceptUnverifiedLAG bool `mapstructure:"accept_unverified_lag"`
 	// Sim is the simulated host's spec (`vflag --sim DIR`), decoded by
 	// internal/sim; a real host ignores it.
 	Sim map[string]any `mapstructure:"sim"`

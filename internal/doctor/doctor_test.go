@@ -393,6 +393,16 @@ func TestSingleCases(t *testing.T) {
 				r.env.Sys = hideFS{FS: r.h.FS(), prefixes: []string{"/sys/kernel/debug"}}
 				r.machine.file("/proc/mounts", "sysfs /sys sysfs rw 0 0\n")
 			},
+			check: "nic/debugfs", status: Fail,
+			words: []string{"mount -t debugfs none /sys/kernel/debug", "/etc/fstab"},
+		},
+		{
+			name: "debugfs not mounted, accepted by the config",
+			setup: func(t *testing.T, r *readyEnv, g *Group) {
+				r.env.Sys = hideFS{FS: r.h.FS(), prefixes: []string{"/sys/kernel/debug"}}
+				r.machine.file("/proc/mounts", "sysfs /sys sysfs rw 0 0\n")
+				g.AcceptUnverifiedLAG = true
+			},
 			check: "nic/debugfs", status: Warn, ready: true,
 			words: []string{"mount -t debugfs none /sys/kernel/debug", "/etc/fstab"},
 		},

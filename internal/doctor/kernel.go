@@ -142,7 +142,7 @@ func (d *doctor) checkKernelVersion(gs []*groupState) {
 			"shared FDB and hash port selection are unconfirmed here%s", rel, ofed),
 			"run a kernel >= 6.1 (Debian bookworm's linux-image-amd64 is 6.1), or MLNX_OFED's mlx5_core")
 	default:
-		d.add(AreaKernel, name, "", Warn, fmt.Sprintf("kernel %s: older than 5.19, so mlx5 shows no LAG state in debugfs (vflag reports the LAG \"unverified\"); "+
+		d.add(AreaKernel, name, "", Warn, fmt.Sprintf("kernel %s: older than 5.19, so mlx5 shows no LAG state in debugfs (vflag reports the LAG \"unverified\": up ends degraded unless the config sets accept_unverified_lag); "+
 			"shared FDB and hash port selection are unconfirmed%s", rel, ofed),
 			"run a kernel >= 6.1 (Debian bookworm's linux-image-amd64 is 6.1), or MLNX_OFED's mlx5_core")
 	}

@@ -48,8 +48,14 @@ func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error
 		if err != nil {
 			return err
 		}
-		if st.State == eswitch.LAGInactive {
+		switch st.State {
+		case eswitch.LAGInactive:
 			problems = append(problems, "hardware LAG is inactive")
+		case eswitch.LAGUnverified:
+			// An mlx5 PF shows its LAG state: not seeing it is no success.
+			if u := eswitch.ExplainUnverified(e.fs, g.PFs[0].Addr); u.MLX5 && !e.cfg.AcceptUnverifiedLAG {
+				problems = append(problems, "hardware LAG unverified: "+u.String()+" (a host without debugfs may set accept_unverified_lag: true)")
+			}
 		}
 		c, err := e.h.OVS(ctx)
 		if err != nil {

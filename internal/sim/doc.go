@@ -127,7 +127,9 @@
 //     re-evaluation: enslave, release, eswitch mode change or numvfs change
 //     (a numvfs change also re-activates an active LAG, as
 //     mlx5_lag_disable_change does). debugfs lag/{state, type, port_sel_mode,
-//     flags, mapping, members} on each PF of a 2-PF NIC, type/port_sel_mode/
+//     flags, mapping, members} on each PF of a 2-PF NIC (none where the
+//     NIC's lag_debugfs is off: an mlx5_core before 5.19; and with the
+//     spec's debugfs: off, /sys/kernel/debug is an empty mount point), type/port_sel_mode/
 //     flags/mapping EINVAL while not active; type switchdev, port_sel_mode
 //     hash (balance-xor, 802.3ad) or queue_affinity (active-backup), flags
 //     shared_fdb:on, mapping as mlx5_infer_tx_affinity_mapping and

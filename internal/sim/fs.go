@@ -168,6 +168,9 @@ func (t tree) sys() *node {
 			return namedDir([]string{"debug", "config"}, func(name string) *node {
 				switch name {
 				case "debug":
+					if t.st.Spec.Debugfs == "off" {
+						return dirNode(func() map[string]*node { return map[string]*node{} }) // the empty mount point
+					}
 					return namedDir([]string{"mlx5"}, func(name string) *node {
 						if name == "mlx5" {
 							return t.debugMLX5()
@@ -681,7 +684,7 @@ func (t tree) debugMLX5() *node {
 		for _, nic := range t.st.NICs {
 			for _, pf := range nic.PFs {
 				m[pf.PCI] = dirNode(func() map[string]*node {
-					if len(nic.PFs) != 2 {
+					if len(nic.PFs) != 2 || nic.NoLAGDebugfs {
 						return map[string]*node{}
 					}
 					return map[string]*node{"lag": t.lagDir(nic)}

@@ -25,6 +25,10 @@ type Spec struct {
 	// simulated admin state, so a real ovs-vswitchd in that namespace can
 	// open the simulated interfaces.
 	MirrorNetns string `mapstructure:"mirror_netns" yaml:"mirror_netns" json:"mirror_netns,omitempty"`
+	// Debugfs is "on" (the default: mounted on /sys/kernel/debug) or "off"
+	// (not mounted: /sys/kernel/debug is an empty directory, so no mlx5 LAG
+	// state can be read).
+	Debugfs string `mapstructure:"debugfs" yaml:"debugfs" json:"debugfs,omitempty"`
 }
 
 // NICSpec is one ConnectX NIC with one or two ports (PFs).
@@ -44,6 +48,11 @@ type NICSpec struct {
 	// the PF fails with EOPNOTSUPP, as rtnetlink's do_setlink does. Values:
 	// trust, spoofchk, link_state, rate, vlan.
 	NoVFOps []string `mapstructure:"no_vf_ops" yaml:"no_vf_ops" json:"no_vf_ops,omitempty"`
+	// LAGDebugfs is "on" (the default: mlx5 shows lag/ in debugfs for each
+	// PF of a 2-PF NIC, as kernels >= 5.19 do) or "off" (no lag/ directory:
+	// an mlx5_core that sets up no LAG state there, as before 5.19; the LAG
+	// itself still works).
+	LAGDebugfs string `mapstructure:"lag_debugfs" yaml:"lag_debugfs" json:"lag_debugfs,omitempty"`
 }
 
 // VF settings a NICSpec may lack (NoVFOps).
@@ -143,6 +152,9 @@ func validate(in *Spec) (*Spec, error) {
 	if s.Latency.VFCreate < 0 || s.Latency.ModeChange < 0 || s.Latency.LAGActivation < 0 {
 		return nil, fmt.Errorf("sim: latency: negative duration")
 	}
+	if s.Debugfs != "" && s.Debugfs != "on" && s.Debugfs != "off" {
+		return nil, fmt.Errorf("sim: debugfs: %q: want on or off", s.Debugfs)
+	}
 	nicNames := map[string]bool{}
 	netdevs := map[string]string{"lo": "the loopback device"}
 	used := map[bdf]usedBy{} // every PCI address a PF or a possible VF may take
@@ -176,6 +188,9 @@ func validate(in *Spec) (*Spec, error) {
 		}
 		if !nicNameRE().MatchString(n.Driver) || n.Driver == vfioDriver {
 			return nil, fmt.Errorf("%s.driver: bad driver name %q", where, n.Driver)
+		}
+		if n.LAGDebugfs != "" && n.LAGDebugfs != "on" && n.LAGDebugfs != "off" {
+			return nil, fmt.Errorf("%s.lag_debugfs: %q: want on or off", where, n.LAGDebugfs)
 		}
 		for _, op := range n.NoVFOps {
 			if !vfOps[op] {

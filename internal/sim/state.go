@@ -42,9 +42,11 @@ type nicState struct {
 	NoSwitchLACP bool `json:"no_switch_lacp,omitempty"`
 	// NoVFOps: the VF settings the driver has no ndo_set_vf_* for (spec
 	// no_vf_ops).
-	NoVFOps []string   `json:"no_vf_ops,omitempty"`
-	PFs     []*pfState `json:"pfs"`
-	LAG     lagState   `json:"lag"`
+	NoVFOps []string `json:"no_vf_ops,omitempty"`
+	// NoLAGDebugfs: mlx5 shows no lag/ in debugfs (spec lag_debugfs: off).
+	NoLAGDebugfs bool       `json:"no_lag_debugfs,omitempty"`
+	PFs          []*pfState `json:"pfs"`
+	LAG          lagState   `json:"lag"`
 }
 
 type pfState struct {
@@ -172,7 +174,7 @@ func newState(spec *Spec, now int64) *state {
 	}
 	st.addNetdev(&netdev{Name: "lo", Role: roleLo, MAC: "00:00:00:00:00:00", PermMAC: "00:00:00:00:00:00", AdminUp: true, MTU: 65536})
 	for _, ns := range spec.NICs {
-		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off", NoVFOps: ns.NoVFOps}
+		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off", NoVFOps: ns.NoVFOps, NoLAGDebugfs: ns.LAGDebugfs == "off"}
 		var addrs []bdf
 		for _, p := range ns.PFs {
 			a, _ := parseBDF(p.PCI)

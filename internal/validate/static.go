@@ -46,6 +46,9 @@ type Target struct {
 	// (switchdev groups).
 	RateNodes  []RateNode
 	RateLeaves []RateLeaf
+	// AcceptUnverifiedLAG (config accept_unverified_lag): an mlx5 PF's LAG
+	// state that cannot be read is a skip, not a failure.
+	AcceptUnverifiedLAG bool
 }
 
 // VFPolicyWant is one VF's configured legacy policy: only the fields Set
@@ -140,7 +143,7 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 			add(failed("lag", "hardware LAG is inactive (/sys/kernel/debug/mlx5/%s/lag/state is not active; dmesg tells why, e.g. VFs bound at activation)", t.PFs[0].Addr))
 		default:
 			lag = st
-			add(skip("lag", "unverified: no mlx5 LAG state in debugfs for %s (mount debugfs; on kernels < 5.19 or non-mlx5 devices it cannot be verified)", orDash(string(t.PFs[0].Addr))))
+			add(unverifiedLAG(f, t))
 		}
 	}
 
@@ -148,6 +151,20 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	add(rateChecks(k, t)...)
 	add(attachmentChecks(facts.Attachments)...)
 	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// unverifiedLAG is the lag check when the LAG state is not in debugfs: on
+// an mlx5 PF, which shows it, a failure naming why and the fix (a skip
+// when the config accepts it); elsewhere a skip.
+func unverifiedLAG(f sysfs.FS, t Target) Check {
+	u := eswitch.ExplainUnverified(f, t.PFs[0].Addr)
+	switch {
+	case !u.MLX5:
+		return skip("lag", "unverified: %s", u.Why)
+	case t.AcceptUnverifiedLAG:
+		return skip("lag", "unverified, accepted by accept_unverified_lag (never counted as active): %s", u.Why)
+	}
+	return failed("lag", "hardware LAG unverified: %s; a host without debugfs may set accept_unverified_lag: true", u)
 }
 
 // attachmentChecks: each configured attachment is in its domain's
