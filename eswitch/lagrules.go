@@ -3,6 +3,8 @@ package eswitch
 import (
 	"fmt"
 	"path"
+	"strconv"
+	"strings"
 
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/sriov"
@@ -106,4 +108,76 @@ func (u Unverified) String() string {
 		return u.Why
 	}
 	return u.Why + "; fix: " + u.Fix
+}
+
+// ReadLAGPorts reads "cat /sys/kernel/debug/mlx5/$pf0/lag/mapping": the
+// 1-based NIC ports that carry VF traffic. In hash mode the file lists
+// them one a line ("1\n2\n"; only the tx-enabled ports, mlx5_infer_tx_enabled);
+// in queue affinity it maps each port to the port its VFs send on
+// ("1:1\n2:1\n": port 2's VFs go out on port 1). The raw text is
+// returned for reports. EINVAL while the LAG is not active.
+func ReadLAGPorts(f sysfs.FS, pf0 sriov.Addr) (map[int]bool, string, error) {
+	p := path.Join(debugfsDir, "mlx5", string(pf0), "lag", "mapping")
+	b, err := f.ReadFile(p)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", p, err)
+	}
+	ports := map[int]bool{}
+	for _, l := range strings.Fields(string(b)) {
+		_, to, _ := strings.Cut(l, ":")
+		if to == "" {
+			to = l
+		}
+		n, err := strconv.Atoi(to)
+		if err != nil || n < 1 {
+			return nil, "", fmt.Errorf("read %s: bad line %q", p, l)
+		}
+		ports[n] = true
+	}
+	return ports, strings.Join(strings.Fields(string(b)), " "), nil
+}
+
+// IdleSlave is a PF that is an up slave of the group's bond and yet
+// carries no VF traffic: mlx5 maps no VF traffic to its port.
+type IdleSlave struct {
+	PF   string // netdev
+	Port int    // mlx5's 1-based port
+	Why  string // what the bond shows about it
+}
+
+// LAGIdleSlaves lists the PFs of pfs that are up slaves of bond b while
+// lag/mapping of the active LAG sends no VF traffic through their port
+// (KERNEL-FACTS §12: tx_enabled follows bond_is_active_slave; in 802.3ad
+// a slave outside the active aggregator is inactive). In active-backup
+// the backup idles by design: none. mapping is the file's text.
+func LAGIdleSlaves(k Kernel, f sysfs.FS, pfs []PF, b BondInfo, lacp *LACPInfo) (idle []IdleSlave, mapping string, err error) {
+	if len(pfs) == 0 || b.Mode == "active-backup" {
+		return nil, "", nil
+	}
+	ports, mapping, err := ReadLAGPorts(f, pfs[0].Addr)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, pf := range pfs {
+		port := int(pf.PfNumber) + 1
+		l, err := k.Link(pf.Netdev)
+		if err != nil || l.OperState != "up" || l.Master != b.Name || ports[port] {
+			continue
+		}
+		why := "mlx5 maps no VF traffic to its port"
+		switch {
+		case b.Mode != "802.3ad" || lacp == nil:
+		case lacp.PartnerMAC == NoLACPPartner:
+			why = fmt.Sprintf("no LACP partner answers: every slave is an individual aggregator and only aggregator %d is active (802.3ad sends on the active aggregator only)", lacp.Aggregator)
+		case lacp.SlaveAggregator[pf.Netdev] != lacp.Aggregator:
+			why = fmt.Sprintf("it is in aggregator %d, not the bond's active aggregator %d (partner %s): the switch put it in another port-channel", lacp.SlaveAggregator[pf.Netdev], lacp.Aggregator, lacp.PartnerMAC)
+		}
+		idle = append(idle, IdleSlave{PF: pf.Netdev, Port: port, Why: why})
+	}
+	return idle, mapping, nil
+}
+
+// String is one line for a report: "ens1f1np1 (port 2): why".
+func (s IdleSlave) String() string {
+	return fmt.Sprintf("%s (port %d) is up but carries no VF traffic: %s", s.PF, s.Port, s.Why)
 }

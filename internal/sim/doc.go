@@ -134,7 +134,9 @@
 //     hash (balance-xor, 802.3ad) or queue_affinity (active-backup), flags
 //     shared_fdb:on, mapping as mlx5_infer_tx_affinity_mapping and
 //     mlx5_infer_tx_enabled give it (a port is tx-enabled when its PF is up
-//     and, in active-backup, the active slave). The activation log lines
+//     and an active slave: in active-backup the active slave, in 802.3ad a
+//     slave of the bond's active aggregator, so without an LACP partner one
+//     port only; lagTxEnabled). The activation log lines
 //     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
 //     FDB") appear when it becomes active.
 //   - §5/§6 RDMA (rdma.go), on a NIC with rdma: true. One device per PF,

@@ -288,3 +288,39 @@ func TestEnslaveWarnsOfUnsupportedTXType(t *testing.T) {
 		t.Fatalf("no warning:\n%s", d)
 	}
 }
+
+// TestLAGMappingFollowsActiveAggregator: in 802.3ad a slave outside the
+// bond's active aggregator is inactive (bond_is_active_slave), and mlx5's
+// hash-mode lag/mapping lists only the tx-enabled ports: without an LACP
+// partner each slave is its own aggregator and one port carries the VF
+// traffic; the LAG stays active. balance-xor has no aggregators.
+func TestLAGMappingFollowsActiveAggregator(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		lacp bool
+		want string
+	}{
+		{"802.3ad", true, "1\n2\n"},
+		{"802.3ad", false, "1\n"},
+		{"balance-xor", false, "1\n2\n"},
+	} {
+		t.Run(fmt.Sprintf("%s lacp=%v", tc.mode, tc.lacp), func(t *testing.T) {
+			x := newTH(t, testSpec())
+			x.setupLAG(lagSetup{mode: tc.mode})
+			x.settle()
+			x.ok(x.h.SetSwitchLACP("nic0", tc.lacp))
+			if got := x.lagState(); got != "active" {
+				t.Fatalf("state %q", got)
+			}
+			if got := x.read(lagDir + "mapping"); got != tc.want {
+				t.Fatalf("mapping %q, want %q", got, tc.want)
+			}
+			if !tc.lacp {
+				x.ok(x.h.SetSwitchLACP("nic0", true))
+				if got := x.read(lagDir + "mapping"); got != "1\n2\n" {
+					t.Fatalf("mapping %q once the partner answers", got)
+				}
+			}
+		})
+	}
+}

@@ -936,21 +936,38 @@ func (st *state) lagPortSel(nic *nicState) string {
 	return "hash"
 }
 
+// lagTxEnabled is the lag_lower_state mlx5 tracks for a PF (bonding's
+// bond_lower_state_changed: link_up, and tx_enabled = bond_is_active_slave):
+// its link is up and it is an active slave: in active-backup the active
+// slave; in 802.3ad a slave of the bond's active aggregator (a slave in
+// another aggregator, as every port but one without an LACP partner, is
+// inactive: bond_3ad.c __disable_port); in balance-xor every slave.
+func (st *state) lagTxEnabled(b *netdev, pf *pfState, now int64) bool {
+	if !st.operUp(st.Netdevs[pf.Netdev], now) {
+		return false
+	}
+	if b == nil || b.Bond == nil {
+		return true
+	}
+	switch b.Bond.Mode {
+	case "active-backup":
+		return b.Bond.ActiveSlave == pf.Netdev
+	case "802.3ad":
+		v := st.lacp(b, now)
+		return v.Aggregator != 0 && v.SlaveAgg[pf.Netdev] == v.Aggregator
+	}
+	return true
+}
+
 // lagMapping renders debugfs lag/mapping (mlx5_infer_tx_affinity_mapping,
-// mlx5_infer_tx_enabled): a port is tx-enabled when its PF is up and, in
-// active-backup, the bond's active slave.
+// mlx5_infer_tx_enabled) from each port's lagTxEnabled.
 func (st *state) lagMapping(nic *nicState, now int64) string {
 	b := st.Netdevs[nic.LAG.Bond]
 	var enabled []int
 	for i, pf := range nic.PFs {
-		nd := st.Netdevs[pf.Netdev]
-		if !st.operUp(nd, now) {
-			continue
+		if st.lagTxEnabled(b, pf, now) {
+			enabled = append(enabled, i)
 		}
-		if b != nil && b.Bond.Mode == "active-backup" && b.Bond.ActiveSlave != pf.Netdev {
-			continue
-		}
-		enabled = append(enabled, i)
 	}
 	out := ""
 	if st.lagPortSel(nic) == "hash" {

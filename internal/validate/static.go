@@ -147,10 +147,39 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		}
 	}
 
+	if lag.State == eswitch.LAGActive {
+		add(lagPortsCheck(k, f, t)...)
+	}
 	add(ovsChecks(k, f, t, facts)...)
 	add(rateChecks(k, t)...)
 	add(attachmentChecks(facts.Attachments)...)
 	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// LAGPortsName is the check that every up slave carries VF traffic.
+const LAGPortsName = "lag/ports"
+
+// lagPortsCheck: in an active LAG of a bond that spreads (balance-xor,
+// 802.3ad), every PF that is an up slave carries VF traffic by mlx5's
+// lag/mapping (eswitch.LAGIdleSlaves); an active-backup bond's backup
+// idles by design (no check).
+func lagPortsCheck(k eswitch.Kernel, f sysfs.FS, t Target) []Check {
+	b, err := eswitch.ReadBond(f, t.BondName)
+	if err != nil || b.Mode == "active-backup" {
+		return nil // the bond checks say what is wrong with it
+	}
+	idle, mapping, err := eswitch.LAGIdleSlaves(k, f, t.PFs, b, eswitch.ReadLACP(f, b))
+	switch {
+	case err != nil:
+		return []Check{failed(LAGPortsName, "%v", err)}
+	case len(idle) > 0:
+		lines := make([]string, len(idle))
+		for i, s := range idle {
+			lines[i] = s.String()
+		}
+		return []Check{failed(LAGPortsName, "%s (lag/mapping: %s)", strings.Join(lines, "; "), mapping)}
+	}
+	return []Check{pass(LAGPortsName, "every up slave of %s carries VF traffic (lag/mapping: %s)", b.Name, mapping)}
 }
 
 // unverifiedLAG is the lag check when the LAG state is not in debugfs: on
