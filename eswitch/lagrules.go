@@ -181,3 +181,28 @@ func LAGIdleSlaves(k Kernel, f sysfs.FS, pfs []PF, b BondInfo, lacp *LACPInfo) (
 func (s IdleSlave) String() string {
 	return fmt.Sprintf("%s (port %d) is up but carries no VF traffic: %s", s.PF, s.Port, s.Why)
 }
+
+// LAG types (debugfs lag/type) other than the bond's VF-LAG, "switchdev".
+const (
+	LAGTypeSwitchdev = "switchdev"
+	LAGTypeMultipath = "multipath"
+	LAGTypeMPESW     = "multiport_eswitch"
+)
+
+// LAGTypeProblem says why an active LAG of type st.Type is not the VF-LAG
+// the bond asked for, with the fix; "" when it is (type switchdev, or not
+// shown). pf0 names the devlink instance in the fix.
+func LAGTypeProblem(st LAGStatus, pf0 sriov.Addr) string {
+	if st.State != LAGActive || st.Type == "" || st.Type == LAGTypeSwitchdev {
+		return ""
+	}
+	switch st.Type {
+	case LAGTypeMultipath:
+		return "the NIC's LAG is a multipath LAG (lag/type multipath), not the bond's: an IPv4 route with a nexthop through each PF made mlx5 use it for multipath routing before the bond could, and mlx5 ignores the bond from then on (lag/mp.c); " +
+			"fix: delete that route (ip route show, the entry with a nexthop via each PF), then `vflag down` and `vflag up`: only an eswitch mode change ends a multipath LAG"
+	case LAGTypeMPESW:
+		return fmt.Sprintf("the NIC runs a multiport eswitch (lag/type multiport_eswitch, devlink param esw_multiport true), not the bond's LAG: tc cannot forward to the bond there (\"can't forward to bond in mpesw mode\", lag/mpesw.c); "+
+			"fix: devlink dev param set pci/%s name esw_multiport value false cmode runtime, then `vflag down` and `vflag up`", pf0)
+	}
+	return fmt.Sprintf("the NIC's LAG is of type %s, not the bond's switchdev VF-LAG", st.Type)
+}

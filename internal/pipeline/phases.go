@@ -260,6 +260,9 @@ func (run *groupRun) waitLAG(context.Context) ([]batch, error) {
 				}
 				return "hardware LAG unverified: " + u.Why, nil
 			}
+			if why := eswitch.LAGTypeProblem(st, pf0.Addr); why != "" {
+				return "", fmt.Errorf("hardware LAG on %s is active but not the bond's: %s", pf0.Addr, why)
+			}
 			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, orDash(st.Type), orDash(st.PortSelMode)), nil
 		}}), nil
 }

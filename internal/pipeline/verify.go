@@ -50,6 +50,10 @@ func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error
 		}
 		switch st.State {
 		case eswitch.LAGActive:
+			if why := eswitch.LAGTypeProblem(st, g.PFs[0].Addr); why != "" {
+				problems = append(problems, why)
+				break
+			}
 			problems = append(problems, e.waitSlavesCarry(ctx, g)...)
 		case eswitch.LAGInactive:
 			problems = append(problems, "hardware LAG is inactive")

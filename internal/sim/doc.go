@@ -131,14 +131,24 @@
 //     NIC's lag_debugfs is off: an mlx5_core before 5.19; and with the
 //     spec's debugfs: off, /sys/kernel/debug is an empty mount point), type/port_sel_mode/
 //     flags/mapping EINVAL while not active; type switchdev, port_sel_mode
-//     hash (balance-xor, 802.3ad) or queue_affinity (active-backup), flags
+//     hash (balance-xor, 802.3ad, where the NIC has the
+//     port_select_flow_table capability: spec port_select_flow_table) or
+//     queue_affinity (active-backup, or no such capability), flags
 //     shared_fdb:on, mapping as mlx5_infer_tx_affinity_mapping and
 //     mlx5_infer_tx_enabled give it (a port is tx-enabled when its PF is up
 //     and an active slave: in active-backup the active slave, in 802.3ad a
 //     slave of the bond's active aggregator, so without an LACP partner one
 //     port only; lagTxEnabled). The activation log lines
 //     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
-//     FDB") appear when it becomes active.
+//     FDB") appear when it becomes active. Two LAGs the bond has no part
+//     in: Host.SetMultipathRoute (an IPv4 route with a nexthop through each
+//     PF, lag/mp.c) makes a multipath LAG when no LAG is active (type
+//     multipath, queue_affinity, shared_fdb:off), which then ignores the
+//     bond and outlives the route until an eswitch mode or SR-IOV change;
+//     the devlink param esw_multiport (lag/mpesw.c) makes a multiport
+//     eswitch LAG (type multiport_eswitch, port_sel_mode mpesw; EINVAL while
+//     another LAG is active, EOPNOTSUPP outside switchdev or without the
+//     port_select_flow_table capability; false tears it down).
 //   - §5/§6 RDMA (rdma.go), on a NIC with rdma: true. One device per PF,
 //     mlx5_<k> (k: the PF's position among the host's RDMA PFs), replaced
 //     while the NIC's LAG is active by one device on PF0, mlx5_bond_<n>,
@@ -203,7 +213,7 @@
 //
 // RDMA traffic, IP addresses (so no IPv4-mapped GIDs), ethtool -S
 // counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
-// multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
+// tc forwarding rules of a multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
 // inline/encap modes, TC flows (so no "eswitch busy" or "active offloaded
 // filters" refusals), /proc/net/bonding, writes to the bonding sysfs
 // files other than the options above (EACCES), the bond's admin state in

@@ -271,7 +271,7 @@ func TestParams(t *testing.T) {
 		t.Fatalf("PF1 %q", v)
 	}
 	checkErrno(t, x.h.SetParam(dl(pf0), "flow_steering_mode", "hmfs"), syscall.EINVAL, `supported values are ["dmfs", "smfs"]`)
-	_, err = x.h.Param(dl(pf0), "esw_multiport")
+	_, err = x.h.Param(dl(pf0), "enable_roce")
 	if !errors.Is(err, eswitch.ErrNotSupported) {
 		t.Fatalf("unknown param: %v", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/vflag/vflag/eswitch"
 )
 
 // hostFS serves the host's /sys as a tree of nodes built from the state on
@@ -717,9 +715,9 @@ func (t tree) lagDir(nic *nicState) *node {
 		}
 		return map[string]*node{
 			"state":         textNode(state),
-			"type":          onlyActive(eswitch.ModeSwitchdev + "\n"),
+			"type":          onlyActive(st.lagType(nic) + "\n"),
 			"port_sel_mode": onlyActive(st.lagPortSel(nic) + "\n"),
-			"flags":         onlyActive("shared_fdb:on\nfdb_selection_mode:native\n"),
+			"flags":         onlyActive(st.lagFlags(nic)),
 			"mapping":       onlyActive(mapping),
 			"members":       textNode(members),
 		}

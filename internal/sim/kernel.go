@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -142,21 +143,28 @@ func (h *Host) Ports() ([]eswitch.Port, error) {
 	return ports, err
 }
 
-const paramFlowSteering = "flow_steering_mode"
+const (
+	paramFlowSteering = "flow_steering_mode"
+	paramMultiport    = "esw_multiport" // mlx5 devlink.c, lag/mpesw.c: a multiport eswitch LAG
+)
 
 // Param implements eswitch.Kernel.
 func (h *Host) Param(d eswitch.Devlink, name string) (string, error) {
 	var v string
 	err := h.view(func(st *state, now int64) error {
 		op := fmt.Sprintf("devlink dev param show %s name %s", d, name)
-		_, pf, e := st.devlinkPF(d)
+		nic, pf, e := st.devlinkPF(d)
 		if e != nil {
 			return kernelErr(op, e)
 		}
-		if name != paramFlowSteering {
+		switch name {
+		case paramFlowSteering:
+			v = pf.FlowSteering
+		case paramMultiport:
+			v = fmt.Sprint(nic.LAG.Mode == lagMPESW) // mlx5_lag_is_mpesw
+		default:
 			return kernelErr(op, fail(syscall.EOPNOTSUPP, "no parameter %q", name).with(eswitch.ErrNotSupported))
 		}
-		v = pf.FlowSteering
 		return nil
 	})
 	return v, err
@@ -166,9 +174,20 @@ func (h *Host) Param(d eswitch.Devlink, name string) (string, error) {
 func (h *Host) SetParam(d eswitch.Devlink, name, value string) error {
 	op := fmt.Sprintf("devlink dev param set %s name %s value %s cmode runtime", d, name, value)
 	return h.update(func(st *state, now int64) (bool, error) {
-		_, pf, e := st.devlinkPF(d)
+		nic, pf, e := st.devlinkPF(d)
 		if e != nil {
 			return false, kernelErr(op, e)
+		}
+		if name == paramMultiport {
+			on, err := strconv.ParseBool(value)
+			if err != nil || (value != "true" && value != "false") {
+				return false, kernelErr(op, fail(syscall.EINVAL, "value %q is not a bool", value))
+			}
+			changed, e := st.setMultiportEswitch(now, nic, on)
+			if e != nil {
+				return false, kernelErr(op, e)
+			}
+			return changed, nil
 		}
 		if name != paramFlowSteering {
 			return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "no parameter %q", name).with(eswitch.ErrNotSupported))

@@ -324,3 +324,105 @@ func TestLAGMappingFollowsActiveAggregator(t *testing.T) {
 		})
 	}
 }
+
+// TestLAGTypes: a LAG the bond has no part in. An IPv4 multipath route
+// over both PFs, seen before the bond's LAG, makes a multipath LAG
+// (lag/mp.c) that ignores the bond and outlives the route until an eswitch
+// mode change; the esw_multiport param makes a multiport eswitch LAG
+// (lag/mpesw.c), refused while another LAG is active or without the
+// port_select_flow_table capability.
+func TestLAGTypes(t *testing.T) {
+	t.Run("multipath", func(t *testing.T) {
+		x := newTH(t, testSpec())
+		x.vfs(pf0, "2")
+		x.vfs(pf1, "2")
+		x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+		x.ok(x.mode(pf1, eswitch.ModeSwitchdev))
+		x.ok(x.h.SetMultipathRoute("nic0", true))
+		x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "802.3ad", Miimon: 100}))
+		x.ok(x.h.SetMaster("p0", "bond0"))
+		x.ok(x.h.SetMaster("p1", "bond0"))
+		x.settle()
+		for f, want := range map[string]string{"state": "active\n", "type": "multipath\n", "port_sel_mode": "queue_affinity\n", "flags": "shared_fdb:off\nfdb_selection_mode:affinity\n"} {
+			if got := x.read(lagDir + f); got != want {
+				t.Errorf("%s = %q, want %q", f, got, want)
+			}
+		}
+		x.ok(x.h.SetMultipathRoute("nic0", false))
+		if got := x.read(lagDir + "type"); got != "multipath\n" {
+			t.Fatalf("type %q after the route's deletion", got)
+		}
+		x.ok(x.mode(pf1, eswitch.ModeLegacy))
+		x.ok(x.mode(pf1, eswitch.ModeSwitchdev))
+		x.settle()
+		if got := x.read(lagDir + "type"); got != "switchdev\n" {
+			t.Fatalf("type %q after the eswitch mode change", got)
+		}
+	})
+	t.Run("multiport eswitch", func(t *testing.T) {
+		x := newTH(t, testSpec())
+		x.vfs(pf0, "2")
+		x.vfs(pf1, "2")
+		x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+		x.ok(x.mode(pf1, eswitch.ModeSwitchdev))
+		x.ok(x.h.SetParam(dl(pf0), "esw_multiport", "true"))
+		if v, _ := x.h.Param(dl(pf1), "esw_multiport"); v != "true" {
+			t.Fatalf("esw_multiport %q", v)
+		}
+		x.ok(x.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "802.3ad", Miimon: 100}))
+		x.ok(x.h.SetMaster("p0", "bond0"))
+		x.ok(x.h.SetMaster("p1", "bond0"))
+		x.settle()
+		for f, want := range map[string]string{"type": "multiport_eswitch\n", "port_sel_mode": "mpesw\n"} {
+			if got := x.read(lagDir + f); got != want {
+				t.Errorf("%s = %q, want %q", f, got, want)
+			}
+		}
+		x.ok(x.h.SetParam(dl(pf0), "esw_multiport", "false"))
+		if got := x.lagState(); got != "disabled" {
+			t.Fatalf("state %q after esw_multiport false", got)
+		}
+		x.ok(x.h.SetMaster("p1", ""))
+		x.ok(x.h.SetMaster("p1", "bond0"))
+		x.settle()
+		if got := x.read(lagDir + "type"); got != "switchdev\n" {
+			t.Fatalf("type %q once the bond changes", got)
+		}
+		checkErrno(t, x.h.SetParam(dl(pf0), "esw_multiport", "true"), syscall.EINVAL, "")
+	})
+	t.Run("multiport eswitch without the capability", func(t *testing.T) {
+		s := testSpec()
+		s.NICs[0].PortSelectFlowTable = "off"
+		x := newTH(t, s)
+		x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+		x.ok(x.mode(pf1, eswitch.ModeSwitchdev))
+		checkErrno(t, x.h.SetParam(dl(pf0), "esw_multiport", "true"), syscall.EOPNOTSUPP, "")
+	})
+}
+
+// TestPortSelectionWithoutFlowTable: without port_select_flow_table mlx5
+// selects ports by queue affinity even for 802.3ad and balance-xor
+// (mlx5_lag_set_port_sel_mode_offloads): each VF sends on its own PF's
+// port, and a port that is not tx-enabled maps to the other.
+func TestPortSelectionWithoutFlowTable(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		lacp bool
+		want string
+	}{{"802.3ad", true, "1:1\n2:2\n"}, {"802.3ad", false, "1:1\n2:1\n"}, {"balance-xor", true, "1:1\n2:2\n"}} {
+		t.Run(fmt.Sprintf("%s lacp=%v", tc.mode, tc.lacp), func(t *testing.T) {
+			s := testSpec()
+			s.NICs[0].PortSelectFlowTable = "off"
+			x := newTH(t, s)
+			x.setupLAG(lagSetup{mode: tc.mode})
+			x.settle()
+			x.ok(x.h.SetSwitchLACP("nic0", tc.lacp))
+			if got := x.read(lagDir + "port_sel_mode"); got != "queue_affinity\n" {
+				t.Fatalf("port_sel_mode %q", got)
+			}
+			if got := x.read(lagDir + "mapping"); got != tc.want {
+				t.Fatalf("mapping %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,7 +39,7 @@ func (st *state) setNumVFs(now int64, nic *nicState, pf *pfState, n int) (bool, 
 	} else {
 		st.enableVFs(now, nic, pf, n)
 	}
-	st.lagEval(now, nic, true)
+	st.lagDisableChange(now, nic)
 	return true, nil
 }
 
@@ -277,7 +277,7 @@ func (st *state) applyMode(now int64, nic *nicState, pf *pfState, mode string) {
 		pfnd.HWTC = false // back to the NIC profile: legacy default
 		st.log(now, "", pre+"E-Switch: Enable: mode(LEGACY), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
 	}
-	st.lagEval(now, nic, true)
+	st.lagDisableChange(now, nic)
 }
 
 // --- links and bonds (KERNEL-FACTS §2, §4, §8) ---
@@ -867,11 +867,27 @@ func (st *state) lagEvalFor(now int64, bond, slave string) {
 	}
 }
 
+// lagDisableChange is mlx5_lag_disable_change + mlx5_lag_enable_change
+// around an eswitch mode or SR-IOV change: any active LAG (multipath and
+// multiport eswitch included) is torn down, then the bond's is
+// re-evaluated.
+func (st *state) lagDisableChange(now int64, nic *nicState) {
+	if len(nic.PFs) != 2 {
+		return
+	}
+	if nic.LAG.Mode != "" {
+		st.lagDeactivate(now, nic)
+	}
+	st.lagEval(now, nic, true)
+}
+
 // lagEval re-evaluates the NIC's LAG. With force, an eligible LAG is
 // (re)activated: that is what the driver does on a bonding change, a mode
-// change or an SR-IOV change.
+// change or an SR-IOV change. A multipath or multiport-eswitch LAG ignores
+// the bond (mlx5_do_bond: "VF LAG is in multipath mode, ignore bond change
+// requests"; an MPESW LAG is active, so the bond's is not created).
 func (st *state) lagEval(now int64, nic *nicState, force bool) {
-	if len(nic.PFs) != 2 {
+	if len(nic.PFs) != 2 || nic.LAG.Mode != "" {
 		return
 	}
 	bond, ok := st.lagEligible(nic)
@@ -924,11 +940,42 @@ func (st *state) lagDeactivate(now int64, nic *nicState) {
 
 func (st *state) lagActive(nic *nicState, now int64) bool {
 	l := nic.LAG
-	return l.Bond != "" && !l.Failed && now >= l.ActiveAt
+	return (l.Bond != "" || l.Mode != "") && !l.Failed && now >= l.ActiveAt
 }
 
-// lagPortSel: hash for balance-xor and 802.3ad, queue_affinity for active-backup.
+// lagType is debugfs lag/type (debugfs.c get_str_mode_type).
+func (st *state) lagType(nic *nicState) string {
+	if nic.LAG.Mode != "" {
+		return nic.LAG.Mode
+	}
+	return eswitch.ModeSwitchdev
+}
+
+// lagFlags is debugfs lag/flags: shared FDB and native FDB selection for
+// the bond's LAG and MPESW (mlx5_lag_set_flags), neither for multipath
+// (activated without shared FDB).
+func (st *state) lagFlags(nic *nicState) string {
+	if nic.LAG.Mode == lagMultipath {
+		return "shared_fdb:off\nfdb_selection_mode:affinity\n"
+	}
+	return "shared_fdb:on\nfdb_selection_mode:native\n"
+}
+
+// lagPortSel is debugfs lag/port_sel_mode (get_port_sel_mode,
+// mlx5_lag_set_port_sel_mode_offloads): mpesw for a multiport eswitch;
+// hash when the NIC has the port_select_flow_table capability and the
+// bond's tx_type is hash (balance-xor, 802.3ad); queue_affinity otherwise
+// (active-backup, multipath, or no such capability).
 func (st *state) lagPortSel(nic *nicState) string {
+	switch nic.LAG.Mode {
+	case lagMPESW:
+		return "mpesw"
+	case lagMultipath:
+		return "queue_affinity"
+	}
+	if nic.NoPortSelFT {
+		return "queue_affinity"
+	}
 	b := st.Netdevs[nic.LAG.Bond]
 	if b != nil && b.Bond != nil && b.Bond.Mode == "active-backup" {
 		return "queue_affinity"
@@ -962,6 +1009,9 @@ func (st *state) lagTxEnabled(b *netdev, pf *pfState, now int64) bool {
 // lagMapping renders debugfs lag/mapping (mlx5_infer_tx_affinity_mapping,
 // mlx5_infer_tx_enabled) from each port's lagTxEnabled.
 func (st *state) lagMapping(nic *nicState, now int64) string {
+	if nic.LAG.Mode != "" {
+		return "1:1\n2:2\n" // normal affinity (multipath); MPESW: the v2p map left as it was (unconfirmed)
+	}
 	b := st.Netdevs[nic.LAG.Bond]
 	var enabled []int
 	for i, pf := range nic.PFs {
@@ -1005,4 +1055,74 @@ func (h *Host) SetSwitchLACP(nic string, on bool) error {
 		}
 		return false, fail(syscall.ENODEV, "no NIC %q", nic)
 	})
+}
+
+// SetMultipathRoute adds (on) or deletes an IPv4 route of NIC nic with
+// one nexthop through each of its PFs. mlx5 (lag/mp.c
+// mlx5_lag_fib_route_event) turns such a route into a multipath LAG when
+// its LAG device is ready, both PFs are in switchdev and no LAG is active;
+// from then on it ignores the bond. Deleting the route only stops the
+// tracking: the multipath LAG stays until an eswitch mode or SR-IOV change
+// (mlx5_lag_disable_change).
+func (h *Host) SetMultipathRoute(nic string, on bool) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		n := st.nicByName(nic)
+		if n == nil {
+			return false, fail(syscall.ENODEV, "no NIC %q", nic)
+		}
+		if !on || n.LAG.Mode != "" || len(n.PFs) != 2 || !st.lagReady(n) || st.lagActive(n, now) || n.LAG.Bond != "" {
+			return false, nil
+		}
+		for _, pf := range n.PFs {
+			if pf.Mode != eswitch.ModeSwitchdev {
+				return false, nil // mlx5_esw_multipath_prereq
+			}
+		}
+		n.LAG = lagState{Mode: lagMultipath, EligibleAt: now, ActiveAt: now}
+		pre := devPrefix(n.Driver, n.PFs[0].PCI)
+		st.log(now, "", "%slag map: port 1:1 port 2:2", pre)
+		st.log(now, "", "%sshared_fdb:0 mode:queue_affinity", pre)
+		return true, nil
+	})
+}
+
+func (st *state) nicByName(name string) *nicState {
+	for _, n := range st.NICs {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// setMultiportEswitch is the devlink param esw_multiport (runtime, bool)
+// of a PF (lag/mpesw.c enable_mpesw, disable_mpesw): true needs no LAG
+// active (EINVAL), the eswitch in switchdev, the port_select_flow_table
+// capability and mlx5_lag_check_prereq (EOPNOTSUPP); false tears an MPESW
+// LAG down (the bond's LAG comes back only at the next bond event).
+func (st *state) setMultiportEswitch(now int64, nic *nicState, on bool) (bool, *opError) {
+	if !on {
+		if nic.LAG.Mode != lagMPESW {
+			return false, nil
+		}
+		st.lagDeactivate(now, nic)
+		return true, nil
+	}
+	if nic.LAG.Mode == lagMPESW {
+		return false, nil
+	}
+	if len(nic.PFs) != 2 || !st.lagReady(nic) {
+		return false, nil // no LAG device: mlx5_lag_mpesw_queue_work does nothing
+	}
+	if st.lagActive(nic, now) || nic.LAG.Bond != "" {
+		return false, fail(syscall.EINVAL, "LAG is active in another mode")
+	}
+	for _, pf := range nic.PFs {
+		if pf.Mode != eswitch.ModeSwitchdev || nic.NoPortSelFT {
+			return false, fail(syscall.EOPNOTSUPP, "multiport eswitch needs both PFs in switchdev and the port_select_flow_table capability")
+		}
+	}
+	nic.LAG = lagState{Mode: lagMPESW, EligibleAt: now, ActiveAt: now}
+	st.log(now, "", "%sshared_fdb:1 mode:mpesw", devPrefix(nic.Driver, nic.PFs[0].PCI))
+	return true, nil
 }

@@ -53,6 +53,11 @@ type NICSpec struct {
 	// an mlx5_core that sets up no LAG state there, as before 5.19; the LAG
 	// itself still works).
 	LAGDebugfs string `mapstructure:"lag_debugfs" yaml:"lag_debugfs" json:"lag_debugfs,omitempty"`
+	// PortSelectFlowTable is "on" (the default: the NIC has mlx5's
+	// port_select_flow_table capability, so a hash bond gets hash port
+	// selection) or "off" (queue_affinity whatever the bond's mode: each
+	// VF sends on its own PF's port).
+	PortSelectFlowTable string `mapstructure:"port_select_flow_table" yaml:"port_select_flow_table" json:"port_select_flow_table,omitempty"`
 }
 
 // VF settings a NICSpec may lack (NoVFOps).
@@ -189,8 +194,10 @@ func validate(in *Spec) (*Spec, error) {
 		if !nicNameRE().MatchString(n.Driver) || n.Driver == vfioDriver {
 			return nil, fmt.Errorf("%s.driver: bad driver name %q", where, n.Driver)
 		}
-		if n.LAGDebugfs != "" && n.LAGDebugfs != "on" && n.LAGDebugfs != "off" {
-			return nil, fmt.Errorf("%s.lag_debugfs: %q: want on or off", where, n.LAGDebugfs)
+		for field, v := range map[string]string{"lag_debugfs": n.LAGDebugfs, "port_select_flow_table": n.PortSelectFlowTable} {
+			if v != "" && v != "on" && v != "off" {
+				return nil, fmt.Errorf("%s.%s: %q: want on or off", where, field, v)
+			}
 		}
 		for _, op := range n.NoVFOps {
 			if !vfOps[op] {

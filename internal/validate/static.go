@@ -135,9 +135,12 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		switch {
 		case err != nil:
 			add(failed("lag", "%v", err))
+		case st.State == eswitch.LAGActive && eswitch.LAGTypeProblem(st, t.PFs[0].Addr) != "":
+			lag = eswitch.LAGStatus{State: eswitch.LAGInactive} // not the bond's: its RDMA device does not bond
+			add(failed("lag", "hardware LAG active but not the bond's: %s", eswitch.LAGTypeProblem(st, t.PFs[0].Addr)))
 		case st.State == eswitch.LAGActive:
 			lag = st
-			add(pass("lag", "hardware LAG active: type %s, port_sel_mode %s, shared_fdb %v", orDash(st.Type), orDash(st.PortSelMode), st.SharedFDB))
+			add(pass("lag", "hardware LAG active: type %s, port_sel_mode %s, shared_fdb %v%s", orDash(st.Type), orDash(st.PortSelMode), st.SharedFDB, portSelNote(f, t, st)))
 		case st.State == eswitch.LAGInactive:
 			lag = st
 			add(failed("lag", "hardware LAG is inactive (/sys/kernel/debug/mlx5/%s/lag/state is not active; dmesg tells why, e.g. VFs bound at activation)", t.PFs[0].Addr))
@@ -154,6 +157,20 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	add(rateChecks(k, t)...)
 	add(attachmentChecks(facts.Attachments)...)
 	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// portSelNote says what queue_affinity means for a bond that hashes
+// (balance-xor, 802.3ad): the NIC lacks the port_select_flow_table
+// capability (mlx5_lag_set_port_sel_mode_offloads), so each VF sends on
+// its own PF's port and its flows are not spread over both.
+func portSelNote(f sysfs.FS, t Target, st eswitch.LAGStatus) string {
+	if st.PortSelMode != "queue_affinity" {
+		return ""
+	}
+	if b, err := eswitch.ReadBond(f, t.BondName); err != nil || b.Mode == "active-backup" {
+		return ""
+	}
+	return "; queue_affinity for a hash bond: the NIC has no port_select_flow_table capability, so each VF sends on its own PF's port (no spreading of a VF's flows; both ports still carry VF traffic)"
 }
 
 // LAGPortsName is the check that every up slave carries VF traffic.
