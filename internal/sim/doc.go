@@ -76,7 +76,9 @@
 //     EOPNOTSUPP in switchdev, anything else EINVAL "Bad parameter: supported
 //     values are [\"dmfs\", \"smfs\"]"; other parameters ErrNotSupported.
 //     devlink-rate (rate.go): a leaf per VF port in switchdev, born without
-//     limits or parent, gone with the VF; nodes in switchdev only (else
+//     limits or parent, gone with the VF; every node gone when numvfs goes
+//     to 0 in switchdev (eswitch.c mlx5_eswitch_disable_sriov:
+//     devl_rate_nodes_destroy); nodes in switchdev only (else
 //     EOPNOTSUPP), same name EEXIST, unknown node/leaf/parent ENODEV, a
 //     second parent EBUSY, deleting a node with children EBUSY, any eswitch
 //     mode change while a node exists EBUSY "Rate node(s) exists.", rates
@@ -124,9 +126,10 @@
 //     NIC is bound to a driver when it becomes eligible, activation fails
 //     ("Failed to activate VF LAG", "Make sure all VFs are unbound prior to
 //     VF LAG activation or deactivation" in dmesg) until the next
-//     re-evaluation: enslave, release, eswitch mode change or numvfs change
-//     (a numvfs change also re-activates an active LAG, as
-//     mlx5_lag_disable_change does). debugfs lag/{state, type, port_sel_mode,
+//     re-evaluation: enslave, release, eswitch mode change, or a numvfs
+//     change in legacy (6.x eswitch.c mlx5_eswitch_enable toggles the LAG
+//     only while no FDB exists: in switchdev a numvfs change leaves an
+//     active LAG alone; 5.x re-activated it). debugfs lag/{state, type, port_sel_mode,
 //     flags, mapping, members} on each PF of a 2-PF NIC (none where the
 //     NIC's lag_debugfs is off: an mlx5_core before 5.19; and with the
 //     spec's debugfs: off, /sys/kernel/debug is an empty mount point), type/port_sel_mode/

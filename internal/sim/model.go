@@ -39,7 +39,12 @@ func (st *state) setNumVFs(now int64, nic *nicState, pf *pfState, n int) (bool, 
 	} else {
 		st.enableVFs(now, nic, pf, n)
 	}
-	st.lagDisableChange(now, nic)
+	// 6.x eswitch.c mlx5_eswitch_enable toggles the LAG only while no FDB
+	// exists: in switchdev the offloads FDB exists from the mode change on,
+	// so an SR-IOV change leaves the LAG alone (5.x re-evaluated it).
+	if pf.Mode != eswitch.ModeSwitchdev {
+		st.lagDisableChange(now, nic)
+	}
 	return true, nil
 }
 
@@ -85,6 +90,11 @@ func (st *state) disableVFs(now int64, nic *nicState, pf *pfState) {
 	st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"E-Switch: Disable: mode(%s), nvfs(%d), active vports(%d)", mode, pf.NumVFs, pf.NumVFs+1)
 	pf.VFs = nil
 	pf.NumVFs = 0
+	if pf.Mode == eswitch.ModeSwitchdev {
+		// mlx5_eswitch_disable_sriov: devl_rate_nodes_destroy in offloads
+		// mode; every rate node of the PF's devlink goes with the VFs.
+		pf.RateNodes = nil
+	}
 }
 
 // knownDrivers lists the PCI drivers of /sys/bus/pci/drivers.
