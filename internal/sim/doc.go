@@ -72,9 +72,17 @@
 //     PF bound to any driver fails with EINVAL, extack "Failed setting
 //     eswitch to offloads" and a "... failed, status bad resource
 //     state(0x9) ..." log line (DESIGN.md §2 step 4; the command name in that
-//     line is made up). Param flow_steering_mode: dmfs always, smfs
-//     EOPNOTSUPP in switchdev, anything else EINVAL "Bad parameter: supported
-//     values are [\"dmfs\", \"smfs\"]"; other parameters ErrNotSupported.
+//     line is made up). A change out of switchdev while a flower rule is
+//     in the hardware of the PF's eswitch (its uplink or a representor):
+//     EBUSY "Can't change mode, E-Switch is busy" (mlx5_esw_try_lock: the
+//     eswitch has users). Param flow_steering_mode (fs_core.c
+//     mlx5_fs_mode_validate): in switchdev smfs EOPNOTSUPP "Moving to smfs
+//     is not supported when eswitch offloads enabled.", dmfs accepted; with
+//     the spec's kernel at 6.17 or later every value EOPNOTSUPP "Changing
+//     fs mode is not supported when eswitch offloads enabled."; anything
+//     else EINVAL "Bad parameter: supported values are [\"dmfs\",
+//     \"smfs\"]". Param esw_multiport: see §5. Other parameters
+//     ErrNotSupported.
 //     devlink-rate (rate.go): a leaf per VF port in switchdev, born without
 //     limits or parent, gone with the VF; every node gone when numvfs goes
 //     to 0 in switchdev (eswitch.c mlx5_eswitch_disable_sriov:
@@ -217,8 +225,7 @@
 // RDMA traffic, IP addresses (so no IPv4-mapped GIDs), ethtool -S
 // counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
 // tc forwarding rules of a multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
-// inline/encap modes, TC flows (so no "eswitch busy" or "active offloaded
-// filters" refusals), /proc/net/bonding, writes to the bonding sysfs
+// inline/encap modes, TC flows beyond the flower rules of tc.go, /proc/net/bonding, writes to the bonding sysfs
 // files other than the options above (EACCES), the bond's admin state in
 // the LAG (a bond taken down keeps its LAG), physical link loss (a PF is up when it is admin up), LACP
 // negotiation, the failure of LAG deactivation with bound VFs, PF

@@ -192,11 +192,17 @@ func (h *Host) SetParam(d eswitch.Devlink, name, value string) error {
 		if name != paramFlowSteering {
 			return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "no parameter %q", name).with(eswitch.ErrNotSupported))
 		}
+		// fs_core.c mlx5_fs_mode_validate: since 6.17 (an Aug 2025 fix,
+		// queued for stable) every value is refused in switchdev, before
+		// the value is looked at; before, dmfs passed and smfs was refused.
+		if pf.Mode == eswitch.ModeSwitchdev && st.Spec.kernelAtLeast(6, 17) {
+			return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "Changing fs mode is not supported when eswitch offloads enabled."))
+		}
 		switch value {
 		case "dmfs":
 		case "smfs":
 			if pf.Mode == eswitch.ModeSwitchdev {
-				return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "smfs can not be set while the eswitch is in switchdev mode"))
+				return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "Moving to smfs is not supported when eswitch offloads enabled."))
 			}
 		default:
 			return false, kernelErr(op, fail(syscall.EINVAL, `Bad parameter: supported values are ["dmfs", "smfs"]`))

@@ -242,6 +242,11 @@ func (st *state) checkModeChange(now int64, nic *nicState, pf *pfState, mode str
 		// devlink core, devlink_rate_nodes_check (eswitch set).
 		return false, false, fail(syscall.EBUSY, "Rate node(s) exists.")
 	}
+	if pf.Mode == eswitch.ModeSwitchdev && st.eswitchRules(pf, now) > 0 {
+		// eswitch_offloads.c mlx5_devlink_eswitch_mode_set: mlx5_esw_try_lock
+		// fails while the eswitch has users (offloaded tc rules hold it).
+		return false, false, fail(syscall.EBUSY, "Can't change mode, E-Switch is busy")
+	}
 	if mode == eswitch.ModeSwitchdev {
 		for _, vf := range pf.VFs {
 			if vf.Driver != "" {

@@ -29,6 +29,23 @@ type Spec struct {
 	// (not mounted: /sys/kernel/debug is an empty directory, so no mlx5 LAG
 	// state can be read).
 	Debugfs string `mapstructure:"debugfs" yaml:"debugfs" json:"debugfs,omitempty"`
+	// Kernel is the simulated kernel's version, "major.minor" (default
+	// 6.1), for the rules that changed: from 6.17 mlx5 refuses every
+	// flow_steering_mode value while the eswitch is in switchdev.
+	Kernel string `mapstructure:"kernel" yaml:"kernel" json:"kernel,omitempty"`
+}
+
+// kernelAtLeast tells whether the spec's kernel is at least maj.min.
+func (s *Spec) kernelAtLeast(maj, min int) bool {
+	k := s.Kernel
+	if k == "" {
+		k = "6.1"
+	}
+	var a, b int
+	if _, err := fmt.Sscanf(k, "%d.%d", &a, &b); err != nil {
+		return false
+	}
+	return a > maj || a == maj && b >= min
 }
 
 // NICSpec is one ConnectX NIC with one or two ports (PFs).
@@ -159,6 +176,9 @@ func validate(in *Spec) (*Spec, error) {
 	}
 	if s.Debugfs != "" && s.Debugfs != "on" && s.Debugfs != "off" {
 		return nil, fmt.Errorf("sim: debugfs: %q: want on or off", s.Debugfs)
+	}
+	if s.Kernel != "" && !regexp.MustCompile(`^[0-9]+\.[0-9]+$`).MatchString(s.Kernel) {
+		return nil, fmt.Errorf("sim: kernel: %q: want major.minor, such as 6.17", s.Kernel)
 	}
 	nicNames := map[string]bool{}
 	netdevs := map[string]string{"lo": "the loopback device"}
