@@ -481,6 +481,9 @@ type LAGStatus struct {
 	PortSelMode string   `json:"port_sel_mode,omitempty"`
 	SharedFDB   bool     `json:"shared_fdb,omitempty"`
 	Members     []string `json:"members,omitempty"`
+	// Why: for "unverified", why the state cannot be read (readers fill it
+	// in with ExplainUnverified).
+	Why string `json:"why,omitempty"`
 }
 
 // ReadLAG reads "cat /sys/kernel/debug/mlx5/$pf0/lag/{state,type,port_sel_mode,flags,members}".

@@ -4,10 +4,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/testbed"
 )
 
-// TestExamplesLoad: every config in examples/ loads and validates, and the
-// embedded example equals examples/vflag-sim.yaml.
+// TestExamplesLoad: every config in examples/ loads and validates, its
+// switchdev groups are on simulated cards a real one in VF-LAG can be (at
+// most 64 VFs in the firmware), and the embedded example equals
+// examples/vflag-sim.yaml.
 func TestExamplesLoad(t *testing.T) {
 	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) < 3 {
@@ -19,6 +24,13 @@ func TestExamplesLoad(t *testing.T) {
 			a.v.Set("config", f)
 			if _, err := a.loadConfig(false); err != nil {
 				t.Fatal(err)
+			}
+			text, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if over, err := testbed.LAGCardsOver(string(text), eswitch.LAGMaxTotalVFs); err != nil || len(over) > 0 {
+				t.Fatalf("switchdev groups on cards that cannot enter VF-LAG: %v %v", over, err)
 			}
 		})
 	}

@@ -122,7 +122,7 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 2`,
 				`vflag_bond_lacp_ports{group="lag0",bond="bond0"} 1`,
 				`vflag_bond_lacp_partner{group="lag0",bond="bond0"} 0`,
-				`vflag_group_problems{group="lag0"} 1`,
+				`vflag_group_problems{group="lag0"} 2`, // bond/lacp, and lag/ports: port 2 carries no VF traffic
 			},
 		},
 		{

@@ -39,6 +39,12 @@ type Config struct {
 	// PFWait bounds the wait of `vflag up` for the PFs to appear (default
 	// 60s): at boot the NIC's driver may probe after vflag-pre.service starts.
 	PFWait time.Duration `mapstructure:"pf_wait"`
+	// AcceptUnverifiedLAG lets an mlx5 group's hardware LAG be
+	// "unverified" (its state not in debugfs: debugfs not mounted, or an
+	// mlx5_core that shows no lag/ state) without up ending degraded or
+	// validate failing: for hosts without debugfs. It is never reported
+	// as active. Default false.
+	AcceptUnverifiedLAG bool `mapstructure:"accept_unverified_lag"`
 	// Sim is the simulated host's spec (`vflag --sim DIR`), decoded by
 	// internal/sim; a real host ignores it.
 	Sim map[string]any `mapstructure:"sim"`
@@ -302,8 +308,10 @@ const (
 // (the kernel takes up to INT_MAX).
 const maxBondDelay = 60000
 
-// MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
-const MaxVFsLAG = 64
+// MaxVFsLAG bounds numvfs in a switchdev group: mlx5 refuses VF-LAG on a
+// PF whose firmware has more than 64 VFs (eswitch.LAGMaxTotalVFs), so no
+// PF in VF-LAG has more; preflight and doctor check sriov_totalvfs itself.
+const MaxVFsLAG = eswitch.LAGMaxTotalVFs
 
 // isDotName: "." and "..", which every name pattern with '.' lets through
 // and which leave their directory in any path.
@@ -557,7 +565,7 @@ func (v *validator) validateGroupBasics(g *Group, p string) groupCheck {
 	if !gc.numvfsOK {
 		v.add(p+".numvfs", g.NumVFs, "must be between 1 and the PF's sriov_totalvfs")
 	} else if gc.switchdev && g.NumVFs > MaxVFsLAG {
-		v.add(p+".numvfs", g.NumVFs, "exceeds %d, the VF limit per PF under VF-LAG", MaxVFsLAG)
+		v.add(p+".numvfs", g.NumVFs, "exceeds %d: a PF in VF-LAG has at most %d VFs (mlx5 needs its firmware's NUM_OF_VFS, the PF's sriov_totalvfs, at %d or less)", MaxVFsLAG, MaxVFsLAG, MaxVFsLAG)
 	}
 	if g.MTU != 0 && (g.MTU < MinMTU || g.MTU > MaxMTU) {
 		v.add(p+".mtu", g.MTU, "must be %d-%d (or 0 to leave the MTUs alone)", MinMTU, MaxMTU)

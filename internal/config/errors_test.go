@@ -35,7 +35,7 @@ func TestParseErrorsPointAtTheCause(t *testing.T) {
 		{"numvfs 0: not 6 VF index errors", "numvfs: 4 ", "numvfs: 0 ",
 			head + `groups[0].numvfs: "0" must be between 1 and the PF's sriov_totalvfs`},
 		{"numvfs above the VF-LAG limit", "numvfs: 4 ", "numvfs: 65 ",
-			head + `groups[0].numvfs: "65" exceeds 64, the VF limit per PF under VF-LAG`},
+			head + `groups[0].numvfs: "65" exceeds 64: a PF in VF-LAG has at most 64 VFs (mlx5 needs its firmware's NUM_OF_VFS, the PF's sriov_totalvfs, at 64 or less)`},
 		{"misspelt eswitch: not legacy's errors", "eswitch: switchdev", "eswitch: swichdev",
 			head + `groups[0].eswitch: "swichdev" must be switchdev or legacy`},
 		{"one PF in switchdev: no pf index errors", "pfs: [ens1f0np0, ens1f1np1]", "pfs: [ens1f0np0]",

@@ -110,9 +110,12 @@ type Group struct {
 	BondMode     string   // active-backup, balance-xor, 802.3ad; "" unknown
 	DatapathType string   // the bridge's datapath_type: "", "system" or "netdev"
 	HWOffload    bool     // the bridge wants hw-offload: the bond's shared tc block is checked
-	OVSDB        string   // OVSDB endpoint ("" DefaultOVSDB)
-	Libvirt      string   // libvirt URI ("" DefaultLibvirt)
-	discovered   bool
+	// AcceptUnverifiedLAG: the config's accept_unverified_lag (a LAG state
+	// that cannot be read is a warning, not a failure).
+	AcceptUnverifiedLAG bool
+	OVSDB               string // OVSDB endpoint ("" DefaultOVSDB)
+	Libvirt             string // libvirt URI ("" DefaultLibvirt)
+	discovered          bool
 }
 
 // Runner runs external commands with a fixed argv, never through a shell.

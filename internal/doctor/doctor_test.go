@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -228,10 +230,38 @@ func TestSingleCases(t *testing.T) {
 			words: []string{"mstconfig -d 0000:61:00.0 -y set NUM_OF_VFS=16", "reboot"},
 		},
 		{
-			name:  "numvfs above 64 under VF-LAG",
-			setup: func(t *testing.T, r *readyEnv, g *Group) { g.NumVFs = 65; r.env.Sys = bigTotal(t, r) },
+			// The firmware's NUM_OF_VFS, not numvfs, is what mlx5 holds to 64.
+			name:  "sriov_totalvfs above 64 in a switchdev group",
+			setup: func(t *testing.T, r *readyEnv, g *Group) { r.env.Sys = bigTotal(t, r) },
 			check: "firmware/numvfs", status: Fail,
-			words: []string{"64"},
+			words: []string{"mstconfig -d 0000:61:00.0 -y set NUM_OF_VFS=64", "mstconfig -d 0000:61:00.1 -y set NUM_OF_VFS=64",
+				"mstfwreset -d 0000:61:00.0 -y reset", "mstfwreset -d 0000:61:00.1 -y reset"},
+		},
+		{
+			name:  "sriov_totalvfs above 64 in a legacy group",
+			setup: func(t *testing.T, r *readyEnv, g *Group) { r.env.Sys = bigTotal(t, r); g.Switchdev = false },
+			check: "firmware/numvfs", status: Pass, ready: true,
+			words: []string{"fits sriov_totalvfs: p0 128, p1 128"},
+		},
+		{
+			name: "NUM_OF_VFS above 64 in a switchdev group (mstconfig)",
+			setup: func(t *testing.T, r *readyEnv, g *Group) {
+				r.run.out["mstconfig -e -d "+pf0+" q"] = strings.Replace(mstconfigReady,
+					"NUM_OF_VFS                                  0                   8                   8",
+					"NUM_OF_VFS                                  0                   127                 127", 1)
+			},
+			check: "firmware/mstconfig " + pf0, status: Fail,
+			words: []string{"mstconfig -d 0000:61:00.0 -y set NUM_OF_VFS=64", "mstfwreset -d 0000:61:00.0 -y reset"},
+		},
+		{
+			name: "NUM_OF_VFS 64 at the next boot only (mstconfig)",
+			setup: func(t *testing.T, r *readyEnv, g *Group) {
+				r.run.out["mstconfig -e -d "+pf0+" q"] = strings.Replace(mstconfigReady,
+					"NUM_OF_VFS                                  0                   8                   8",
+					"NUM_OF_VFS                                  0                   127                 64", 1)
+			},
+			check: "firmware/mstconfig " + pf0, status: Fail,
+			words: []string{"reset the firmware: mstfwreset -d 0000:61:00.0 -y reset"},
 		},
 		{
 			name: "RoCE on one port only",
@@ -362,6 +392,16 @@ func TestSingleCases(t *testing.T) {
 			setup: func(t *testing.T, r *readyEnv, g *Group) {
 				r.env.Sys = hideFS{FS: r.h.FS(), prefixes: []string{"/sys/kernel/debug"}}
 				r.machine.file("/proc/mounts", "sysfs /sys sysfs rw 0 0\n")
+			},
+			check: "nic/debugfs", status: Fail,
+			words: []string{"mount -t debugfs none /sys/kernel/debug", "/etc/fstab"},
+		},
+		{
+			name: "debugfs not mounted, accepted by the config",
+			setup: func(t *testing.T, r *readyEnv, g *Group) {
+				r.env.Sys = hideFS{FS: r.h.FS(), prefixes: []string{"/sys/kernel/debug"}}
+				r.machine.file("/proc/mounts", "sysfs /sys sysfs rw 0 0\n")
+				g.AcceptUnverifiedLAG = true
 			},
 			check: "nic/debugfs", status: Warn, ready: true,
 			words: []string{"mount -t debugfs none /sys/kernel/debug", "/etc/fstab"},
@@ -764,6 +804,49 @@ func TestOVSVersionTrap(t *testing.T) {
 			up := mustFind(t, rep, "daemons/ovs-upcalls")
 			if got, want := strings.Contains(up.Fix, dropIn), tt.version == "3.1.0"; got != want {
 				t.Errorf("daemons/ovs-upcalls fix names the 3.1.0 drop-in: %v, want %v: %q", got, want, up.Fix)
+			}
+		})
+	}
+}
+
+// TestNeverAdvisesMoreThan64VFsForSwitchdev: whatever the host and the
+// group ask, no fix for a switchdev group sets NUM_OF_VFS above 64 (more
+// leaves the PF without VF-LAG); a legacy group may be told more.
+func TestNeverAdvisesMoreThan64VFsForSwitchdev(t *testing.T) {
+	setRE := regexp.MustCompile(`NUM_OF_VFS=(\d+)`)
+	for _, tc := range []struct {
+		name      string
+		numvfs    int
+		total     int    // sriov_totalvfs; 0 keeps the ready host's 8
+		mst       string // NUM_OF_VFS row: current, next boot
+		switchdev bool
+		wantMax   int // the highest NUM_OF_VFS a fix must name (0: none)
+	}{
+		{"numvfs 65 on a NUM_OF_VFS 8 card", 65, 0, "8                   8", true, 64},
+		{"numvfs 65, legacy", 65, 0, "8                   8", false, 65},
+		{"NUM_OF_VFS 0", 0, 0, "0                   0", true, 8},
+		{"NUM_OF_VFS 127, sriov_totalvfs 128", 4, 128, "127                 127", true, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReady(t)
+			g := lagGroup()
+			g.NumVFs, g.Switchdev = tc.numvfs, tc.switchdev
+			if tc.total != 0 {
+				r.env.Sys = bigTotal(t, r)
+			}
+			r.run.out["mstconfig -e -d "+pf0+" q"] = strings.Replace(mstconfigReady,
+				"NUM_OF_VFS                                  0                   8                   8",
+				"NUM_OF_VFS                                  0                   "+tc.mst, 1)
+			rep := runDoctor(t, r.env, Target{Groups: []Group{g}, StateDir: r.stateDir})
+			highest := 0
+			for _, c := range rep.Checks {
+				for _, m := range setRE.FindAllStringSubmatch(c.Fix, -1) {
+					n, _ := strconv.Atoi(m[1])
+					highest = max(highest, n)
+				}
+			}
+			if highest != tc.wantMax {
+				t.Fatalf("highest NUM_OF_VFS advised: %d, want %d", highest, tc.wantMax)
 			}
 		})
 	}

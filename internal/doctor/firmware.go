@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/vflag/vflag/eswitch"
 )
 
-// MaxVFsLAG is the documented VF limit per PF under VF-LAG (DESIGN.md step 0).
-const MaxVFsLAG = 64
+// MaxVFsLAG is mlx5's limit on a switchdev PF's firmware VF count
+// (eswitch.LAGMaxTotalVFs).
+const MaxVFsLAG = eswitch.LAGMaxTotalVFs
 
 func (d *doctor) firmware(g *groupState) {
 	d.checkNumVFs(g)
@@ -22,9 +25,7 @@ func (d *doctor) firmware(g *groupState) {
 	d.checkDevlinkInfo(p)
 }
 
-func fwReset(a string) string {
-	return fmt.Sprintf("then reboot (or reset the NIC: mlxfwreset -d %s -y reset); sriov_totalvfs follows the firmware's NUM_OF_VFS", a)
-}
+func fwReset(a string) string { return eswitch.FirmwareReset(a) }
 
 func (d *doctor) checkNumVFs(g *groupState) {
 	const name = "firmware/numvfs"
@@ -42,6 +43,19 @@ func (d *doctor) checkNumVFs(g *groupState) {
 	for _, p := range known {
 		totals = append(totals, fmt.Sprintf("%s %d", p.name(), p.Total))
 	}
+	if g.Switchdev {
+		var which, fixes []string
+		for _, p := range known {
+			if why := eswitch.TotalVFsProblem(p.name(), string(p.Addr), p.Driver, p.Total); why != "" {
+				which = append(which, why)
+				fixes = append(fixes, eswitch.FirmwareNumVFsFix(string(p.Addr)))
+			}
+		}
+		if len(which) > 0 {
+			d.add(AreaFirmware, name, "", Fail, strings.Join(which, "; "), strings.Join(fixes, "; "))
+			return
+		}
+	}
 	if g.NumVFs == 0 {
 		d.add(AreaFirmware, name, "", Skip, fmt.Sprintf("no VF count asked (no config); sriov_totalvfs: %s", strings.Join(totals, ", ")), "")
 		return
@@ -51,21 +65,26 @@ func (d *doctor) checkNumVFs(g *groupState) {
 	for _, p := range known {
 		if g.NumVFs > p.Total {
 			over = append(over, fmt.Sprintf("%s (%s) allows %d", p.name(), p.Addr, p.Total))
-			fixes = append(fixes, fmt.Sprintf("mstconfig -d %s -y set SRIOV_EN=1 NUM_OF_VFS=%d", p.Addr, g.NumVFs))
+			fixes = append(fixes, fmt.Sprintf("mstconfig -d %s -y set SRIOV_EN=1 NUM_OF_VFS=%d", p.Addr, numVFsSetting(g, g.NumVFs)))
 		}
 	}
-	switch {
-	case len(over) > 0:
+	if len(over) > 0 {
 		first := firstPCI(g)
 		d.add(AreaFirmware, name, "", Fail,
 			fmt.Sprintf("the group asks numvfs %d per PF, above sriov_totalvfs: %s; the NIC firmware's NUM_OF_VFS caps sriov_totalvfs", g.NumVFs, strings.Join(over, "; ")),
 			fmt.Sprintf("raise the firmware's VF count: %s (package mstflint), %s; or lower groups[].numvfs", strings.Join(dedupe(fixes), "; "), fwReset(string(first.Addr))))
-	case g.Switchdev && g.NumVFs > MaxVFsLAG:
-		d.add(AreaFirmware, name, "", Fail, fmt.Sprintf("the group asks numvfs %d per PF; VF-LAG is documented for at most %d per PF (NVIDIA's VF-LAG tests expect 65 to fail)", g.NumVFs, MaxVFsLAG),
-			fmt.Sprintf("lower groups[].numvfs to %d or fewer", MaxVFsLAG))
-	default:
-		d.add(AreaFirmware, name, "", Pass, fmt.Sprintf("numvfs %d per PF fits sriov_totalvfs: %s", g.NumVFs, strings.Join(totals, ", ")), "")
+		return
 	}
+	d.add(AreaFirmware, name, "", Pass, fmt.Sprintf("numvfs %d per PF fits sriov_totalvfs: %s", g.NumVFs, strings.Join(totals, ", ")), "")
+}
+
+// numVFsSetting is the NUM_OF_VFS a fix may ask for: n, and never above 64
+// for a switchdev group (more leaves the PF without VF-LAG).
+func numVFsSetting(g *groupState, n int) int {
+	if g.Switchdev {
+		return min(n, MaxVFsLAG)
+	}
+	return n
 }
 
 func dedupe(list []string) []string {
@@ -178,12 +197,21 @@ func (d *doctor) checkMstconfig(g *groupState, p *port) {
 		problems = append(problems, "no SRIOV_EN setting")
 	}
 	want := g.NumVFs
-	if v, ok := show("NUM_OF_VFS"); ok && want > 0 && mstNumber(v.Current) < want {
+	resetOnly := false // the next boot's NUM_OF_VFS is right already
+	if v, ok := show("NUM_OF_VFS"); ok && g.Switchdev && mstNumber(v.Current) > MaxVFsLAG {
+		if n := mstNumber(v.Next); n <= MaxVFsLAG && n >= max(want, 1) {
+			problems = append(problems, fmt.Sprintf("NUM_OF_VFS %s is above %d (mlx5 never activates VF-LAG on such a PF); %s is set for the next boot", v.Current, MaxVFsLAG, v.Next))
+			resetOnly = true
+		} else {
+			problems = append(problems, fmt.Sprintf("NUM_OF_VFS %s is above %d: mlx5 never activates VF-LAG on such a PF", v.Current, MaxVFsLAG))
+			set = append(set, fmt.Sprintf("NUM_OF_VFS=%d", MaxVFsLAG))
+		}
+	} else if ok && want > 0 && mstNumber(v.Current) < want {
 		problems = append(problems, fmt.Sprintf("NUM_OF_VFS %s is below the group's numvfs %d", v.Current, want))
-		set = append(set, fmt.Sprintf("NUM_OF_VFS=%d", want))
+		set = append(set, fmt.Sprintf("NUM_OF_VFS=%d", numVFsSetting(g, want)))
 	} else if ok && mstNumber(v.Current) <= 0 {
 		problems = append(problems, "NUM_OF_VFS is 0")
-		set = append(set, fmt.Sprintf("NUM_OF_VFS=%d", vfsWanted(g)))
+		set = append(set, fmt.Sprintf("NUM_OF_VFS=%d", numVFsSetting(g, vfsWanted(g))))
 	}
 	for _, k := range []string{"LINK_TYPE_P1", "LINK_TYPE_P2"} {
 		if v, ok := show(k); ok && mstNumber(v.Current) != 2 && !strings.HasPrefix(strings.ToUpper(v.Current), "ETH") {
@@ -200,6 +228,9 @@ func (d *doctor) checkMstconfig(g *groupState, p *port) {
 		return
 	}
 	fix := "check the firmware settings: mstconfig -d " + a + " q"
+	if resetOnly {
+		fix = strings.TrimPrefix(fwReset(a), "then ")
+	}
 	if len(set) > 0 {
 		fix = fmt.Sprintf("mstconfig -d %s -y set %s (one setting for both ports of the NIC), %s", a, strings.Join(set, " "), fwReset(a))
 	}

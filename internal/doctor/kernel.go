@@ -128,8 +128,8 @@ func (d *doctor) checkKernelVersion(gs []*groupState) {
 	if v, err := d.readHost("/sys/module/mlx5_core/version"); err == nil && v != "" {
 		ofed = fmt.Sprintf("; mlx5_core reports version %s (an out-of-tree driver such as MLNX_OFED: its VF-LAG features follow that driver, not the kernel)", v)
 	}
-	const facts = "switchdev VF-LAG with shared FDB (lag/flags shared_fdb:on), hash port selection for balance-xor and 802.3ad (lag/port_sel_mode hash, " +
-		"else queue_affinity), the LAG state in debugfs (lag/state), RoCE state alike on both ports (as read in the 6.1 and 6.12 sources; docs/real-host.md says what the host needs)"
+	const facts = "switchdev VF-LAG with shared FDB (lag/flags shared_fdb:on), hash port selection for balance-xor and 802.3ad where the NIC has the port_select_flow_table capability " +
+		"(else queue_affinity: each VF on its own PF's port; lag/port_sel_mode shows which once the LAG is active), the LAG state in debugfs (lag/state), RoCE state alike on both ports (as read in the 6.1 and 6.12 sources; docs/real-host.md says what the host needs)"
 	switch {
 	case atLeast(maj, mnr, 6, 1):
 		extra := ""
@@ -142,7 +142,7 @@ func (d *doctor) checkKernelVersion(gs []*groupState) {
 			"shared FDB and hash port selection are unconfirmed here%s", rel, ofed),
 			"run a kernel >= 6.1 (Debian bookworm's linux-image-amd64 is 6.1), or MLNX_OFED's mlx5_core")
 	default:
-		d.add(AreaKernel, name, "", Warn, fmt.Sprintf("kernel %s: older than 5.19, so mlx5 shows no LAG state in debugfs (vflag reports the LAG \"unverified\"); "+
+		d.add(AreaKernel, name, "", Warn, fmt.Sprintf("kernel %s: older than 5.19, so mlx5 shows no LAG state in debugfs (vflag reports the LAG \"unverified\": up ends degraded unless the config sets accept_unverified_lag); "+
 			"shared FDB and hash port selection are unconfirmed%s", rel, ofed),
 			"run a kernel >= 6.1 (Debian bookworm's linux-image-amd64 is 6.1), or MLNX_OFED's mlx5_core")
 	}

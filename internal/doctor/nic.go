@@ -415,6 +415,17 @@ func (d *doctor) checkDebugfs(g *groupState) {
 		d.add(AreaNIC, name, "", Skip, "no PF with a PCI address (see platform/sriov)", "")
 		return
 	}
+	// On an mlx5 PF of a switchdev group, a LAG state vflag cannot read is
+	// no working LAG: up ends degraded and validate fails, unless the
+	// config accepts it (accept_unverified_lag).
+	sev, then := Warn, ": vflag reports the LAG \"unverified\", never active"
+	if g.Switchdev && p.Driver == eswitch.LAGDriver {
+		if g.AcceptUnverifiedLAG {
+			then += " (accepted by accept_unverified_lag)"
+		} else {
+			sev, then = Fail, ": up ends degraded and validate fails the lag check until the LAG state can be read (a host without debugfs may set accept_unverified_lag: true)"
+		}
+	}
 	dir := path.Join("/sys/kernel/debug/mlx5", string(p.Addr))
 	if sysfs.Exists(d.env.Sys, dir) {
 		state, err := d.lagState(p.Addr)
@@ -422,8 +433,8 @@ func (d *doctor) checkDebugfs(g *groupState) {
 		case err == nil:
 			d.add(AreaNIC, name, "", Pass, fmt.Sprintf("%s/lag/state reads %q: the hardware LAG can be verified", dir, state), "")
 		case errors.Is(err, fs.ErrNotExist):
-			d.add(AreaNIC, name, "", Warn, fmt.Sprintf("%s exists but has no lag/state: this mlx5_core shows no LAG state, so vflag reports the LAG \"unverified\"", dir),
-				"use a kernel >= 5.19 (its mlx5_core has lag/ in debugfs), or MLNX_OFED's mlx5_core")
+			u := eswitch.ExplainUnverified(d.env.Sys, p.Addr)
+			d.add(AreaNIC, name, "", sev, fmt.Sprintf("%s exists but has no lag/state: %s%s", dir, u.Why, then), u.Fix)
 		default:
 			d.add(AreaNIC, name, "", Warn, fmt.Sprintf("%s/lag/state: %v: the LAG state is unverifiable", dir, err),
 				"run vflag as root; with kernel lockdown in confidentiality mode debugfs is closed: boot with lockdown=integrity or none")
@@ -438,12 +449,15 @@ func (d *doctor) checkDebugfs(g *groupState) {
 			mounted = true
 		}
 	}
-	if !mounted {
-		d.add(AreaNIC, name, "", Warn, "debugfs is not mounted on /sys/kernel/debug (/proc/mounts): the hardware LAG state is unverifiable (vflag reports it \"unverified\", never active)",
-			"mount -t debugfs none /sys/kernel/debug; at boot: add `debugfs /sys/kernel/debug debugfs defaults 0 0` to /etc/fstab")
-		return
+	if !mounted || d.env.Simulated {
+		u := eswitch.ExplainUnverified(d.env.Sys, p.Addr)
+		if !mounted || strings.HasPrefix(u.Why, "debugfs is not mounted") {
+			d.add(AreaNIC, name, "", sev, "debugfs is not mounted on /sys/kernel/debug (/proc/mounts): the hardware LAG state is unverifiable"+then,
+				"mount -t debugfs none /sys/kernel/debug; at boot: add `debugfs /sys/kernel/debug debugfs defaults 0 0` to /etc/fstab")
+			return
+		}
 	}
-	d.add(AreaNIC, name, "", Warn, fmt.Sprintf("debugfs is mounted but has no %s: the PF is not driven by an mlx5_core with LAG debugfs, so the LAG state is unverifiable", dir),
+	d.add(AreaNIC, name, "", sev, fmt.Sprintf("debugfs is mounted but has no %s: the PF is not driven by an mlx5_core with LAG debugfs, so the LAG state is unverifiable%s", dir, then),
 		"use the ConnectX PFs (driver mlx5_core) on a kernel >= 5.19, or MLNX_OFED's mlx5_core")
 }
 

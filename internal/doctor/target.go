@@ -21,6 +21,7 @@ func TargetFromConfig(cfg *config.Config) Target {
 			BondName:  g.Bond.Name, BondMode: g.Bond.Mode, DatapathType: g.OVS.DatapathType,
 			HWOffload: g.OVS.HWOffload != nil && *g.OVS.HWOffload,
 			OVSDB:     cfg.OVSDB, Libvirt: cfg.Libvirt,
+			AcceptUnverifiedLAG: cfg.AcceptUnverifiedLAG,
 		})
 	}
 	return t

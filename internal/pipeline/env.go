@@ -61,6 +61,9 @@ type Env struct {
 	// OFPortWait bounds verification's wait for ofports that ovs-vswitchd
 	// assigns asynchronously (after a reboot: when the netdev appears).
 	OFPortWait time.Duration
+	// BusyWait bounds the wait of an eswitch mode change while mlx5
+	// answers EBUSY (E-Switch busy); 0 = eswitchBusyWait.
+	BusyWait time.Duration
 	// Holding, when set, answers which running domain holds each VF instead
 	// of libvirt (tests: no domain here can hold a VF without VFIO; the
 	// libvirt path is covered on the real kernel, e2e scenario B). The

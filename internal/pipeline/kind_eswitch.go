@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/teardown"
@@ -49,7 +51,7 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode), Revert: fmt.Sprintf("%s: eswitch %s -> %s", d, mode, cur), Disruptive: cur != mode && vfs > 0,
 				Record: modeRecord{Devlink: d, Prior: cur}}, nil
 		},
-		Apply: func(context.Context) error {
+		Apply: func(ctx context.Context) error {
 			for _, pf := range pfs {
 				vfs, err := e.pci.VFs(pf.Dev)
 				if err != nil {
@@ -65,7 +67,7 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 					}
 				}
 			}
-			if err := e.k.SetEswitchMode(d, mode); err != nil {
+			if err := e.setModeWaiting(ctx, d, mode); err != nil {
 				return fmt.Errorf("set eswitch mode on %s: %w", d, err)
 			}
 			return nil
@@ -84,7 +86,7 @@ func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) (string, error) 
 	if cur == r.Prior {
 		return "", nil
 	}
-	if err := e.k.SetEswitchMode(r.Devlink, r.Prior); err != nil {
+	if err := e.setModeWaiting(ctx, r.Devlink, r.Prior); err != nil {
 		if nodes := rateNodesOn(e.k, r.Devlink); len(nodes) > 0 {
 			// The kernel refuses any mode change while rate nodes exist
 			// (EBUSY "Rate node(s) exists."); vflag's own went before this
@@ -98,6 +100,39 @@ func (modeKind) Undo(ctx context.Context, e *Env, r modeRecord) (string, error) 
 }
 
 func (e *Env) modeOf(pf eswitch.PF) string { return eswitch.ModeOf(e.k, pf) }
+
+// eswitchBusyWait bounds setModeWaiting (Env.BusyWait overrides it).
+const eswitchBusyWait = 15 * time.Second
+
+// setModeWaiting sets the eswitch mode, waiting at most BusyWait while
+// mlx5 answers EBUSY "Can't change mode, E-Switch is busy": another
+// eswitch operation in progress, or users of the eswitch such as offloaded
+// tc rules (OVS's datapath flows on the representors, which ovs-vswitchd
+// removes shortly after their ports go). Rate nodes (EBUSY "Rate node(s)
+// exists.") do not go by themselves: no wait for those.
+func (e *Env) setModeWaiting(ctx context.Context, d eswitch.Devlink, mode string) error {
+	wait := e.BusyWait
+	if wait <= 0 {
+		wait = eswitchBusyWait
+	}
+	poll := max(e.Poll, 50*time.Millisecond)
+	deadline := time.Now().Add(wait)
+	for {
+		err := e.k.SetEswitchMode(d, mode)
+		if err == nil || !errors.Is(err, syscall.EBUSY) || len(rateNodesOn(e.k, d)) > 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the eswitch stayed busy for %s: mlx5 refuses a mode change while offloaded tc rules (OVS datapath flows on the representors or the uplink: tc -s filter show dev <rep> ingress) or another eswitch operation hold it; remove them (ovs-appctl dpctl/del-flows) and run again: %w", wait, err)
+		}
+		e.log.Info("eswitch busy, waiting", "devlink", d.String(), "mode", mode, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(poll):
+		}
+	}
+}
 
 // tcOffloadKind enables hw-tc-offload on a PF (the uplink representor)
 // after switchdev (DESIGN.md step 5).

@@ -3,10 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
 	"github.com/vflag/vflag/teardown"
@@ -97,6 +100,13 @@ func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) (string, err
 		return "", nil
 	}
 	cur, _ := e.pci.NumVFs(r.PF)
+	if cur != r.Prior && cur != 0 {
+		// vflag's own rate nodes were undone before (made after the
+		// VFs): any left are someone else's, and the write would destroy them.
+		if nodes, err := e.doomedRateNodes(r.PF, nil); err != nil || len(nodes) > 0 {
+			return "", rateNodesDoomed(r.PF, nodes, err)
+		}
+	}
 	if err := e.pci.SetNumVFs(r.PF, r.Prior); err != nil {
 		return "", err
 	}
@@ -121,6 +131,15 @@ func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 			return nil, fmt.Errorf("read sriov_numvfs of %s: %w", pf.Dev, err)
 		}
 		if cur != 0 && cur != run.g.NumVFs {
+			// vflag's: the config's rate groups, and the nodes its journal
+			// holds (a group's dropped node is pruned before the write).
+			ours := func(node string) bool {
+				return slices.ContainsFunc(run.g.RateGroups, func(rg config.RateGroup) bool { return rg.Name == node }) ||
+					journaled(run.r.Journal, rateNodeKind{}.id(pf.Devlink, node))
+			}
+			if nodes, err := run.e.doomedRateNodes(pf.Dev, ours); err != nil || len(nodes) > 0 {
+				return nil, rateNodesDoomed(pf.Dev, nodes, err)
+			}
 			if run.remade == nil {
 				run.remade = map[sriov.Device]bool{}
 			}
@@ -128,6 +147,44 @@ func (run *groupRun) numVFs(context.Context) ([]batch, error) {
 		}
 	}
 	return one(s...), nil
+}
+
+// doomedRateNodes lists the devlink rate nodes that a write of 0 to dev's
+// sriov_numvfs would destroy and that ours (nil: none) does not claim:
+// mlx5 destroys every rate node of the PF's devlink instance when its VFs
+// go in switchdev (6.x eswitch.c mlx5_eswitch_disable_sriov:
+// devl_rate_nodes_destroy). Other drivers (netdevsim) keep them.
+func (e *Env) doomedRateNodes(dev sriov.Device, ours func(string) bool) ([]string, error) {
+	a, ok := dev.PCI()
+	if !ok {
+		return nil, nil
+	}
+	if drv, err := e.pci.Driver(a); err != nil || drv != eswitch.LAGDriver {
+		return nil, err
+	}
+	d := eswitch.Devlink{Bus: "pci", Device: string(a)}
+	if mode, err := e.k.EswitchMode(d); err != nil || mode != eswitch.ModeSwitchdev {
+		return nil, nil
+	}
+	rates, err := e.k.Rates()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range rates {
+		if r.Devlink == d && r.Type == eswitch.RateNode && (ours == nil || !ours(r.Name)) {
+			out = append(out, r.Name)
+		}
+	}
+	return out, nil
+}
+
+func rateNodesDoomed(dev sriov.Device, nodes []string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: cannot tell which devlink rate nodes a change of sriov_numvfs would destroy: %w", dev, err)
+	}
+	return fmt.Errorf("refusing to change sriov_numvfs of %s: in switchdev mlx5 destroys every devlink rate node of the PF when its VFs go, and rate node(s) %s are not vflag's; delete or keep them elsewhere first (devlink port function rate del %s/<name>)",
+		dev, strings.Join(nodes, ", "), dev)
 }
 
 // repPortsLeave removes from the group's bridge the ports of pf's

@@ -55,6 +55,9 @@ func (k paramKind) step(e *Env, d eswitch.Devlink, name, value string, byDefault
 				e.log.Warn("the driver refuses the default flow_steering_mode; left as it is", "devlink", d.String(), "value", value, "err", err)
 				return nil
 			}
+			if err != nil && e.refusedInSwitchdev(d, name, err) {
+				return fmt.Errorf("set %s %s on %s: %s: `vflag down`, then `vflag up` sets it before switchdev (or leave flow_steering_mode as it is): %w", name, value, d, fsModeInSwitchdev, err)
+			}
 			return err
 		},
 	}
@@ -69,6 +72,9 @@ func (paramKind) Undo(ctx context.Context, e *Env, r paramRecord) (string, error
 		return "", err
 	}
 	if err := e.k.SetParam(r.Devlink, r.Name, r.Prior); err != nil {
+		if e.refusedInSwitchdev(r.Devlink, r.Name, err) {
+			return "", fmt.Errorf("restore %s %s -> %s on %s: %s, and the eswitch is still in switchdev (its own undo did not happen: see above); fix that and run down again: %w", r.Name, cur, r.Prior, r.Devlink, fsModeInSwitchdev, err)
+		}
 		return "", err
 	}
 	return fmt.Sprintf("%s: %s %s -> %s", r.Devlink, r.Name, cur, r.Prior), nil
@@ -92,6 +98,20 @@ func (run *groupRun) params(context.Context) ([]batch, error) {
 	}
 	return one(s...), nil
 }
+
+// refusedInSwitchdev: mlx5 refused flow_steering_mode because the eswitch
+// is in switchdev.
+func (e *Env) refusedInSwitchdev(d eswitch.Devlink, name string, err error) bool {
+	if name != "flow_steering_mode" || !errors.Is(err, syscall.EOPNOTSUPP) {
+		return false
+	}
+	m, merr := e.k.EswitchMode(d)
+	return merr == nil && m == eswitch.ModeSwitchdev
+}
+
+// fsModeInSwitchdev is mlx5's rule for flow_steering_mode (fs_core.c
+// mlx5_fs_mode_validate).
+const fsModeInSwitchdev = "mlx5 changes it only while the eswitch is legacy (EOPNOTSUPP in switchdev: for smfs always, and for every value since 6.17)"
 
 // DefaultFlowSteeringMode is a switchdev group's flow_steering_mode when
 // the config leaves it empty.

@@ -277,10 +277,32 @@ func (run *groupRun) rateNodes(context.Context) ([]batch, error) {
 	var s []teardown.Step
 	for _, d := range devlinks(run.owners()) {
 		for _, rg := range g.RateGroups {
+			if run.nodesRemade(d) {
+				s = append(s, predicted(rateNodeKind{}.Name(), rateNodeKind{}.id(d, rg.Name),
+					fmt.Sprintf("rate node %s/%s tx_max %d Mbit/s tx_share %d Mbit/s (again: mlx5 destroys every rate node when numvfs goes to 0 in switchdev)", d, rg.Name, rg.TxMax, rg.TxShare)))
+				continue
+			}
 			s = append(s, rateNodeKind{}.step(run.e, func(id string) bool { return journaled(run.r.Journal, id) }, d, rg.Name, rg.TxMax, rg.TxShare))
 		}
 	}
 	return one(s...), nil
+}
+
+// nodesRemade tells a plan that the VFs of devlink d's mlx5 PF are made
+// again while it is in switchdev: the write of 0 destroys every rate node
+// of the instance (6.x eswitch.c mlx5_eswitch_disable_sriov:
+// devl_rate_nodes_destroy), so up makes them again. (netdevsim keeps its
+// nodes.)
+func (run *groupRun) nodesRemade(d eswitch.Devlink) bool {
+	for _, pf := range run.owners() {
+		if pf.Devlink != d || !run.fresh(pf) || pf.Addr == "" {
+			continue
+		}
+		drv, _ := run.e.pci.Driver(pf.Addr)
+		mode, err := run.e.k.EswitchMode(d)
+		return drv == eswitch.LAGDriver && err == nil && mode == eswitch.ModeSwitchdev
+	}
+	return false
 }
 
 // rateLeaves: each VF with a rate setting, on its devlink port's leaf

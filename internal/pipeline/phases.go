@@ -248,8 +248,20 @@ func (run *groupRun) waitLAG(context.Context) ([]batch, error) {
 				return "", fmt.Errorf("hardware LAG on %s did not activate within %s (check dmesg for \"Can't activate LAG offload\"): %w", pf0.Addr, e.cfg.LAGTimeout, err)
 			}
 			if st.State == eswitch.LAGUnverified {
-				e.log.Warn("hardware LAG state is not visible (no mlx5 debugfs): unverified", "group", run.g.Name, "pf", pf0.Addr)
-				return "hardware LAG unverified (no mlx5 debugfs)", nil
+				// On an mlx5 PF that is a problem verify reports (degraded),
+				// unless the config accepts it; elsewhere there is no state.
+				u := eswitch.ExplainUnverified(e.fs, pf0.Addr)
+				e.log.Warn("hardware LAG state is not visible: unverified", "group", run.g.Name, "pf", pf0.Addr, "why", u.Why)
+				switch {
+				case !u.MLX5:
+					return "hardware LAG unverified (no mlx5 debugfs)", nil
+				case e.cfg.AcceptUnverifiedLAG:
+					return "hardware LAG unverified, accepted by accept_unverified_lag: " + u.Why, nil
+				}
+				return "hardware LAG unverified: " + u.Why, nil
+			}
+			if why := eswitch.LAGTypeProblem(st, pf0.Addr); why != "" {
+				return "", fmt.Errorf("hardware LAG on %s is active but not the bond's: %s", pf0.Addr, why)
 			}
 			return fmt.Sprintf("hardware LAG %s (type %s, port_sel_mode %s)", st.State, orDash(st.Type), orDash(st.PortSelMode)), nil
 		}}), nil

@@ -133,7 +133,8 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 
 // usablePFs returns the resolved PFs that are SR-IOV physical ports (not a
 // bond, VF or other netdev) and reports the others; it also checks numvfs
-// against each PF's sriov_totalvfs.
+// against each PF's sriov_totalvfs, and, in a switchdev group, each mlx5
+// PF's sriov_totalvfs against VF-LAG's limit (eswitch.TotalVFsProblem).
 func (e *Env) usablePFs(cg *config.Group, p string, pfs []eswitch.PF, add func(string, any, string, ...any)) []eswitch.PF {
 	var usable = pfs[:0:0]
 	for i, pf := range pfs {
@@ -155,6 +156,12 @@ func (e *Env) usablePFs(cg *config.Group, p string, pfs []eswitch.PF, add func(s
 			}
 			if cg.NumVFs > total {
 				add(p+".numvfs", cg.NumVFs, "exceeds sriov_totalvfs %d of %s (%s)", total, pf.Netdev, pf.Dev)
+			}
+			if cg.Switchdev() {
+				drv, _ := e.pci.Driver(pf.Addr)
+				if why := eswitch.TotalVFsProblem(pf.Netdev, string(pf.Addr), drv, total); why != "" {
+					add(path, cg.PFs[idx], "%s; fix: %s", why, eswitch.FirmwareNumVFsFix(string(pf.Addr)))
+				}
 			}
 		}
 		usable = append(usable, pf)

@@ -207,3 +207,46 @@ func (ce *convergeEnv) tryDown(t *testing.T) error {
 	r := &teardown.Runner{Journal: j, Undo: e.Undoers()}
 	return r.Down(context.Background())
 }
+
+// TestNumVFsChangeKeepsRatesRight (issue 36, rule 6): on mlx5 in
+// switchdev, numvfs going to 0 destroys every devlink rate node of the PF
+// (6.x mlx5_eswitch_disable_sriov). A numvfs change of a group with rate
+// groups makes vflag's nodes again (plan predicts it: TestPlanPredictsRemadeVFs);
+// with a node that is not vflag's on the PF, up refuses the change before
+// any write, naming it, and converges once it is gone.
+func TestNumVFsChangeKeepsRatesRight(t *testing.T) {
+	d := startDaemons(t)
+	ce := newConvergeEnv(t, d)
+	rates := withRates([]config.RateGroup{{Name: "tenant1", TxMax: 1000}}, map[[2]int][3]any{{0, 0}: {100, 0, "tenant1"}})
+	if _, err := ce.run(false, rates); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	fewer := func(c *config.Config) { rates(c); c.Groups[0].NumVFs = 2 }
+	if err := ce.sim.AddRateNode(pf0Devlink, "ops", 0, Mbit(42)); err != nil {
+		t.Fatal(err)
+	}
+	before := ce.sim.Dump()
+	if _, err := ce.run(false, fewer); err == nil || !strings.Contains(err.Error(), "rate node(s) ops are not vflag's") {
+		t.Fatalf("numvfs change over an operator's node: %v", err)
+	}
+	if got := ce.sim.Dump(); testbed.Kernel(got) != testbed.Kernel(before) {
+		t.Errorf("up wrote before refusing:\n%s", testbed.DiffText(testbed.Kernel(before), testbed.Kernel(got)))
+	}
+	if err := ce.sim.DelRateNode(pf0Devlink, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ce.run(false, fewer); err != nil {
+		t.Fatalf("numvfs change: %v", err)
+	}
+	if got := rateState(t, ce); !strings.Contains(got, "node pci/0000:61:00.0/tenant1 max=1000") {
+		t.Errorf("after the numvfs change: %q", got)
+	}
+	again, err := ce.run(false, fewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := changedIDs(again); len(c) > 0 {
+		t.Errorf("second up changed %v", c)
+	}
+	ce.down(t)
+}

@@ -48,8 +48,20 @@ func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error
 		if err != nil {
 			return err
 		}
-		if st.State == eswitch.LAGInactive {
+		switch st.State {
+		case eswitch.LAGActive:
+			if why := eswitch.LAGTypeProblem(st, g.PFs[0].Addr); why != "" {
+				problems = append(problems, why)
+				break
+			}
+			problems = append(problems, e.waitSlavesCarry(ctx, g)...)
+		case eswitch.LAGInactive:
 			problems = append(problems, "hardware LAG is inactive")
+		case eswitch.LAGUnverified:
+			// An mlx5 PF shows its LAG state: not seeing it is no success.
+			if u := eswitch.ExplainUnverified(e.fs, g.PFs[0].Addr); u.MLX5 && !e.cfg.AcceptUnverifiedLAG {
+				problems = append(problems, "hardware LAG unverified: "+u.String()+" (a host without debugfs may set accept_unverified_lag: true)")
+			}
 		}
 		c, err := e.h.OVS(ctx)
 		if err != nil {
@@ -101,6 +113,41 @@ func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error
 		return fmt.Errorf("verify: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// waitSlavesCarry waits, at most lag_timeout (LACP settles in seconds at
+// lacp_rate fast, up to a minute and a half at slow), until every PF that
+// is an up slave of the bond carries VF traffic in the active LAG
+// (eswitch.LAGIdleSlaves); it returns a problem line per PF that still
+// does not. An up slave that carries nothing is a LAG that does not
+// spread and does not survive the loss of the other port's link.
+func (e *Env) waitSlavesCarry(ctx context.Context, g Group) []string {
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.LAGTimeout)
+	defer cancel()
+	poll := e.Poll
+	if poll <= 0 {
+		poll = 10 * time.Millisecond
+	}
+	for {
+		var out []string
+		if b, err := eswitch.ReadBond(e.fs, g.Bond.Name); err == nil {
+			idle, mapping, err := eswitch.LAGIdleSlaves(e.k, e.fs, g.PFs, b, eswitch.ReadLACP(e.fs, b))
+			for _, s := range idle {
+				out = append(out, fmt.Sprintf("%s (lag/mapping: %s)", s, mapping))
+			}
+			if err != nil {
+				out = nil // the LAG went inactive meanwhile: the next verify says so
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return out
+		case <-time.After(poll):
+		}
+	}
 }
 
 // waitOFPorts waits, with a bound, until every port of the group's on its

@@ -72,11 +72,21 @@
 //     PF bound to any driver fails with EINVAL, extack "Failed setting
 //     eswitch to offloads" and a "... failed, status bad resource
 //     state(0x9) ..." log line (DESIGN.md §2 step 4; the command name in that
-//     line is made up). Param flow_steering_mode: dmfs always, smfs
-//     EOPNOTSUPP in switchdev, anything else EINVAL "Bad parameter: supported
-//     values are [\"dmfs\", \"smfs\"]"; other parameters ErrNotSupported.
+//     line is made up). A change out of switchdev while a flower rule is
+//     in the hardware of the PF's eswitch (its uplink or a representor):
+//     EBUSY "Can't change mode, E-Switch is busy" (mlx5_esw_try_lock: the
+//     eswitch has users). Param flow_steering_mode (fs_core.c
+//     mlx5_fs_mode_validate): in switchdev smfs EOPNOTSUPP "Moving to smfs
+//     is not supported when eswitch offloads enabled.", dmfs accepted; with
+//     the spec's kernel at 6.17 or later every value EOPNOTSUPP "Changing
+//     fs mode is not supported when eswitch offloads enabled."; anything
+//     else EINVAL "Bad parameter: supported values are [\"dmfs\",
+//     \"smfs\"]". Param esw_multiport: see §5. Other parameters
+//     ErrNotSupported.
 //     devlink-rate (rate.go): a leaf per VF port in switchdev, born without
-//     limits or parent, gone with the VF; nodes in switchdev only (else
+//     limits or parent, gone with the VF; every node gone when numvfs goes
+//     to 0 in switchdev (eswitch.c mlx5_eswitch_disable_sriov:
+//     devl_rate_nodes_destroy); nodes in switchdev only (else
 //     EOPNOTSUPP), same name EEXIST, unknown node/leaf/parent ENODEV, a
 //     second parent EBUSY, deleting a node with children EBUSY, any eswitch
 //     mode change while a node exists EBUSY "Rate node(s) exists.", rates
@@ -115,22 +125,41 @@
 //     individual port and the partner MAC reads zeros.
 //   - §5 mlx5 LAG. Eligible when both PFs of the NIC, and nothing else, are
 //     the slaves of one bond in active-backup, balance-xor or 802.3ad, both
-//     PFs are in switchdev and each has at most 64 VFs (DESIGN.md §2 step 0:
-//     the documented limit; the source has no such check). If a VF of the
+//     PFs are in switchdev and the NIC's firmware has at most 64 VFs per PF
+//     (sriov_totalvfs; numvfs plays no part): above, the LAG device is never
+//     ready, and the enslave that completes the bond logs the kernel's
+//     "Warning: mlx5_core: Can't activate LAG offload, PF is configured with
+//     more than 64 VFs." (an extack in the kernel, which ip link prints; a
+//     bond in another mode gets "... TX type isn't supported."). If a VF of the
 //     NIC is bound to a driver when it becomes eligible, activation fails
 //     ("Failed to activate VF LAG", "Make sure all VFs are unbound prior to
 //     VF LAG activation or deactivation" in dmesg) until the next
-//     re-evaluation: enslave, release, eswitch mode change or numvfs change
-//     (a numvfs change also re-activates an active LAG, as
-//     mlx5_lag_disable_change does). debugfs lag/{state, type, port_sel_mode,
-//     flags, mapping, members} on each PF of a 2-PF NIC, type/port_sel_mode/
+//     re-evaluation: enslave, release, eswitch mode change, or a numvfs
+//     change in legacy (6.x eswitch.c mlx5_eswitch_enable toggles the LAG
+//     only while no FDB exists: in switchdev a numvfs change leaves an
+//     active LAG alone; 5.x re-activated it). debugfs lag/{state, type, port_sel_mode,
+//     flags, mapping, members} on each PF of a 2-PF NIC (none where the
+//     NIC's lag_debugfs is off: an mlx5_core before 5.19; and with the
+//     spec's debugfs: off, /sys/kernel/debug is an empty mount point), type/port_sel_mode/
 //     flags/mapping EINVAL while not active; type switchdev, port_sel_mode
-//     hash (balance-xor, 802.3ad) or queue_affinity (active-backup), flags
+//     hash (balance-xor, 802.3ad, where the NIC has the
+//     port_select_flow_table capability: spec port_select_flow_table) or
+//     queue_affinity (active-backup, or no such capability), flags
 //     shared_fdb:on, mapping as mlx5_infer_tx_affinity_mapping and
 //     mlx5_infer_tx_enabled give it (a port is tx-enabled when its PF is up
-//     and, in active-backup, the active slave). The activation log lines
+//     and an active slave: in active-backup the active slave, in 802.3ad a
+//     slave of the bond's active aggregator, so without an LACP partner one
+//     port only; lagTxEnabled). The activation log lines
 //     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
-//     FDB") appear when it becomes active.
+//     FDB") appear when it becomes active. Two LAGs the bond has no part
+//     in: Host.SetMultipathRoute (an IPv4 route with a nexthop through each
+//     PF, lag/mp.c) makes a multipath LAG when no LAG is active (type
+//     multipath, queue_affinity, shared_fdb:off), which then ignores the
+//     bond and outlives the route until an eswitch mode or SR-IOV change;
+//     the devlink param esw_multiport (lag/mpesw.c) makes a multiport
+//     eswitch LAG (type multiport_eswitch, port_sel_mode mpesw; EINVAL while
+//     another LAG is active, EOPNOTSUPP outside switchdev or without the
+//     port_select_flow_table capability; false tears it down).
 //   - §5/§6 RDMA (rdma.go), on a NIC with rdma: true. One device per PF,
 //     mlx5_<k> (k: the PF's position among the host's RDMA PFs), replaced
 //     while the NIC's LAG is active by one device on PF0, mlx5_bond_<n>,
@@ -206,9 +235,8 @@
 //
 // RDMA traffic, IP addresses (so no IPv4-mapped GIDs), ethtool -S
 // counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
-// multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
-// inline/encap modes, TC flows (so no "eswitch busy" or "active offloaded
-// filters" refusals), /proc/net/bonding, writes to the bonding sysfs
+// tc forwarding rules of a multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
+// inline/encap modes, TC flows beyond the flower rules of tc.go, /proc/net/bonding, writes to the bonding sysfs
 // files other than the options above (EACCES), the bond's admin state in
 // the LAG (a bond taken down keeps its LAG), physical link loss (a PF is up when it is admin up), LACP
 // negotiation, the failure of LAG deactivation with bound VFs, PF

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/vflag/vflag/eswitch"
 )
 
 // Dump renders the whole host as deterministic text, as of now: NICs, PFs,
@@ -79,6 +77,9 @@ func (st *state) dump(now int64) string {
 		if len(nic.PFs) == 2 {
 			l := nic.LAG
 			switch {
+			case l.Mode != "":
+				w("  lag state=active type=%s port_sel_mode=%s flags=%s\n", st.lagType(nic), st.lagPortSel(nic),
+					strings.ReplaceAll(strings.TrimSpace(st.lagFlags(nic)), "\n", ","))
 			case l.Bond == "":
 				w("  lag state=disabled\n")
 			case l.Failed:
@@ -87,7 +88,7 @@ func (st *state) dump(now int64) string {
 				w("  lag state=disabled bond=%s activating\n", l.Bond)
 			default:
 				w("  lag state=active bond=%s type=%s port_sel_mode=%s flags=shared_fdb:on mapping=%s\n",
-					l.Bond, eswitch.ModeSwitchdev, st.lagPortSel(nic),
+					l.Bond, st.lagType(nic), st.lagPortSel(nic),
 					strings.ReplaceAll(strings.TrimSpace(st.lagMapping(nic, now)), "\n", ","))
 			}
 		}

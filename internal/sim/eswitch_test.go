@@ -271,7 +271,7 @@ func TestParams(t *testing.T) {
 		t.Fatalf("PF1 %q", v)
 	}
 	checkErrno(t, x.h.SetParam(dl(pf0), "flow_steering_mode", "hmfs"), syscall.EINVAL, `supported values are ["dmfs", "smfs"]`)
-	_, err = x.h.Param(dl(pf0), "esw_multiport")
+	_, err = x.h.Param(dl(pf0), "enable_roce")
 	if !errors.Is(err, eswitch.ErrNotSupported) {
 		t.Fatalf("unknown param: %v", err)
 	}
@@ -416,4 +416,53 @@ func TestHWTCOffload(t *testing.T) {
 	if get("p0") {
 		t.Fatal("PF hw-tc-offload still on back in legacy")
 	}
+}
+
+// TestFlowSteeringModeBySwitchdevAndKernel: fs_core.c
+// mlx5_fs_mode_validate refuses smfs in switchdev; since 6.17 it refuses
+// every value there, before looking at it.
+func TestFlowSteeringModeBySwitchdevAndKernel(t *testing.T) {
+	for _, tc := range []struct {
+		kernel   string
+		dmfsOK   bool
+		smfsText string
+	}{{"", true, "Moving to smfs is not supported when eswitch offloads enabled."}, {"6.17", false, "Changing fs mode is not supported when eswitch offloads enabled."}} {
+		t.Run("kernel "+tc.kernel, func(t *testing.T) {
+			s := testSpec()
+			s.Kernel = tc.kernel
+			x := newTH(t, s)
+			x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+			checkErrno(t, x.h.SetParam(dl(pf0), "flow_steering_mode", "smfs"), syscall.EOPNOTSUPP, tc.smfsText)
+			err := x.h.SetParam(dl(pf0), "flow_steering_mode", "dmfs")
+			if tc.dmfsOK {
+				x.ok(err)
+			} else {
+				checkErrno(t, err, syscall.EOPNOTSUPP, "Changing fs mode is not supported")
+			}
+			x.ok(x.mode(pf0, eswitch.ModeLegacy))
+			x.ok(x.h.SetParam(dl(pf0), "flow_steering_mode", "smfs"))
+		})
+	}
+}
+
+// TestModeChangeBusyWhileRulesOffloaded: a flower rule in the hardware of
+// the PF's eswitch (on a representor) keeps the eswitch busy: EBUSY "Can't
+// change mode, E-Switch is busy" until it goes.
+func TestModeChangeBusyWhileRulesOffloaded(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.vfs(pf0, "2")
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	x.settle()
+	rep := x.reps(pf0)[0]
+	x.ok(x.h.SetIngressBlock(rep, 0))
+	x.ok(x.h.AddFlower(rep, 1, true, false)) // skip_hw: not in hardware
+	x.ok(x.mode(pf0, eswitch.ModeLegacy))
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	x.settle()
+	rep = x.reps(pf0)[0]
+	x.ok(x.h.SetIngressBlock(rep, 0))
+	x.ok(x.h.AddFlower(rep, 1, false, false))
+	checkErrno(t, x.mode(pf0, eswitch.ModeLegacy), syscall.EBUSY, "Can't change mode, E-Switch is busy")
+	x.ok(x.h.DelIngress(rep))
+	x.ok(x.mode(pf0, eswitch.ModeLegacy))
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/vflag/vflag/eswitch"
 )
 
 // hostFS serves the host's /sys as a tree of nodes built from the state on
@@ -175,6 +173,9 @@ func (t tree) sys() *node {
 				case "iommu_groups":
 					return t.iommuGroups() // vfio.go
 				case "debug":
+					if t.st.Spec.Debugfs == "off" {
+						return dirNode(func() map[string]*node { return map[string]*node{} }) // the empty mount point
+					}
 					return namedDir([]string{"mlx5"}, func(name string) *node {
 						if name == "mlx5" {
 							return t.debugMLX5()
@@ -689,7 +690,7 @@ func (t tree) debugMLX5() *node {
 		for _, nic := range t.st.NICs {
 			for _, pf := range nic.PFs {
 				m[pf.PCI] = dirNode(func() map[string]*node {
-					if len(nic.PFs) != 2 {
+					if len(nic.PFs) != 2 || nic.NoLAGDebugfs {
 						return map[string]*node{}
 					}
 					return map[string]*node{"lag": t.lagDir(nic)}
@@ -722,9 +723,9 @@ func (t tree) lagDir(nic *nicState) *node {
 		}
 		return map[string]*node{
 			"state":         textNode(state),
-			"type":          onlyActive(eswitch.ModeSwitchdev + "\n"),
+			"type":          onlyActive(st.lagType(nic) + "\n"),
 			"port_sel_mode": onlyActive(st.lagPortSel(nic) + "\n"),
-			"flags":         onlyActive("shared_fdb:on\nfdb_selection_mode:native\n"),
+			"flags":         onlyActive(st.lagFlags(nic)),
 			"mapping":       onlyActive(mapping),
 			"members":       textNode(members),
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -142,21 +143,28 @@ func (h *Host) Ports() ([]eswitch.Port, error) {
 	return ports, err
 }
 
-const paramFlowSteering = "flow_steering_mode"
+const (
+	paramFlowSteering = "flow_steering_mode"
+	paramMultiport    = "esw_multiport" // mlx5 devlink.c, lag/mpesw.c: a multiport eswitch LAG
+)
 
 // Param implements eswitch.Kernel.
 func (h *Host) Param(d eswitch.Devlink, name string) (string, error) {
 	var v string
 	err := h.view(func(st *state, now int64) error {
 		op := fmt.Sprintf("devlink dev param show %s name %s", d, name)
-		_, pf, e := st.devlinkPF(d)
+		nic, pf, e := st.devlinkPF(d)
 		if e != nil {
 			return kernelErr(op, e)
 		}
-		if name != paramFlowSteering {
+		switch name {
+		case paramFlowSteering:
+			v = pf.FlowSteering
+		case paramMultiport:
+			v = fmt.Sprint(nic.LAG.Mode == lagMPESW) // mlx5_lag_is_mpesw
+		default:
 			return kernelErr(op, fail(syscall.EOPNOTSUPP, "no parameter %q", name).with(eswitch.ErrNotSupported))
 		}
-		v = pf.FlowSteering
 		return nil
 	})
 	return v, err
@@ -166,18 +174,35 @@ func (h *Host) Param(d eswitch.Devlink, name string) (string, error) {
 func (h *Host) SetParam(d eswitch.Devlink, name, value string) error {
 	op := fmt.Sprintf("devlink dev param set %s name %s value %s cmode runtime", d, name, value)
 	return h.update(func(st *state, now int64) (bool, error) {
-		_, pf, e := st.devlinkPF(d)
+		nic, pf, e := st.devlinkPF(d)
 		if e != nil {
 			return false, kernelErr(op, e)
 		}
+		if name == paramMultiport {
+			on, err := strconv.ParseBool(value)
+			if err != nil || (value != "true" && value != "false") {
+				return false, kernelErr(op, fail(syscall.EINVAL, "value %q is not a bool", value))
+			}
+			changed, e := st.setMultiportEswitch(now, nic, on)
+			if e != nil {
+				return false, kernelErr(op, e)
+			}
+			return changed, nil
+		}
 		if name != paramFlowSteering {
 			return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "no parameter %q", name).with(eswitch.ErrNotSupported))
+		}
+		// fs_core.c mlx5_fs_mode_validate: since 6.17 (an Aug 2025 fix,
+		// queued for stable) every value is refused in switchdev, before
+		// the value is looked at; before, dmfs passed and smfs was refused.
+		if pf.Mode == eswitch.ModeSwitchdev && st.Spec.kernelAtLeast(6, 17) {
+			return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "Changing fs mode is not supported when eswitch offloads enabled."))
 		}
 		switch value {
 		case "dmfs":
 		case "smfs":
 			if pf.Mode == eswitch.ModeSwitchdev {
-				return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "smfs can not be set while the eswitch is in switchdev mode"))
+				return false, kernelErr(op, fail(syscall.EOPNOTSUPP, "Moving to smfs is not supported when eswitch offloads enabled."))
 			}
 		default:
 			return false, kernelErr(op, fail(syscall.EINVAL, `Bad parameter: supported values are ["dmfs", "smfs"]`))

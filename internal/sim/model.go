@@ -42,7 +42,12 @@ func (st *state) setNumVFs(now int64, nic *nicState, pf *pfState, n int) (bool, 
 	} else {
 		st.enableVFs(now, nic, pf, n)
 	}
-	st.lagEval(now, nic, true)
+	// 6.x eswitch.c mlx5_eswitch_enable toggles the LAG only while no FDB
+	// exists: in switchdev the offloads FDB exists from the mode change on,
+	// so an SR-IOV change leaves the LAG alone (5.x re-evaluated it).
+	if pf.Mode != eswitch.ModeSwitchdev {
+		st.lagDisableChange(now, nic)
+	}
 	return true, nil
 }
 
@@ -88,6 +93,11 @@ func (st *state) disableVFs(now int64, nic *nicState, pf *pfState) {
 	st.log(now, "", devPrefix(nic.Driver, pf.PCI)+"E-Switch: Disable: mode(%s), nvfs(%d), active vports(%d)", mode, pf.NumVFs, pf.NumVFs+1)
 	pf.VFs = nil
 	pf.NumVFs = 0
+	if pf.Mode == eswitch.ModeSwitchdev {
+		// mlx5_eswitch_disable_sriov: devl_rate_nodes_destroy in offloads
+		// mode; every rate node of the PF's devlink goes with the VFs.
+		pf.RateNodes = nil
+	}
 }
 
 // knownDrivers lists the PCI drivers of /sys/bus/pci/drivers.
@@ -238,6 +248,11 @@ func (st *state) checkModeChange(now int64, nic *nicState, pf *pfState, mode str
 		// devlink core, devlink_rate_nodes_check (eswitch set).
 		return false, false, fail(syscall.EBUSY, "Rate node(s) exists.")
 	}
+	if pf.Mode == eswitch.ModeSwitchdev && st.eswitchRules(pf, now) > 0 {
+		// eswitch_offloads.c mlx5_devlink_eswitch_mode_set: mlx5_esw_try_lock
+		// fails while the eswitch has users (offloaded tc rules hold it).
+		return false, false, fail(syscall.EBUSY, "Can't change mode, E-Switch is busy")
+	}
 	if mode == eswitch.ModeSwitchdev {
 		for _, vf := range pf.VFs {
 			if vf.Driver != "" {
@@ -283,7 +298,7 @@ func (st *state) applyMode(now int64, nic *nicState, pf *pfState, mode string) {
 		pfnd.HWTC = false // back to the NIC profile: legacy default
 		st.log(now, "", pre+"E-Switch: Enable: mode(LEGACY), nvfs(%d), active vports(%d)", pf.NumVFs, pf.NumVFs+1)
 	}
-	st.lagEval(now, nic, true)
+	st.lagDisableChange(now, nic)
 }
 
 // --- links and bonds (KERNEL-FACTS §2, §4, §8) ---
@@ -600,6 +615,7 @@ func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
 	st.refreshBonds(now)
 	link := map[bool]string{true: "an up", false: "a down"}[st.operUp(s, now)]
 	st.log(now, "", "%s: (slave %s): Enslaving as %s interface with %s link", m.Name, s.Name, st.slaveRole(now, m, s, "an active", "a backup"), link)
+	st.lagEnslaveWarning(now, s.Name)
 	st.lagEvalFor(now, m.Name, s.Name)
 	return true, nil
 }
@@ -788,27 +804,72 @@ func (st *state) setVFRate(now int64, pfName string, vfi, minRate, maxRate int) 
 
 var lagBondModes = map[string]bool{"active-backup": true, "balance-xor": true, "802.3ad": true}
 
-// lagEligible tells whether the NIC's LAG may activate: both PFs, and
-// nothing else, are the slaves of one bond in a LAG-capable mode, both PFs
-// are in switchdev with at most 64 VFs each.
-func (st *state) lagEligible(nic *nicState) (string, bool) {
+// lagReady is mlx5_lag_is_ready (lag/lag.h): the NIC's LAG device has
+// both PFs. A PF whose firmware is configured with more than 64 VFs
+// (mstconfig NUM_OF_VFS, which the PF shows as sriov_totalvfs) leaves it
+// unready for good: lag/lag.c mlx5_handle_changeupper_event then answers
+// the enslave with "Can't activate LAG offload, PF is configured with more
+// than 64 VFs" and mlx5_do_bond never bonds. The source has no VF count
+// check of its own; the limit is NVIDIA's (Mellanox ovs-tests, Feature
+// #2101052: NUM_OF_VFS=65, 2 VFs, no VF LAG). numvfs plays no part.
+func (st *state) lagReady(nic *nicState) bool {
+	return len(nic.PFs) == 2 && nic.TotalVFs <= lagMaxVFs
+}
+
+// lagInLag is is_in_lag of mlx5_handle_changeupper_event: both PFs of the
+// NIC, and nothing else, are the slaves of one bond; it returns the bond.
+func (st *state) lagInLag(nic *nicState) *netdev {
 	if len(nic.PFs) != 2 {
-		return "", false
+		return nil
 	}
 	p0, p1 := st.Netdevs[nic.PFs[0].Netdev], st.Netdevs[nic.PFs[1].Netdev]
 	if p0.Master == "" || p0.Master != p1.Master {
-		return "", false
+		return nil
 	}
 	b := st.Netdevs[p0.Master]
-	if b == nil || b.Bond == nil || len(b.Bond.Slaves) != 2 || !lagBondModes[b.Bond.Mode] {
+	if b == nil || b.Bond == nil || len(b.Bond.Slaves) != 2 {
+		return nil
+	}
+	return b
+}
+
+// lagEligible tells whether the NIC's LAG may activate (mlx5_do_bond:
+// ready, is_bonded, mlx5_lag_check_prereq): the LAG device is ready, both
+// PFs and nothing else are the slaves of one bond in a LAG-capable mode
+// (tx_type activebackup or hash), both PFs are in switchdev.
+func (st *state) lagEligible(nic *nicState) (string, bool) {
+	b := st.lagInLag(nic)
+	if b == nil || !lagBondModes[b.Bond.Mode] || !st.lagReady(nic) {
 		return "", false
 	}
 	for _, pf := range nic.PFs {
-		if pf.Mode != eswitch.ModeSwitchdev || pf.NumVFs > lagMaxVFs {
+		if pf.Mode != eswitch.ModeSwitchdev {
 			return "", false
 		}
 	}
 	return b.Name, true
+}
+
+// lagEnslaveWarning is the extack mlx5_handle_changeupper_event sets on
+// an enslave that makes both PFs of a NIC, and nothing else, a bond's
+// slaves while the LAG cannot follow: the enslave itself succeeds, and
+// `ip link set ... master` prints it as a "Warning:" line. The simulated
+// host has no extack channel for a call that succeeds, so the line goes to
+// its dmesg, as iproute2 prints it.
+func (st *state) lagEnslaveWarning(now int64, slave string) {
+	for _, nic := range st.NICs {
+		if nic.PFs[0].Netdev != slave && (len(nic.PFs) < 2 || nic.PFs[1].Netdev != slave) {
+			continue
+		}
+		b := st.lagInLag(nic)
+		switch {
+		case b == nil:
+		case !st.lagReady(nic):
+			st.log(now, "", "Warning: %s: Can't activate LAG offload, PF is configured with more than %d VFs.", defaultDriver, lagMaxVFs)
+		case !lagBondModes[b.Bond.Mode]:
+			st.log(now, "", "Warning: %s: Can't activate LAG offload, TX type isn't supported.", defaultDriver)
+		}
+	}
 }
 
 // lagEvalFor re-evaluates the LAG of every NIC that a change of bond's
@@ -827,11 +888,27 @@ func (st *state) lagEvalFor(now int64, bond, slave string) {
 	}
 }
 
+// lagDisableChange is mlx5_lag_disable_change + mlx5_lag_enable_change
+// around an eswitch mode or SR-IOV change: any active LAG (multipath and
+// multiport eswitch included) is torn down, then the bond's is
+// re-evaluated.
+func (st *state) lagDisableChange(now int64, nic *nicState) {
+	if len(nic.PFs) != 2 {
+		return
+	}
+	if nic.LAG.Mode != "" {
+		st.lagDeactivate(now, nic)
+	}
+	st.lagEval(now, nic, true)
+}
+
 // lagEval re-evaluates the NIC's LAG. With force, an eligible LAG is
 // (re)activated: that is what the driver does on a bonding change, a mode
-// change or an SR-IOV change.
+// change or an SR-IOV change. A multipath or multiport-eswitch LAG ignores
+// the bond (mlx5_do_bond: "VF LAG is in multipath mode, ignore bond change
+// requests"; an MPESW LAG is active, so the bond's is not created).
 func (st *state) lagEval(now int64, nic *nicState, force bool) {
-	if len(nic.PFs) != 2 {
+	if len(nic.PFs) != 2 || nic.LAG.Mode != "" {
 		return
 	}
 	bond, ok := st.lagEligible(nic)
@@ -884,11 +961,42 @@ func (st *state) lagDeactivate(now int64, nic *nicState) {
 
 func (st *state) lagActive(nic *nicState, now int64) bool {
 	l := nic.LAG
-	return l.Bond != "" && !l.Failed && now >= l.ActiveAt
+	return (l.Bond != "" || l.Mode != "") && !l.Failed && now >= l.ActiveAt
 }
 
-// lagPortSel: hash for balance-xor and 802.3ad, queue_affinity for active-backup.
+// lagType is debugfs lag/type (debugfs.c get_str_mode_type).
+func (st *state) lagType(nic *nicState) string {
+	if nic.LAG.Mode != "" {
+		return nic.LAG.Mode
+	}
+	return eswitch.ModeSwitchdev
+}
+
+// lagFlags is debugfs lag/flags: shared FDB and native FDB selection for
+// the bond's LAG and MPESW (mlx5_lag_set_flags), neither for multipath
+// (activated without shared FDB).
+func (st *state) lagFlags(nic *nicState) string {
+	if nic.LAG.Mode == lagMultipath {
+		return "shared_fdb:off\nfdb_selection_mode:affinity\n"
+	}
+	return "shared_fdb:on\nfdb_selection_mode:native\n"
+}
+
+// lagPortSel is debugfs lag/port_sel_mode (get_port_sel_mode,
+// mlx5_lag_set_port_sel_mode_offloads): mpesw for a multiport eswitch;
+// hash when the NIC has the port_select_flow_table capability and the
+// bond's tx_type is hash (balance-xor, 802.3ad); queue_affinity otherwise
+// (active-backup, multipath, or no such capability).
 func (st *state) lagPortSel(nic *nicState) string {
+	switch nic.LAG.Mode {
+	case lagMPESW:
+		return "mpesw"
+	case lagMultipath:
+		return "queue_affinity"
+	}
+	if nic.NoPortSelFT {
+		return "queue_affinity"
+	}
 	b := st.Netdevs[nic.LAG.Bond]
 	if b != nil && b.Bond != nil && b.Bond.Mode == "active-backup" {
 		return "queue_affinity"
@@ -896,21 +1004,41 @@ func (st *state) lagPortSel(nic *nicState) string {
 	return "hash"
 }
 
+// lagTxEnabled is the lag_lower_state mlx5 tracks for a PF (bonding's
+// bond_lower_state_changed: link_up, and tx_enabled = bond_is_active_slave):
+// its link is up and it is an active slave: in active-backup the active
+// slave; in 802.3ad a slave of the bond's active aggregator (a slave in
+// another aggregator, as every port but one without an LACP partner, is
+// inactive: bond_3ad.c __disable_port); in balance-xor every slave.
+func (st *state) lagTxEnabled(b *netdev, pf *pfState, now int64) bool {
+	if !st.operUp(st.Netdevs[pf.Netdev], now) {
+		return false
+	}
+	if b == nil || b.Bond == nil {
+		return true
+	}
+	switch b.Bond.Mode {
+	case "active-backup":
+		return b.Bond.ActiveSlave == pf.Netdev
+	case "802.3ad":
+		v := st.lacp(b, now)
+		return v.Aggregator != 0 && v.SlaveAgg[pf.Netdev] == v.Aggregator
+	}
+	return true
+}
+
 // lagMapping renders debugfs lag/mapping (mlx5_infer_tx_affinity_mapping,
-// mlx5_infer_tx_enabled): a port is tx-enabled when its PF is up and, in
-// active-backup, the bond's active slave.
+// mlx5_infer_tx_enabled) from each port's lagTxEnabled.
 func (st *state) lagMapping(nic *nicState, now int64) string {
+	if nic.LAG.Mode != "" {
+		return "1:1\n2:2\n" // normal affinity (multipath); MPESW: the v2p map left as it was (unconfirmed)
+	}
 	b := st.Netdevs[nic.LAG.Bond]
 	var enabled []int
 	for i, pf := range nic.PFs {
-		nd := st.Netdevs[pf.Netdev]
-		if !st.operUp(nd, now) {
-			continue
+		if st.lagTxEnabled(b, pf, now) {
+			enabled = append(enabled, i)
 		}
-		if b != nil && b.Bond.Mode == "active-backup" && b.Bond.ActiveSlave != pf.Netdev {
-			continue
-		}
-		enabled = append(enabled, i)
 	}
 	out := ""
 	if st.lagPortSel(nic) == "hash" {
@@ -948,4 +1076,74 @@ func (h *Host) SetSwitchLACP(nic string, on bool) error {
 		}
 		return false, fail(syscall.ENODEV, "no NIC %q", nic)
 	})
+}
+
+// SetMultipathRoute adds (on) or deletes an IPv4 route of NIC nic with
+// one nexthop through each of its PFs. mlx5 (lag/mp.c
+// mlx5_lag_fib_route_event) turns such a route into a multipath LAG when
+// its LAG device is ready, both PFs are in switchdev and no LAG is active;
+// from then on it ignores the bond. Deleting the route only stops the
+// tracking: the multipath LAG stays until an eswitch mode or SR-IOV change
+// (mlx5_lag_disable_change).
+func (h *Host) SetMultipathRoute(nic string, on bool) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		n := st.nicByName(nic)
+		if n == nil {
+			return false, fail(syscall.ENODEV, "no NIC %q", nic)
+		}
+		if !on || n.LAG.Mode != "" || len(n.PFs) != 2 || !st.lagReady(n) || st.lagActive(n, now) || n.LAG.Bond != "" {
+			return false, nil
+		}
+		for _, pf := range n.PFs {
+			if pf.Mode != eswitch.ModeSwitchdev {
+				return false, nil // mlx5_esw_multipath_prereq
+			}
+		}
+		n.LAG = lagState{Mode: lagMultipath, EligibleAt: now, ActiveAt: now}
+		pre := devPrefix(n.Driver, n.PFs[0].PCI)
+		st.log(now, "", "%slag map: port 1:1 port 2:2", pre)
+		st.log(now, "", "%sshared_fdb:0 mode:queue_affinity", pre)
+		return true, nil
+	})
+}
+
+func (st *state) nicByName(name string) *nicState {
+	for _, n := range st.NICs {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// setMultiportEswitch is the devlink param esw_multiport (runtime, bool)
+// of a PF (lag/mpesw.c enable_mpesw, disable_mpesw): true needs no LAG
+// active (EINVAL), the eswitch in switchdev, the port_select_flow_table
+// capability and mlx5_lag_check_prereq (EOPNOTSUPP); false tears an MPESW
+// LAG down (the bond's LAG comes back only at the next bond event).
+func (st *state) setMultiportEswitch(now int64, nic *nicState, on bool) (bool, *opError) {
+	if !on {
+		if nic.LAG.Mode != lagMPESW {
+			return false, nil
+		}
+		st.lagDeactivate(now, nic)
+		return true, nil
+	}
+	if nic.LAG.Mode == lagMPESW {
+		return false, nil
+	}
+	if len(nic.PFs) != 2 || !st.lagReady(nic) {
+		return false, nil // no LAG device: mlx5_lag_mpesw_queue_work does nothing
+	}
+	if st.lagActive(nic, now) || nic.LAG.Bond != "" {
+		return false, fail(syscall.EINVAL, "LAG is active in another mode")
+	}
+	for _, pf := range nic.PFs {
+		if pf.Mode != eswitch.ModeSwitchdev || nic.NoPortSelFT {
+			return false, fail(syscall.EOPNOTSUPP, "multiport eswitch needs both PFs in switchdev and the port_select_flow_table capability")
+		}
+	}
+	nic.LAG = lagState{Mode: lagMPESW, EligibleAt: now, ActiveAt: now}
+	st.log(now, "", "%sshared_fdb:1 mode:mpesw", devPrefix(nic.Driver, nic.PFs[0].PCI))
+	return true, nil
 }

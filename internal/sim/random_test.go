@@ -37,7 +37,7 @@ func TestRandomOperations(t *testing.T) {
 func randomSpec() *Spec {
 	return &Spec{
 		NICs: []NICSpec{
-			{Name: "nic0", TotalVFs: 65, PFs: []PFSpec{{PCI: "0000:61:00.0", Netdev: "p0"}, {PCI: "0000:61:00.1", Netdev: "p1"}}},
+			{Name: "nic0", TotalVFs: 64, PFs: []PFSpec{{PCI: "0000:61:00.0", Netdev: "p0"}, {PCI: "0000:61:00.1", Netdev: "p1"}}},
 			{Name: "nic1", TotalVFs: 3, PFs: []PFSpec{{PCI: "0000:81:00.0", Netdev: "q0"}}},
 		},
 		Latency: Latency{VFCreate: time.Millisecond, ModeChange: time.Millisecond, LAGActivation: 5 * time.Millisecond},
@@ -80,7 +80,7 @@ func randomRun(t *testing.T, seed int64, steps int) map[string]int {
 	}{
 		{"numvfs", func() (string, error) {
 			pf := pick(pfs)
-			n := pick([]string{"0", "0", "0", "1", "1", "2", "2", "3", "3", "65"})
+			n := pick([]string{"0", "0", "0", "1", "1", "2", "2", "3", "3", "64"})
 			return pf + " " + n, x.fs.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_numvfs", []byte(n))
 		}},
 		{"autoprobe", func() (string, error) {
@@ -333,9 +333,9 @@ func checkInvariants(x *th) string {
 				return "LAG active with " + pf + " in " + m
 			}
 			var n int
-			fmt.Sscan(x.read("/sys/bus/pci/devices/"+pf+"/sriov_numvfs"), &n)
-			if n > 64 {
-				return fmt.Sprintf("LAG active with %d VFs on %s", n, pf)
+			fmt.Sscan(x.read("/sys/bus/pci/devices/"+pf+"/sriov_totalvfs"), &n)
+			if n > lagMaxVFs {
+				return fmt.Sprintf("LAG active with sriov_totalvfs %d on %s", n, pf)
 			}
 		}
 		if _, err := x.fs.ReadFile(lagDir + "type"); err != nil {

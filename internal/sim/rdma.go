@@ -89,7 +89,7 @@ func (st *state) ibDevs(now int64) []ibDev {
 			continue
 		}
 		noBond := st.RDMA != nil && st.RDMA.NoBond[nic.Name]
-		if len(nic.PFs) == 2 && st.lagActive(nic, now) && !noBond {
+		if len(nic.PFs) == 2 && st.lagActive(nic, now) && nic.LAG.Mode == "" && !noBond {
 			out = append(out, ibDev{Name: fmt.Sprintf("mlx5_bond_%d", bonds), nic: nic, pf: nic.PFs[0], ndev: nic.LAG.Bond, bonded: true})
 			bonds++
 		} else {

@@ -25,6 +25,27 @@ type Spec struct {
 	// simulated admin state, so a real ovs-vswitchd in that namespace can
 	// open the simulated interfaces.
 	MirrorNetns string `mapstructure:"mirror_netns" yaml:"mirror_netns" json:"mirror_netns,omitempty"`
+	// Debugfs is "on" (the default: mounted on /sys/kernel/debug) or "off"
+	// (not mounted: /sys/kernel/debug is an empty directory, so no mlx5 LAG
+	// state can be read).
+	Debugfs string `mapstructure:"debugfs" yaml:"debugfs" json:"debugfs,omitempty"`
+	// Kernel is the simulated kernel's version, "major.minor" (default
+	// 6.1), for the rules that changed: from 6.17 mlx5 refuses every
+	// flow_steering_mode value while the eswitch is in switchdev.
+	Kernel string `mapstructure:"kernel" yaml:"kernel" json:"kernel,omitempty"`
+}
+
+// kernelAtLeast tells whether the spec's kernel is at least maj.min.
+func (s *Spec) kernelAtLeast(maj, min int) bool {
+	k := s.Kernel
+	if k == "" {
+		k = "6.1"
+	}
+	var a, b int
+	if _, err := fmt.Sscanf(k, "%d.%d", &a, &b); err != nil {
+		return false
+	}
+	return a > maj || a == maj && b >= min
 }
 
 // NICSpec is one ConnectX NIC with one or two ports (PFs).
@@ -44,6 +65,16 @@ type NICSpec struct {
 	// the PF fails with EOPNOTSUPP, as rtnetlink's do_setlink does. Values:
 	// trust, spoofchk, link_state, rate, vlan.
 	NoVFOps []string `mapstructure:"no_vf_ops" yaml:"no_vf_ops" json:"no_vf_ops,omitempty"`
+	// LAGDebugfs is "on" (the default: mlx5 shows lag/ in debugfs for each
+	// PF of a 2-PF NIC, as kernels >= 5.19 do) or "off" (no lag/ directory:
+	// an mlx5_core that sets up no LAG state there, as before 5.19; the LAG
+	// itself still works).
+	LAGDebugfs string `mapstructure:"lag_debugfs" yaml:"lag_debugfs" json:"lag_debugfs,omitempty"`
+	// PortSelectFlowTable is "on" (the default: the NIC has mlx5's
+	// port_select_flow_table capability, so a hash bond gets hash port
+	// selection) or "off" (queue_affinity whatever the bond's mode: each
+	// VF sends on its own PF's port).
+	PortSelectFlowTable string `mapstructure:"port_select_flow_table" yaml:"port_select_flow_table" json:"port_select_flow_table,omitempty"`
 }
 
 // VF settings a NICSpec may lack (NoVFOps).
@@ -75,7 +106,10 @@ const (
 	mlxPFDevice = 0x101d // ConnectX-6 Dx
 	mlxVFDevice = 0x101e // ConnectX family VF
 
-	lagMaxVFs = 64 // DESIGN.md §2 step 0: the documented VF-LAG limit
+	// lagMaxVFs: a PF whose firmware NUM_OF_VFS (its sriov_totalvfs) is
+	// above this never enters VF-LAG, whatever numvfs is (KERNEL-FACTS §5,
+	// §12; lagReady).
+	lagMaxVFs = 64
 )
 
 // bdf is a parsed PCI address.
@@ -140,6 +174,12 @@ func validate(in *Spec) (*Spec, error) {
 	if s.Latency.VFCreate < 0 || s.Latency.ModeChange < 0 || s.Latency.LAGActivation < 0 {
 		return nil, fmt.Errorf("sim: latency: negative duration")
 	}
+	if s.Debugfs != "" && s.Debugfs != "on" && s.Debugfs != "off" {
+		return nil, fmt.Errorf("sim: debugfs: %q: want on or off", s.Debugfs)
+	}
+	if s.Kernel != "" && !regexp.MustCompile(`^[0-9]+\.[0-9]+$`).MatchString(s.Kernel) {
+		return nil, fmt.Errorf("sim: kernel: %q: want major.minor, such as 6.17", s.Kernel)
+	}
 	nicNames := map[string]bool{}
 	netdevs := map[string]string{"lo": "the loopback device"}
 	used := map[bdf]usedBy{} // every PCI address a PF or a possible VF may take
@@ -173,6 +213,11 @@ func validate(in *Spec) (*Spec, error) {
 		}
 		if !nicNameRE().MatchString(n.Driver) || n.Driver == vfioDriver {
 			return nil, fmt.Errorf("%s.driver: bad driver name %q", where, n.Driver)
+		}
+		for field, v := range map[string]string{"lag_debugfs": n.LAGDebugfs, "port_select_flow_table": n.PortSelectFlowTable} {
+			if v != "" && v != "on" && v != "off" {
+				return nil, fmt.Errorf("%s.%s: %q: want on or off", where, field, v)
+			}
 		}
 		for _, op := range n.NoVFOps {
 			if !vfOps[op] {

@@ -45,9 +45,14 @@ type nicState struct {
 	NoSwitchLACP bool `json:"no_switch_lacp,omitempty"`
 	// NoVFOps: the VF settings the driver has no ndo_set_vf_* for (spec
 	// no_vf_ops).
-	NoVFOps []string   `json:"no_vf_ops,omitempty"`
-	PFs     []*pfState `json:"pfs"`
-	LAG     lagState   `json:"lag"`
+	NoVFOps []string `json:"no_vf_ops,omitempty"`
+	// NoLAGDebugfs: mlx5 shows no lag/ in debugfs (spec lag_debugfs: off).
+	NoLAGDebugfs bool `json:"no_lag_debugfs,omitempty"`
+	// NoPortSelFT: the NIC lacks the port_select_flow_table capability
+	// (spec port_select_flow_table: off): no hash port selection.
+	NoPortSelFT bool       `json:"no_port_sel_ft,omitempty"`
+	PFs         []*pfState `json:"pfs"`
+	LAG         lagState   `json:"lag"`
 }
 
 type pfState struct {
@@ -156,7 +161,17 @@ type lagState struct {
 	EligibleAt int64  `json:"eligible_at,omitempty"`
 	ActiveAt   int64  `json:"active_at,omitempty"`
 	Failed     bool   `json:"failed,omitempty"` // VFs were bound when it became eligible
+	// Mode is "" for the bond's LAG (type switchdev), or a LAG the bond
+	// has no part in: lagMultipath (an IPv4 multipath route over both PFs,
+	// lag/mp.c) or lagMPESW (devlink param esw_multiport, lag/mpesw.c).
+	Mode string `json:"mode,omitempty"`
 }
+
+// The LAG modes other than the bond's (lagState.Mode).
+const (
+	lagMultipath = "multipath"
+	lagMPESW     = "multiport_eswitch"
+)
 
 type logEntry struct {
 	At  int64  `json:"at"`
@@ -175,7 +190,7 @@ func newState(spec *Spec, now int64) *state {
 	}
 	st.addNetdev(&netdev{Name: "lo", Role: roleLo, MAC: "00:00:00:00:00:00", PermMAC: "00:00:00:00:00:00", AdminUp: true, MTU: 65536})
 	for _, ns := range spec.NICs {
-		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off", NoVFOps: ns.NoVFOps}
+		nic := &nicState{Name: ns.Name, Driver: ns.Driver, SwitchID: ns.SwitchID, TotalVFs: ns.TotalVFs, RDMA: ns.RDMA, NoSwitchLACP: ns.SwitchLACP == "off", NoVFOps: ns.NoVFOps, NoLAGDebugfs: ns.LAGDebugfs == "off", NoPortSelFT: ns.PortSelectFlowTable == "off"}
 		var addrs []bdf
 		for _, p := range ns.PFs {
 			a, _ := parseBDF(p.PCI)

@@ -269,3 +269,28 @@ func (st *state) blockName(b uint32, now int64) string {
 	}
 	return fmt.Sprint(b)
 }
+
+// eswitchRules counts the flower rules in the hardware of pf's eswitch: on
+// its uplink or one of its representors, through their own or a shared
+// block (the users that keep a mode change out: checkModeChange).
+func (st *state) eswitchRules(pf *pfState, now int64) int {
+	n := 0
+	for _, nd := range st.visibleNetdevs(now) {
+		if nd.Ingress == nil || !st.offloadsFlower(nd) {
+			continue
+		}
+		if _, owner := st.pfOf(nd); owner != pf {
+			continue
+		}
+		fs := nd.Ingress.Filters
+		if b := nd.Ingress.Block; b != 0 {
+			fs = st.Blocks[b]
+		}
+		for _, f := range fs {
+			if !f.SkipHW {
+				n++
+			}
+		}
+	}
+	return n
+}

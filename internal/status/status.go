@@ -369,6 +369,9 @@ func gatherBondLAG(gs *GroupStatus, h *host.Host, g *config.Group, pfs []eswitch
 	}
 	if len(pfs) > 0 {
 		if l, err := eswitch.ReadLAG(f, pfs[0].Addr); err == nil {
+			if l.State == eswitch.LAGUnverified {
+				l.Why = eswitch.ExplainUnverified(f, pfs[0].Addr).Why
+			}
 			gs.LAG = &l
 		}
 	}

@@ -93,6 +93,9 @@ func writeLAGOVSText(w io.Writer, g GroupStatus) {
 		if l.State == eswitch.LAGActive {
 			extra = fmt.Sprintf(" type %s port_sel_mode %s shared_fdb %v", l.Type, l.PortSelMode, l.SharedFDB)
 		}
+		if l.Why != "" {
+			extra = " (" + l.Why + ")"
+		}
 		fmt.Fprintf(w, "  lag %s%s\n", l.State, extra)
 	}
 	if g.Bridge != "" {

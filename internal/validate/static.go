@@ -46,6 +46,9 @@ type Target struct {
 	// (switchdev groups).
 	RateNodes  []RateNode
 	RateLeaves []RateLeaf
+	// AcceptUnverifiedLAG (config accept_unverified_lag): an mlx5 PF's LAG
+	// state that cannot be read is a skip, not a failure.
+	AcceptUnverifiedLAG bool
 }
 
 // VFPolicyWant is one VF's configured legacy policy: only the fields Set
@@ -132,22 +135,82 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		switch {
 		case err != nil:
 			add(failed("lag", "%v", err))
+		case st.State == eswitch.LAGActive && eswitch.LAGTypeProblem(st, t.PFs[0].Addr) != "":
+			lag = eswitch.LAGStatus{State: eswitch.LAGInactive} // not the bond's: its RDMA device does not bond
+			add(failed("lag", "hardware LAG active but not the bond's: %s", eswitch.LAGTypeProblem(st, t.PFs[0].Addr)))
 		case st.State == eswitch.LAGActive:
 			lag = st
-			add(pass("lag", "hardware LAG active: type %s, port_sel_mode %s, shared_fdb %v", orDash(st.Type), orDash(st.PortSelMode), st.SharedFDB))
+			add(pass("lag", "hardware LAG active: type %s, port_sel_mode %s, shared_fdb %v%s", orDash(st.Type), orDash(st.PortSelMode), st.SharedFDB, portSelNote(f, t, st)))
 		case st.State == eswitch.LAGInactive:
 			lag = st
 			add(failed("lag", "hardware LAG is inactive (/sys/kernel/debug/mlx5/%s/lag/state is not active; dmesg tells why, e.g. VFs bound at activation)", t.PFs[0].Addr))
 		default:
 			lag = st
-			add(skip("lag", "unverified: no mlx5 LAG state in debugfs for %s (mount debugfs; on kernels < 5.19 or non-mlx5 devices it cannot be verified)", orDash(string(t.PFs[0].Addr))))
+			add(unverifiedLAG(f, t))
 		}
 	}
 
+	if lag.State == eswitch.LAGActive {
+		add(lagPortsCheck(k, f, t)...)
+	}
 	add(ovsChecks(k, f, t, facts)...)
 	add(rateChecks(k, t)...)
 	add(attachmentChecks(facts.Attachments)...)
 	return append(out, rdmaChecks(f, t, lag)...)
+}
+
+// portSelNote says what queue_affinity means for a bond that hashes
+// (balance-xor, 802.3ad): the NIC lacks the port_select_flow_table
+// capability (mlx5_lag_set_port_sel_mode_offloads), so each VF sends on
+// its own PF's port and its flows are not spread over both.
+func portSelNote(f sysfs.FS, t Target, st eswitch.LAGStatus) string {
+	if st.PortSelMode != "queue_affinity" {
+		return ""
+	}
+	if b, err := eswitch.ReadBond(f, t.BondName); err != nil || b.Mode == "active-backup" {
+		return ""
+	}
+	return "; queue_affinity for a hash bond: the NIC has no port_select_flow_table capability, so each VF sends on its own PF's port (no spreading of a VF's flows; both ports still carry VF traffic)"
+}
+
+// LAGPortsName is the check that every up slave carries VF traffic.
+const LAGPortsName = "lag/ports"
+
+// lagPortsCheck: in an active LAG of a bond that spreads (balance-xor,
+// 802.3ad), every PF that is an up slave carries VF traffic by mlx5's
+// lag/mapping (eswitch.LAGIdleSlaves); an active-backup bond's backup
+// idles by design (no check).
+func lagPortsCheck(k eswitch.Kernel, f sysfs.FS, t Target) []Check {
+	b, err := eswitch.ReadBond(f, t.BondName)
+	if err != nil || b.Mode == "active-backup" {
+		return nil // the bond checks say what is wrong with it
+	}
+	idle, mapping, err := eswitch.LAGIdleSlaves(k, f, t.PFs, b, eswitch.ReadLACP(f, b))
+	switch {
+	case err != nil:
+		return []Check{failed(LAGPortsName, "%v", err)}
+	case len(idle) > 0:
+		lines := make([]string, len(idle))
+		for i, s := range idle {
+			lines[i] = s.String()
+		}
+		return []Check{failed(LAGPortsName, "%s (lag/mapping: %s)", strings.Join(lines, "; "), mapping)}
+	}
+	return []Check{pass(LAGPortsName, "every up slave of %s carries VF traffic (lag/mapping: %s)", b.Name, mapping)}
+}
+
+// unverifiedLAG is the lag check when the LAG state is not in debugfs: on
+// an mlx5 PF, which shows it, a failure naming why and the fix (a skip
+// when the config accepts it); elsewhere a skip.
+func unverifiedLAG(f sysfs.FS, t Target) Check {
+	u := eswitch.ExplainUnverified(f, t.PFs[0].Addr)
+	switch {
+	case !u.MLX5:
+		return skip("lag", "unverified: %s", u.Why)
+	case t.AcceptUnverifiedLAG:
+		return skip("lag", "unverified, accepted by accept_unverified_lag (never counted as active): %s", u.Why)
+	}
+	return failed("lag", "hardware LAG unverified: %s; a host without debugfs may set accept_unverified_lag: true", u)
 }
 
 // attachmentChecks: each configured attachment is in its domain's

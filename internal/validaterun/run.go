@@ -138,6 +138,9 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 		VFPolicies:   pipeline.VFPolicyWants(g),
 		MTU:          g.MTU,
 	}
+	if c := r.pe.Config(); c != nil {
+		t.AcceptUnverifiedLAG = c.AcceptUnverifiedLAG
+	}
 	if g.MTU != 0 && !g.Switchdev() {
 		t.VFNetdevs = r.vfNetdevs(gh)
 	}

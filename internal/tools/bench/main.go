@@ -49,6 +49,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/libvirtx"
@@ -201,9 +202,10 @@ func (b *bencher) scenario(switchdev bool, numvfs int, lat sim.Latency) *scenari
 	return s
 }
 
-// config: one dual-port ConnectX with totalvfs 127 per port; a switchdev
-// group (VF-LAG, OVS bridge with every representor) or a legacy group (VFs
-// only); two VF MACs and two attachments to vm1 in both.
+// config: one dual-port ConnectX; a switchdev group (VF-LAG, OVS bridge
+// with every representor) on a card whose firmware has 64 VFs per port (mlx5
+// refuses VF-LAG above: eswitch.LAGMaxTotalVFs), or a legacy group (VFs
+// only) on one with 127; two VF MACs and two attachments to vm1 in both.
 func (s *scenario) config() string {
 	var c strings.Builder
 	fmt.Fprintf(&c, "ovsdb: %s\nlibvirt: %s\nlag_timeout: 60s\nvf_timeout: 10m\ngroups:\n", s.b.srv.Endpoint(), s.b.virt.URI())
@@ -234,7 +236,7 @@ func (s *scenario) config() string {
   mirror_netns: %s
   nics:
     - name: cx6lx
-      total_vfs: 127
+      total_vfs: %d
       pfs:
         - {pci: "0000:61:00.0", netdev: ens1f0np0}
         - {pci: "0000:61:00.1", netdev: ens1f1np1}
@@ -242,8 +244,17 @@ func (s *scenario) config() string {
     vf_create: %s
     mode_change: %s
     lag_activation: %s
-`, s.b.srv.Netns(), s.lat.VFCreate, s.lat.ModeChange, s.lat.LAGActivation)
+`, s.b.srv.Netns(), s.totalVFs(), s.lat.VFCreate, s.lat.ModeChange, s.lat.LAGActivation)
 	return c.String()
+}
+
+// totalVFs is the simulated card's sriov_totalvfs: 64 for VF-LAG (the most
+// mlx5 allows), 127 for legacy SR-IOV.
+func (s *scenario) totalVFs() int {
+	if s.switchdev {
+		return eswitch.LAGMaxTotalVFs
+	}
+	return 127
 }
 
 // upBound is the hardware lower bound of `vflag up` from an empty host: both

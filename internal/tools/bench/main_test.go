@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/sim"
+	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/libvirtx/virttest"
+	"github.com/vflag/vflag/ovs/ovstest"
 )
 
 // TestReportExitsOneOnAnyMiss: make bench exits 1 when any target is
@@ -35,5 +42,32 @@ func TestReportExitsOneOnAnyMiss(t *testing.T) {
 				t.Errorf("output does not say %q:\n%s", c.says, out.String())
 			}
 		})
+	}
+}
+
+// TestBenchCardsCanEnterVFLAG: every config the bench runs with a switchdev
+// group is on a simulated card whose firmware has at most 64 VFs per port:
+// mlx5 never puts a card with more in VF-LAG, so the bench would measure
+// what no host can do.
+func TestBenchCardsCanEnterVFLAG(t *testing.T) {
+	b := &bencher{srv: &ovstest.Server{}, virt: &virttest.Daemon{}}
+	configs := map[string]string{}
+	for _, sd := range []bool{true, false} {
+		s := &scenario{b: b, switchdev: sd, numvfs: 64}
+		configs[fmt.Sprintf("scenario switchdev=%v", sd)] = s.config()
+	}
+	c := baseTconf()
+	c.groupB = true
+	configs["transitions"] = b.tconfig(c, sim.Latency{})
+	for name, cfg := range configs {
+		cfg = strings.Replace(cfg, "ovsdb: unix:\n", "ovsdb: unix:/db.sock\n", 1) // no daemons here
+		configs[name] = cfg
+		over, err := testbed.LAGCardsOver(cfg, eswitch.LAGMaxTotalVFs)
+		if err != nil || len(over) > 0 {
+			t.Errorf("%s: switchdev groups on %v %v", name, over, err)
+		}
+	}
+	if over, err := testbed.LAGCardsOver(strings.Replace(configs["transitions"], "total_vfs: 64", "total_vfs: 127", 1), eswitch.LAGMaxTotalVFs); len(over) != 1 {
+		t.Errorf("a card with 127 VFs is not found: %v %v", over, err)
 	}
 }

@@ -74,12 +74,12 @@ func (b *bencher) tconfig(c tconf, lat sim.Latency) string {
   mirror_netns: %s
   nics:
     - name: cx6lx
-      total_vfs: 127
+      total_vfs: 64
       pfs:
         - {pci: "0000:61:00.0", netdev: ens1f0np0}
         - {pci: "0000:61:00.1", netdev: ens1f1np1}
     - name: cx6dx
-      total_vfs: 127
+      total_vfs: 64
       pfs:
         - {pci: "0000:62:00.0", netdev: ens2f0np0}
         - {pci: "0000:62:00.1", netdev: ens2f1np1}
