@@ -151,7 +151,11 @@
 //     slave of the bond's active aggregator, so without an LACP partner one
 //     port only; lagTxEnabled). The activation log lines
 //     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
-//     FDB") appear when it becomes active. Two LAGs the bond has no part
+//     FDB") appear when it becomes active. The LAG's hash port selection
+//     uses the xmit_hash_policy the bond had at the last enslave of one of
+//     the NIC's PFs (mlx5_handle_changeupper_event reads it when linking
+//     only): a live write of the option does not reach it (Dump's hash=;
+//     debugfs does not show it). Two LAGs the bond has no part
 //     in: Host.SetMultipathRoute (an IPv4 route with a nexthop through each
 //     PF, lag/mp.c) makes a multipath LAG when no LAG is active (type
 //     multipath, queue_affinity, shared_fdb:off), which then ignores the
