@@ -26,6 +26,8 @@
 //	   downdelay), with the bond down (lacp_rate, ad_select: EBUSY while up), or with
 //	   the bond down and without slaves (mode: ENOTEMPTY); releasing a slave
 //	   deactivates the hardware LAG (bond_options.c, BOND_OPTFLAG_IFDOWN/NOSLAVES).
+//	   mlx5 takes xmit_hash_policy into its LAG only when the PFs are enslaved
+//	   (HashTakenAtEnslave): the NIC sees a live write only after a re-enslave.
 //	f. Representors are mapped by devlink port (pcivf, pfnum, vfnum), then by
 //	   phys_port_name pf<p>vf<n> plus phys_switch_id; never by name pattern.
 package eswitch

@@ -206,3 +206,21 @@ func LAGTypeProblem(st LAGStatus, pf0 sriov.Addr) string {
 	}
 	return fmt.Sprintf("the NIC's LAG is of type %s, not the bond's switchdev VF-LAG", st.Type)
 }
+
+// HashTakenAtEnslave tells whether a bond with these slaves has an mlx5 PF
+// among them: mlx5 takes the bond's xmit_hash_policy into its LAG's hash
+// port selection when the PF is enslaved (lag/lag.c
+// mlx5_handle_changeupper_event, on linking) and nowhere else, so a live
+// write of the option reaches the kernel's bond but not the NIC until the
+// PFs are enslaved again (KERNEL-FACTS §12).
+func HashTakenAtEnslave(f sysfs.FS, slaves []string) bool {
+	for _, s := range slaves {
+		if ValidIfName(s) != nil {
+			continue
+		}
+		if t, err := f.Readlink(netFile(s, "device/driver")); err == nil && path.Base(t) == LAGDriver {
+			return true
+		}
+	}
+	return false
+}

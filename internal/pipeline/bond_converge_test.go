@@ -153,9 +153,13 @@ func TestBondOptionsConverge(t *testing.T) {
 		{name: "miimon 100 to 200 (live)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.Miimon = 200 })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 200, LacpRate: "fast", XmitHashPolicy: "layer3+4"},
 			summary: "bond0: miimon 100 -> 200 (live)", cost: costLive},
-		{name: "xmit_hash_policy layer3+4 to layer2 (live)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.XmitHashPolicy = "layer2" })),
+		// Live for the kernel's bond, but mlx5 takes the policy into its
+		// LAG only at the enslave: the PFs are enslaved again (issue 36).
+		{name: "xmit_hash_policy layer3+4 to layer2 (re-form: mlx5 takes it at the enslave)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.XmitHashPolicy = "layer2" })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "fast", XmitHashPolicy: "layer2"},
-			summary: "bond0: xmit_hash_policy layer3+4 -> layer2 (live)", cost: costLive},
+			summary: "bond0: xmit_hash_policy layer3+4 -> layer2 (re-forms the bond: mlx5 takes xmit_hash_policy into its LAG only when the PFs are enslaved, so they are released and enslaved again; hardware LAG down meanwhile)",
+			cost:    costReform,
+			extra:   []string{"bond.enslave/ens1f0np0", "bond.enslave/ens1f1np1", "link.up/bond0", "sriov.bind/ens1f1np1/vf1", "sriov.unbind/pci/0000:61:00.1"}},
 		{name: "lacp_rate fast to slow (bond down)", from: example, to: example.with(bondSet(func(b *config.Bond) { b.LacpRate = "slow" })),
 			want:    eswitch.BondInfo{Mode: "802.3ad", Miimon: 100, LacpRate: "slow", XmitHashPolicy: "layer3+4"},
 			summary: "bond0: lacp_rate fast -> slow (bond down and up again: hardware LAG down)", cost: costDown,

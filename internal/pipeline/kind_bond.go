@@ -29,6 +29,9 @@ func BondAlias(group string) string { return "vflag:" + group }
 //   - mode: BOND_OPTFLAG_NOSLAVES and IFDOWN, the slaves are released
 //     (ENOTEMPTY otherwise) and the bond goes down; bond.enslave and link.up
 //     re-enslave the PFs (down) and bring everything up.
+//   - xmit_hash_policy of a hash bond whose slaves are mlx5 PFs: re-formed
+//     like a mode change, since mlx5 takes the policy into its LAG's port
+//     selection only when the PFs are enslaved (eswitch.HashTakenAtEnslave).
 //
 // Releasing a slave or taking the bond down takes the hardware LAG down:
 // those changes re-form the bond and are Disruptive. The record is the same
@@ -70,15 +73,26 @@ var bondMonitorOptions = map[string]bool{"miimon": true, "updelay": true, "downd
 // bondOptChange is one option that differs from the config.
 type bondOptChange struct {
 	Option, From, To string
+	// reform: the slaves are released and enslaved again whatever the
+	// kernel's flags say (xmit_hash_policy under an mlx5 LAG).
+	reform bool
 }
 
-func (c bondOptChange) cost() bondCost { return bondOptionCost[c.Option] }
+func (c bondOptChange) cost() bondCost {
+	if c.reform {
+		return costReform
+	}
+	return bondOptionCost[c.Option]
+}
 
 func (c bondOptChange) summary(bond string) string {
 	how := "live"
 	switch c.cost() {
 	case costReform:
 		how = "re-forms the bond: slaves released, hardware LAG down"
+		if c.reform {
+			how = "re-forms the bond: mlx5 takes xmit_hash_policy into its LAG only when the PFs are enslaved, so they are released and enslaved again; hardware LAG down meanwhile"
+		}
 	case costDown:
 		how = "bond down and up again: hardware LAG down"
 	}
@@ -124,15 +138,15 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 		// the mode still allows writing it (EACCES outside 802.3ad), so that
 		// the bond equals one made fresh in the new mode.
 		if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
-			out = append(out, bondOptChange{"lacp_rate", b.LacpRate, "slow"})
+			out = append(out, bondOptChange{Option: "lacp_rate", From: b.LacpRate, To: "slow"})
 		}
 		// Leaving active-backup: the kernel keeps the primary's name and
 		// makes it the primary slave again at an enslave once the bond is
 		// active-backup again: clear it while it can be written.
 		if b.Mode == "active-backup" && b.Primary != "" {
-			out = append(out, bondOptChange{"primary", b.Primary, ""})
+			out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: ""})
 		}
-		out = append(out, bondOptChange{"mode", b.Mode, spec.Mode})
+		out = append(out, bondOptChange{Option: "mode", From: b.Mode, To: spec.Mode})
 	}
 	// kept reads an option as the kernel keeps it: ReadBond leaves out those
 	// that do not apply to the current mode.
@@ -149,7 +163,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			return nil, err
 		}
 		if cur != want {
-			out = append(out, bondOptChange{"lacp_rate", cur, want})
+			out = append(out, bondOptChange{Option: "lacp_rate", From: cur, To: want})
 		}
 	}
 	{ // in every mode: active-backup ignores it, but keeps it (the default there)
@@ -159,7 +173,12 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			return nil, err
 		}
 		if cur != want {
-			out = append(out, bondOptChange{"xmit_hash_policy", cur, want})
+			// mlx5 takes the policy into its LAG's port selection only
+			// when the PFs are enslaved: with mlx5 PFs as slaves of a hash
+			// bond, the change re-forms the bond so the NIC follows it.
+			// (A mode change re-forms the bond anyway.)
+			reform := spec.Mode != "active-backup" && b.Mode == spec.Mode && eswitch.HashTakenAtEnslave(e.fs, b.Slaves)
+			out = append(out, bondOptChange{Option: "xmit_hash_policy", From: cur, To: want, reform: reform})
 		}
 	}
 	{ // in every mode: the kernel keeps it (no unsuppmodes in 6.1)
@@ -169,20 +188,20 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			return nil, err
 		}
 		if cur != want {
-			out = append(out, bondOptChange{"ad_select", cur, want})
+			out = append(out, bondOptChange{Option: "ad_select", From: cur, To: want})
 		}
 	}
 	if spec.Mode == "active-backup" && b.Primary != spec.Primary {
 		// sysfs shows the primary while it is a slave; one recorded before
 		// the enslave (a new or re-formed bond) shows empty until then, and
 		// writing it again is harmless.
-		out = append(out, bondOptChange{"primary", b.Primary, spec.Primary})
+		out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: spec.Primary})
 	}
 	if b.MinLinks != spec.MinLinks {
-		out = append(out, bondOptChange{"min_links", strconv.Itoa(b.MinLinks), strconv.Itoa(spec.MinLinks)})
+		out = append(out, bondOptChange{Option: "min_links", From: strconv.Itoa(b.MinLinks), To: strconv.Itoa(spec.MinLinks)})
 	}
 	if b.Miimon != spec.Miimon {
-		out = append(out, bondOptChange{"miimon", strconv.Itoa(b.Miimon), strconv.Itoa(spec.Miimon)})
+		out = append(out, bondOptChange{Option: "miimon", From: strconv.Itoa(b.Miimon), To: strconv.Itoa(spec.Miimon)})
 	}
 	// updelay and downdelay after miimon: the kernel keeps them in miimon
 	// intervals, so a miimon change scales them (bond_option_miimon_set).
@@ -199,7 +218,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			if after != d.cur {
 				from += fmt.Sprintf(", %d at miimon %d,", after, spec.Miimon)
 			}
-			out = append(out, bondOptChange{d.option, from, strconv.Itoa(d.want)})
+			out = append(out, bondOptChange{Option: d.option, From: from, To: strconv.Itoa(d.want)})
 		}
 	}
 	return out, nil
@@ -297,7 +316,7 @@ func (e *Env) convergeBond(spec eswitch.BondSpec) error {
 		}
 		for _, s := range b.Slaves {
 			if err := e.k.SetMaster(s, ""); err != nil {
-				return fmt.Errorf("release %s from %s to change its mode: %w", s, spec.Name, err)
+				return fmt.Errorf("release %s from %s to re-form it: %w", s, spec.Name, err)
 			}
 		}
 	}

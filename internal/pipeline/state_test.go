@@ -35,7 +35,7 @@ const (
 	pf1Numvfs6  = "  pf 0000:61:00.1 port=1 netdev=ens1f1np1 driver=mlx5_core override=(null) mode=switchdev numvfs=6 ready=6/6 autoprobe=0 flow_steering_mode=smfs offset=9 stride=1"
 	pf0VF5      = "    vf 5 0000:61:00.7 driver=- override=(null) mac=00:00:00:00:00:00 vlan=0 qos=0 trust=off spoofchk=off link-state=auto rate=0-0 netdev=- rep=rep[0000:61:00.7]"
 	pf0VF5Port  = `  port "rep[0000:61:00.7]" tag=- owner="lag0" |interface "rep[0000:61:00.7]" type=""`
-	lagHash     = "  lag state=active bond=bond0 type=switchdev port_sel_mode=hash flags=shared_fdb:on mapping=<runtime>"
+	lagHash     = "  lag state=active bond=bond0 type=switchdev port_sel_mode=hash flags=shared_fdb:on mapping=<runtime> hash=layer3+4"
 	lagQueue    = "  lag state=active bond=bond0 type=switchdev port_sel_mode=queue_affinity flags=shared_fdb:on mapping=<runtime>"
 	bondLACP    = "  bond0 mode=802.3ad miimon=100 lacp_rate=fast xmit_hash_policy=layer3+4 ad_select=stable min_links=0 updelay=0 downdelay=0 primary=- slaves=ens1f0np0,ens1f1np1 active_slave=<runtime>"
 	bondAB      = "  bond0 mode=active-backup miimon=100 lacp_rate=slow xmit_hash_policy=layer2 ad_select=stable min_links=0 updelay=0 downdelay=0 primary=ens1f1np1 slaves=ens1f0np0,ens1f1np1 active_slave=<runtime>"

@@ -151,7 +151,11 @@
 //     slave of the bond's active aggregator, so without an LACP partner one
 //     port only; lagTxEnabled). The activation log lines
 //     ("lag map ...", "shared_fdb:1 mode:...", "Operation mode is single
-//     FDB") appear when it becomes active. Two LAGs the bond has no part
+//     FDB") appear when it becomes active. The LAG's hash port selection
+//     uses the xmit_hash_policy the bond had at the last enslave of one of
+//     the NIC's PFs (mlx5_handle_changeupper_event reads it when linking
+//     only): a live write of the option does not reach it (Dump's hash=;
+//     debugfs does not show it). Two LAGs the bond has no part
 //     in: Host.SetMultipathRoute (an IPv4 route with a nexthop through each
 //     PF, lag/mp.c) makes a multipath LAG when no LAG is active (type
 //     multipath, queue_affinity, shared_fdb:off), which then ignores the
@@ -230,6 +234,107 @@
 //   - Netdev names: representors and VF netdevs get the lowest free eth%d,
 //     as __dev_alloc_name does before udev renames anything (never derived
 //     from the PF name). ifindexes only grow.
+//
+// # The mlx5 rules vflag depends on
+//
+// Each rule: the kernel source it comes from (drivers/net/ethernet/
+// mellanox/mlx5/core/ unless named otherwise; read in torvalds/linux), how
+// this package models it, and the tests that hold the model (sim) and
+// vflag's handling of it (vflag). Marked (unconfirmed) where only the
+// source or NVIDIA's tests were read, never a card. Issue 36 added rules
+// 1 and 5-14.
+//
+//	 1 Firmware NUM_OF_VFS (sriov_totalvfs) > 64: no VF-LAG, whatever numvfs is.
+//	   src   lag/lag.h mlx5_lag_is_ready; lag/lag.c mlx5_handle_changeupper_event
+//	         ("Can't activate LAG offload, PF is configured with more than 64 VFs");
+//	         the count is the firmware's (Mellanox ovs-tests, Feature #2101052); how
+//	         the firmware makes the LAG device unready is (unconfirmed).
+//	   sim   lagReady: never eligible; the completing enslave logs the warning.
+//	   test  sim TestLAGNeedsFirmwareNumVFsAtMost64, TestLAGEligibility;
+//	         vflag TestFirmwareNumVFsAbove64 (doctor, up's preflight),
+//	         TestNeverAdvisesMoreThan64VFsForSwitchdev, TestBenchCardsCanEnterVFLAG.
+//	 2 VF-LAG needs both PFs of the NIC and nothing else in one bond of
+//	   tx_type activebackup or hash, both PFs in switchdev.
+//	   src   lag/lag.c mlx5_handle_changeupper_event, mlx5_lag_check_prereq, mlx5_do_bond.
+//	   sim   lagInLag, lagEligible; the TX type warning at the enslave.
+//	   test  sim TestLAGEligibility, TestEnslaveWarnsOfUnsupportedTXType, TestLAGDeactivation.
+//	 3 VFs bound to a driver when the LAG activates: "Failed to activate VF LAG".
+//	   src   lag/lag.c mlx5_activate_lag (the firmware refuses CREATE_LAG).
+//	   sim   lagEval's Failed, until the next re-evaluation.
+//	   test  sim TestLAGFailsWithBoundVFsUntilReevaluated; vflag binds host VFs after lag.wait.
+//	 4 The LAG state is in debugfs lag/ only where mlx5 set up a LAG device
+//	   (kernels >= 5.19, mlx5_lag_is_supported) and debugfs is mounted.
+//	   src   lag/debugfs.c; lag/lag.c mlx5_lag_add_mdev -> mlx5_ldev_add_debugfs.
+//	   sim   spec debugfs: off, a NIC's lag_debugfs: off.
+//	   test  sim TestSinglePFNICHasNoLAG; vflag TestUnverifiedLAGIsNoSuccessOnMLX5,
+//	         TestExplainUnverified.
+//	 5 A LAG of type multipath (an IPv4 route with a nexthop through each PF,
+//	   taken when no LAG is active; the bond is ignored from then on; it
+//	   outlives the route until an eswitch change) or multiport_eswitch
+//	   (devlink param esw_multiport) is not the bond's VF-LAG.
+//	   src   lag/mp.c mlx5_lag_fib_route_event; lag/mpesw.c enable_mpesw;
+//	         eswitch.c mlx5_devlink_esw_multiport_set; lag/debugfs.c type_show.
+//	   sim   Host.SetMultipathRoute, setMultiportEswitch, lagType, lagFlags.
+//	   test  sim TestLAGTypes; vflag TestLAGOfAnotherType.
+//	 6 Port selection is hash only with the port_select_flow_table
+//	   capability and a hash bond; else queue_affinity (each VF on its PF's port).
+//	   src   lag/lag.c mlx5_lag_set_port_sel_mode_offloads, get_port_sel_mode.
+//	   sim   spec port_select_flow_table: off; lagPortSel.
+//	   test  sim TestPortSelectionWithoutFlowTable, TestLAGEligibility;
+//	         vflag TestPortSelectionWithoutFlowTable.
+//	 7 Only active slaves carry VF traffic: tx_enabled is bond_is_active_slave,
+//	   so in 802.3ad a slave outside the active aggregator (no LACP partner)
+//	   is left out of lag/mapping while the LAG stays active.
+//	   src   lag/lag.c mlx5_infer_tx_enabled, mlx5_infer_tx_affinity_mapping,
+//	         lag/debugfs.c mapping_show; bonding bond_main.c bond_lower_state_changed.
+//	   sim   lagTxEnabled (lacp: the active aggregator).
+//	   test  sim TestLAGMappingFollowsActiveAggregator, TestLAGMapping;
+//	         vflag TestUpDegradedWhenASlaveCarriesNoVFTraffic.
+//	 8 The hash port selection takes the bond's xmit_hash_policy at the
+//	   enslave only (a live write sends no linking event). (unconfirmed on a card)
+//	   src   lag/lag.c mlx5_handle_changeupper_event (hash_type when linking),
+//	         mlx5_activate_lag -> lag/port_sel.c mlx5_lag_port_sel_create.
+//	   sim   lagTrackHash; lagState.Hash (Dump's hash=; debugfs does not show it).
+//	   test  sim TestLAGTakesHashAtEnslave; vflag TestXmitHashPolicyReachesTheNIC,
+//	         TestBondOptionsConverge.
+//	 9 An eswitch mode change tears any active LAG down and re-evaluates it;
+//	   in switchdev a numvfs change leaves it alone (6.x; 5.x re-evaluated).
+//	   src   eswitch.c mlx5_eswitch_disable, mlx5_eswitch_enable (toggle_lag only
+//	         while no FDB exists); lag/lag.c mlx5_lag_disable_change.
+//	   sim   lagDisableChange; setNumVFs.
+//	   test  sim TestLAGDeactivation, TestLAGFailsWithBoundVFsUntilReevaluated,
+//	         TestLAGTypes; vflag TestUpStateTable, TestConvergeTransitions.
+//	10 numvfs 0 in switchdev destroys every devlink rate node of the PF.
+//	   src   eswitch.c mlx5_eswitch_disable_sriov (devl_rate_nodes_destroy).
+//	   sim   disableVFs.
+//	   test  sim TestRateRules; vflag TestNumVFsChangeKeepsRatesRight,
+//	         TestPlanPredictsRemadeVFs, TestRateNodeNotOurs.
+//	11 An eswitch mode change is refused while rate nodes exist.
+//	   src   net/devlink (devlink_rate_nodes_check): EBUSY "Rate node(s) exists."
+//	   sim   checkModeChange.
+//	   test  sim TestRateRules; vflag TestRateNodeNotOurs.
+//	12 An eswitch mode change is EBUSY while the eswitch has users
+//	   (offloaded tc rules) or another operation runs. (unconfirmed which users)
+//	   src   eswitch_offloads.c mlx5_devlink_eswitch_mode_set, mlx5_esw_try_lock.
+//	   sim   checkModeChange (eswitchRules; pf.Busy during a mode change).
+//	   test  sim TestModeChangeBusyWhileRulesOffloaded, TestModeChangeRules;
+//	         vflag TestEswitchBusyWhileRulesAreOffloaded.
+//	13 flow_steering_mode changes only in legacy: smfs refused in switchdev,
+//	   every value from 6.17 (an Aug 2025 fix, queued for stable).
+//	   src   fs_core.c mlx5_fs_mode_validate.
+//	   sim   Host.SetParam (spec kernel).
+//	   test  sim TestFlowSteeringModeBySwitchdevAndKernel, TestParams;
+//	         vflag TestFlowSteeringModeInSwitchdev, TestFlowSteeringDefault.
+//	14 switchdev with a VF bound to a driver fails in the firmware ("bad
+//	   resource state"); the kernel does not check.
+//	   src   eswitch_offloads.c (esw_offloads_enable); cmd.c's error line. (unconfirmed)
+//	   sim   checkModeChange.
+//	   test  sim TestSwitchdevRefusedWithBoundVF.
+//	15 VF settings through the PF in switchdev: mac and rate only; vlan (but
+//	   0), trust, spoofchk and link_state EOPNOTSUPP.
+//	   src   en_rep.c (uplink representor ndo_set_vf_*), eswitch.c.
+//	   sim   KERNEL-FACTS §8 above.
+//	   test  sim TestVFSettings.
 //
 // # What is not modelled
 //

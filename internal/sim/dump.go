@@ -87,9 +87,13 @@ func (st *state) dump(now int64) string {
 			case !st.lagActive(nic, now):
 				w("  lag state=disabled bond=%s activating\n", l.Bond)
 			default:
-				w("  lag state=active bond=%s type=%s port_sel_mode=%s flags=shared_fdb:on mapping=%s\n",
+				hash := ""
+				if st.lagPortSel(nic) == "hash" {
+					hash = " hash=" + l.Hash // not in debugfs: what mlx5 took at the enslave
+				}
+				w("  lag state=active bond=%s type=%s port_sel_mode=%s flags=shared_fdb:on mapping=%s%s\n",
 					l.Bond, st.lagType(nic), st.lagPortSel(nic),
-					strings.ReplaceAll(strings.TrimSpace(st.lagMapping(nic, now)), "\n", ","))
+					strings.ReplaceAll(strings.TrimSpace(st.lagMapping(nic, now)), "\n", ","), hash)
 			}
 		}
 	}

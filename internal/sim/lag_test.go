@@ -428,3 +428,29 @@ func TestPortSelectionWithoutFlowTable(t *testing.T) {
 		})
 	}
 }
+
+// TestLAGTakesHashAtEnslave: mlx5 takes the bond's xmit_hash_policy into
+// its LAG's port selection from the enslave's CHANGEUPPER event only: a
+// live write of the option leaves the NIC on the old policy until a PF is
+// enslaved again (the Dump's hash=, which debugfs does not show).
+func TestLAGTakesHashAtEnslave(t *testing.T) {
+	x := newTH(t, testSpec())
+	x.setupLAG(lagSetup{mode: "802.3ad"})
+	x.settle()
+	if d := x.h.Dump(); !strings.Contains(d, "hash=layer2\n") {
+		t.Fatalf("the LAG's hash:\n%s", d)
+	}
+	x.write("/sys/class/net/bond0/bonding/xmit_hash_policy", "layer3+4")
+	x.settle()
+	if d := x.h.Dump(); !strings.Contains(d, "hash=layer2\n") {
+		t.Fatalf("a live write reached the NIC:\n%s", d)
+	}
+	x.ok(x.h.SetLinkUp("p1", false))
+	x.ok(x.h.SetMaster("p1", ""))
+	x.ok(x.h.SetMaster("p1", "bond0"))
+	x.ok(x.h.SetLinkUp("p1", true))
+	x.settle()
+	if d := x.h.Dump(); !strings.Contains(d, "hash=layer3+4\n") {
+		t.Fatalf("the LAG after the enslave:\n%s", d)
+	}
+}

@@ -616,6 +616,7 @@ func (st *state) setMaster(now int64, slave, master string) (bool, *opError) {
 	link := map[bool]string{true: "an up", false: "a down"}[st.operUp(s, now)]
 	st.log(now, "", "%s: (slave %s): Enslaving as %s interface with %s link", m.Name, s.Name, st.slaveRole(now, m, s, "an active", "a backup"), link)
 	st.lagEnslaveWarning(now, s.Name)
+	st.lagTrackHash(m, s)
 	st.lagEvalFor(now, m.Name, s.Name)
 	return true, nil
 }
@@ -850,6 +851,16 @@ func (st *state) lagEligible(nic *nicState) (string, bool) {
 	return b.Name, true
 }
 
+// lagTrackHash takes the bond's xmit_hash_policy into the tracker of the
+// NIC whose PF s was just enslaved to bond b (the CHANGEUPPER linking
+// event carries it; nothing else does).
+func (st *state) lagTrackHash(b, s *netdev) {
+	if s.Role == rolePF {
+		nic, _ := st.pfOf(s)
+		nic.TrackerHash = b.Bond.XmitHashPolicy
+	}
+}
+
 // lagEnslaveWarning is the extack mlx5_handle_changeupper_event sets on
 // an enslave that makes both PFs of a NIC, and nothing else, a bond's
 // slaves while the LAG cannot follow: the enslave itself succeeds, and
@@ -925,7 +936,7 @@ func (st *state) lagEval(now int64, nic *nicState, force bool) {
 	if l.Bond != "" {
 		st.lagDeactivate(now, nic)
 	}
-	*l = lagState{Bond: bond, EligibleAt: now}
+	*l = lagState{Bond: bond, EligibleAt: now, Hash: nic.TrackerHash}
 	pre := devPrefix(nic.Driver, nic.PFs[0].PCI)
 	for _, pf := range nic.PFs {
 		for _, vf := range pf.VFs {

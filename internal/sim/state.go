@@ -50,7 +50,12 @@ type nicState struct {
 	NoLAGDebugfs bool `json:"no_lag_debugfs,omitempty"`
 	// NoPortSelFT: the NIC lacks the port_select_flow_table capability
 	// (spec port_select_flow_table: off): no hash port selection.
-	NoPortSelFT bool       `json:"no_port_sel_ft,omitempty"`
+	NoPortSelFT bool `json:"no_port_sel_ft,omitempty"`
+	// TrackerHash is the xmit_hash_policy mlx5 last took from the bond of
+	// the NIC's PFs: at an enslave only (lag/lag.c
+	// mlx5_handle_changeupper_event reads lag_upper_info->hash_type when
+	// linking; a live write of the bond's option sends no such event).
+	TrackerHash string     `json:"tracker_hash,omitempty"`
 	PFs         []*pfState `json:"pfs"`
 	LAG         lagState   `json:"lag"`
 }
@@ -165,6 +170,9 @@ type lagState struct {
 	// has no part in: lagMultipath (an IPv4 multipath route over both PFs,
 	// lag/mp.c) or lagMPESW (devlink param esw_multiport, lag/mpesw.c).
 	Mode string `json:"mode,omitempty"`
+	// Hash is the bond's xmit_hash_policy the LAG's port selection was
+	// made with (the tracker's hash_type at activation).
+	Hash string `json:"hash,omitempty"`
 }
 
 // The LAG modes other than the bond's (lagState.Mode).
