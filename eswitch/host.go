@@ -47,24 +47,23 @@ func netFile(name, file string) string { return path.Join("/sys/class/net", name
 // PhysPortName reads "cat /sys/class/net/$if/phys_port_name"; "" when the
 // device has none (EOPNOTSUPP).
 func PhysPortName(f sysfs.FS, name string) (string, error) {
-	s, err := sysfs.ReadString(f, netFile(name, "phys_port_name"))
-	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, fs.ErrNotExist) && sysfs.Exists(f, netFile(name, "")) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read phys_port_name of %s: %w", name, err)
-	}
-	return s, nil
+	return optionalNetFile(f, name, "phys_port_name")
 }
 
 // PhysSwitchID reads "cat /sys/class/net/$if/phys_switch_id"; "" when none.
 func PhysSwitchID(f sysfs.FS, name string) (string, error) {
-	s, err := sysfs.ReadString(f, netFile(name, "phys_switch_id"))
+	return optionalNetFile(f, name, "phys_switch_id")
+}
+
+// optionalNetFile reads an attribute of netdev name that a device may lack:
+// "" when reading it fails with EOPNOTSUPP or the netdev has no such file.
+func optionalNetFile(f sysfs.FS, name, file string) (string, error) {
+	s, err := sysfs.ReadString(f, netFile(name, file))
 	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, fs.ErrNotExist) && sysfs.Exists(f, netFile(name, "")) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read phys_switch_id of %s: %w", name, err)
+		return "", fmt.Errorf("read %s of %s: %w", file, name, err)
 	}
 	return s, nil
 }

@@ -110,25 +110,38 @@ func parsePort(doc string) (NetworkPort, error) {
 	return portOf(x), nil
 }
 
+// openNetwork looks a network up and reads it: n nil when there is none
+// (or it went meanwhile), which is not an error. The caller frees n.
+func (c *Conn) openNetwork(name string) (*libvirt.Network, netSnapshot, error) {
+	n, err := c.lookupNetwork(name)
+	if isNoNetwork(err) {
+		return nil, netSnapshot{}, nil
+	}
+	if err != nil {
+		return nil, netSnapshot{}, err
+	}
+	s, err := readNetwork(n)
+	if err != nil {
+		_ = n.Free()
+		if isNoNetwork(err) { // undefined meanwhile
+			return nil, netSnapshot{}, nil
+		}
+		return nil, s, err
+	}
+	return n, s, nil
+}
+
 // Network reads a network: both definitions and, when it is active, its
 // ports. A missing network is not an error: Exists is false.
 func (c *Conn) Network(name string) (NetworkState, error) {
-	st := NetworkState{Name: name}
-	n, err := c.lookupNetwork(name)
-	if isNoNetwork(err) {
-		return st, nil
-	}
+	n, s, err := c.openNetwork(name)
 	if err != nil {
-		return st, fmt.Errorf("libvirt: read network %s: %w", name, err)
+		return NetworkState{Name: name}, fmt.Errorf("libvirt: read network %s: %w", name, err)
 	}
-	defer func() { _ = n.Free() }()
-	s, err := readNetwork(n)
-	if isNoNetwork(err) {
-		return st, nil // undefined meanwhile
+	if n == nil {
+		return NetworkState{Name: name}, nil
 	}
-	if err != nil {
-		return st, fmt.Errorf("libvirt: read network %s: %w", name, err)
-	}
+	_ = n.Free()
 	return stateOf(name, s), nil
 }
 
@@ -164,21 +177,12 @@ func (c *Conn) readPlan(ns NetworkSpec, want netView) (*libvirt.Network, netSnap
 	if err != nil {
 		return nil, netSnapshot{}, NetworkPlan{}, err
 	}
-	n, err := c.lookupNetwork(ns.Name)
-	if isNoNetwork(err) {
-		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want, taken), nil
-	}
-	if err != nil {
-		return nil, netSnapshot{}, NetworkPlan{}, err
-	}
-	snap, err := readNetwork(n)
-	if isNoNetwork(err) { // undefined meanwhile
-		_ = n.Free()
-		return nil, netSnapshot{}, makeNetworkPlan(nil, ns, want, taken), nil
-	}
-	if err != nil {
-		_ = n.Free()
+	n, snap, err := c.openNetwork(ns.Name)
+	switch {
+	case err != nil:
 		return nil, snap, NetworkPlan{}, err
+	case n == nil:
+		return nil, snap, makeNetworkPlan(nil, ns, want, taken), nil
 	}
 	return n, snap, makeNetworkPlan(&snap, ns, want, taken), nil
 }
@@ -431,21 +435,14 @@ func updatePortgroups(n *libvirt.Network, live netView, s NetworkSpec) error {
 // domains). A missing network is (false, nil).
 func (c *Conn) RemoveNetwork(name string) (bool, error) {
 	op := "libvirt: remove network " + name
-	n, err := c.lookupNetwork(name)
-	if isNoNetwork(err) {
-		return false, nil
-	}
+	n, snap, err := c.openNetwork(name)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if n == nil {
+		return false, nil
 	}
 	defer func() { _ = n.Free() }()
-	snap, err := readNetwork(n)
-	if isNoNetwork(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", op, err)
-	}
 	if owned, _ := snap.owned(); !owned {
 		return false, fmt.Errorf("%s: the network has no vflag metadata (not vflag's); refusing to remove it", op)
 	}
