@@ -70,6 +70,9 @@ var bondMonitorOptions = map[string]bool{"miimon": true, "updelay": true, "downd
 // bondOptChange is one option that differs from the config.
 type bondOptChange struct {
 	Option, From, To string
+	// quiet: a write that goes with the others and says nothing of its
+	// own (the summary leaves it out).
+	quiet bool
 }
 
 func (c bondOptChange) cost() bondCost { return bondOptionCost[c.Option] }
@@ -124,15 +127,22 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 		// the mode still allows writing it (EACCES outside 802.3ad), so that
 		// the bond equals one made fresh in the new mode.
 		if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
-			out = append(out, bondOptChange{"lacp_rate", b.LacpRate, "slow"})
+			out = append(out, bondOptChange{Option: "lacp_rate", From: b.LacpRate, To: "slow"})
 		}
 		// Leaving active-backup: the kernel keeps the primary's name and
 		// makes it the primary slave again at an enslave once the bond is
 		// active-backup again: clear it while it can be written.
 		if b.Mode == "active-backup" && b.Primary != "" {
-			out = append(out, bondOptChange{"primary", b.Primary, ""})
+			out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: ""})
 		}
-		out = append(out, bondOptChange{"mode", b.Mode, spec.Mode})
+		// sysfs shows the primary only while it is a slave, but the kernel
+		// may keep one recorded (written before the enslave: a bond
+		// re-formed into active-backup by a run that failed before it
+		// enslaved its primary): clear it too.
+		if b.Mode == "active-backup" && b.Primary == "" {
+			out = append(out, bondOptChange{Option: "primary", From: "", To: "", quiet: true})
+		}
+		out = append(out, bondOptChange{Option: "mode", From: b.Mode, To: spec.Mode})
 	}
 	// kept reads an option as the kernel keeps it: ReadBond leaves out those
 	// that do not apply to the current mode.
@@ -149,7 +159,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			return nil, err
 		}
 		if cur != want {
-			out = append(out, bondOptChange{"lacp_rate", cur, want})
+			out = append(out, bondOptChange{Option: "lacp_rate", From: cur, To: want})
 		}
 	}
 	{ // in every mode: active-backup ignores it, but keeps it (the default there)
@@ -159,7 +169,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			return nil, err
 		}
 		if cur != want {
-			out = append(out, bondOptChange{"xmit_hash_policy", cur, want})
+			out = append(out, bondOptChange{Option: "xmit_hash_policy", From: cur, To: want})
 		}
 	}
 	{ // in every mode: the kernel keeps it (no unsuppmodes in 6.1)
@@ -169,20 +179,20 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			return nil, err
 		}
 		if cur != want {
-			out = append(out, bondOptChange{"ad_select", cur, want})
+			out = append(out, bondOptChange{Option: "ad_select", From: cur, To: want})
 		}
 	}
 	if spec.Mode == "active-backup" && b.Primary != spec.Primary {
 		// sysfs shows the primary while it is a slave; one recorded before
 		// the enslave (a new or re-formed bond) shows empty until then, and
 		// writing it again is harmless.
-		out = append(out, bondOptChange{"primary", b.Primary, spec.Primary})
+		out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: spec.Primary})
 	}
 	if b.MinLinks != spec.MinLinks {
-		out = append(out, bondOptChange{"min_links", strconv.Itoa(b.MinLinks), strconv.Itoa(spec.MinLinks)})
+		out = append(out, bondOptChange{Option: "min_links", From: strconv.Itoa(b.MinLinks), To: strconv.Itoa(spec.MinLinks)})
 	}
 	if b.Miimon != spec.Miimon {
-		out = append(out, bondOptChange{"miimon", strconv.Itoa(b.Miimon), strconv.Itoa(spec.Miimon)})
+		out = append(out, bondOptChange{Option: "miimon", From: strconv.Itoa(b.Miimon), To: strconv.Itoa(spec.Miimon)})
 	}
 	// updelay and downdelay after miimon: the kernel keeps them in miimon
 	// intervals, so a miimon change scales them (bond_option_miimon_set).
@@ -199,7 +209,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 			if after != d.cur {
 				from += fmt.Sprintf(", %d at miimon %d,", after, spec.Miimon)
 			}
-			out = append(out, bondOptChange{d.option, from, strconv.Itoa(d.want)})
+			out = append(out, bondOptChange{Option: d.option, From: from, To: strconv.Itoa(d.want)})
 		}
 	}
 	return out, nil
@@ -258,11 +268,15 @@ func (k bondKind) step(e *Env, g Group) teardown.Step {
 			var sums []string
 			contained := true
 			for _, c := range changes {
-				sums = append(sums, c.summary(spec.Name))
+				if !c.quiet {
+					sums = append(sums, c.summary(spec.Name))
+				}
 				contained = contained && bondMonitorOptions[c.Option]
 			}
+			// The record's undo deletes the bond: a rollback does the
+			// options this run found again instead.
 			return teardown.Change{Needed: true, Summary: strings.Join(sums, "; "), Record: record,
-				Disruptive: worst(changes) >= costDown, Contained: contained}, nil
+				Disruptive: worst(changes) >= costDown, Contained: contained, Rollback: teardown.RollbackRedo}, nil
 		},
 		Apply: func(context.Context) error {
 			exists, err := own()
