@@ -153,7 +153,7 @@ func TestLibvirtd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantSt := libvirtx.DomainState{Name: name, Exists: true, Interfaces: []libvirtx.HostdevIface{
+		wantSt := libvirtx.DomainState{Name: name, Exists: true, Persistent: true, Interfaces: []libvirtx.HostdevIface{
 			{PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Managed: true, Owned: true, InConfig: true},
 		}}
 		if diff := cmp.Diff(wantSt, st); diff != "" {

@@ -31,6 +31,9 @@ type DomainState struct {
 	Name   string
 	Exists bool
 	Active bool
+	// Persistent: the domain is defined (not transient); vflag attaches
+	// only to defined domains.
+	Persistent bool
 	// Interfaces are the <interface type='hostdev'> with a PCI source of
 	// the persistent definition and, when the domain runs, of the live one
 	// (merged by PCI address; the persistent one wins).

@@ -42,10 +42,12 @@
 //     before the lock is released) waits for them and reports a failed
 //     write. An empty journal removes the file. A corrupt journal is an
 //     error, never an empty journal.
-//  3. The first capture wins: when a step must be applied again (resume after
-//     a kill, or drift after an earlier run) its existing entry keeps its
-//     original Record, the state from before vflag ever touched the host.
-//     The entry also keeps its position in the journal.
+//  3. The first capture wins for down: when a step must be applied again
+//     (resume after a kill, a config change, or drift after an earlier run)
+//     its existing entry keeps its original Record, the state from before
+//     vflag ever touched the host, and its position in the journal. The run
+//     keeps its own capture beside it for its rollback (Entry.Open: what it
+//     found before its change, and the entry as it was before the run).
 //  4. Undo runs in exact reverse of journal order (an entry the Runner's
 //     Moot names moot is undone by a later entry's undo instead: a PF's
 //     representors go with its return to legacy). The caller
@@ -66,10 +68,38 @@
 //
 // # Failure handling
 //
-// When a Check or Apply of a Do call fails, the Runner waits for the other
-// steps of that call, then (unless NoRollback) undoes this run's entries in
-// reverse, including pending ones, removing each undone entry from the
-// journal; entries of earlier runs stay. Down undoes every entry in reverse,
-// best-effort: a failed undo keeps its entry for a later Down and the others
-// continue. Both are repeatable; an empty or missing journal is success.
+// A rollback returns the host to the state it had before the run, not to
+// the state before the first up (that is down's). Every entry a run
+// creates, changes again or removes is open (Entry.Open) until the run
+// ends (Journal.Settle, which the caller calls once the run succeeded): it
+// keeps what the run found before its change (Runner.Prior, the captures a
+// plan pass took before any write; else the forward Check's while the run
+// had written nothing the step depends on) and the entry as it was. A prune
+// (Prune) marks its entries removed instead of dropping them.
+//
+// When a Check or Apply of a Do call fails (or the caller's own step, Fail;
+// or an interrupt cancels the run), the Runner waits for the other steps of
+// that call, then (unless NoRollback) rolls back every open entry in
+// reverse, pending ones included:
+//
+//   - an entry the run created is undone from its record and leaves the
+//     journal;
+//   - one it changed again is undone from the run's capture and becomes
+//     the entry it was before the run;
+//   - what an undo cannot put back is done again by Redo after the undos:
+//     an entry without a capture (Change.Rollback RollbackRedo: the undo of
+//     a bond's record deletes the bond, one whose options changed is put
+//     back by setting them again), one the run removed, and what a change
+//     destroyed beside its own object (RollbackUndoRedo: a numvfs change
+//     makes every VF again).
+//
+// Entries of runs that ended stay as they are. An entry whose undo or redo
+// fails stays open, and so do those a rollback cut short (Abort: a second
+// interrupt) or never started (NoRollback, a kill): the next rollback, of a
+// later run that fails, finishes them, so that the host returns to the
+// state before the first run that did not end; a later run that succeeds
+// ends them. Down undoes every entry in reverse from its record, open ones
+// and removed ones too (an undo is repeatable), best-effort: a failed undo
+// keeps its entry for a later Down and the others continue. Both are
+// repeatable; an empty or missing journal is success.
 package teardown

@@ -280,7 +280,20 @@ func up(ctx context.Context, r *Runner, h *fakeHost) error {
 			return errors.Join(err, r.Journal.Flush())
 		}
 	}
-	// As apply.Up: what was written behind is on disk when the run ends.
+	// As pipeline.Up: a run that succeeded ends (its rollback can no
+	// longer happen); as apply.Up: what was written behind is on disk when
+	// the run ends.
+	return errors.Join(r.Journal.Settle(nil), r.Journal.Flush())
+}
+
+// upOpen is up without the run's end: the run's changes stay open, as
+// those of a run that failed without rollback or was killed.
+func upOpen(ctx context.Context, r *Runner, h *fakeHost) error {
+	for _, batch := range h.pipeline() {
+		if err := r.Do(ctx, batch...); err != nil {
+			return errors.Join(err, r.Journal.Flush())
+		}
+	}
 	return r.Journal.Flush()
 }
 

@@ -244,13 +244,13 @@ func TestWriteBehindNeverGoesBack(t *testing.T) {
 		if err != nil {
 			return 0, 0, false // between the remove and nothing (not reached: ctr stays)
 		}
-		es, err := decodeJournal(data)
+		jf, err := decodeJournal(data)
 		if err != nil {
 			t.Errorf("torn journal: %v", err)
 			return 0, 0, false
 		}
 		removed = n
-		for _, e := range es {
+		for _, e := range jf.Entries {
 			switch e.Kind {
 			case "ctr":
 				ctr, _ = strconv.Atoi(string(e.Record))

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -83,16 +85,42 @@ type Runner struct {
 	// batch and the rest stays in the journal for up or down. Unset, the
 	// rollback runs to its end whatever the run's context says.
 	Abort context.Context
+	// Prior are what a plan pass (DryRun) found before this run wrote
+	// anything, for each change it found needed (that runner's
+	// Captured): when this run changes an object whose entry the journal
+	// holds already, its entry keeps that capture (Open.Capture), and a
+	// rollback undoes the change from it rather than from the entry's
+	// first capture. Without one (no plan pass, or a step the plan could
+	// not read), the forward Check's record serves while this run has
+	// written nothing the step depends on; after that, Redo puts the
+	// object back.
+	Prior map[string]Capture
+	// Redo, when set, does again what a rollback could not put back by
+	// undoing (RedoRequest), after the undos. Unset, those objects stay as
+	// the run left them and the rollback says so.
+	Redo func(ctx context.Context, req RedoRequest) error
+	// NoOpen: this runner's changes open nothing (Entry.Open): no rollback
+	// will take them. A rollback's redo (Redo: what it does belongs to the
+	// state before the run rolled back), the qemu hook (its release undoes
+	// its journal). The entries it applies again keep their Open.
+	NoOpen bool
+	// Skip are steps Do leaves as they are without checking them (a
+	// rollback's redo: the objects the rollback put back from captures).
+	Skip map[string]bool
 
-	mu      sync.Mutex        // guards run, applies, results
-	run     string            // this run's id, stored in the entries it journals
-	applies int               // Apply calls started in this run (StopAfter)
-	batches int               // Do calls that journaled something (Entry.Batch)
-	wrote   bool              // this run applied or undid something
-	written map[string]bool   // the kinds this run applied or undid (changes that were not Contained)
-	needed  map[string]Change // DryRun: Replannable steps' needed changes (NeededChanges)
-	results []Event
-	evMu    sync.Mutex // serializes OnEvent
+	mu      sync.Mutex         // guards run, applies, results
+	run     string             // this run's id, stored in the entries it journals
+	applies int                // Apply calls started in this run (StopAfter)
+	batches int                // Do calls that journaled something (Entry.Batch)
+	wrote   bool               // this run applied or undid something
+	written map[string]bool    // the kinds this run applied or undid (changes that were not Contained)
+	needed  map[string]Change  // DryRun: Replannable steps' needed changes (NeededChanges)
+	prior   map[string]Capture // DryRun: every needed change's capture (Captured)
+	// redoLater: entries this rollback undid and removed whose change
+	// destroyed more than its own object (RollbackUndoRedo): Redo gets them.
+	redoLater []Entry
+	results   []Event
+	evMu      sync.Mutex // serializes OnEvent
 }
 
 // silent wraps an error so that errors.Is finds it while it adds no text.
@@ -115,6 +143,22 @@ func (r *Runner) NeededChanges() map[string]Change {
 		out[id] = ch
 	}
 	return out
+}
+
+// Capture is what a plan pass's Check found before a needed change: its
+// record (Change.Record) and how a rollback puts it back.
+type Capture struct {
+	Record   json.RawMessage
+	Rollback Rollback
+}
+
+// Captured are the captures this (DryRun) runner's checks took of the
+// needed changes that have a record (id -> capture): what a forward pass
+// takes as Prior.
+func (r *Runner) Captured() map[string]Capture {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.prior)
 }
 
 // Results returns what this run did (or, with DryRun, would do), in order.
@@ -262,6 +306,10 @@ type checked struct {
 	record json.RawMessage
 	dur    time.Duration
 	err    error
+	// pre: the Check ran before this run wrote anything the step depends
+	// on (Runner.stale), so its record is a capture of the state before
+	// the run.
+	pre bool
 }
 
 // Do checks the steps and applies those the host needs. The steps of one
@@ -325,19 +373,24 @@ func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
 	outs := make([]checked, len(steps))
 	parallel(len(steps), func(i int) {
 		s := steps[i]
+		if r.Skip[s.ID] {
+			outs[i] = checked{change: Change{Summary: s.ID + ": left as the rollback put it back"}}
+			return
+		}
 		if sum, ok := r.Converged[s.ID]; ok && !r.DryRun && !r.stale(s.Kind) {
 			outs[i] = checked{change: Change{Summary: sum}}
 			return
 		}
 		var ch Change
 		var err error
+		pre := !r.stale(s.Kind)
 		start := time.Now()
 		if pch, ok := r.Planned[s.ID]; ok && s.Replannable && !r.DryRun && !r.stale(s.Kind) {
 			ch = pch
 		} else {
 			ch, err = safeCall(log, s, "check", func() (Change, error) { return s.Check(ctx) })
 		}
-		outs[i] = checked{change: ch, dur: time.Since(start)}
+		outs[i] = checked{change: ch, dur: time.Since(start), pre: pre}
 		if err != nil {
 			outs[i].err = fmt.Errorf("step %s: check: %w", s.ID, err)
 			return
@@ -365,6 +418,14 @@ func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
 			return
 		}
 		outs[i].record = rec
+		if r.DryRun && ch.Record != nil {
+			r.mu.Lock()
+			if r.prior == nil {
+				r.prior = map[string]Capture{}
+			}
+			r.prior[s.ID] = Capture{Record: rec, Rollback: ch.Rollback}
+			r.mu.Unlock()
+		}
 	})
 	return outs
 }
@@ -415,10 +476,15 @@ func (r *Runner) journalPending(steps []Step, outs []checked, run string) error 
 				continue
 			}
 			if at < 0 {
-				es = append(es, Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Revert: o.change.Revert, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now})
+				e := Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Revert: o.change.Revert, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now}
+				if !r.NoOpen {
+					e.Open = &Open{Run: run, Redo: o.change.Rollback == RollbackUndoRedo}
+				}
+				es = append(es, e)
 				changed = true
 				continue
 			}
+			r.open(&es[at], s, o, run)
 			if err := repend(&es[at], s, o, run, batch, now); err != nil {
 				return nil, false, err
 			}
@@ -426,6 +492,39 @@ func (r *Runner) journalPending(steps []Step, outs []checked, run string) error 
 		}
 		return es, changed, nil
 	})
+}
+
+// open marks an entry that this run is about to change again: the first
+// run that has not ended keeps, with the entry as it was, what it found
+// before its change (the plan pass's capture, else this Check's record
+// while this run had written nothing the step depends on) and whether a
+// rollback must do the object again (Open). An entry that run removed is
+// back.
+func (r *Runner) open(e *Entry, s Step, o checked, run string) {
+	if e.Open != nil {
+		// Changed again: what a rollback had put back from the capture is
+		// changed again; what it had removed is back (a redo's too).
+		e.Open.Removed, e.Open.Undone = false, false
+		return
+	}
+	if r.NoOpen {
+		return
+	}
+	before := cloneEntry(*e)
+	op := &Open{Run: run, Before: &before}
+	c, ok := r.Prior[s.ID]
+	if !ok && o.pre {
+		c, ok = Capture{Record: o.record, Rollback: o.change.Rollback}, true
+	}
+	switch {
+	case !ok || c.Rollback == RollbackRedo:
+		op.Redo = true
+	case c.Rollback == RollbackUndoRedo:
+		op.Capture, op.Redo = c.Record, true
+	default:
+		op.Capture = c.Record
+	}
+	e.Open = op
 }
 
 // repend makes an existing journal entry pending again for this run (a
@@ -511,9 +610,12 @@ func (r *Runner) barrier(ctx context.Context, s Step) error {
 		log.Info("barrier passed", "step", s.Kind, "id", s.ID, "duration", dur, "summary", summary)
 	}
 	r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: summary, Phase: PhaseWait, Duration: dur, Err: err})
-	if err != nil && s.Degrade {
+	if err != nil && s.Degrade && ctx.Err() == nil {
 		return fmt.Errorf("%w%w", err, silent{ErrDegraded})
 	}
+	// A Degrade barrier cut short by the run's cancellation (an interrupt)
+	// says nothing of the host: the run is rolled back like any other
+	// interrupted one.
 	if err != nil {
 		return r.fail(ctx, err)
 	}
@@ -523,6 +625,11 @@ func (r *Runner) barrier(ctx context.Context, s Step) error {
 // Prune undoes the given journal entries (what the caller made earlier
 // and no longer wants), in reverse journal order, removing each undone
 // entry, best-effort as Down. With DryRun it reports the undo events only.
+//
+// Each entry stays in the journal, marked removed by this run, until the
+// run ends (Journal.Settle): a rollback of the run does its object again
+// (Open.Removed). A prune's failure is the caller's to roll back (Fail).
+// FailAt fails a prune's undo of that id after the real undo.
 func (r *Runner) Prune(ctx context.Context, entries []Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -530,8 +637,42 @@ func (r *Runner) Prune(ctx context.Context, entries []Entry) error {
 	if r.Journal == nil {
 		return errors.New("prune: runner has no journal")
 	}
-	_, err := r.undoAll(ctx, entries)
+	if !r.DryRun {
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.ID
+		}
+		if err := r.Journal.markRemoved(r.runID(), ids); err != nil {
+			return fmt.Errorf("journal %s before removing %s: %w", r.Journal.Path(), ids[0], err)
+		}
+	}
+	_, err := r.undoAll(ctx, entries, undoPrune)
 	return err
+}
+
+// Replace puts e in place of the journal's entry with this id, for this
+// run (a prune that keeps part of what the entry records: the prior
+// hw-offload of a bridge the config renamed): a rollback of the run puts
+// the entry back and does its object again.
+func (r *Runner) Replace(id string, e Entry) error {
+	if r.Journal == nil {
+		return errors.New("replace: runner has no journal")
+	}
+	return r.Journal.replaceOpen(r.runID(), id, e)
+}
+
+// Fail rolls the run back (unless NoRollback) after a failure of the
+// caller's own between Do calls (a prune), as Do does after a step's:
+// the error says what became of the run's changes.
+func (r *Runner) Fail(ctx context.Context, cause error) error {
+	if errors.Is(cause, ErrRolledBack) || errors.Is(cause, ErrStopped) {
+		return cause
+	}
+	var k *keptError
+	if errors.As(cause, &k) {
+		return cause
+	}
+	return r.fail(ctx, cause)
 }
 
 // fail rolls back this run (unless NoRollback) and returns cause with what
@@ -550,19 +691,35 @@ func (r *Runner) fail(ctx context.Context, cause error) error {
 	if r.Abort != nil {
 		rctx = r.Abort
 	}
-	n, err := r.rollback(rctx)
+	rb, err := r.rollback(rctx)
 	if err != nil && r.Abort != nil && r.Abort.Err() != nil {
-		return fmt.Errorf("%w; rollback stopped by a second interrupt after %d undo(s): the rest stays in journal %s (vflag up resumes, vflag down cleans up): %w%w", cause, n, r.Journal.Path(), err, silent{ErrRolledBack})
+		return fmt.Errorf("%w; rollback stopped by a second interrupt after %d undo(s): the rest stays in journal %s (a later up's rollback finishes it, vflag up resumes, vflag down cleans up): %w%w", cause, rb.undone, r.Journal.Path(), err, silent{ErrRolledBack})
 	}
 	if err != nil {
-		return fmt.Errorf("%w; rollback failed (the failed undos stay in journal %s; run down to retry): %w%w", cause, r.Journal.Path(), err, silent{ErrRolledBack})
+		return fmt.Errorf("%w; rollback failed (what it could not put back stays in journal %s: a later up's rollback tries again, down undoes it): %w%w", cause, r.Journal.Path(), err, silent{ErrRolledBack})
 	}
-	return fmt.Errorf("%w; rolled back %d change(s) of this run%w", cause, n, silent{ErrRolledBack})
+	return fmt.Errorf("%w; rolled back %s%w", cause, rb, silent{ErrRolledBack})
 }
 
-// Rollback undoes this run's journal entries (those it created or applied
-// again, pending ones included) in reverse order, best-effort, removing each
-// undone entry from the journal. Entries of earlier runs stay.
+// rolled is what a rollback did.
+type rolled struct {
+	undone  int // undos
+	redone  int // objects done again (Redo)
+	earlier int // of the changes, those of earlier runs that had not ended
+}
+
+func (rb rolled) String() string {
+	s := fmt.Sprintf("%d change(s) of this run", rb.undone+rb.redone)
+	if rb.earlier > 0 {
+		s += fmt.Sprintf(" and of earlier runs that had not ended (%d)", rb.earlier)
+	}
+	if rb.redone > 0 {
+		s += fmt.Sprintf(": %d undone, %d done again as the last completed run left them", rb.undone, rb.redone)
+	}
+	return s + "; the host is as before the run"
+}
+
+// Rollback puts the host back as it was before this run: see rollback.
 func (r *Runner) Rollback(ctx context.Context) error {
 	if r.Journal == nil {
 		return errors.New("rollback: runner has no journal")
@@ -571,18 +728,122 @@ func (r *Runner) Rollback(ctx context.Context) error {
 	return err
 }
 
-func (r *Runner) rollback(ctx context.Context) (int, error) {
-	run := r.currentRun()
-	if run == "" {
-		return 0, nil
-	}
-	var mine []Entry
-	for _, e := range r.Journal.Entries() {
-		if e.Run == run {
-			mine = append(mine, e)
+// RedoRequest is what a rollback could not put back by undoing, for
+// Runner.Redo: the objects of Entries are done again as the last run that
+// ended left them (each entry as the run left it; Open.Before is the entry
+// before the run, which the journal gets back once the redo succeeds).
+// Those in Remade were put back from their captures already, but their
+// undo made other objects again (RollbackUndoRedo: a numvfs undo makes
+// every VF again), which the redo does again; their entries are there to
+// say so, and the redo leaves their own objects as they are.
+//
+// A redo goes the way up goes (a bond re-formed only with its VFs unbound,
+// bound again after the LAG): it may change again what the rollback put
+// back from a capture, and leaves it as the last run that ended did (a
+// drift that the failed run had repaired stays repaired there).
+type RedoRequest struct {
+	Entries []Entry
+	Remade  map[string]bool
+}
+
+// IDs are the ids of the request's entries as they were before the run
+// (an entry the run replaced had another: Runner.Replace): the ids of the
+// steps that do their objects.
+func (q RedoRequest) IDs() []string {
+	out := make([]string, len(q.Entries))
+	for i, e := range q.Entries {
+		out[i] = e.ID
+		if e.Open != nil && e.Open.Before != nil {
+			out[i] = e.Open.Before.ID
 		}
 	}
-	return r.undoAll(ctx, mine)
+	return out
+}
+
+// ids are the ids of the request's entries as the journal has them now.
+func (q RedoRequest) ids() []string {
+	out := make([]string, len(q.Entries))
+	for i, e := range q.Entries {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// rollback puts the host back as it was before this run, or before the
+// first earlier run that has not ended (Open): every open entry, in
+// reverse journal order, best-effort.
+//
+//  1. Undo: an entry the run created is undone from its record and leaves
+//     the journal; one it changed again and kept a capture of is undone
+//     from that capture and becomes the entry it was before the run.
+//  2. Redo: the objects an undo cannot put back (no capture, an undo that
+//     would remove the object, one the run removed, what a numvfs change
+//     destroyed) are done again by Redo, and their entries become what
+//     they were before the run.
+//
+// An entry whose undo fails, or whose object Redo does not do again, stays
+// open: a later rollback tries again, down undoes it from its record.
+func (r *Runner) rollback(ctx context.Context) (rolled, error) {
+	var rb rolled
+	run := r.currentRun()
+	var undo []Entry
+	for _, e := range r.Journal.all() {
+		o := e.Open
+		if o == nil || o.Removed || o.Undone {
+			continue
+		}
+		if o.Run != run {
+			rb.earlier++
+		}
+		switch {
+		case o.Before == nil:
+			undo = append(undo, e)
+		case o.Capture != nil:
+			u := cloneEntry(e)
+			u.Record = o.Capture
+			undo = append(undo, u)
+		}
+	}
+	n, err := r.undoAll(ctx, undo, undoRollback)
+	rb.undone = n
+	if err != nil {
+		return rb, err
+	}
+	req := RedoRequest{Remade: map[string]bool{}}
+	var drop []string
+	for _, e := range r.Journal.all() {
+		o := e.Open
+		switch {
+		case o == nil:
+		case o.Before == nil && o.Removed:
+			drop = append(drop, e.ID) // made and removed by runs that did not end: gone as before
+		case o.Before != nil && (o.Removed || o.Undone || o.Capture == nil):
+			if o.Undone {
+				req.Remade[e.ID] = true
+			}
+			req.Entries = append(req.Entries, e)
+		}
+	}
+	r.mu.Lock()
+	for _, e := range r.redoLater {
+		req.Remade[e.ID] = true
+		req.Entries = append(req.Entries, e)
+	}
+	r.redoLater = nil
+	r.mu.Unlock()
+	r.Journal.remove(drop...)
+	if len(req.Entries) == 0 {
+		return rb, nil
+	}
+	if r.Redo == nil {
+		return rb, fmt.Errorf("not put back (an undo would remove them, and nothing here does them again): %s", strings.Join(req.IDs(), ", "))
+	}
+	if err := r.Redo(ctx, req); err != nil {
+		return rb, fmt.Errorf("do again what the undos could not put back (%s): %w", strings.Join(req.IDs(), ", "), err)
+	}
+	r.Journal.endOpen(req.ids())
+	rb.redone = len(req.Entries) - len(req.Remade)
+	return rb, nil
 }
 
 // Down undoes every journal entry in reverse order, best-effort: a failed
@@ -595,7 +856,7 @@ func (r *Runner) Down(ctx context.Context) error {
 	if r.Journal == nil {
 		return errors.New("down: runner has no journal")
 	}
-	_, err := r.undoAll(ctx, r.Journal.Entries())
+	_, err := r.undoAll(ctx, r.Journal.all(), undoDown)
 	if ferr := r.Journal.Flush(); ferr != nil {
 		err = errors.Join(err, fmt.Errorf("down: undone, but %w", ferr))
 	}
@@ -612,7 +873,7 @@ func (r *Runner) Down(ctx context.Context) error {
 // An entry that Moot names moot (a later undo in this call takes its change
 // away) is not undone on its own: it leaves the journal with the entry that
 // undoes it, or, if that undo fails, is undone on its own right after.
-func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
+func (r *Runner) undoAll(ctx context.Context, entries []Entry, mode undoMode) (int, error) {
 	var errs []error
 	done := 0
 	// deferred: moot entries by the id of the entry whose undo takes them.
@@ -636,13 +897,23 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry) (int, error) {
 			}
 			group = append(group, e)
 		}
-		n, gerrs := r.undoGroup(ctx, group, deferred)
+		n, gerrs := r.undoGroup(ctx, group, deferred, mode)
 		done += n
 		errs = append(errs, gerrs...)
 		hi = lo - 1
 	}
 	return done, errors.Join(errs...)
 }
+
+// undoMode is what an undo is part of, which decides what becomes of the
+// undone entries.
+type undoMode int
+
+const (
+	undoDown     undoMode = iota // they leave the journal
+	undoPrune                    // they stay, marked removed (Prune)
+	undoRollback                 // they go back to what they were before the run (Journal.rolledBack)
+)
 
 // mootEntry is an entry whose undo another entry's undo makes moot, with
 // what that undo does to it (the report's summary).
@@ -654,7 +925,7 @@ type mootEntry struct {
 // undoConcurrently calls the undoers of a group's entries concurrently
 // (none with DryRun) and returns each entry's event (its Duration set) and
 // error.
-func (r *Runner) undoConcurrently(ctx context.Context, group []Entry) ([]Event, []error) {
+func (r *Runner) undoConcurrently(ctx context.Context, group []Entry, mode undoMode) ([]Event, []error) {
 	log := r.log()
 	outs := make([]error, len(group))
 	evs := make([]Event, len(group))
@@ -677,6 +948,9 @@ func (r *Runner) undoConcurrently(ctx context.Context, group []Entry) ([]Event, 
 		}
 		start := time.Now()
 		said, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (string, error) { return undo(ctx, e.Record) })
+		if err == nil && mode == undoPrune && r.FailAt != "" && r.FailAt == e.ID {
+			err = ErrInjected
+		}
 		ev.Duration = time.Since(start)
 		if said != "" {
 			ev.Summary = said
@@ -691,12 +965,12 @@ func (r *Runner) undoConcurrently(ctx context.Context, group []Entry) ([]Event, 
 // undoGroup undoes the entries of one group concurrently, then removes the
 // undone ones (and the moot entries their undo took) from the journal in one
 // write; a moot entry whose taker failed is undone on its own after.
-func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[string][]mootEntry) (int, []error) {
+func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[string][]mootEntry, mode undoMode) (int, []error) {
 	if len(group) == 0 {
 		return 0, nil
 	}
 	log := r.log()
-	evs, outs := r.undoConcurrently(ctx, group)
+	evs, outs := r.undoConcurrently(ctx, group, mode)
 	if r.DryRun {
 		for i := len(group) - 1; i >= 0; i-- {
 			r.emit(evs[i])
@@ -721,7 +995,15 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 		}
 	}
 	if len(ids) > 0 {
-		r.Journal.remove(ids...) // a failed write: Down's Flush says it
+		switch mode {
+		case undoDown:
+			r.Journal.remove(ids...) // a failed write: Down's Flush says it
+		case undoRollback:
+			later := r.Journal.rolledBack(ids)
+			r.mu.Lock()
+			r.redoLater = append(r.redoLater, later...)
+			r.mu.Unlock()
+		}
 	}
 	var errs []error
 	done := 0
@@ -743,12 +1025,17 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 		for _, m := range deferred[e.ID] {
 			log.Info("undone", "step", m.Kind, "id", m.ID, "state", m.State, "with", e.ID)
 			done++
-			r.emit(Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, Phase: PhaseUndo})
+			ev := Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, Phase: PhaseUndo}
+			if mode == undoPrune && r.FailAt != "" && r.FailAt == m.ID {
+				ev.Err = fmt.Errorf("undo %s: %w", m.ID, ErrInjected)
+				errs = append(errs, ev.Err)
+			}
+			r.emit(ev)
 		}
 	}
 	// The taker failed: the moot entries' changes are still there.
 	for _, m := range retry {
-		n, merrs := r.undoGroup(ctx, []Entry{m.Entry}, nil)
+		n, merrs := r.undoGroup(ctx, []Entry{m.Entry}, nil, mode)
 		done += n
 		errs = append(errs, merrs...)
 	}

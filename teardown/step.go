@@ -33,6 +33,10 @@ type Change struct {
 	// of each prior value stays, the prior of what is new is added. Unset,
 	// the journaled record stays as it is.
 	Merge func(journaled json.RawMessage) (any, error)
+	// Rollback tells how a rollback puts back what Check found for a step
+	// whose entry the journal holds already (an object vflag made in an
+	// earlier run that this run changes): see Rollback's values.
+	Rollback Rollback
 	// Contained: applying the change leaves everything the kinds that
 	// depend on this step's kind look at as it was (a bond's link
 	// monitoring interval). A run whose writes are all contained keeps the
@@ -40,6 +44,27 @@ type Change struct {
 	// Planned) instead of making them again.
 	Contained bool
 }
+
+// Rollback is how a rollback puts back the state a change found, when the
+// journal already held the step's entry (Runner.Redo does objects again).
+type Rollback int
+
+const (
+	// RollbackUndo: the kind's undo of this change's Record puts back what
+	// Check found (a prior value: a MAC, an MTU, an eswitch mode).
+	RollbackUndo Rollback = iota
+	// RollbackRedo: the undo of this Record would remove the object rather
+	// than put back what Check found (a bond whose options change: its
+	// undo deletes the bond; a bridge whose ports are retagged): the
+	// rollback does the object again instead (Runner.Redo).
+	RollbackRedo
+	// RollbackUndoRedo: the undo of this Record puts its own object back,
+	// but the change destroyed more than that object (a numvfs change from
+	// a non-zero count makes every VF again; an eswitch mode change with
+	// VFs makes their representors again): the rollback undoes it, then
+	// does again what the destroyed objects carried (Runner.Redo).
+	RollbackUndoRedo
+)
 
 // Step is one idempotent change to the host. See the package documentation
 // for the contract.

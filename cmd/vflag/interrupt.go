@@ -18,7 +18,8 @@ import (
 //     this run back (with --no-rollback: leaves it in the journal); down
 //     stops after its current undo step;
 //   - the second cancels the rollback: it stops after its current undo
-//     step, and what is left stays in the journal for up (resume) or down;
+//     step, and what is left stays in the journal for up (resume; the
+//     rollback of a later up that fails finishes it) or down;
 //   - later ones only say that vflag is already stopping.
 //
 // Tests run commands in-process without it (app.intr nil).
@@ -80,7 +81,7 @@ func (in *interrupts) got(s os.Signal) {
 		fmt.Fprintf(in.w, "\nvflag: %s: %s\n", name, first)
 		in.cancelRun()
 	case n == 2:
-		fmt.Fprintf(in.w, "\nvflag: second %s: stopping after the current undo step; what is left stays in the journal (vflag up resumes, vflag down cleans up)\n", name)
+		fmt.Fprintf(in.w, "\nvflag: second %s: stopping after the current undo step; what is left stays in the journal (vflag up resumes, and the rollback of a later up that fails finishes this one; vflag down cleans up)\n", name)
 		in.cancelAb()
 	default:
 		fmt.Fprintf(in.w, "\nvflag: %s: already stopping after the current step\n", name)

@@ -16,8 +16,15 @@
 # port, a rate group with VF 0's leaf in it; OVS other_config max-idle.
 # Then all of those settings dropped: the host equals a fresh up of that
 # config (every MTU back, no mtu_request, the bond's defaults, no trunks,
-# no rate node or leaf rate, no max-idle). down returns the guest to its baseline
-# (every MTU, no OVS row, other_config as before).
+# no rate node or leaf rate, no max-idle). Then a change that fails late, for
+# real: numvfs 4 -> 2 (every VF made again), miimon, mtu 9000 and a rate
+# group of tx_max 6000 Mbit/s, which netdevsim refuses (at most 5000 Mbit/s,
+# drivers/net/netdevsim/dev.c nsim_rate_bytes_to_units) when the rate node is
+# made, after the other changes: up exits 1 and rolls back, and the host is
+# exactly as before that run (the same canonical dump as cv_unset_fresh,
+# numvfs 4, every representor back on the bridge with an ofport), and an up
+# of the config from before changes nothing. down returns the guest to its
+# baseline (every MTU, no OVS row, other_config as before).
 #
 # MACHINE: default
 # TIMEOUT: 900
@@ -34,6 +41,7 @@
 # EXPECT: cv_opt2_up cv_opt2_iplink cv_opt2_sysfs cv_opt2_mtus cv_opt2_ovs_mtu cv_opt2_vlan cv_opt2_max_idle cv_opt2_rate
 # EXPECT: cv_trunk_up cv_trunk_steps cv_trunk_port cv_trunk_again
 # EXPECT: cv_unset_up cv_unset_again cv_unset_fresh
+# EXPECT: cv_late_fails cv_late_restored cv_late_same cv_late_vfs cv_late_ports cv_late_again
 # EXPECT: cv_down cv_down_mtu cv_baseline_link cv_baseline_devlink cv_baseline_ovs cv_foreign_kept
 . "$(dirname "$0")/lib.sh"
 
@@ -457,6 +465,42 @@ V up >"$OUT/unset.fresh" 2>&1 || cat "$OUT/unset.fresh"
 wait_for 10 ports_ok "$BR1" bond0 10 >/dev/null
 lag0_state | sort >"$OUT/fresh.state"
 check cv_unset_fresh same state unset fresh
+
+step "a change that fails late (issue 35): numvfs 4 -> 2, miimon 250, mtu 9000, rate group tx_max 6000 Mbit/s (netdevsim: at most 5000)"
+# The host now is the fresh up of the unset config (fresh.state), and the
+# journal keeps that config as the last run that ended.
+N1=2 MII1=250 MTU1=9000 RG1="
+    rate_groups:
+      - {name: tenant1, tx_max: 6000}"
+write_config late
+late_fails() { # up exits 1: the rate node refused, after the other changes; rolled back
+	local rc
+	V up -o json >"$OUT/late.json" 2>"$OUT/late.err"
+	rc=$?
+	jq -r '"error: \(.error)", (.steps[] | select(.changed or .error) | "\(.phase) \(.action // "-") \(.id): \(.summary) \(.error // "")")' "$OUT/late.json"
+	[ $rc = 1 ] || { echo "exit $rc, want 1"; cat "$OUT/late.err"; return 1; }
+	jq -e '.error | test("devlink.rate-node/.*tenant1") and test("rolled back")' "$OUT/late.json" >/dev/null ||
+		{ echo "the error does not name the rate node and the rollback"; return 1; }
+	jq -e '[.steps[] | select(.phase == "apply" and .changed and (.id | startswith("sriov.numvfs/")))] | length > 0' "$OUT/late.json" >/dev/null ||
+		{ echo "the numvfs change did not run before the failure: not a late failure"; return 1; }
+}
+check cv_late_fails late_fails
+late_restored() { # the rollback did again what undoing cannot put back (the bond's options, what the VFs carried)
+	jq -r '.steps[] | select(.summary | startswith("restore: ")) | "\(.id): \(.summary)"' "$OUT/late.json" | grep . ||
+		{ echo "no step done again (restore: ...)"; return 1; }
+}
+check cv_late_restored late_restored
+wait_for 10 ports_ok "$BR1" bond0 10 >/dev/null
+wait_for 5 sh -c "[ \"\$(cat /sys/class/net/bond0/mtu)\" = 1500 ]" >/dev/null
+lag0_state | sort >"$OUT/late.state"
+check cv_late_same same state fresh late
+expect cv_late_vfs 4 cat /sys/bus/netdevsim/devices/netdevsim10/sriov_numvfs
+late_ports() { ports_ok "$BR1" bond0 10 && no_stale && expect_tag; }
+expect_tag() { [ "$(tag_of_vf0)" = "$VLAN1" ] || { echo "$(rep_of 10 0): tag $(tag_of_vf0), want $VLAN1"; return 1; }; }
+check cv_late_ports late_ports
+N1=4 MII1="" MTU1="" RG1=""
+write_config late-back
+check cv_late_again again
 
 step "down"
 check cv_down V down

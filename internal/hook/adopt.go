@@ -68,7 +68,7 @@ func adoptOldState(ctx context.Context, o Options, dir string, j *teardown.Journ
 			steps = append(steps, pipeline.AdoptPort(v.Endpoint, *v.Port))
 		}
 	}
-	r := &teardown.Runner{Journal: j, Undo: pipeline.New(nil, host.New(nil, nil, "", ""), o.Log).Undoers(), Log: o.Log, NoRollback: true}
+	r := &teardown.Runner{Journal: j, Undo: pipeline.New(nil, host.New(nil, nil, "", ""), o.Log).Undoers(), Log: o.Log, NoRollback: true, NoOpen: true}
 	for _, s := range steps {
 		if err := r.Do(ctx, s); err != nil {
 			return fmt.Errorf("adopt hook state %s: %w", path, err)

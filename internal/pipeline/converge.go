@@ -31,10 +31,21 @@ import (
 //
 // With r.DryRun (plan) it reports 2 and 4 and annotates 3. Stage pre (boot)
 // runs the forward pass of its phases only: no prune, no domain runs yet.
+//
+// A run that fails after its first write is rolled back to the state the
+// host had before it (teardown.Runner's rollback): the changes are undone
+// from what the plan pass found, and what an undo cannot put back (a bond's
+// options, the bridge's tags, what a numvfs change destroyed, what the
+// prune removed) is done again from the config of the last run that ended
+// (redo). A run that succeeds (or leaves the host degraded) ends: the
+// journal keeps its config for that (ended).
 func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
+	if !r.DryRun {
+		r.Redo = func(ctx context.Context, req teardown.RedoRequest) error { return e.redo(ctx, r, req) }
+	}
 	if e.Stage == StagePre {
 		_, _, err := e.forward(ctx, r, gs, nil)
-		return err
+		return e.ended(r, err)
 	}
 	pr := &teardown.Runner{Journal: r.Journal, DryRun: true, Log: r.Log}
 	spans, plan, err := e.forward(ctx, pr, gs, nil)
@@ -73,8 +84,11 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if len(refusals) > 0 {
 		return fmt.Errorf("refusing a disruptive change while the VFs it touches are in use (it destroys or rebinds them; a numvfs, eswitch mode or bond change also breaks the hardware LAG, and mlx5 fails LAG activation while a VF is bound): %s; %s and run up again; changes that are not disruptive can go alone: revert the disruptive part of the config", strings.Join(refusals, "; "), stopHolders)
 	}
+	// What the plan pass found before any write: a rollback undoes each
+	// change of an object vflag made earlier from it.
+	r.Prior = pr.Captured()
 	if err := e.pruneAll(ctx, r, early, keep); err != nil {
-		return fmt.Errorf("remove what the config no longer wants: %w", err)
+		return r.Fail(ctx, fmt.Errorf("remove what the config no longer wants: %w", err))
 	}
 	// What the plan pass found converged is not checked again until the
 	// forward pass writes a kind it depends on (the kinds' DependsOn: a
@@ -96,12 +110,12 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		r.Planned = pr.NeededChanges()
 	}
 	if _, _, err = e.forward(ctx, r, gs, plan); err != nil {
-		return err
+		return e.ended(r, err)
 	}
 	if err := r.Prune(ctx, late); err != nil {
-		return fmt.Errorf("remove what the config no longer wants (after the changes that referred to it): %w", err)
+		return r.Fail(ctx, fmt.Errorf("remove what the config no longer wants (after the changes that referred to it): %w", err))
 	}
-	return nil
+	return e.ended(r, nil)
 }
 
 // disruptionRefusals is stage 3 of Up: what holds the VFs each disruptive
@@ -260,7 +274,7 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 	}
 	var out []teardown.Entry
 	keep := map[string]teardown.Entry{}
-	for _, en := range j.Entries() {
+	for _, en := range j.Live() {
 		if desired[en.ID] || !known[en.Kind] {
 			continue
 		}
@@ -300,11 +314,14 @@ func (e *Env) pruneAll(ctx context.Context, r *teardown.Runner, prune []teardown
 		if err != nil {
 			return fmt.Errorf("journal entry %s: %w", en.ID, err)
 		}
-		if err := r.Journal.Replace(en.ID, rep); err != nil {
+		if err := r.Replace(en.ID, rep); err != nil {
 			return err
 		}
 		start := time.Now()
 		err = e.removeOwned(ctx, rec)
+		if err == nil && r.FailAt != "" && r.FailAt == en.ID {
+			err = teardown.ErrInjected // after the real removal, as Runner.FailAt
+		}
 		r.Note(teardown.Event{Kind: en.Kind, ID: en.ID, Phase: teardown.PhaseUndo, Changed: err == nil, Duration: time.Since(start), Err: err,
 			Summary: fmt.Sprintf("remove bridge %s's rows of %s (the config renamed it); hw-offload stays", rec.Bridge.Bridge, rec.Bridge.Owner)})
 		if err != nil {

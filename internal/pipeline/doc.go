@@ -119,6 +119,22 @@
 // The convergence tables check plan == up (same ids, as many) at every
 // transition.
 //
+// # A failed run
+//
+// A run that fails after its first write (or is interrupted) is rolled back
+// to the state the host had before it (teardown.Runner's rollback): each
+// change is undone from what the plan pass found before any write
+// (Runner.Prior), and what an undo cannot put back is done again from the
+// config of the last run that ended, which the journal keeps (Env.redo,
+// over the groups those objects belong to, leaving alone what the undos put
+// back): a bond's options, a bridge's ports and tags, a rate node's rates,
+// an attachment or pool that existed, what a prune removed, and everything
+// the VFs carried when a numvfs change (or an eswitch mode change with VFs)
+// made them again. Each kind says which of the two its change needs
+// (teardown.Change.Rollback; attachments and networks: undoRemoves). A run
+// that succeeds, or leaves the host degraded, ends (Env.ended): its changes
+// are no longer rolled back, and the journal keeps its config.
+//
 // Journals written by released versions are kept in testdata/journals and
 // must keep undoing (cmd/vflag TestJournalCompat).
 package pipeline

@@ -76,6 +76,9 @@ type bondOptChange struct {
 	// reform: the slaves are released and enslaved again whatever the
 	// kernel's flags say (xmit_hash_policy under an mlx5 LAG).
 	reform bool
+	// quiet: a write that goes with the others and says nothing of its
+	// own (the summary leaves it out).
+	quiet bool
 }
 
 func (c bondOptChange) cost() bondCost {
@@ -145,6 +148,13 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 		// active-backup again: clear it while it can be written.
 		if b.Mode == "active-backup" && b.Primary != "" {
 			out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: ""})
+		}
+		// sysfs shows the primary only while it is a slave, but the kernel
+		// may keep one recorded (written before the enslave: a bond
+		// re-formed into active-backup by a run that failed before it
+		// enslaved its primary): clear it too.
+		if b.Mode == "active-backup" && b.Primary == "" {
+			out = append(out, bondOptChange{Option: "primary", From: "", To: "", quiet: true})
 		}
 		out = append(out, bondOptChange{Option: "mode", From: b.Mode, To: spec.Mode})
 	}
@@ -277,11 +287,15 @@ func (k bondKind) step(e *Env, g Group) teardown.Step {
 			var sums []string
 			contained := true
 			for _, c := range changes {
-				sums = append(sums, c.summary(spec.Name))
+				if !c.quiet {
+					sums = append(sums, c.summary(spec.Name))
+				}
 				contained = contained && bondMonitorOptions[c.Option]
 			}
+			// The record's undo deletes the bond: a rollback does the
+			// options this run found again instead.
 			return teardown.Change{Needed: true, Summary: strings.Join(sums, "; "), Record: record,
-				Disruptive: worst(changes) >= costDown, Contained: contained}, nil
+				Disruptive: worst(changes) >= costDown, Contained: contained, Rollback: teardown.RollbackRedo}, nil
 		},
 		Apply: func(context.Context) error {
 			exists, err := own()

@@ -131,7 +131,7 @@ func prunedBinds(j *teardown.Journal, pf eswitch.PF, wanted map[string]bool) (ma
 	}
 	prefix := bindKind{}.Name() + "/" + pf.Netdev + "/"
 	var out map[sriov.Addr]string
-	for _, en := range j.Entries() {
+	for _, en := range j.Live() {
 		if en.Kind != (bindKind{}).Name() || !strings.HasPrefix(en.ID, prefix) || wanted[en.ID] {
 			continue
 		}

@@ -48,8 +48,14 @@ func (k modeKind) step(e *Env, d eswitch.Devlink, pfs []eswitch.PF, mode string)
 				}
 				vfs += n
 			}
+			// With VFs, its undo makes their host side again, bare: a
+			// rollback then does again what it carried.
+			rb := teardown.RollbackUndo
+			if cur != mode && vfs > 0 {
+				rb = teardown.RollbackUndoRedo
+			}
 			return teardown.Change{Needed: cur != mode, Summary: fmt.Sprintf("%s: eswitch %s -> %s", d, cur, mode), Revert: fmt.Sprintf("%s: eswitch %s -> %s", d, mode, cur), Disruptive: cur != mode && vfs > 0,
-				Record: modeRecord{Devlink: d, Prior: cur}}, nil
+				Rollback: rb, Record: modeRecord{Devlink: d, Prior: cur}}, nil
 		},
 		Apply: func(ctx context.Context) error {
 			for _, pf := range pfs {

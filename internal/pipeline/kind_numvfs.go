@@ -65,8 +65,15 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int, leave *portsLeave) teardo
 				summary = fmt.Sprintf("%s: wait for %d VFs (%d present)", pf.Dev, n, present)
 			}
 			// Changing a non-zero count destroys every VF (and breaks the LAG):
-			// disruptive. Creating them from none is not.
-			return teardown.Change{Needed: cur != n || present != n, Summary: summary, Disruptive: cur != n && cur != 0,
+			// disruptive. Creating them from none is not. Its undo makes the
+			// VFs again, bare: a rollback then does again what the old ones
+			// carried (MACs, policy, drivers, representors and their ports).
+			remake := cur != n && cur != 0
+			rb := teardown.RollbackUndo
+			if remake {
+				rb = teardown.RollbackUndoRedo
+			}
+			return teardown.Change{Needed: cur != n || present != n, Summary: summary, Disruptive: remake, Rollback: rb,
 				Revert: fmt.Sprintf("%s: sriov_numvfs %d -> %d", pf.Dev, n, cur),
 				Record: numVFsRecord{PF: pf.Dev, Prior: cur}}, nil
 		},
@@ -110,7 +117,13 @@ func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) (string, err
 	if err := e.pci.SetNumVFs(r.PF, r.Prior); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior), nil
+	said := fmt.Sprintf("%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior)
+	if cur != 0 && r.Prior != 0 && cur != r.Prior {
+		// The kernel makes every VF again (0 first): what they carried
+		// comes back only where vflag set it (a rollback does it again).
+		said += " (VFs made again: MACs, policy and drivers vflag did not set on the old ones are not restored)"
+	}
+	return said, nil
 }
 
 func (run *groupRun) numVFs(context.Context) ([]batch, error) {

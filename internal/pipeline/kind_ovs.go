@@ -55,7 +55,14 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 			if ch.RestartRequired {
 				e.log.Warn("hw-offload is on but the config wants it off: disabling needs an ovs-vswitchd restart; vflag never restarts OVS", "bridge", spec.Bridge)
 			}
-			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec, ch, vlansOf(bs, ch)),
+			// The record's undo removes every row of the owner: a change of a
+			// bridge that exists (retag, mtu_request, ports added or
+			// removed) is put back by a rollback doing the bridge again.
+			rb := teardown.RollbackRedo
+			if ch.CreateBridge {
+				rb = teardown.RollbackUndo
+			}
+			return teardown.Change{Needed: !ch.Empty(), Summary: ovsSummary(spec, ch, vlansOf(bs, ch)), Rollback: rb,
 				Record: ovsRecord{Endpoint: e.h.OVSDB, Bridge: ovs.Record{Owner: spec.Owner, Bridge: spec.Bridge,
 					BridgeCreated: ch.CreateBridge, Ports: ch.AddPorts, HWOffloadSet: ch.SetHWOffload, PriorHWOffload: ch.PriorHWOffload}}}, nil
 		},

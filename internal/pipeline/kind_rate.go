@@ -90,7 +90,10 @@ func (k rateNodeKind) step(e *Env, made func(id string) bool, d eswitch.Devlink,
 			if !made(id) {
 				return teardown.Change{}, fmt.Errorf("rate node %s/%s exists and vflag did not create it (no journal entry): vflag does not take over a node it did not make; rename the rate group or delete the node (devlink port function rate del %s/%s)", d, name, d, name)
 			}
+			// The record's undo deletes the node: a rollback of a change of
+			// its rates does the node again.
 			return teardown.Change{Needed: cur.TxMax != rec.TxMax || cur.TxShare != rec.TxShare, Record: rec, Revert: fmt.Sprintf("rate node %s/%s: delete", d, name),
+				Rollback: teardown.RollbackRedo,
 				Summary: fmt.Sprintf("rate node %s/%s: tx_max %s -> %s, tx_share %s -> %s", d, name,
 					mbitStr(ToMbit(cur.TxMax)), mbitStr(txMax), mbitStr(ToMbit(cur.TxShare)), mbitStr(txShare))}, nil
 		},

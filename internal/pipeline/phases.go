@@ -164,6 +164,9 @@ func (e *Env) forwardGroup(ctx context.Context, r *teardown.Runner, run *groupRu
 			return fmt.Errorf("step %s (%s): %w", p.num, p.name, err)
 		}
 		for _, b := range batches {
+			for i := range b {
+				b[i] = rollbackHow(b[i])
+			}
 			if err := r.Do(ctx, b...); err != nil {
 				return err
 			}

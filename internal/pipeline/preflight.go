@@ -218,12 +218,16 @@ func (e *Env) preflightDomains(c *libvirtx.Conn, domains []domainRef, add func(s
 			continue
 		}
 		checked[d.name] = true
-		exists, err := c.Exists(d.name)
+		st, err := c.Domain(d.name)
 		switch {
 		case err != nil:
 			add(d.path, d.name, "cannot be read from libvirt %s: %v", e.h.Libvirt, err)
-		case !exists:
+		case !st.Exists:
 			add(d.path, d.name, "is not a domain of libvirt %s: define it first (virsh define), or drop the attachment", e.h.Libvirt)
+		case !st.Persistent:
+			// The attach step would refuse it, after the steps before it
+			// changed the host: say it before any write.
+			add(d.path, d.name, "is a transient domain of libvirt %s: vflag attaches VFs only to defined (persistent) domains; define it (virsh define), or drop the attachment", e.h.Libvirt)
 		}
 	}
 }

@@ -52,6 +52,40 @@ const (
 	rateLeaf00  = "      rate leaf tx_share=1250000 tx_max=12500000 parent=tenant1"
 )
 
+// stateCase is one config of the state table: the lines its state text
+// must have.
+type stateCase struct {
+	name string
+	cfg  bedConfig
+	want []string // lines of the state text
+}
+
+// stateCases are the configs of TestUpStateTable (cases[0] is base, the
+// example); TestRollbackRestoresRun runs their transitions too.
+func stateCases(example bedConfig) []stateCase {
+	// base's lines, with the mtu and pf 0 vf 0's VLAN; each config changes
+	// some of them.
+	baseLines := func(mtu, vlan int) []string {
+		req := "" // the OVS interfaces' mtu_request
+		if mtu != 1500 {
+			req = fmt.Sprintf(" mtu_request=%d", mtu)
+		}
+		return []string{pf0Numvfs4, pf1Numvfs4, lagHash, bondLACP, fmt.Sprintf(bondLink, mtu), fmt.Sprintf(pf0Link, mtu), fmt.Sprintf(rep00Link, mtu),
+			fmt.Sprintf(rep00Port, vlan, req), fmt.Sprintf(bondPort, req), offloadOnly, pf1VF1Bound}
+	}
+	return []stateCase{
+		{"base", example, baseLines(1500, 100)},
+		{"vlan", example.with(vfSet(0, 0, func(v *config.VFConfig) { v.VLAN = 300 })), baseLines(1500, 300)},
+		{"mtu", example.with(groupMTU(9000)), baseLines(9000, 100)},
+		{"numvfs", example.with(numVFs(6)), []string{pf0Numvfs6, pf1Numvfs6, pf0VF5, pf0VF5Port, lagHash, fmt.Sprintf(rep00Port, 100, ""), pf1VF1Bound}},
+		{"max-idle", example.with(ovsOther("", 2000)), []string{maxIdle2000, pf0Numvfs4, bondLACP}},
+		{"active-backup", example.with(activeBackup, bondSet(func(b *config.Bond) { b.Primary = "ens1f1np1" })), []string{bondAB, lagQueue, offloadOnly}},
+		{"host driver dropped", example.with(vfSet(1, 1, func(v *config.VFConfig) { v.Driver = "" })), []string{pf1VF1Free, bondLACP}},
+		{"rates", example.with(rateGroups(config.RateGroup{Name: "tenant1", TxMax: 1000}),
+			vfSet(0, 0, func(v *config.VFConfig) { v.TxMax, v.TxShare, v.RateGroup = 100, 10, "tenant1" })), []string{rateNode, rateLeaf00, pf0Numvfs4}},
+	}
+}
+
 // TestUpStateTable is the pipeline's own state table of DESIGN.md section
 // 2a, beside cmd/vflag's black-box TestConvergeTransitions: each config
 // has lines its state text must have; its fresh state (up on a clean
@@ -64,32 +98,7 @@ const (
 func TestUpStateTable(t *testing.T) {
 	d := startDaemons(t)
 	example := exampleBed(t)
-	// base's lines, with the mtu and pf 0 vf 0's VLAN; each config changes
-	// some of them.
-	baseLines := func(mtu, vlan int) []string {
-		req := "" // the OVS interfaces' mtu_request
-		if mtu != 1500 {
-			req = fmt.Sprintf(" mtu_request=%d", mtu)
-		}
-		return []string{pf0Numvfs4, pf1Numvfs4, lagHash, bondLACP, fmt.Sprintf(bondLink, mtu), fmt.Sprintf(pf0Link, mtu), fmt.Sprintf(rep00Link, mtu),
-			fmt.Sprintf(rep00Port, vlan, req), fmt.Sprintf(bondPort, req), offloadOnly, pf1VF1Bound}
-	}
-	cases := []struct {
-		name string
-		cfg  bedConfig
-		want []string // lines of the state text
-	}{
-		{"base", example, baseLines(1500, 100)},
-		{"vlan", example.with(vfSet(0, 0, func(v *config.VFConfig) { v.VLAN = 300 })), baseLines(1500, 300)},
-		{"mtu", example.with(groupMTU(9000)), baseLines(9000, 100)},
-		{"numvfs", example.with(numVFs(6)), []string{pf0Numvfs6, pf1Numvfs6, pf0VF5, pf0VF5Port, lagHash, fmt.Sprintf(rep00Port, 100, ""), pf1VF1Bound}},
-		{"max-idle", example.with(ovsOther("", 2000)), []string{maxIdle2000, pf0Numvfs4, bondLACP}},
-		{"active-backup", example.with(activeBackup, bondSet(func(b *config.Bond) { b.Primary = "ens1f1np1" })), []string{bondAB, lagQueue, offloadOnly}},
-		{"host driver dropped", example.with(vfSet(1, 1, func(v *config.VFConfig) { v.Driver = "" })), []string{pf1VF1Free, bondLACP}},
-		{"rates", example.with(rateGroups(config.RateGroup{Name: "tenant1", TxMax: 1000}),
-			vfSet(0, 0, func(v *config.VFConfig) { v.TxMax, v.TxShare, v.RateGroup = 100, 10, "tenant1" })), []string{rateNode, rateLeaf00, pf0Numvfs4}},
-	}
-
+	cases := stateCases(example)
 	fresh := make([]string, len(cases))
 	for i, tc := range cases {
 		b := newConvergeBed(t, &d, tc.cfg)

@@ -18,6 +18,12 @@
 //	go run ./internal/tools/journalcapture -vflag /tmp/fx/vflag \
 //	    -config internal/pipeline/testdata/journals/NAME.config.yaml \
 //	    -out internal/pipeline/testdata/journals/NAME.json
+//
+// With -first, a complete up of that config template comes first, and the
+// captured up (of -config, with the extra arguments -up-args, exiting
+// -exit) changes the host it left: the journal of a run that failed
+// without rollback, for instance (-up-args "--no-rollback --fail-at ID"
+// -exit 1), whose entries are open.
 package main
 
 import (
@@ -51,14 +57,17 @@ func main() {
 	config := flag.String("config", "", "config template (with @OVSDB@, @LIBVIRT@, @NETNS@)")
 	out := flag.String("out", "", "fixture to write (must not exist)")
 	raw := flag.String("raw", "", "also keep the journal as vflag wrote it (before placeholders) here")
+	first := flag.String("first", "", "config template of a complete up before the captured one")
+	upArgs := flag.String("up-args", "", "more arguments of the captured up, space-separated")
+	exit := flag.Int("exit", 2, "the exit code the captured up must give (with --detailed-exit-codes)")
 	verbose := flag.Bool("v", false, "show the daemons' logs")
 	flag.Parse()
 	if *config == "" || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: journalcapture -vflag BIN -config TEMPLATE -out FIXTURE [-raw FILE]")
+		fmt.Fprintln(os.Stderr, "usage: journalcapture -vflag BIN -config TEMPLATE -out FIXTURE [-raw FILE] [-first TEMPLATE -up-args ARGS -exit N]")
 		os.Exit(2)
 	}
 	r := &testbed.Runner{Verbose: *verbose}
-	err := capture(r, *bin, *config, *out, *raw)
+	err := capture(r, *bin, captureRun{config: *config, first: *first, upArgs: strings.Fields(*upArgs), exit: *exit}, *out, *raw)
 	r.Close()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "journalcapture: %v\n", err)
@@ -66,7 +75,15 @@ func main() {
 	}
 }
 
-func capture(r *testbed.Runner, bin, configPath, out, rawOut string) error {
+// captureRun is what journalcapture runs: the captured up of config (with
+// upArgs, exiting exit), after a complete up of first when set.
+type captureRun struct {
+	config, first string
+	upArgs        []string
+	exit          int
+}
+
+func capture(r *testbed.Runner, bin string, run captureRun, out, rawOut string) error {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -74,27 +91,40 @@ func capture(r *testbed.Runner, bin, configPath, out, rawOut string) error {
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s exists: fixtures are never rewritten, add a new one", out)
 	}
-	tmpl, err := os.ReadFile(configPath)
-	if err != nil {
-		return err
-	}
 
 	srv := ovstest.Start(r)
 	virt := virttest.Start(r)
 	fill := strings.NewReplacer(phOVSDB, srv.Endpoint(), phLibvirt, virt.URI(), phNetns, srv.Netns())
 	unfill := strings.NewReplacer(srv.Endpoint(), phOVSDB, virt.URI(), phLibvirt, srv.Netns(), phNetns)
-	cfg := fill.Replace(string(tmpl)) // a placeholder (@...) is no YAML scalar
-	domains, err := attachedDomains([]byte(cfg))
-	if err != nil {
-		return fmt.Errorf("%s: %w", configPath, err)
-	}
-	for _, d := range domains {
-		virt.DefineDomain(r, d)
-	}
-
 	dir := r.TempDir()
 	cfgPath := filepath.Join(dir, "vflag.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+	defined := map[string]bool{}
+	// useConfig fills a template in (a placeholder (@...) is no YAML
+	// scalar), defines the domains its attachments name and makes it
+	// the config of the runs.
+	useConfig := func(path string) error {
+		tmpl, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		cfg := fill.Replace(string(tmpl))
+		domains, err := attachedDomains([]byte(cfg))
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, d := range domains {
+			if !defined[d] {
+				defined[d] = true
+				virt.DefineDomain(r, d)
+			}
+		}
+		return os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	}
+	first := run.config
+	if run.first != "" {
+		first = run.first
+	}
+	if err := useConfig(first); err != nil {
 		return err
 	}
 	simDir, state := filepath.Join(dir, "sim"), filepath.Join(dir, "state")
@@ -117,7 +147,15 @@ func capture(r *testbed.Runner, bin, configPath, out, rawOut string) error {
 		}
 		return nil
 	}
-	if err := vflag(2, "up", "--detailed-exit-codes"); err != nil {
+	if run.first != "" {
+		if err := vflag(2, "up", "--detailed-exit-codes"); err != nil {
+			return err
+		}
+		if err := useConfig(run.config); err != nil {
+			return err
+		}
+	}
+	if err := vflag(run.exit, append([]string{"up", "--detailed-exit-codes"}, run.upArgs...)...); err != nil {
 		return err
 	}
 	journal, err := os.ReadFile(filepath.Join(state, "journal.json"))
