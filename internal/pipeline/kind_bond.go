@@ -124,6 +124,32 @@ func bondSpec(g Group) eswitch.BondSpec {
 	return spec
 }
 
+// leavingMode: what goes back to its default before the bond's mode
+// changes, while the old mode still lets it be written.
+func leavingMode(b eswitch.BondInfo) []bondOptChange {
+	var out []bondOptChange
+	// Leaving 802.3ad: lacp_rate goes back to the default first, while
+	// the mode still allows writing it (EACCES outside 802.3ad), so that
+	// the bond equals one made fresh in the new mode.
+	if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
+		out = append(out, bondOptChange{Option: "lacp_rate", From: b.LacpRate, To: "slow"})
+	}
+	// Leaving active-backup: the kernel keeps the primary's name and
+	// makes it the primary slave again at an enslave once the bond is
+	// active-backup again: clear it while it can be written.
+	if b.Mode == "active-backup" && b.Primary != "" {
+		out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: ""})
+	}
+	// sysfs shows the primary only while it is a slave, but the kernel
+	// may keep one recorded (written before the enslave: a bond
+	// re-formed into active-backup by a run that failed before it
+	// enslaved its primary): clear it too.
+	if b.Mode == "active-backup" && b.Primary == "" {
+		out = append(out, bondOptChange{Option: "primary", From: "", To: "", quiet: true})
+	}
+	return out
+}
+
 // optionChanges compares an existing bond's options with spec, in the order
 // they are written: mode first (lacp_rate is refused outside 802.3ad),
 // except that leaving 802.3ad resets lacp_rate before the mode. An option
@@ -137,25 +163,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 	}
 	var out []bondOptChange
 	if b.Mode != spec.Mode {
-		// Leaving 802.3ad: lacp_rate goes back to the default first, while
-		// the mode still allows writing it (EACCES outside 802.3ad), so that
-		// the bond equals one made fresh in the new mode.
-		if b.Mode == "802.3ad" && b.LacpRate != "" && b.LacpRate != "slow" {
-			out = append(out, bondOptChange{Option: "lacp_rate", From: b.LacpRate, To: "slow"})
-		}
-		// Leaving active-backup: the kernel keeps the primary's name and
-		// makes it the primary slave again at an enslave once the bond is
-		// active-backup again: clear it while it can be written.
-		if b.Mode == "active-backup" && b.Primary != "" {
-			out = append(out, bondOptChange{Option: "primary", From: b.Primary, To: ""})
-		}
-		// sysfs shows the primary only while it is a slave, but the kernel
-		// may keep one recorded (written before the enslave: a bond
-		// re-formed into active-backup by a run that failed before it
-		// enslaved its primary): clear it too.
-		if b.Mode == "active-backup" && b.Primary == "" {
-			out = append(out, bondOptChange{Option: "primary", From: "", To: "", quiet: true})
-		}
+		out = append(out, leavingMode(b)...)
 		out = append(out, bondOptChange{Option: "mode", From: b.Mode, To: spec.Mode})
 	}
 	// kept reads an option as the kernel keeps it: ReadBond leaves out those
