@@ -57,8 +57,10 @@ func TestDownWithoutLibvirtd(t *testing.T) {
 	const vf = "0000:61:00.3" // VF 1, not in the config: a DPDK application's
 	h := b.openSim(t)
 	f := h.FS()
-	for p, v := range map[string]string{"/sys/bus/pci/devices/" + vf + "/driver_override": "vfio-pci", "/sys/bus/pci/drivers_probe": vf} {
-		if err := f.WriteFile(p, []byte(v)); err != nil {
+	// In this order: an override written after the probe finds the VF
+	// already on mlx5_core (the probe binds the NIC's own driver).
+	for _, w := range [][2]string{{"/sys/bus/pci/devices/" + vf + "/driver_override", "vfio-pci"}, {"/sys/bus/pci/drivers_probe", vf}} {
+		if err := f.WriteFile(w[0], []byte(w[1])); err != nil {
 			t.Fatal(err)
 		}
 	}
