@@ -180,7 +180,7 @@ func TestOldJournalRollsBack(t *testing.T) {
 // SR-IOV VFs to it): a VLAN change with a pool, and a numvfs change with
 // a pool, each fail at the pool; the host ends as before the run (the
 // bridge with its ports and tags, hw-offload, 4 VFs), and the journal
-// holds the same entries. (Were the pool refused in preflight, the host
+// holds the same entries; down then gives the baseline. (Were the pool refused in preflight, the host
 // would be as before all the same.)
 func TestIssue35Reports(t *testing.T) {
 	d := startDaemons(t)
@@ -192,6 +192,7 @@ func TestIssue35Reports(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBed(t, d, "")
 			b.initSim()
+			baseline := b.fullDump()
 			b.mustVflag(2, "up", "--detailed-exit-codes")
 			before, entries := b.fullDump(), b.journalEntries()
 			cfg := strings.Replace(networkConfig(t, "    network: {name: pool0}\n"), tc.from, tc.to, 1)
@@ -209,6 +210,13 @@ func TestIssue35Reports(t *testing.T) {
 			}
 			if got := b.journalEntries(); len(got) != len(entries) {
 				t.Fatalf("journal: %d entries, %d before the run", len(got), len(entries))
+			}
+			// down after the rollback gives the baseline (and the next
+			// case starts from it: the daemons are shared).
+			b.point(exampleConfig)
+			b.mustVflag(0, "down")
+			if got := b.fullDump(); got != baseline {
+				t.Fatalf("down after the rollback does not give the baseline:\n%s", testbed.LineDiff(baseline, got, 12))
 			}
 		})
 	}
