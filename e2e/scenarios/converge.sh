@@ -466,7 +466,7 @@ wait_for 10 ports_ok "$BR1" bond0 10 >/dev/null
 lag0_state | sort >"$OUT/fresh.state"
 check cv_unset_fresh same state unset fresh
 
-step "a change that fails late (issue 35): numvfs 4 -> 2, miimon 250, mtu 9000, rate group tx_max 6000 Mbit/s (netdevsim: at most 5000)"
+step "a change that fails late: numvfs 4 -> 2, miimon 250, mtu 9000, rate group tx_max 6000 Mbit/s (netdevsim: at most 5000)"
 # The host now is the fresh up of the unset config (fresh.state), and the
 # journal keeps that config as the last run that ended.
 N1=2 MII1=250 MTU1=9000 RG1="
