@@ -198,6 +198,11 @@
 //   - §7 ethtool. Only hw-tc-offload: PF off in legacy, on in switchdev (the
 //     uplink representor's default), representors on, VF netdevs off; all
 //     settable. Bonds, lo and other features: ErrNotSupported.
+//   - A tunnel's underlay (underlay.go, eswitch.Underlay): addresses on any
+//     netdev, VLAN interfaces on a parent (born with its MTU, never above
+//     it, lowered with it, gone with it), routes through a gateway on a
+//     device (the gateway on-link, else ENETUNREACH), neighbour entries
+//     that tests set (Host.SetNeigh); the errnos are listed there.
 //   - §9/§10 tc (tc.go, eswitch.TC): one ingress qdisc per netdev, on a block
 //     of its own or on a shared block (ingress_block N); a shared block lives
 //     while a qdisc holds it and starts empty when bound again after its last
@@ -338,7 +343,7 @@
 //
 // # What is not modelled
 //
-// RDMA traffic, IP addresses (so no IPv4-mapped GIDs), ethtool -S
+// RDMA traffic, IPv4-mapped GIDs of the addresses, ethtool -S
 // counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
 // tc forwarding rules of a multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
 // inline/encap modes, TC flows beyond the flower rules of tc.go, /proc/net/bonding, writes to the bonding sysfs

@@ -123,6 +123,7 @@ func (st *state) dump(now int64) string {
 			st.operState(nd, now), nd.MAC, nd.MTU, feat)
 	}
 	st.dumpTC(w, nds, now)
+	st.dumpUnderlay(w, nds)
 	w("bonds:\n")
 	for _, nd := range nds {
 		if nd.Bond == nil {
