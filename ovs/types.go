@@ -82,16 +82,16 @@ func (c Change) Empty() bool {
 // PortStatus is one port of a bridge as OVS sees it.
 type PortStatus struct {
 	Name       string
-	Tag        int    // 0 = untagged
-	VLANMode   string // Port.vlan_mode, "" unset
-	Trunks     []int  // Port.trunks, sorted
-	MTURequest int    // Interface.mtu_request, 0 unset
+	Tag        int               // 0 = untagged
+	VLANMode   string            // Port.vlan_mode, "" unset
+	Trunks     []int             // Port.trunks, sorted
+	MTURequest int               // Interface.mtu_request, 0 unset
 	Type       string            // Interface.type, "" a system netdev
 	Options    map[string]string // Interface.options (a tunnel's), nil none
-	MTU        int    // Interface.mtu as ovs-vswitchd reports it, 0 unknown
-	OFPort     int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
-	Error      string // Interface.error, "" if none
-	Owner      string // external_ids vflag-owner, "" if not vflag's
+	MTU        int               // Interface.mtu as ovs-vswitchd reports it, 0 unknown
+	OFPort     int               // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
+	Error      string            // Interface.error, "" if none
+	Owner      string            // external_ids vflag-owner, "" if not vflag's
 }
 
 // BridgeStatus is a bridge as OVS sees it.

@@ -36,7 +36,7 @@ const roleVLAN = "vlan"
 // underlayState is the underlay's part of the state: routes and
 // neighbours (addresses live on their netdev).
 type underlayState struct {
-	Routes []eswitch.Route    `json:"routes,omitempty"`
+	Routes []eswitch.Route   `json:"routes,omitempty"`
 	Neighs map[string]string `json:"neighs,omitempty"` // "dev ip" -> state
 }
 
