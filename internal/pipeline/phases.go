@@ -62,6 +62,7 @@ var phases = []phase{
 	{"6", "enslave the PFs while down", StageAll, switchdevGroups, (*groupRun).enslave},
 	{"6", "bond and PFs up", StageAll, switchdevGroups, (*groupRun).bondUp},
 	{"6", "MTU on the bond (its PFs follow it)", StageAll, switchdevGroups, (*groupRun).bondMTU},
+	{"6", "tunnel underlay: VLAN interface, local address, routes (before the tunnel ports)", StageAll, switchdevGroups, (*groupRun).underlay},
 	{"7", "wait for hardware LAG", StageAll, switchdevGroups, (*groupRun).waitLAG},
 	{"8", "host drivers, strictly after LAG", StageAll, allGroups, (*groupRun).bind},
 	{"8", "MTU on the host's VF netdevs (legacy)", StageAll, legacyGroups, (*groupRun).vfMTU},
