@@ -43,4 +43,3 @@ func (e *Env) linkMTU(name string) int {
 	}
 	return l.MTU
 }
-

@@ -98,4 +98,3 @@ func TestTunnelPreflight(t *testing.T) {
 		t.Fatalf("preflight of the fitting config: %v", err)
 	}
 }
-
