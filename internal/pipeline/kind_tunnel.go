@@ -9,6 +9,7 @@ import (
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
@@ -341,4 +342,26 @@ func tunnelPortSpecs(g *config.Group) []ovs.PortSpec {
 		out = append(out, ovs.PortSpec{Name: tp.Name, Type: tp.Type, Options: tp.Options, Tag: tp.Tag})
 	}
 	return out
+}
+
+// TunnelWant is what validate checks of a group's tunnel; nil without one.
+func TunnelWant(g *config.Group) *validate.TunnelWant {
+	t := g.Tunnel
+	if t == nil || !g.Switchdev() {
+		return nil
+	}
+	w := &validate.TunnelWant{Type: t.Type, Dev: g.UnderlayDev(), Local: t.Prefix().String(), RepMTU: g.MTU,
+		Overhead: config.TunnelOverhead(t.IPv6())}
+	if !t.Flow() {
+		w.Remotes = t.Remotes
+	}
+	for _, r := range t.Routes {
+		if p, err := netip.ParsePrefix(r); err == nil {
+			w.Routes = append(w.Routes, eswitch.Route{Dst: p.Masked().String(), Gw: t.Gateway, Dev: w.Dev})
+		}
+	}
+	for _, p := range g.TunnelPorts() {
+		w.Ports = append(w.Ports, validate.TunnelPortWant{Name: p.Name, Type: p.Type, Tag: p.Tag, Options: p.Options})
+	}
+	return w
 }

@@ -34,7 +34,7 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	} else {
 		x.HWOffload, x.TCPolicy = bs.HWOffload, bs.TCPolicy
 		for _, p := range bs.Ports {
-			if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge {
+			if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge && p.Type == "" { // not a tunnel port
 				x.Reps = append(x.Reps, p.Name)
 			}
 		}
