@@ -148,4 +148,3 @@ func tunnelPortCheck(t Target, want TunnelPortWant, facts Facts) Check {
 	}
 	return pass(name, "%s port %s: key %s, remote %s, ofport %d", want.Type, want.Name, want.Options["key"], want.Options["remote_ip"], p.OFPort)
 }
-
