@@ -223,7 +223,9 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 				return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Update(m, &m.MTURequest))
 			})
 		}
-		if f := st.portInterface(p); f != nil && f.UUID != "" && (f.Type != ps.Type || !maps.Equal(f.Options, ps.Options)) {
+		// The type and options of a typed port (a tunnel's) only: a netdev
+		// port's type is left as it is.
+		if f := st.portInterface(p); ps.Type != "" && f != nil && f.UUID != "" && (f.Type != ps.Type || !maps.Equal(f.Options, ps.Options)) {
 			ch.SetOptions = append(ch.SetOptions, ps.Name)
 			t.setInterface(f.UUID, ps)
 		}

@@ -23,7 +23,8 @@ type PortSpec struct {
 	MTURequest int
 	// Type is Interface.type ("" a system netdev, vxlan, geneve) and
 	// Options its options (a tunnel's remote_ip, local_ip, key, dst_port):
-	// a port of the owner's whose interface differs is updated in place.
+	// a typed port of the owner's whose interface differs is updated in
+	// place (an untyped port's interface type is left alone).
 	Type    string
 	Options map[string]string
 }
