@@ -69,6 +69,7 @@ var Kinds = []Kind{
 	declare[numVFsRecord](numVFsKind{}),
 	declare[vfMACRecord](vfMACKind{}),
 	declare[driversRecord](unbindKind{}),
+	declare[encapRecord](encapKind{}),
 	declare[modeRecord](modeKind{}),
 	declare[featureRecord](tcOffloadKind{}),
 	declare[bondRecord](bondKind{}),

@@ -56,6 +56,7 @@ var phases = []phase{
 	{"5", "PFs up (legacy: no bond does it)", StagePre, legacyGroups, (*groupRun).legacyPFsUp},
 	{"5", "MTU on the PFs (legacy)", StagePre, legacyGroups, (*groupRun).legacyMTU},
 	{"5", "VF policy through the PF (legacy): vlan/qos, trust, spoofchk, link state, rates", StagePre, legacyGroups, (*groupRun).vfPolicy},
+	{"5", "eswitch encap-mode basic (tunnel groups; before switchdev, where mlx5 refuses it while flows are offloaded)", StagePre, switchdevGroups, (*groupRun).encapMode},
 	{"5", "eswitch switchdev on both PFs", StagePre, switchdevGroups, (*groupRun).switchdev},
 	{"5", "hw-tc-offload on the PFs", StagePre, switchdevGroups, (*groupRun).tcOffload},
 	{"6", "bond, after switchdev", StageAll, switchdevGroups, (*groupRun).bond},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/testbed"
 )
@@ -15,12 +16,17 @@ import (
 // lists exactly the step ids up changes, the underlay (VLAN interface,
 // address, route) before the bridge; the bond is no port of the bridge,
 // the tunnel ports carry their options; a second up changes nothing; a
-// changed remote and VNI is one bridge change (options in place, ports
-// renamed); down gives the baseline.
+// changed remote is one bridge change (options in place); the eswitch's
+// encap mode, none before, is basic; down gives the baseline (encap mode
+// none again).
 func TestTunnelLayout(t *testing.T) {
 	d := startDaemons(t)
 	bc := exampleBed(t).with(withTunnel)
 	b := newConvergeBed(t, &d, bc)
+	pf0 := eswitch.Devlink{Bus: "pci", Device: "0000:61:00.0"}
+	if err := b.sim.SetEncapMode(pf0, eswitch.EncapNone); err != nil {
+		t.Fatal(err)
+	}
 	baseline := b.state()
 	plan := changed(b.up(bc, true))
 	evs := b.up(bc, false)
@@ -34,12 +40,15 @@ func TestTunnelLayout(t *testing.T) {
 			order[kind] = i
 		}
 	}
-	for _, pair := range [][2]string{{bondKind{}.Name(), "tunnel.vlan"}, {"tunnel.vlan", "tunnel.addr"}, {"tunnel.addr", "tunnel.route"}, {"tunnel.route", "ovs.bridge"}} {
+	for _, pair := range [][2]string{{"eswitch.encap", "eswitch.mode"}, {bondKind{}.Name(), "tunnel.vlan"}, {"tunnel.vlan", "tunnel.addr"}, {"tunnel.addr", "tunnel.route"}, {"tunnel.route", "ovs.bridge"}} {
 		a, ok1 := order[pair[0]]
 		z, ok2 := order[pair[1]]
 		if !ok1 || !ok2 || a > z {
 			t.Errorf("%s (event %d, %v) does not come before %s (event %d, %v)", pair[0], a, ok1, pair[1], z, ok2)
 		}
+	}
+	if m, err := b.sim.EncapMode(pf0); err != nil || m != eswitch.EncapBasic {
+		t.Fatalf("encap mode after up: %q %v, want basic", m, err)
 	}
 	st := b.state()
 	if miss := missingLines(st, tunnelLines); len(miss) > 0 {

@@ -299,3 +299,63 @@ func (st *state) dumpUnderlay(w func(string, ...any), nds []*netdev) {
 		w("%s\n", l)
 	}
 }
+
+// The eswitch's encap mode (eswitch.EncapModer; mlx5
+// mlx5_devlink_eswitch_encap_mode_set): basic (a PF's EncapMode "") or
+// none; another value EOPNOTSUPP; stored in legacy; in switchdev refused
+// with EOPNOTSUPP while a flower rule is in the eswitch's hardware. A
+// driver other than mlx5 reports none (ErrNotSupported).
+
+var _ eswitch.EncapModer = (*Host)(nil)
+
+// EncapMode implements eswitch.EncapModer.
+func (h *Host) EncapMode(d eswitch.Devlink) (string, error) {
+	var mode string
+	err := h.view(func(st *state, now int64) error {
+		nic, pf, e := st.devlinkPF(d)
+		if e == nil && nic.Driver != "" && nic.Driver != "mlx5_core" {
+			e = fail(syscall.EOPNOTSUPP, "no encap-mode").with(eswitch.ErrNotSupported)
+		}
+		if e != nil {
+			return kernelErr("devlink dev eswitch show "+d.String(), e)
+		}
+		mode = pf.EncapMode
+		if mode == "" {
+			mode = eswitch.EncapBasic
+		}
+		return nil
+	})
+	return mode, err
+}
+
+// SetEncapMode implements eswitch.EncapModer.
+func (h *Host) SetEncapMode(d eswitch.Devlink, mode string) error {
+	op := fmt.Sprintf("devlink dev eswitch set %s encap-mode %s", d, mode)
+	return h.update(func(st *state, now int64) (bool, error) {
+		nic, pf, e := st.devlinkPF(d)
+		switch {
+		case e != nil:
+		case nic.Driver != "" && nic.Driver != "mlx5_core":
+			e = fail(syscall.EOPNOTSUPP, "Operation not supported").with(eswitch.ErrNotSupported)
+		case mode != eswitch.EncapBasic && mode != eswitch.EncapNone:
+			e = fail(syscall.EOPNOTSUPP, "Operation not supported")
+		case pf.Mode == eswitch.ModeSwitchdev && st.eswitchRules(pf, now) > 0:
+			e = fail(syscall.EOPNOTSUPP, "Can't set encapsulation when flows are configured")
+		}
+		if e != nil {
+			return false, kernelErr(op, e)
+		}
+		cur := pf.EncapMode
+		if cur == "" {
+			cur = eswitch.EncapBasic
+		}
+		if cur == mode {
+			return false, nil
+		}
+		pf.EncapMode = mode
+		if mode == eswitch.EncapBasic {
+			pf.EncapMode = ""
+		}
+		return true, nil
+	})
+}
