@@ -76,8 +76,8 @@ type pfState struct {
 	Autoprobe    bool        `json:"autoprobe"`
 	FlowSteering string      `json:"flow_steering_mode"`
 	// EncapMode is the eswitch's encap mode; "" is basic (underlay.go).
-	EncapMode string `json:"encap_mode,omitempty"`
-	VFs          []*vfState  `json:"vfs,omitempty"`
+	EncapMode string     `json:"encap_mode,omitempty"`
+	VFs       []*vfState `json:"vfs,omitempty"`
 	// RateNodes are the devlink rate nodes of the PF's devlink instance (rate.go).
 	RateNodes []*rateNode `json:"rate_nodes,omitempty"`
 }
