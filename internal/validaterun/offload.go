@@ -26,7 +26,8 @@ const DefaultVswitchdLog = ovs.DefaultVswitchdLog
 // refusals.
 func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Group) validate.Check {
 	start := time.Now()
-	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType}
+	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType,
+		Tunnel: tunnelOffload(r.h.Kernel, g)}
 	if c, err := r.h.OVS(ctx); err != nil {
 		x.FlowsErr = err
 	} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {
