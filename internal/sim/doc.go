@@ -340,6 +340,17 @@
 //	   src   en_rep.c (uplink representor ndo_set_vf_*), eswitch.c.
 //	   sim   KERNEL-FACTS §8 above.
 //	   test  sim TestVFSettings.
+//	16 The eswitch's encap mode: basic by default where the FDB can reformat
+//	   and decap, stored in legacy, EOPNOTSUPP in switchdev while flows are
+//	   offloaded; without basic no tunnel rule is offloaded.
+//	   src   eswitch_offloads.c mlx5_devlink_eswitch_encap_mode_set.
+//	   sim   Host.SetEncapMode (underlay.go).
+//	   test  sim TestEncapModeRules; vflag TestTunnelLayout.
+//	17 A VLAN interface takes no MTU above its parent's and is lowered with
+//	   it; it goes with its parent.
+//	   src   net/8021q vlan_dev.c vlan_dev_change_mtu, vlan.c vlan_device_event.
+//	   sim   setMTU, lowerVLANMTU, removeUnderlay.
+//	   test  sim TestUnderlayRules; validate TestTunnelChecks.
 //
 // # What is not modelled
 //

@@ -73,3 +73,31 @@ func TestUnderlayRules(t *testing.T) {
 		t.Fatalf("not back to the baseline:\n%s\nvs\n%s", before, after)
 	}
 }
+
+// TestEncapModeRules: the eswitch's encap mode is basic by default, stored
+// in legacy, refused in switchdev while a flower rule is in the eswitch's
+// hardware, and none of netdevsim's.
+func TestEncapModeRules(t *testing.T) {
+	x := newTH(t, testSpec())
+	d := eswitch.Devlink{Bus: "pci", Device: pf0}
+	if m, err := x.h.EncapMode(d); err != nil || m != eswitch.EncapBasic {
+		t.Fatalf("default: %q %v", m, err)
+	}
+	x.ok(x.h.SetEncapMode(d, eswitch.EncapNone))
+	checkErrno(t, x.h.SetEncapMode(d, "full"), syscall.EOPNOTSUPP, "Operation not supported")
+	x.vfs(pf0, "2")
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	x.settle()
+	if m, _ := x.h.EncapMode(d); m != eswitch.EncapNone {
+		t.Fatalf("the legacy setting did not stay: %q", m)
+	}
+	if !strings.Contains(x.h.Dump(), "encap_mode=none") {
+		t.Fatal("the dump does not show encap_mode=none")
+	}
+	rep := x.reps(pf0)[0]
+	x.ok(x.h.SetIngressBlock(rep, 0))
+	x.ok(x.h.AddFlower(rep, 1, false, false))
+	checkErrno(t, x.h.SetEncapMode(d, eswitch.EncapBasic), syscall.EOPNOTSUPP, "Can't set encapsulation when flows are configured")
+	x.ok(x.h.DelIngress(rep))
+	x.ok(x.h.SetEncapMode(d, eswitch.EncapBasic))
+}
