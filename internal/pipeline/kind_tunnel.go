@@ -94,7 +94,7 @@ func (run *groupRun) underlay(context.Context) ([]batch, error) {
 		rec := tunnelVLANRecord{Name: dev, Parent: g.Bond.Name, ID: t.UnderlayVLAN, Alias: BondAlias(g.Name)}
 		out = append(out, batch{tunnelVLANKind{}.step(e, rec, t.UnderlayMTU)})
 	}
-	out = append(out, batch{tunnelAddrKind{}.step(e, dev, t.Prefix().String())})
+	out = append(out, batch{tunnelAddrKind{}.step(e, dev, t.Prefix().String(), BondAlias(g.Name))})
 	var routes batch
 	for _, r := range t.Routes {
 		routes = append(routes, tunnelRouteKind{}.step(e, eswitch.Route{Dst: netip.MustParsePrefix(r).String(), Gw: t.Gateway, Dev: dev}))
@@ -189,7 +189,10 @@ func (tunnelVLANKind) Undo(_ context.Context, e *Env, r tunnelVLANRecord) (strin
 	return "delete VLAN interface " + r.Name, nil
 }
 
-func (k tunnelAddrKind) step(e *Env, dev, cidr string) teardown.Step {
+// step: ours is the alias of the group's own devices (the bond, its VLAN
+// interfaces), whose address a prune of the run removes first (a changed
+// underlay_vlan moves it).
+func (k tunnelAddrKind) step(e *Env, dev, cidr, ours string) teardown.Step {
 	rec := tunnelAddrRecord{Dev: dev, CIDR: cidr}
 	return teardown.Step{Kind: k.Name(), ID: k.Name() + "/" + dev + "/" + cidr,
 		Check: func(context.Context) (teardown.Change, error) {
@@ -197,7 +200,7 @@ func (k tunnelAddrKind) step(e *Env, dev, cidr string) teardown.Step {
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			if other, err := e.addrElsewhere(dev, cidr); err != nil || other != "" {
+			if other, err := e.addrElsewhere(dev, cidr, ours); err != nil || other != "" {
 				return teardown.Change{}, errors.Join(err, addrElsewhereErr(cidr, dev, other))
 			}
 			return teardown.Change{Needed: !have, Record: rec, Summary: fmt.Sprintf("address %s on %s", cidr, dev)}, nil
@@ -240,8 +243,9 @@ func (e *Env) hasAddr(dev, cidr string) (bool, error) {
 }
 
 // addrElsewhere names a device other than dev that holds cidr's address
-// (any prefix), "" when none does.
-func (e *Env) addrElsewhere(dev, cidr string) (string, error) {
+// (any prefix), "" when none does; a device with the alias ours (the
+// group's own) does not count.
+func (e *Env) addrElsewhere(dev, cidr, ours string) (string, error) {
 	u, err := e.underlayOf()
 	if err != nil {
 		return "", err
@@ -255,7 +259,7 @@ func (e *Env) addrElsewhere(dev, cidr string) (string, error) {
 		return "", err
 	}
 	for _, l := range links {
-		if l.Name == dev {
+		if l.Name == dev || ours != "" && l.Alias == ours {
 			continue
 		}
 		addrs, err := u.Addrs(l.Name)

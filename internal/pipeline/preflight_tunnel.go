@@ -13,7 +13,7 @@ func (e *Env) preflightTunnel(g Group, p string, add func(string, any, string, .
 	}
 	tp := p + ".tunnel"
 	dev := g.UnderlayDev()
-	if other, err := e.addrElsewhere(dev, t.Prefix().String()); err != nil {
+	if other, err := e.addrElsewhere(dev, t.Prefix().String(), BondAlias(g.Name)); err != nil {
 		add(tp+".local", t.Local, "cannot tell which devices hold it: %v", err)
 	} else if other != "" {
 		add(tp+".local", t.Local, "is already on %s: the tunnel's local address must be on %s only (ip addr del %s dev %s)", other, dev, t.Local, other)

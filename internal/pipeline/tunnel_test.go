@@ -67,6 +67,17 @@ func TestTunnelLayout(t *testing.T) {
 	if st := b.state(); !strings.Contains(st, `remote_ip="192.0.2.13"`) {
 		t.Fatalf("remote not updated:\n%s", st)
 	}
+	// The address moves from the VLAN interface to the bond and back: the
+	// group's own devices do not count as "another device".
+	onBond := moved.with(func(c *config.Config) { c.Groups[0].Tunnel.UnderlayVLAN = 0 })
+	b.up(onBond, false)
+	if st := b.state(); !strings.Contains(st, "  bond0 addrs 192.0.2.11/24") || strings.Contains(st, "bond0.30") {
+		t.Fatalf("the address did not move to the bond:\n%s", st)
+	}
+	b.up(moved, false)
+	if miss := missingLines(b.state(), tunnelLines[:3]); len(miss) > 0 {
+		t.Fatalf("back on VLAN 30, the state lacks %v", miss)
+	}
 	b.down()
 	if got := b.state(); got != baseline {
 		t.Fatalf("down does not give the baseline:\n%s", testbed.DiffText(baseline, got))
