@@ -56,9 +56,10 @@ const (
 	MaxVNI = 1<<24 - 1
 )
 
-// TunnelOverhead is what a tunnel packet adds above the inner frame's MTU:
-// outer Ethernet 14, IP 20 (IPv4) or 40 (IPv6), UDP 8, VXLAN or Geneve
-// (without options) 8.
+// TunnelOverhead is what a tunnel packet adds above the inner frame's MTU,
+// counted against the underlay's MTU: the inner frame's Ethernet header
+// 14, the outer IP header 20 (IPv4) or 40 (IPv6), UDP 8, VXLAN or Geneve
+// (without options) 8. An inner VLAN tag adds 4 more.
 func TunnelOverhead(ipv6 bool) int {
 	if ipv6 {
 		return 70
