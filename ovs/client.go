@@ -223,7 +223,7 @@ var (
 		model.OpenvSwitchTable: {"_uuid", "other_config"},
 		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
 		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
-		model.InterfaceTable:   {"_uuid", "name", "mtu_request", "external_ids"},
+		model.InterfaceTable:   {"_uuid", "name", "mtu_request", "external_ids", "type", "options"},
 	}
 	// undoView: what undoTxn and OwnedBridges use: the bridges, their
 	// ports' names and marks, hw-offload; no interface.
@@ -238,7 +238,7 @@ var (
 		model.OpenvSwitchTable: {"_uuid", "other_config"},
 		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
 		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
-		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request", "external_ids"},
+		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request", "external_ids", "type", "options"},
 	}
 	// cfgView: the Open_vSwitch row's next_cfg and cur_cfg (WaitApplied).
 	cfgView = view{model.OpenvSwitchTable: {"_uuid", "next_cfg", "cur_cfg"}}
@@ -251,7 +251,7 @@ var (
 		model.OpenvSwitchTable: {"_uuid", "other_config"},
 		model.BridgeTable:      {"_uuid", "name", "ports", "external_ids"},
 		model.PortTable:        {"_uuid", "name", "interfaces", "tag", "vlan_mode", "trunks", "external_ids"},
-		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request"},
+		model.InterfaceTable:   {"_uuid", "name", "ofport", "error", "mtu", "mtu_request", "type", "options"},
 	}
 )
 
@@ -598,6 +598,7 @@ func (st *state) status(bridge string) BridgeStatus {
 		ps.Tag, ps.VLANMode, ps.Trunks = tagOf(p), vlanModeOf(p), trunksOf(p)
 		if f := st.portInterface(p); f != nil {
 			ps.MTURequest = mtuRequestOf(f)
+			ps.Type, ps.Options = f.Type, f.Options
 			if f.MTU != nil {
 				ps.MTU = *f.MTU
 			}

@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 
@@ -222,8 +223,27 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 				return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Update(m, &m.MTURequest))
 			})
 		}
+		// The type and options of a typed port (a tunnel's) only: a netdev
+		// port's type is left as it is.
+		if f := st.portInterface(p); ps.Type != "" && f != nil && f.UUID != "" && (f.Type != ps.Type || !maps.Equal(f.Options, ps.Options)) {
+			ch.SetOptions = append(ch.SetOptions, ps.Name)
+			t.setInterface(f.UUID, ps)
+		}
 	}
 	return add, nil
+}
+
+// setInterface updates the type and options of interface uuid (a tunnel
+// port whose remote, key or type changed) while it still has ps's name.
+func (t *txn) setInterface(uuid string, ps PortSpec) {
+	name, typ, opts := ps.Name, ps.Type, maps.Clone(ps.Options)
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+		m := &model.Interface{Type: typ, Options: opts}
+		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Update(m, &m.Type, &m.Options))
+	})
 }
 
 // planStalePorts removes, in the same transaction, the vflag-owned ports on
@@ -269,7 +289,7 @@ func planNewPorts(add []PortSpec, ch *Change, t *txn, owner map[string]string) [
 		ch.AddPorts = append(ch.AddPorts, ps.Name)
 		ifName, portName := "iface"+strconv.Itoa(i), "port"+strconv.Itoa(i)
 		rows = append(rows,
-			newInterface{UUIDName: ifName, Name: ps.Name, ExternalIDs: owner, MTURequest: optInt(ps.MTURequest)},
+			newInterface{UUIDName: ifName, Name: ps.Name, Type: ps.Type, Options: ps.Options, ExternalIDs: owner, MTURequest: optInt(ps.MTURequest)},
 			newPort{UUIDName: portName, Name: ps.Name, Interfaces: []string{ifName}, ExternalIDs: owner,
 				Tag: optInt(ps.Tag), VLANMode: optString(ps.VLANMode), Trunks: ps.Trunks})
 		portRefs = append(portRefs, portName)

@@ -27,6 +27,7 @@ type newInterface struct {
 	Type        string
 	ExternalIDs map[string]string
 	MTURequest  *int
+	Options     map[string]string // a tunnel's options
 }
 
 func (r newInterface) op() ovsdb.Operation {
@@ -34,6 +35,7 @@ func (r newInterface) op() ovsdb.Operation {
 	setString(row, "name", r.Name)
 	setString(row, "type", r.Type)
 	setMap(row, "external_ids", r.ExternalIDs)
+	setMap(row, "options", r.Options)
 	setOptInt(row, "mtu_request", r.MTURequest)
 	return insertOp(model.InterfaceTable, r.UUIDName, row)
 }

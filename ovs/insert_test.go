@@ -33,6 +33,8 @@ func TestInsertRowsMatchLibovsdb(t *testing.T) {
 		newBridge{UUIDName: "b0", Name: "br-x", Ports: []string{"p0", "p1", "p2"}, ExternalIDs: owner, DatapathType: "netdev"},
 		newBridge{UUIDName: "b1", Name: "br-y"},
 		newBridge{UUIDName: "4f8f5e3b-3b0e-4c4a-9b1e-2f8e1f0a6c11", Name: "br-z", Ports: []string{"p0"}},
+		newInterface{UUIDName: "i3", Name: "vx5000r0", Type: "vxlan", ExternalIDs: owner,
+			Options: map[string]string{"remote_ip": "192.0.2.12", "local_ip": "192.0.2.11", "key": "5000", "dst_port": "4789"}},
 	}
 	for i, r := range rows {
 		want, err := db.Create(modelOf(r))
@@ -133,7 +135,7 @@ func connectWriting(t *testing.T, srv *ovstest.Server) (*Client, client.Client) 
 func modelOf(r insertRow) lmodel.Model {
 	switch r := r.(type) {
 	case newInterface:
-		return &model.Interface{UUID: r.UUIDName, Name: r.Name, Type: r.Type, ExternalIDs: r.ExternalIDs, MTURequest: r.MTURequest}
+		return &model.Interface{UUID: r.UUIDName, Name: r.Name, Type: r.Type, ExternalIDs: r.ExternalIDs, MTURequest: r.MTURequest, Options: r.Options}
 	case newPort:
 		return &model.Port{UUID: r.UUIDName, Name: r.Name, Interfaces: r.Interfaces, ExternalIDs: r.ExternalIDs,
 			Tag: r.Tag, VLANMode: r.VLANMode, Trunks: r.Trunks}

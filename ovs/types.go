@@ -21,6 +21,12 @@ type PortSpec struct {
 	// MTURequest is Interface.mtu_request of the port's interface (0: the
 	// column stays empty and OVS leaves the netdev's MTU alone).
 	MTURequest int
+	// Type is Interface.type ("" a system netdev, vxlan, geneve) and
+	// Options its options (a tunnel's remote_ip, local_ip, key, dst_port):
+	// a typed port of the owner's whose interface differs is updated in
+	// place (an untyped port's interface type is left alone).
+	Type    string
+	Options map[string]string
 }
 
 // BridgeSpec is the bridge vflag wants.
@@ -60,6 +66,7 @@ type Change struct {
 	RemovePorts     []string // vflag-owned ports on the bridge that the spec no longer lists (sorted)
 	Retag           []string // vflag-owned ports whose tag, vlan_mode or trunks differ from the spec
 	SetMTU          []string // vflag-owned ports whose interface's mtu_request differs from the spec
+	SetOptions      []string // vflag-owned ports whose interface's type or options differ from the spec
 	SetHWOffload    bool
 	PriorHWOffload  *string  // current value when SetHWOffload (nil = key absent)
 	RestartRequired bool     // the spec wants hw-offload off while it is "true": left alone, needs an OVS restart
@@ -70,20 +77,22 @@ type Change struct {
 // RestartRequired are reports, not writes: a change holding only them is
 // empty.
 func (c Change) Empty() bool {
-	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && len(c.SetMTU) == 0 && !c.SetHWOffload
+	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && len(c.SetMTU) == 0 && len(c.SetOptions) == 0 && !c.SetHWOffload
 }
 
 // PortStatus is one port of a bridge as OVS sees it.
 type PortStatus struct {
 	Name       string
-	Tag        int    // 0 = untagged
-	VLANMode   string // Port.vlan_mode, "" unset
-	Trunks     []int  // Port.trunks, sorted
-	MTURequest int    // Interface.mtu_request, 0 unset
-	MTU        int    // Interface.mtu as ovs-vswitchd reports it, 0 unknown
-	OFPort     int    // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
-	Error      string // Interface.error, "" if none
-	Owner      string // external_ids vflag-owner, "" if not vflag's
+	Tag        int               // 0 = untagged
+	VLANMode   string            // Port.vlan_mode, "" unset
+	Trunks     []int             // Port.trunks, sorted
+	MTURequest int               // Interface.mtu_request, 0 unset
+	Type       string            // Interface.type, "" a system netdev
+	Options    map[string]string // Interface.options (a tunnel's), nil none
+	MTU        int               // Interface.mtu as ovs-vswitchd reports it, 0 unknown
+	OFPort     int               // OpenFlow port number; -1 = the interface failed; 0 = not assigned yet
+	Error      string            // Interface.error, "" if none
+	Owner      string            // external_ids vflag-owner, "" if not vflag's
 }
 
 // BridgeStatus is a bridge as OVS sees it.

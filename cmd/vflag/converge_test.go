@@ -35,6 +35,10 @@ type variant struct {
 	// rates: 0 none; 1 a rate group with per-VF tx_max/tx_share; 2 the
 	// same with the group's and one VF's tx_max changed.
 	rates int
+	// tunnel: 0 none (the bond in the bridge); 1 VXLAN on VLAN 30 of the
+	// bond with a route, pf 0 vf 0 on its own segment; 2 Geneve on the bond
+	// itself with remote_ip=flow.
+	tunnel int
 }
 
 func baseVariant() variant {
@@ -76,6 +80,9 @@ func variants() []variant {
 		// driver, mtu and rate leaves on them: all of it is set again.
 		v("rates-numvfs6", func(x *variant) { x.rates, x.numvfs = 1, 6 }),
 		v("mtu-numvfs2", func(x *variant) { x.mtu, x.numvfs, x.rates = 9000, 2, 2 }),
+		// the tunnel layout: the bond leaves the bridge for an underlay.
+		v("tunnel-vxlan", func(x *variant) { x.tunnel, x.mtu = 1, 1550 }), // 1550 + 50 fills underlay_mtu 1600
+		v("tunnel-geneve", func(x *variant) { x.tunnel = 2 }),
 	}
 }
 
@@ -120,6 +127,9 @@ func (x variant) config(d daemons) string {
 	if x.vf0Trunks != "" {
 		vf0 += ", trunks: " + x.vf0Trunks
 	}
+	if x.tunnel == 1 {
+		vf0 += ", vni: 5100"
+	}
 	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d%s%s}\n", x.vlan0, vf0, r00)
 	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q, vlan: 100%s}\n", x.mac01, r01)
 	fmt.Fprintf(&b, "      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\", vlan: 200%s}\n", r10)
@@ -134,6 +144,12 @@ func (x variant) config(d daemons) string {
 	fmt.Fprintf(&b, "    ovs:\n      bridge: %s\n      hw_offload: true\n      datapath_type: netdev\n", x.bridge)
 	if x.maxIdle != 0 {
 		fmt.Fprintf(&b, "      max_idle: %d\n", x.maxIdle)
+	}
+	switch x.tunnel {
+	case 1:
+		b.WriteString("    tunnel: {type: vxlan, local: 192.0.2.11/24, underlay_vlan: 30, underlay_mtu: 1600, gateway: 192.0.2.254, routes: [198.51.100.0/24], remotes: [192.0.2.12, 198.51.100.7], vni: 5000}\n")
+	case 2:
+		b.WriteString("    tunnel: {type: geneve, local: \"2001:db8::11/64\", underlay_mtu: 1570, remotes: [flow], vni: 7000}\n")
 	}
 	b.WriteString("    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true}\n")
 	if x.attach10 != "" {

@@ -80,6 +80,9 @@ type Group struct {
 	Network *Network `mapstructure:"network"`
 	// Validate holds the settings of `vflag validate` (validate.go).
 	Validate ValidateConfig `mapstructure:"validate"`
+	// Tunnel, when given, makes the group an overlay (tunnel.go): the bond
+	// carries the tunnel endpoint's address instead of being a bridge port.
+	Tunnel *Tunnel `mapstructure:"tunnel"`
 }
 
 // Bond is the bond over the group's PFs.
@@ -153,6 +156,11 @@ type VFConfig struct {
 	TxMax     int    `mapstructure:"tx_max"`
 	TxShare   int    `mapstructure:"tx_share"`
 	RateGroup string `mapstructure:"rate_group"`
+
+	// VNI puts the VF on the overlay segment of that key (groups with a
+	// tunnel; vlan is then the segment's tag in the bridge). 0: the
+	// tunnel's default segment.
+	VNI int `mapstructure:"vni"`
 }
 
 // HasRate tells whether the VF has a devlink-rate setting.
@@ -245,6 +253,7 @@ type Portgroup struct {
 	VLAN     int    `mapstructure:"vlan"`
 	VLANMode string `mapstructure:"vlan_mode"` // as vfs[].vlan_mode (switchdev)
 	Trunks   []int  `mapstructure:"trunks"`    // as vfs[].trunks (switchdev)
+	VNI      int    `mapstructure:"vni"`       // as vfs[].vni (groups with a tunnel)
 }
 
 // NetworkName is the group's libvirt network name, "" when it has none.
@@ -529,6 +538,11 @@ func (c *Config) validateGroup(v *validator, gi int) {
 	}
 	g.Validate.Check(p+".validate", v.add)
 	v.validateAttachments(gc)
+	if g.Tunnel != nil {
+		v.validateTunnel(gc)
+	} else {
+		v.validateSegments(gc)
+	}
 }
 
 // validateGroupBasics checks a group's own fields (name, eswitch, pfs,

@@ -39,6 +39,10 @@ func NMRules(cfg *config.Config, h *host.Host, source string) ([]byte, error) {
 			bond = g.Bond.Name
 		}
 		WriteNMGroup(&b, g.PFs, bond)
+		// A tunnel's VLAN interface on the bond carries vflag's address.
+		if dev := g.UnderlayDev(); g.Switchdev() && dev != "" && dev != g.Bond.Name && eswitch.ValidIfName(dev) == nil {
+			fmt.Fprintf(&b, "ACTION!=\"remove\", SUBSYSTEM==\"net\", KERNEL==\"%s\", ENV{NM_UNMANAGED}=\"1\"\n", dev)
+		}
 	}
 	return []byte(b.String()), nil
 }

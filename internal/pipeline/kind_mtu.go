@@ -123,13 +123,18 @@ func (mtuKind) Undo(ctx context.Context, e *Env, r mtuRecord) (string, error) {
 }
 
 // bondMTU: the bond's MTU, then (already following it) its PFs.
+// With a tunnel, the bond's MTU is the underlay's (tunnel.underlay_mtu).
 func (run *groupRun) bondMTU(context.Context) ([]batch, error) {
 	g := run.g
-	if g.MTU == 0 {
+	mtu := g.MTU
+	if g.Tunnel != nil {
+		mtu = g.Tunnel.UnderlayMTU
+	}
+	if mtu == 0 {
 		return nil, nil
 	}
 	names := append([]string{g.Bond.Name}, netdevs(g.PFs)...)
-	return one(mtuKind{}.step(run.e, g.Bond.Name, g.MTU, names)), nil
+	return one(mtuKind{}.step(run.e, g.Bond.Name, mtu, names)), nil
 }
 
 // legacyMTU: a legacy group's PFs.

@@ -136,6 +136,9 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 	if len(ch.SetMTU) > 0 {
 		parts = append(parts, "mtu_request "+abbreviate(ch.SetMTU, 4))
 	}
+	if len(ch.SetOptions) > 0 {
+		parts = append(parts, "tunnel options "+abbreviate(ch.SetOptions, 4))
+	}
 	if ch.SetHWOffload {
 		parts = append(parts, "hw-offload "+orDash(deref(ch.PriorHWOffload))+" -> true")
 	}
@@ -310,7 +313,10 @@ func columnsOnly(ch ovs.Change) bool {
 func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	g := run.g
 	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
-	spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
+	if g.Tunnel == nil {
+		spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
+	}
+	spec.Ports = append(spec.Ports, tunnelPortSpecs(g.Group)...)
 	for _, pf := range g.Owners {
 		for vf := 0; vf < g.NumVFs; vf++ {
 			k := VFKey{pf, vf}

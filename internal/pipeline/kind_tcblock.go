@@ -183,6 +183,9 @@ func (tcBlockKind) Undo(ctx context.Context, e *Env, r tcBlockRecord) (string, e
 // sharedBlock: with hw-offload, the bond and its PFs on the bond's block.
 func (run *groupRun) sharedBlock(context.Context) ([]batch, error) {
 	g := run.g
+	if g.Tunnel != nil {
+		return nil, nil // the bond is no port of the bridge: ovs-vswitchd puts no qdisc on it
+	}
 	if g.OVS.HWOffload == nil || !*g.OVS.HWOffload {
 		return nil, nil
 	}

@@ -115,6 +115,7 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 	}
 	if g.Switchdev() {
 		e.checkBondFree(g, cg, p, add)
+		e.preflightTunnel(g, p, add)
 	}
 	if len(g.PFs) == len(cg.PFs) {
 		for _, v := range PoollessVFs(g) {

@@ -52,6 +52,26 @@ const (
 	rateLeaf00  = "      rate leaf tx_share=1250000 tx_max=12500000 parent=tenant1"
 )
 
+// withTunnel makes the example's group a VXLAN overlay: the underlay on
+// VLAN 30 of the bond at MTU 9100 with a route, pf 0 vf 0 (VLAN 100) on
+// segment 5100, the untagged VFs on the default segment 5000.
+func withTunnel(c *config.Config) {
+	g := &c.Groups[0]
+	g.Tunnel = &config.Tunnel{Type: config.TunnelVXLAN, Local: "192.0.2.11/24", UnderlayVLAN: 30, UnderlayMTU: 9100,
+		Gateway: "192.0.2.254", Routes: []string{"198.51.100.0/24"}, Remotes: []string{"192.0.2.12", "198.51.100.7"}, VNI: 5000}
+	g.VFs[0].VNI = 5100
+}
+
+// tunnelLines are withTunnel's lines: the underlay, the tunnel ports with
+// their options and tags, the bond at the underlay's MTU (and not in the
+// bridge: no bondPort line, checked by TestTunnelLayout).
+var tunnelLines = []string{
+	"underlay:", "  bond0.30 vlan 30 on bond0", "  bond0.30 addrs 192.0.2.11/24", "  route 198.51.100.0/24 via 192.0.2.254 dev bond0.30",
+	`  port "vx5000r0" tag=- owner="lag0" |interface "vx5000r0" type="vxlan" options={dst_port="4789", key="5000", local_ip="192.0.2.11", remote_ip="192.0.2.12"}`,
+	`  port "vx5100r1" tag=100 owner="lag0" |interface "vx5100r1" type="vxlan" options={dst_port="4789", key="5100", local_ip="192.0.2.11", remote_ip="198.51.100.7"}`,
+	fmt.Sprintf(bondLink, 9100), fmt.Sprintf(pf0Link, 9100), lagHash, fmt.Sprintf(rep00Port, 100, ""),
+}
+
 // stateCase is one config of the state table: the lines its state text
 // must have.
 type stateCase struct {
@@ -83,6 +103,7 @@ func stateCases(example bedConfig) []stateCase {
 		{"host driver dropped", example.with(vfSet(1, 1, func(v *config.VFConfig) { v.Driver = "" })), []string{pf1VF1Free, bondLACP}},
 		{"rates", example.with(rateGroups(config.RateGroup{Name: "tenant1", TxMax: 1000}),
 			vfSet(0, 0, func(v *config.VFConfig) { v.TxMax, v.TxShare, v.RateGroup = 100, 10, "tenant1" })), []string{rateNode, rateLeaf00, pf0Numvfs4}},
+		{"tunnel", example.with(withTunnel), tunnelLines},
 	}
 }
 

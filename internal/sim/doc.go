@@ -198,6 +198,11 @@
 //   - §7 ethtool. Only hw-tc-offload: PF off in legacy, on in switchdev (the
 //     uplink representor's default), representors on, VF netdevs off; all
 //     settable. Bonds, lo and other features: ErrNotSupported.
+//   - A tunnel's underlay (underlay.go, eswitch.Underlay): addresses on any
+//     netdev, VLAN interfaces on a parent (born with its MTU, never above
+//     it, lowered with it, gone with it), routes through a gateway on a
+//     device (the gateway on-link, else ENETUNREACH), neighbour entries
+//     that tests set (Host.SetNeigh); the errnos are listed there.
 //   - §9/§10 tc (tc.go, eswitch.TC): one ingress qdisc per netdev, on a block
 //     of its own or on a shared block (ingress_block N); a shared block lives
 //     while a qdisc holds it and starts empty when bound again after its last
@@ -335,10 +340,21 @@
 //	   src   en_rep.c (uplink representor ndo_set_vf_*), eswitch.c.
 //	   sim   KERNEL-FACTS §8 above.
 //	   test  sim TestVFSettings.
+//	16 The eswitch's encap mode: basic by default where the FDB can reformat
+//	   and decap, stored in legacy, EOPNOTSUPP in switchdev while flows are
+//	   offloaded; without basic no tunnel rule is offloaded.
+//	   src   eswitch_offloads.c mlx5_devlink_eswitch_encap_mode_set.
+//	   sim   Host.SetEncapMode (underlay.go).
+//	   test  sim TestEncapModeRules; vflag TestTunnelLayout.
+//	17 A VLAN interface takes no MTU above its parent's and is lowered with
+//	   it; it goes with its parent.
+//	   src   net/8021q vlan_dev.c vlan_dev_change_mtu, vlan.c vlan_device_event.
+//	   sim   setMTU, lowerVLANMTU, removeUnderlay.
+//	   test  sim TestUnderlayRules; validate TestTunnelChecks.
 //
 // # What is not modelled
 //
-// RDMA traffic, IP addresses (so no IPv4-mapped GIDs), ethtool -S
+// RDMA traffic, IPv4-mapped GIDs of the addresses, ethtool -S
 // counters, RoCE LAG (two legacy PFs without VFs), roce_lag_enable,
 // tc forwarding rules of a multiport eswitch, MLNX_OFED-only files, BlueField/ECPF controllers,
 // inline/encap modes, TC flows beyond the flower rules of tc.go, /proc/net/bonding, writes to the bonding sysfs

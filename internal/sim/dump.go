@@ -50,9 +50,13 @@ func (st *state) dump(now int64) string {
 			if ov == "" {
 				ov = "(null)"
 			}
-			w("  pf %s port=%d netdev=%s driver=%s override=%s mode=%s numvfs=%d ready=%d/%d autoprobe=%s flow_steering_mode=%s offset=%d stride=%d\n",
+			encap := "" // only where not the default (basic)
+			if pf.EncapMode != "" {
+				encap = " encap_mode=" + pf.EncapMode
+			}
+			w("  pf %s port=%d netdev=%s driver=%s override=%s mode=%s numvfs=%d ready=%d/%d autoprobe=%s flow_steering_mode=%s offset=%d stride=%d%s\n",
 				pf.PCI, pf.Index, pf.Netdev, orDash(pf.Driver), ov, mode, pf.NumVFs, pf.readyVFs(now), pf.NumVFs,
-				boolDigit(pf.Autoprobe), pf.FlowSteering, pf.Offset, pf.Stride)
+				boolDigit(pf.Autoprobe), pf.FlowSteering, pf.Offset, pf.Stride, encap)
 			for _, vf := range pf.VFs {
 				if !vf.ready(now) {
 					w("    vf %d %s creating\n", vf.Index, vf.PCI)
@@ -123,6 +127,7 @@ func (st *state) dump(now int64) string {
 			st.operState(nd, now), nd.MAC, nd.MTU, feat)
 	}
 	st.dumpTC(w, nds, now)
+	st.dumpUnderlay(w, nds)
 	w("bonds:\n")
 	for _, nd := range nds {
 		if nd.Bond == nil {

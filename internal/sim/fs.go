@@ -266,7 +266,7 @@ func (t tree) devices() *node {
 				kids: func() map[string]*node {
 					m := map[string]*node{}
 					for _, nd := range t.st.visibleNetdevs(t.now) {
-						if nd.Role == roleLo || nd.Role == roleBond {
+						if nd.Role == roleLo || nd.Role == roleBond || nd.Role == roleVLAN {
 							m[nd.Name] = t.netdevDir(nd)
 						}
 					}
@@ -275,7 +275,7 @@ func (t tree) devices() *node {
 				// One netdev, without sorting every netdev (a bond's
 				// files are read through here).
 				lookup: func(name string) *node {
-					if nd := t.st.link(name, t.now); nd != nil && (nd.Role == roleLo || nd.Role == roleBond) {
+					if nd := t.st.link(name, t.now); nd != nil && (nd.Role == roleLo || nd.Role == roleBond || nd.Role == roleVLAN) {
 						return t.netdevDir(nd)
 					}
 					return nil

@@ -220,8 +220,8 @@ func (st *state) toLink(nd *netdev, now int64) eswitch.Link {
 		Name: nd.Name, Index: nd.Ifindex, Master: nd.Master, AdminUp: nd.AdminUp,
 		OperState: st.operState(nd, now), MAC: nd.MAC, Alias: nd.Alias, MTU: nd.MTU,
 	}
-	if nd.Role == roleBond {
-		l.Kind = "bond"
+	if nd.Role == roleBond || nd.Role == roleVLAN {
+		l.Kind = nd.Role
 	}
 	if nd.Role == rolePF {
 		_, pf := st.pfOf(nd)

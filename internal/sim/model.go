@@ -227,6 +227,7 @@ func (st *state) removeNetdev(now int64, name string) {
 			st.release(now, st.Netdevs[nd.Bond.Slaves[len(nd.Bond.Slaves)-1]])
 		}
 	}
+	st.removeUnderlay(now, name)
 	delete(st.Netdevs, name)
 }
 
@@ -315,6 +316,11 @@ func (st *state) operState(nd *netdev, now int64) string {
 	switch nd.Role {
 	case roleLo:
 		return "unknown"
+	case roleVLAN:
+		if p := st.Netdevs[nd.Parent]; p == nil || !st.operUp(p, now) {
+			return "lowerlayerdown"
+		}
+		return "up"
 	case roleBond:
 		if nd.Bond.Mode == "802.3ad" && nd.Bond.MinLinks > 0 {
 			// bond_3ad_set_carrier: carrier off while the active
@@ -420,15 +426,19 @@ func (st *state) setMTU(now int64, name string, mtu int) (bool, *opError) {
 		return false, st.notFound(name)
 	}
 	lo, hi := 68, 9978 // mlx5e max MTU
-	if nd.Role == roleBond || nd.Role == roleLo {
+	if nd.Role == roleBond || nd.Role == roleLo || nd.Role == roleVLAN {
 		hi = 65535
 	}
 	if mtu < lo || mtu > hi {
 		return false, fail(syscall.EINVAL, "mtu %d out of range %d-%d", mtu, lo, hi)
 	}
+	if p := st.Netdevs[nd.Parent]; nd.Role == roleVLAN && p != nil && mtu > p.MTU {
+		return false, fail(syscall.ERANGE, "mtu %d above its parent %s's %d", mtu, p.Name, p.MTU)
+	}
 	if nd.MTU == mtu {
 		return false, nil
 	}
+	st.lowerVLANMTU(name, mtu)
 	if nd.Bond != nil {
 		for _, s := range nd.Bond.Slaves {
 			if sl := st.Netdevs[s]; sl != nil {
@@ -548,7 +558,7 @@ func (st *state) deleteLink(now int64, name string) (bool, *opError) {
 	if nd == nil {
 		return false, st.notFound(name)
 	}
-	if nd.Role != roleBond {
+	if nd.Role != roleBond && nd.Role != roleVLAN {
 		return false, fail(syscall.EOPNOTSUPP, "Operation not supported")
 	}
 	st.removeNetdev(now, name)

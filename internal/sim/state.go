@@ -26,6 +26,8 @@ type state struct {
 	// Procs are the simulated processes, NextPID the next pid (vfio.go).
 	Procs   []*simProc `json:"procs,omitempty"`
 	NextPID int        `json:"next_pid,omitempty"`
+	// Underlay holds routes and neighbour entries (underlay.go).
+	Underlay underlayState `json:"underlay,omitzero"`
 
 	// viewing is set while Host.view runs a read on the state, which then
 	// cannot change: pci looks addresses up in pciIdx, built on the first
@@ -73,7 +75,9 @@ type pfState struct {
 	NumVFs       int         `json:"numvfs"`
 	Autoprobe    bool        `json:"autoprobe"`
 	FlowSteering string      `json:"flow_steering_mode"`
-	VFs          []*vfState  `json:"vfs,omitempty"`
+	// EncapMode is the eswitch's encap mode; "" is basic (underlay.go).
+	EncapMode string     `json:"encap_mode,omitempty"`
+	VFs       []*vfState `json:"vfs,omitempty"`
 	// RateNodes are the devlink rate nodes of the PF's devlink instance (rate.go).
 	RateNodes []*rateNode `json:"rate_nodes,omitempty"`
 }
@@ -141,6 +145,11 @@ type netdev struct {
 	SWStats *netStats `json:"sw_stats,omitempty"`
 	// Ingress is the netdev's ingress qdisc (tc.go); nil: none.
 	Ingress *ingressState `json:"ingress,omitempty"`
+	// Addrs are the netdev's addresses with their prefix; Parent and
+	// VLANID a VLAN interface's (underlay.go).
+	Addrs  []string `json:"addrs,omitempty"`
+	Parent string   `json:"parent,omitempty"`
+	VLANID int      `json:"vlan_id,omitempty"`
 }
 
 type bondState struct {

@@ -115,6 +115,10 @@ type GroupStatus struct {
 	// and its PFs are on it, its rules and how many are in hardware
 	// (switchdev groups with hw-offload, where the host has tc).
 	SharedBlock *eswitch.SharedBlock `json:"shared_block,omitempty"`
+	// Tunnel is the config's tunnel, as status shows it ("vxlan local
+	// 192.0.2.11/24 on bond0.30, 2 port(s)"); its state is in the tunnel/
+	// checks of validate, which status runs.
+	Tunnel string `json:"tunnel,omitempty"`
 	// Flows counts the datapath flows ovs-vswitchd has for the group's
 	// ports (the bond and the representors in its bridge), by where they
 	// run; nil when ovs-vswitchd's control socket could not be read.
@@ -410,6 +414,10 @@ func gatherDatapath(gs *GroupStatus, h *host.Host, g *config.Group, pfs []eswitc
 		if st, err := eswitch.ReadDatapath(h.Kernel, eswitch.SystemDatapath); err == nil {
 			gs.Datapath = &st
 		}
+	}
+	if t := g.Tunnel; t != nil { // the bond is no port: ovs-vswitchd puts it on no block
+		gs.Tunnel = fmt.Sprintf("%s local %s on %s, %d port(s)", t.Type, t.Local, g.UnderlayDev(), len(g.TunnelPorts()))
+		return
 	}
 	if gs.Bond != nil && gs.Bond.Mode != "absent" {
 		_, gs.SharedBlock = validate.SharedBlockCheck(h.Kernel, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)

@@ -114,6 +114,9 @@ func writeLAGOVSText(w io.Writer, g GroupStatus) {
 	if sb := g.SharedBlock; sb != nil {
 		fmt.Fprintf(w, "  tc shared block %s\n", sb)
 	}
+	if g.Tunnel != "" {
+		fmt.Fprintf(w, "  tunnel %s\n", g.Tunnel)
+	}
 	if fc := g.Flows; fc != nil {
 		fmt.Fprintf(w, "  ovs flows with traffic: %d in hardware, %d in tc software, %d in the kernel datapath (%d idle)\n", fc.Hardware, fc.TCSoftware, fc.KernelDP, fc.Idle)
 	}

@@ -84,6 +84,37 @@ type OffloadFacts struct {
 	// kernel datapath, whose flows tc can offload; "netdev": the userspace
 	// datapath, which tc offload does not apply to).
 	DatapathType string
+	// Tunnel is the group's tunnel, for its encap and decap flows; nil
+	// without one.
+	Tunnel *TunnelOffload
+}
+
+// TunnelOffload is what the offload check knows of a group's tunnel.
+type TunnelOffload struct {
+	// VPort is the datapath's tunnel port, the in_port of decap flows
+	// (vxlan_sys_4789, genev_sys_6081).
+	VPort string
+	// Unresolved are the remote endpoints whose next hop's neighbour entry
+	// is not resolved, with its state ("" none): mlx5 offloads no encap
+	// rule towards them.
+	Unresolved map[string]string
+}
+
+// encapDst is the tunnel destination a flow's actions encapsulate to
+// ("set(tunnel(tun_id=0x1388,src=192.0.2.11,dst=192.0.2.12,...))"), "" none.
+func encapDst(actions string) string {
+	_, rest, ok := strings.Cut(actions, "set(tunnel(")
+	if !ok {
+		return ""
+	}
+	_, rest, ok = strings.Cut(rest, "dst=")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, ",)"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
 }
 
 // FlowVerdict is one flow of the group with where it runs and why not in
@@ -140,6 +171,9 @@ func OffloadCheck(x OffloadFacts) Check {
 	ours := map[string]bool{x.Bond: true}
 	for _, r := range x.Reps {
 		ours[r] = true
+	}
+	if x.Tunnel != nil {
+		ours[x.Tunnel.VPort] = true // decap flows
 	}
 	d := OffloadData{Ports: x.Ports, Block: x.Block, HWOffload: x.HWOffload, TCPolicy: x.TCPolicy, Refusals: x.Refusals, Flows: []FlowVerdict{}}
 	var bad []string
@@ -199,9 +233,20 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 			}
 		}
 	}
+	decap := x.Tunnel != nil && f.InPort == x.Tunnel.VPort
+	if x.Tunnel != nil {
+		if dst := encapDst(f.Actions); dst != "" {
+			if st, unresolved := x.Tunnel.Unresolved[dst]; unresolved {
+				out = append(out, fmt.Sprintf("encap to %s: its next hop's neighbour is unresolved (%s): mlx5 offloads an encap rule only once it is resolved", dst, orDash(st)))
+			}
+		}
+	}
+	if decap && f.DP == "tc" && x.Ports[f.InPort].InHW == 0 {
+		out = append(out, fmt.Sprintf("decap on %s: no tc rule of it in hardware: mlx5 takes decap rules there through its indirect block (the eswitch in switchdev with encap-mode basic, the tunnel's local address on the LAG's bond)", f.InPort))
+	}
 	p, known := x.Ports[f.InPort]
 	switch {
-	case !known:
+	case !known || decap: // a tunnel device has no hw-tc-offload of its own
 	case p.ReadErr != "":
 		out = append(out, fmt.Sprintf("%s: %s", f.InPort, p.ReadErr))
 	case p.HWTC == nil:

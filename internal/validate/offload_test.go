@@ -128,3 +128,41 @@ func TestOutputPorts(t *testing.T) {
 		}
 	}
 }
+
+// Flows of a VXLAN group as the kernel datapath shows them: encap from a
+// representor to the remote, decap from the datapath's tunnel port.
+const (
+	flowEncapSW = "ufid:9, recirc_id(0),in_port(rep0),eth_type(0x0800),ipv4(frag=no), packets:40, bytes:4000, used:0.1s, dp:ovs, actions:set(tunnel(tun_id=0x1388,src=192.0.2.11,dst=192.0.2.12,ttl=64,tp_dst=4789,flags(df|key))),vxlan_sys_4789"
+	flowDecapTC = "ufid:10, recirc_id(0),tunnel(tun_id=0x1388,src=192.0.2.12,dst=192.0.2.11,flags(+key)),in_port(vxlan_sys_4789),eth_type(0x0800),ipv4(frag=no), packets:30, bytes:3000, used:0.1s, dp:tc, actions:rep0"
+)
+
+// TestOffloadCheckTunnel: a tunnel group's encap flow in software names
+// the remote's unresolved neighbour, its decap flow (from the tunnel's
+// datapath port, which is the group's) the indirect block; neither gets
+// the hw-tc-offload reasons of a representor.
+func TestOffloadCheckTunnel(t *testing.T) {
+	flows, err := ovs.ParseDumpFlows(flowEncapSW + "\n" + flowDecapTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := OffloadFacts{Flows: flows, HWOffload: "true", Bond: "bond0", Reps: []string{"rep0"},
+		Ports:  map[string]PortTC{"rep0": {HWTC: on(true), Driver: "mlx5_core", Rules: 1, InHW: 1}, "vxlan_sys_4789": {Driver: "vxlan", Rules: 1}},
+		Tunnel: &TunnelOffload{VPort: "vxlan_sys_4789", Unresolved: map[string]string{"192.0.2.12": "FAILED"}}}
+	c := OffloadCheck(x)
+	for _, s := range []string{
+		"in_port(rep0) 40 packets: OVS kernel datapath: encap to 192.0.2.12: its next hop's neighbour is unresolved (FAILED)",
+		"in_port(vxlan_sys_4789) 30 packets: tc software: decap on vxlan_sys_4789: no tc rule of it in hardware",
+		"2 of 2 flows with traffic NOT in hardware",
+	} {
+		if c.Verdict != Fail || !strings.Contains(c.Detail, s) {
+			t.Errorf("%s %q lacks %q", c.Verdict, c.Detail, s)
+		}
+	}
+	if strings.Contains(c.Detail, "vxlan_sys_4789 has no hw-tc-offload") {
+		t.Errorf("the tunnel port judged as a representor: %s", c.Detail)
+	}
+	x.Tunnel = nil // without the tunnel, its decap flow is no flow of the group
+	if c := OffloadCheck(x); strings.Contains(c.Detail, "vxlan_sys_4789") {
+		t.Errorf("decap flow judged without a tunnel: %s", c.Detail)
+	}
+}

@@ -49,6 +49,9 @@ type Target struct {
 	// AcceptUnverifiedLAG (config accept_unverified_lag): an mlx5 PF's LAG
 	// state that cannot be read is a skip, not a failure.
 	AcceptUnverifiedLAG bool
+	// Tunnel is the group's overlay (tunnel.go); nil: the bond is a port
+	// of the bridge.
+	Tunnel *TunnelWant
 }
 
 // VFPolicyWant is one VF's configured legacy policy: only the fields Set
@@ -78,6 +81,9 @@ type BridgePort struct {
 	OFPort int
 	Error  string
 	MTU    int // Interface.mtu as ovs-vswitchd reports it (0: not reported)
+	// Type and Options are the interface's (a tunnel port's).
+	Type    string
+	Options map[string]string
 }
 
 // Attachment is one configured attachment as the caller found it.
@@ -322,11 +328,15 @@ func MTUCheck(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) Check {
 	}
 	var ovsNames []string
 	for _, pf := range t.PFs {
-		link(pf.Netdev)
+		if t.Tunnel == nil { // with a tunnel they carry the underlay's MTU (tunnel/mtu)
+			link(pf.Netdev)
+		}
 	}
 	if t.Switchdev {
-		link(t.BondName)
-		ovsNames = append(ovsNames, t.BondName)
+		if t.Tunnel == nil {
+			link(t.BondName)
+			ovsNames = append(ovsNames, t.BondName)
+		}
 		for _, i := range t.Owners {
 			if i >= len(t.PFs) {
 				continue
@@ -550,7 +560,9 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 		}
 		return pass(name, "%s %s: ofport %d", what, netdev, p.OFPort)
 	}
-	out = append(out, port("ovs/port/"+t.BondName, "bond", t.BondName))
+	if t.Tunnel == nil {
+		out = append(out, port("ovs/port/"+t.BondName, "bond", t.BondName))
+	}
 	for _, i := range t.Owners {
 		if i >= len(t.PFs) {
 			continue
@@ -586,6 +598,9 @@ func ovsChecks(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	pfs := make([]string, len(t.PFs))
 	for i, pf := range t.PFs {
 		pfs[i] = pf.Netdev
+	}
+	if t.Tunnel != nil {
+		return append(out, tunnelChecks(k, t, facts)...) // the bond is no port: no shared block
 	}
 	c, _ := SharedBlockCheck(k, t.BondName, pfs, t.HWOffload)
 	return append(out, c)

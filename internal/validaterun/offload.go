@@ -26,7 +26,8 @@ const DefaultVswitchdLog = ovs.DefaultVswitchdLog
 // refusals.
 func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Group) validate.Check {
 	start := time.Now()
-	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType}
+	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType,
+		Tunnel: tunnelOffload(r.h.Kernel, g)}
 	if c, err := r.h.OVS(ctx); err != nil {
 		x.FlowsErr = err
 	} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {
@@ -34,7 +35,7 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	} else {
 		x.HWOffload, x.TCPolicy = bs.HWOffload, bs.TCPolicy
 		for _, p := range bs.Ports {
-			if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge {
+			if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge && p.Type == "" { // not a tunnel port
 				x.Reps = append(x.Reps, p.Name)
 			}
 		}

@@ -144,6 +144,7 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 	if g.MTU != 0 && !g.Switchdev() {
 		t.VFNetdevs = r.vfNetdevs(gh)
 	}
+	t.Tunnel = pipeline.TunnelWant(g)
 	if g.Switchdev() {
 		for _, rg := range g.RateGroups {
 			t.RateNodes = append(t.RateNodes, validate.RateNode{Name: rg.Name, TxMax: pipeline.Mbit(rg.TxMax), TxShare: pipeline.Mbit(rg.TxShare)})
@@ -292,7 +293,7 @@ func (r *run) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge,
 	}
 	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
 	for _, p := range bs.Ports {
-		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error, MTU: p.MTU}
+		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error, MTU: p.MTU, Type: p.Type, Options: p.Options}
 	}
 	return b, nil
 }

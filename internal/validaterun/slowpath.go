@@ -45,7 +45,7 @@ func (r *run) bridgeReps(ctx context.Context, g *config.Group) ([]string, error)
 	}
 	var out []string
 	for _, p := range bs.Ports {
-		if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge {
+		if p.Name != g.Bond.Name && p.Name != g.OVS.Bridge && p.Type == "" { // not a tunnel port
 			out = append(out, p.Name)
 		}
 	}

@@ -428,7 +428,7 @@ func (s *Server) dump() (string, error) {
 		"--columns=other_config", "list", "Open_vSwitch",
 		"--", "--columns=_uuid,name,datapath_type,ports,external_ids", "list", "Bridge",
 		"--", "--columns=_uuid,name,tag,vlan_mode,trunks,interfaces,external_ids", "list", "Port",
-		"--", "--columns=_uuid,name,type,mtu_request", "list", "Interface")
+		"--", "--columns=_uuid,name,type,mtu_request,options", "list", "Interface")
 	if err != nil {
 		return "", err
 	}
@@ -510,6 +510,9 @@ func (s *Server) dump() (string, error) {
 				mtu := ""
 				if m := setOf(i["mtu_request"]); len(m) == 1 {
 					mtu = " mtu_request=" + str(m[0])
+				}
+				if o := mapOf(i["options"]); len(o) > 0 { // a tunnel's: only where set
+					mtu += " options=" + mapString(i["options"])
 				}
 				fmt.Fprintf(&b, "    interface %q type=%q%s\n", str(i["name"]), str(i["type"]), mtu)
 			}

@@ -1,0 +1,175 @@
+#!/bin/bash
+# Scenario T: a VXLAN overlay over the bond on the real kernel. vflag up
+# with a tunnel puts the underlay on the bond (a VLAN interface bond0.30,
+# the local address, a route) and a VXLAN port with its options in the
+# bridge, not the bond; validate checks each piece. netdevsim of 6.1 passes
+# no packets, so the "switch side" is a veth enslaved by hand as the
+# active-backup bond's active slave, its peer in namespace r, the remote
+# endpoint (VLAN 30, 192.0.2.12, a kernel VXLAN device with 10.77.0.2); the
+# "VM" is a veth in namespace a on the bridge's default segment: iperf3
+# runs through the tunnel. A neighbour deleted by hand and an MTU chain
+# broken by hand are found by validate, up repairs the MTU, down leaves no
+# underlay, tunnel port or bond.
+#
+# MACHINE: default
+# TIMEOUT: 420
+# EXPECT: t_up t_underlay t_port t_no_bond_port t_validate t_again t_traffic t_neigh_resolved
+# EXPECT: t_neigh_deleted t_mtu_broken t_mtu_repaired t_down t_baseline
+. "$(dirname "$0")/lib.sh"
+
+ID=12
+step "bed: netdevsim with 2 ports, bonding, Open vSwitch, namespaces a and r"
+nsim_new $ID 2 || exit 1
+PF1=$(netdev_by_ppn $ID p1)
+PF2=$(netdev_by_ppn $ID p2)
+modprobe bonding max_bonds=0
+modprobe vxlan
+ovs_start || exit 1
+ip netns add a
+ip netns add r
+ip link add vs type veth peer name vr
+ip link set vr netns r
+ip link add oa type veth peer name oans
+ip link set oans netns a
+cat >/root/vflag.yaml <<EOC
+ovsdb: unix:/var/run/openvswitch/db.sock
+libvirt: qemu:///system
+lag_timeout: 20s
+groups:
+  - name: lag0
+    pfs: [$PF1, $PF2]
+    numvfs: 2
+    bond:
+      name: bond0
+      mode: active-backup
+      miimon: 100
+    ovs:
+      bridge: br-vf
+    tunnel:
+      type: vxlan
+      local: 192.0.2.11/24
+      underlay_vlan: 30
+      underlay_mtu: 1600
+      remotes: [192.0.2.12]
+      vni: 5000
+EOC
+V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
+snapshot() { # what down must restore: the PFs, no bond, addresses, routes, OVS
+	{
+		ip -d link show dev "$PF1" | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /'
+		ip -d link show dev "$PF2" | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /'
+		ip link show bond0 2>&1 | head -n 1
+		ip -o -4 addr show | grep -v ' lo ' | awk '{print $2, $3, $4}'
+		ip -4 route show
+		ovs-vsctl show | grep -v ovs_version
+	} >"$OUT/$1.state" 2>&1
+}
+snapshot base
+# tunnel_check NAME: validate's check NAME as "verdict detail".
+tunnel_check() {
+	V validate -o json --allow-skip >"$OUT/validate.json" 2>"$OUT/validate.err"
+	jq -r --arg n "$1" '.groups[0].checks[] | select(.name == $n) | "\(.verdict) \(.detail)"' "$OUT/validate.json"
+}
+verdict() { # verdict NAME VERDICT [DETAIL-ERE]
+	local got
+	got=$(tunnel_check "$1")
+	echo "$got"
+	case "$got" in "$2 "*) ;; *) return 1 ;; esac
+	[ -z "$3" ] || printf '%s' "$got" | grep -Eq -- "$3"
+}
+
+step "T: vflag up with a VXLAN tunnel"
+check t_up V up
+underlay() {
+	ip -d link show bond0.30 | head -n 3
+	ip -o addr show dev bond0.30 | awk '{print $2, $3, $4}'
+	ip -d link show bond0.30 | grep -q "vlan protocol 802.1Q id 30" || return 1
+	ip -o addr show dev bond0.30 | grep -q "192.0.2.11/24" || return 1
+	[ "$(cat /sys/class/net/bond0.30/mtu)" = 1600 ] && [ "$(cat /sys/class/net/bond0/mtu)" = 1600 ] || { echo "MTU not 1600"; return 1; }
+	echo "bond0.30 (VLAN 30 on bond0) has 192.0.2.11/24, mtu 1600"
+}
+check t_underlay underlay
+port() {
+	ovs-vsctl --columns=name,type,options,ofport list interface vx5000r0
+	[ "$(ovs-vsctl get interface vx5000r0 type)" = vxlan ] || return 1
+	ovs-vsctl get interface vx5000r0 options | grep -q 'key="5000"' || return 1
+	ovs-vsctl get interface vx5000r0 options | grep -q 'remote_ip="192.0.2.12"' || return 1
+	ovs-vsctl get interface vx5000r0 options | grep -q 'local_ip="192.0.2.11"'
+}
+check t_port port
+no_bond_port() {
+	ovs-vsctl list-ports br-vf
+	! ovs-vsctl list-ports br-vf | grep -qx bond0
+}
+check t_no_bond_port no_bond_port
+validate_tunnel() {
+	local c
+	for c in tunnel/underlay tunnel/route/192.0.2.12 tunnel/mtu tunnel/port/vx5000r0; do
+		verdict "$c" pass || return 1
+	done
+}
+check t_validate validate_tunnel
+check t_again again
+
+step "T: the switch side (veth as the bond's active slave), remote endpoint in r, iperf3 through the tunnel"
+set_active() { echo vs >/sys/class/net/bond0/bonding/active_slave && grep -qx vs /sys/class/net/bond0/bonding/active_slave; }
+traffic() {
+	ip -n r link set lo up
+	ip -n r link set vr mtu 1600 up
+	ip link set vs down
+	ip link set vs master bond0 || return 1
+	ip link set vs up
+	wait_for 5 set_active || { echo "vs is not the active slave: $(cat /sys/class/net/bond0/bonding/active_slave)"; return 1; }
+	ip -n r link add link vr name vr.30 type vlan id 30
+	ip -n r link set vr.30 up
+	ip -n r addr add 192.0.2.12/24 dev vr.30
+	ip -n r link add vxlan0 type vxlan id 5000 local 192.0.2.12 remote 192.0.2.11 dstport 4789 dev vr.30
+	ip -n r addr add 10.77.0.2/24 dev vxlan0
+	ip -n r link set vxlan0 up
+	ip -n a link set lo up
+	ip -n a addr add 10.77.0.1/24 dev oans
+	ip -n a link set oans up
+	ip link set oa up
+	ovs-vsctl add-port br-vf oa || return 1
+	wait_for 30 ip netns exec a ping -c 1 -W 1 10.77.0.2 || { echo "no ping through the tunnel"; ip neigh show dev bond0.30; return 1; }
+	ip netns exec r iperf3 -s -1 -D --logfile /tmp/iperf3-t.log
+	sleep 0.5
+	ip netns exec a iperf3 -c 10.77.0.2 -t 3 -J >"$OUT/iperf3.json" 2>&1 || { tail -n 5 "$OUT/iperf3.json"; return 1; }
+	jq -r '"iperf3 through VXLAN 5000 over bond0.30: \(.end.sum_received.bits_per_second / 1e6 | floor) Mbit/s"' "$OUT/iperf3.json"
+}
+check t_traffic traffic
+check t_neigh_resolved verdict tunnel/neigh/192.0.2.12 pass
+
+step "T: faults found by validate"
+neigh_deleted() {
+	ip neigh del 192.0.2.12 dev bond0.30 || return 1
+	verdict tunnel/neigh/192.0.2.12 fail "unresolved"
+}
+check t_neigh_deleted neigh_deleted
+mtu_broken() {
+	ip link set bond0.30 mtu 1500 || return 1
+	verdict tunnel/mtu fail "need 1550"
+}
+check t_mtu_broken mtu_broken
+mtu_repaired() {
+	ovs-vsctl del-port br-vf oa
+	ip link set vs nomaster # the bond back to the PFs alone, as vflag made it
+	V up || return 1
+	cat /sys/class/net/bond0.30/mtu
+	verdict tunnel/mtu pass
+}
+check t_mtu_repaired mtu_repaired
+
+step "T: down"
+down() {
+	V down || return 1
+	! ip link show bond0.30 >/dev/null 2>&1 || { echo "bond0.30 left"; return 1; }
+	! ovs-vsctl list-ports br-vf >/dev/null 2>&1 || { echo "br-vf left"; return 1; }
+	echo "no bond, no bond0.30, no br-vf"
+}
+check t_down down
+baseline() {
+	snapshot after
+	diff -u "$OUT/base.state" "$OUT/after.state" && echo "as before up ($(wc -l <"$OUT/after.state") lines)"
+}
+check t_baseline baseline
