@@ -81,7 +81,9 @@ func variants() []variant {
 		v("rates-numvfs6", func(x *variant) { x.rates, x.numvfs = 1, 6 }),
 		v("mtu-numvfs2", func(x *variant) { x.mtu, x.numvfs, x.rates = 9000, 2, 2 }),
 		// the tunnel layout: the bond leaves the bridge for an underlay.
-		v("tunnel-vxlan", func(x *variant) { x.tunnel, x.mtu = 1, 1550 }), // 1550 + 50 fills underlay_mtu 1600
+		// VFs with a VLAN on the default segment: an inner VLAN tag, so
+		// 1546 + 50 + 4 fills underlay_mtu 1600 (and 1500 + 70 + 4 Geneve's 1574).
+		v("tunnel-vxlan", func(x *variant) { x.tunnel, x.mtu = 1, 1546 }),
 		v("tunnel-geneve", func(x *variant) { x.tunnel = 2 }),
 	}
 }
@@ -149,7 +151,7 @@ func (x variant) config(d daemons) string {
 	case 1:
 		b.WriteString("    tunnel: {type: vxlan, local: 192.0.2.11/24, underlay_vlan: 30, underlay_mtu: 1600, gateway: 192.0.2.254, routes: [198.51.100.0/24], remotes: [192.0.2.12, 198.51.100.7], vni: 5000}\n")
 	case 2:
-		b.WriteString("    tunnel: {type: geneve, local: \"2001:db8::11/64\", underlay_mtu: 1570, remotes: [flow], vni: 7000}\n")
+		b.WriteString("    tunnel: {type: geneve, local: \"2001:db8::11/64\", underlay_mtu: 1574, remotes: [flow], vni: 7000}\n")
 	}
 	b.WriteString("    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true}\n")
 	if x.attach10 != "" {

@@ -3,17 +3,21 @@
 # with a tunnel puts the underlay on the bond (a VLAN interface bond0.30,
 # the local address, a route) and a VXLAN port with its options in the
 # bridge, not the bond; validate checks each piece. netdevsim of 6.1 passes
-# no packets, so the "switch side" is a veth enslaved by hand as the
-# active-backup bond's active slave, its peer in namespace r, the remote
-# endpoint (VLAN 30, 192.0.2.12, a kernel VXLAN device with 10.77.0.2); the
-# "VM" is a veth in namespace a on the bridge's default segment: iperf3
-# runs through the tunnel. A neighbour deleted by hand and an MTU chain
-# broken by hand are found by validate, up repairs the MTU, down leaves no
-# underlay, tunnel port or bond.
+# no packets, so the "switch side" is two veths enslaved by hand beside the
+# PFs (taken down, so only the veths carry the bond), their peers in a
+# bridge in namespace r, the remote endpoint (VLAN 30, 192.0.2.12, a kernel
+# VXLAN device with 10.77.0.2); the "VM" is a veth in namespace a on the
+# bridge's default segment: iperf3 runs through the tunnel, and the switch
+# port of the active slave goes down during it: bonding's own failover
+# (miimon sees the carrier loss) moves the underlay to the other veth and
+# iperf3 carries on. The netdevsim PFs take no part in that failover (no
+# hardware LAG, no mlx5 port selection). A neighbour deleted by hand and an
+# MTU chain broken by hand are found by validate, up repairs the MTU, down
+# leaves no underlay, tunnel port or bond.
 #
 # MACHINE: default
 # TIMEOUT: 420
-# EXPECT: t_up t_underlay t_port t_no_bond_port t_validate t_again t_traffic t_neigh_resolved
+# EXPECT: t_up t_underlay t_port t_no_bond_port t_validate t_again t_traffic t_failover t_neigh_resolved
 # EXPECT: t_neigh_deleted t_mtu_broken t_mtu_repaired t_down t_baseline
 . "$(dirname "$0")/lib.sh"
 
@@ -27,8 +31,10 @@ modprobe vxlan
 ovs_start || exit 1
 ip netns add a
 ip netns add r
-ip link add vs type veth peer name vr
-ip link set vr netns r
+ip link add vs1 type veth peer name vr1
+ip link add vs2 type veth peer name vr2
+ip link set vr1 netns r
+ip link set vr2 netns r
 ip link add oa type veth peer name oans
 ip link set oans netns a
 cat >/root/vflag.yaml <<EOC
@@ -111,33 +117,79 @@ validate_tunnel() {
 check t_validate validate_tunnel
 check t_again again
 
-step "T: the switch side (veth as the bond's active slave), remote endpoint in r, iperf3 through the tunnel"
-set_active() { echo vs >/sys/class/net/bond0/bonding/active_slave && grep -qx vs /sys/class/net/bond0/bonding/active_slave; }
-traffic() {
+step "T: the switch side (two veths as bond slaves, a bridge in r), iperf3 through the tunnel"
+active() { cat /sys/class/net/bond0/bonding/active_slave; }
+is_active() { [ "$(active)" = "$1" ]; }
+# switch_side: vs1 and vs2 join the bond (down first: bonding refuses an
+# up port), the PFs go down (6.1 netdevsim passes no packets: an active PF
+# would swallow the underlay), vs1 is made the active slave; in r the
+# peers are ports of a bridge that carries VLAN 30 to the remote endpoint.
+switch_side() {
+	local v
 	ip -n r link set lo up
-	ip -n r link set vr mtu 1600 up
-	ip link set vs down
-	ip link set vs master bond0 || return 1
-	ip link set vs up
-	wait_for 5 set_active || { echo "vs is not the active slave: $(cat /sys/class/net/bond0/bonding/active_slave)"; return 1; }
-	ip -n r link add link vr name vr.30 type vlan id 30
-	ip -n r link set vr.30 up
-	ip -n r addr add 192.0.2.12/24 dev vr.30
-	ip -n r link add vxlan0 type vxlan id 5000 local 192.0.2.12 remote 192.0.2.11 dstport 4789 dev vr.30
+	ip -n r link add brr type bridge
+	for v in vr1 vr2; do
+		ip -n r link set $v mtu 1600 master brr up || return 1
+	done
+	ip -n r link set brr up
+	for v in vs1 vs2; do
+		ip link set $v down
+		ip link set $v master bond0 || return 1
+		ip link set $v up
+	done
+	ip link set "$PF1" down
+	ip link set "$PF2" down
+	echo vs1 >/sys/class/net/bond0/bonding/active_slave
+	wait_for 5 is_active vs1 || { echo "vs1 is not the active slave: $(active)"; return 1; }
+	ip -n r link add link brr name brr.30 type vlan id 30
+	ip -n r link set brr.30 up
+	ip -n r addr add 192.0.2.12/24 dev brr.30
+	ip -n r link add vxlan0 type vxlan id 5000 local 192.0.2.12 remote 192.0.2.11 dstport 4789 dev brr.30
 	ip -n r addr add 10.77.0.2/24 dev vxlan0
 	ip -n r link set vxlan0 up
 	ip -n a link set lo up
 	ip -n a addr add 10.77.0.1/24 dev oans
 	ip -n a link set oans up
 	ip link set oa up
-	ovs-vsctl add-port br-vf oa || return 1
+	ovs-vsctl add-port br-vf oa
+}
+traffic() {
+	switch_side || return 1
 	wait_for 30 ip netns exec a ping -c 1 -W 1 10.77.0.2 || { echo "no ping through the tunnel"; ip neigh show dev bond0.30; return 1; }
 	ip netns exec r iperf3 -s -1 -D --logfile /tmp/iperf3-t.log
 	sleep 0.5
 	ip netns exec a iperf3 -c 10.77.0.2 -t 3 -J >"$OUT/iperf3.json" 2>&1 || { tail -n 5 "$OUT/iperf3.json"; return 1; }
-	jq -r '"iperf3 through VXLAN 5000 over bond0.30: \(.end.sum_received.bits_per_second / 1e6 | floor) Mbit/s"' "$OUT/iperf3.json"
+	jq -r '"iperf3 through VXLAN 5000 over bond0.30 (slave vs1): \(.end.sum_received.bits_per_second / 1e6 | floor) Mbit/s"' "$OUT/iperf3.json"
 }
 check t_traffic traffic
+# failover: a 12 s iperf3 through the tunnel; 4 s in, the switch port of
+# the active slave (vr1) goes down, vs1 loses its carrier, bonding's miimon
+# makes vs2 active. iperf3 must finish, move bytes in the intervals that
+# start a second or more after the failover, and the active slave must be
+# vs2 with a link failure counted on vs1.
+failover() {
+	local t0 t1 off after fails
+	ip netns exec r iperf3 -s -1 -D --logfile /tmp/iperf3-f.log
+	sleep 0.5
+	t0=$(date +%s%N)
+	ip netns exec a iperf3 -c 10.77.0.2 -t 12 -i 1 -J >"$OUT/iperf3-failover.json" 2>&1 &
+	local pid=$!
+	sleep 4
+	t1=$(date +%s%N)
+	ip -n r link set vr1 down
+	wait_for 5 is_active vs2 || echo "vs2 did not become active: $(active)"
+	echo "active slave after vr1 went down: $(active) ($((($(date +%s%N) - t1) / 1000000)) ms)"
+	wait $pid || { echo "iperf3 failed"; tail -n 5 "$OUT/iperf3-failover.json"; return 1; }
+	is_active vs2 || return 1
+	fails=$(awk '/^Slave Interface: vs1/ { s = 1 } s && /^Link Failure Count/ { print $4; exit }' /proc/net/bonding/bond0)
+	echo "vs1 link failures: $fails"
+	[ "${fails:-0}" -ge 1 ] || return 1
+	off=$(((t1 - t0) / 1000000000 + 1))
+	after=$(jq --argjson o "$off" '[.intervals[].sum | select(.start >= $o) | .bytes] | add // 0' "$OUT/iperf3-failover.json")
+	jq -r --argjson o "$off" '"iperf3 12 s, vr1 down at ~\($o - 1) s: \(.end.sum_received.bytes) bytes received, \(.end.sum_sent.retransmits // 0) retransmits; from \($o) s on: \([.intervals[].sum | select(.start >= $o) | .bytes] | add // 0) bytes in \([.intervals[].sum | select(.start >= $o)] | length) intervals"' "$OUT/iperf3-failover.json"
+	[ "$after" -gt 0 ]
+}
+check t_failover failover
 check t_neigh_resolved verdict tunnel/neigh/192.0.2.12 pass
 
 step "T: faults found by validate"
@@ -153,7 +205,10 @@ mtu_broken() {
 check t_mtu_broken mtu_broken
 mtu_repaired() {
 	ovs-vsctl del-port br-vf oa
-	ip link set vs nomaster # the bond back to the PFs alone, as vflag made it
+	ip link set vs1 nomaster # the bond back to the PFs alone, as vflag made it
+	ip link set vs2 nomaster
+	ip link set "$PF1" up
+	ip link set "$PF2" up
 	V up || return 1
 	cat /sys/class/net/bond0.30/mtu
 	verdict tunnel/mtu pass

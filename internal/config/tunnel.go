@@ -59,12 +59,69 @@ const (
 // TunnelOverhead is what a tunnel packet adds above the inner frame's MTU,
 // counted against the underlay's MTU: the inner frame's Ethernet header
 // 14, the outer IP header 20 (IPv4) or 40 (IPv6), UDP 8, VXLAN or Geneve
-// (without options) 8. An inner VLAN tag adds 4 more.
+// (without options) 8. An inner VLAN tag adds 4 more (InnerVLANTagLen,
+// Group.TunnelOverhead).
 func TunnelOverhead(ipv6 bool) int {
 	if ipv6 {
 		return 70
 	}
 	return 50
+}
+
+// InnerVLANTagLen is what an 802.1Q tag inside the tunnel adds.
+const InnerVLANTagLen = 4
+
+// InnerVLANTag names the first vfs entry or portgroup whose frames cross
+// the tunnel with a VLAN tag of their own ("vfs[1]", "network.portgroups[0]"),
+// "" when none: one on the default segment (no vni of its own) that is
+// tagged in the bridge (a vlan, a trunk or native-* vlan_mode, trunks).
+// The default segment's tunnel ports have no tag, so OVS sends them every
+// VLAN of the bridge tagged; a segment's own ports carry its VLAN as their
+// access tag and strip it.
+func (g *Group) InnerVLANTag() string {
+	if g.Tunnel == nil {
+		return ""
+	}
+	tagged := func(vni, vlan int, mode string, trunks []int) bool {
+		return vni == 0 && (vlan != 0 || (mode != "" && mode != "access") || len(trunks) > 0)
+	}
+	for i, vf := range g.VFs {
+		if tagged(vf.VNI, vf.VLAN, vf.VLANMode, vf.Trunks) {
+			return fmt.Sprintf("vfs[%d]", i)
+		}
+	}
+	if g.Network != nil {
+		for i, pg := range g.Network.Portgroups {
+			if tagged(pg.VNI, pg.VLAN, pg.VLANMode, pg.Trunks) {
+				return fmt.Sprintf("network.portgroups[%d]", i)
+			}
+		}
+	}
+	return ""
+}
+
+// TunnelOverhead is what the group's tunnel adds above the representors'
+// MTU: the headers (TunnelOverhead) and, when a port on the default
+// segment is tagged (InnerVLANTag), the inner VLAN tag.
+func (g *Group) TunnelOverhead() int {
+	if g.Tunnel == nil {
+		return 0
+	}
+	n := TunnelOverhead(g.Tunnel.IPv6())
+	if g.InnerVLANTag() != "" {
+		n += InnerVLANTagLen
+	}
+	return n
+}
+
+// InnerVLANNote explains the inner VLAN tag in an MTU message
+// (" and an inner VLAN tag (vfs[0] is tagged on the default segment)"),
+// "" without one.
+func (g *Group) InnerVLANNote() string {
+	if at := g.InnerVLANTag(); at != "" {
+		return fmt.Sprintf(" and an inner VLAN tag (%s is tagged on the default segment)", at)
+	}
+	return ""
 }
 
 // DstPortOf is the tunnel's UDP destination port.
@@ -382,11 +439,15 @@ func (v *validator) validateTunnelMTU(gc groupCheck, ipv6 bool) {
 	if u == 0 || g.MTU == 0 || v.reported[gc.p+".mtu"] {
 		return
 	}
-	if need := g.MTU + TunnelOverhead(ipv6); u < need {
+	over := TunnelOverhead(ipv6)
+	if g.InnerVLANTag() != "" {
+		over += InnerVLANTagLen
+	}
+	if need := g.MTU + over; u < need {
 		fam := "IPv4"
 		if ipv6 {
 			fam = "IPv6"
 		}
-		v.add(tp+".underlay_mtu", u, "leaves no room for the tunnel: the representors' mtu %d plus %d bytes of %s over %s headers needs %d on the bond", g.MTU, TunnelOverhead(ipv6), orVXLAN(g.Tunnel.Type), fam, need)
+		v.add(tp+".underlay_mtu", u, "leaves no room for the tunnel: the representors' mtu %d plus %d bytes of %s over %s headers%s needs %d on the bond", g.MTU, over, orVXLAN(g.Tunnel.Type), fam, g.InnerVLANNote(), need)
 	}
 }

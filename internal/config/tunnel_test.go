@@ -54,6 +54,37 @@ func TestTunnelPorts(t *testing.T) {
 	}
 }
 
+// TestTunnelInnerVLANTag: a port tagged in the bridge on the default
+// segment (a vlan, a trunk) puts a VLAN tag inside the tunnel, 4 bytes
+// more of the underlay's MTU; a segment's own port (vni) does not.
+func TestTunnelInnerVLANTag(t *testing.T) {
+	c := withTunnel(validConfig(), goodTunnel()) // vfs[0]: vlan 10, no vni
+	g := &c.Groups[0]
+	for _, tc := range []struct {
+		name string
+		edit func()
+		at   string
+		over int
+	}{
+		{"access VLAN on the default segment", func() {}, "vfs[0]", 54},
+		{"the VLAN is a segment's tag", func() { g.VFs[0].VNI = 5010 }, "", 50},
+		{"untagged portgroup", func() { g.Network = &Network{Portgroups: []Portgroup{{Name: "u"}}} }, "", 50},
+		{"trunk portgroup", func() { g.Network.Portgroups[0].VLANMode, g.Network.Portgroups[0].Trunks = "trunk", []int{20} }, "network.portgroups[0]", 54},
+		{"IPv6", func() { g.Tunnel.Local, g.Tunnel.Remotes = "2001:db8::11/64", []string{"2001:db8::12"} }, "network.portgroups[0]", 74},
+		{"no tunnel", func() { g.Tunnel = nil }, "", 0},
+	} {
+		tc.edit()
+		if at, over := g.InnerVLANTag(), g.TunnelOverhead(); at != tc.at || over != tc.over {
+			t.Errorf("%s: inner tag at %q, overhead %d; want %q, %d", tc.name, at, over, tc.at, tc.over)
+		}
+	}
+	c = withTunnel(validConfig(), goodTunnel())
+	c.Groups[0].MTU, c.Groups[0].Tunnel.UnderlayMTU = 9000, 9054
+	if err := c.Validate(); err != nil {
+		t.Fatalf("9000 + 54 on 9054: %v", err)
+	}
+}
+
 func TestValidateTunnel(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -72,12 +103,18 @@ func TestValidateTunnel(t *testing.T) {
 			c.Groups[0].VFs[0].VNI = 7
 			c.Groups[0].VFs = append(c.Groups[0].VFs, VFConfig{PF: 0, VF: 1, VLAN: 10, VNI: 8})
 		}, "groups[0].vfs[1].vni", "8", "one VLAN in the bridge, one segment"},
-		{"MTU chain does not fit", func(c *Config) { c.Groups[0].MTU = 9000 }, "groups[0].tunnel.underlay_mtu", "9000",
+		{"MTU chain does not fit", func(c *Config) { c.Groups[0].MTU, c.Groups[0].VFs[0].VNI = 9000, 5010 }, "groups[0].tunnel.underlay_mtu", "9000",
 			"mtu 9000 plus 50 bytes of VXLAN over IPv4 headers needs 9050"},
 		{"MTU chain IPv6", func(c *Config) {
-			c.Groups[0].MTU, c.Groups[0].Tunnel.UnderlayMTU = 1500, 1550
+			c.Groups[0].MTU, c.Groups[0].Tunnel.UnderlayMTU, c.Groups[0].VFs[0].VNI = 1500, 1550, 5010
 			c.Groups[0].Tunnel.Local, c.Groups[0].Tunnel.Remotes = "2001:db8::11/64", []string{"2001:db8::12"}
 		}, "groups[0].tunnel.underlay_mtu", "1550", "plus 70 bytes of VXLAN over IPv6 headers needs 1570"},
+		{"MTU chain with an inner VLAN tag", func(c *Config) { c.Groups[0].MTU, c.Groups[0].Tunnel.UnderlayMTU = 9000, 9050 }, "groups[0].tunnel.underlay_mtu", "9050",
+			"mtu 9000 plus 54 bytes of VXLAN over IPv4 headers and an inner VLAN tag (vfs[0] is tagged on the default segment) needs 9054"},
+		{"MTU chain with a trunk portgroup", func(c *Config) {
+			c.Groups[0].MTU, c.Groups[0].Tunnel.UnderlayMTU, c.Groups[0].VFs[0].VNI = 9000, 9050, 5010
+			c.Groups[0].Network = &Network{Portgroups: []Portgroup{{Name: "t", VLANMode: "trunk", Trunks: []int{20, 30}}}}
+		}, "groups[0].tunnel.underlay_mtu", "9050", "and an inner VLAN tag (network.portgroups[0] is tagged on the default segment) needs 9054"},
 		{"remote unreachable", func(c *Config) { c.Groups[0].Tunnel.Remotes = []string{"198.51.100.7"} }, "groups[0].tunnel.remotes[0]", "198.51.100.7", "no route"},
 		{"route without a gateway", func(c *Config) { c.Groups[0].Tunnel.Routes = []string{"198.51.100.0/24"} }, "groups[0].tunnel.routes[0]", "198.51.100.0/24", "needs tunnel.gateway"},
 		{"gateway outside the prefix", func(c *Config) { c.Groups[0].Tunnel.Gateway = "10.0.0.1" }, "groups[0].tunnel.gateway", "10.0.0.1", "inside local's prefix"},

@@ -110,6 +110,7 @@ type Group struct {
 	BondMode     string   // active-backup, balance-xor, 802.3ad; "" unknown
 	DatapathType string   // the bridge's datapath_type: "", "system" or "netdev"
 	HWOffload    bool     // the bridge wants hw-offload: the bond's shared tc block is checked
+	Tunnel       string   // the group's tunnel type (vxlan, geneve); "" none: the eswitch's encap mode is checked
 	// AcceptUnverifiedLAG: the config's accept_unverified_lag (a LAG state
 	// that cannot be read is a warning, not a failure).
 	AcceptUnverifiedLAG bool

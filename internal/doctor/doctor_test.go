@@ -851,3 +851,51 @@ func TestNeverAdvisesMoreThan64VFsForSwitchdev(t *testing.T) {
 		})
 	}
 }
+
+// encapKernel is the ready host's kernel with the simulated eswitch's
+// encap mode (dpKernel embeds only eswitch.Kernel).
+type encapKernel struct {
+	dpKernel
+	em eswitch.EncapModer
+}
+
+func (k encapKernel) EncapMode(d eswitch.Devlink) (string, error)    { return k.em.EncapMode(d) }
+func (k encapKernel) SetEncapMode(d eswitch.Devlink, m string) error { return k.em.SetEncapMode(d, m) }
+
+// TestEncapModeCheck: a tunnel group's PFs are checked for encap-mode
+// basic: basic passes, none in legacy passes (up sets basic before
+// switchdev), none in switchdev warns with the fix; a group without a
+// tunnel and a kernel that reads no encap mode are not checked.
+func TestEncapModeCheck(t *testing.T) {
+	r := newReady(t)
+	g := lagGroup()
+	if rep := runDoctor(t, r.env, Target{Groups: []Group{g}, StateDir: r.stateDir}); func() bool { _, ok := rep.Find("nic/encap-mode p0"); return ok }() {
+		t.Fatal("nic/encap-mode checked for a group without a tunnel")
+	}
+	g.Tunnel = "vxlan"
+	if c := mustFind(t, runDoctor(t, r.env, Target{Groups: []Group{g}, StateDir: r.stateDir}), "nic/encap-mode p0"); c.Status != Skip {
+		t.Fatalf("a kernel without encap modes: %+v, want skip", c)
+	}
+	r.env.Kernel = encapKernel{dpKernel: r.env.Kernel.(dpKernel), em: r.h}
+	dl := eswitch.Devlink{Bus: "pci", Device: pf0}
+	for _, step := range []struct {
+		do     func() error
+		status Status
+		detail string
+	}{
+		{func() error { return nil }, Pass, "encap-mode basic"},
+		{func() error { return r.h.SetEncapMode(dl, eswitch.EncapNone) }, Pass, "encap-mode none in legacy mode: vflag up sets basic before switchdev"},
+		{func() error { return r.h.SetEswitchMode(dl, eswitch.ModeSwitchdev) }, Warn, "encap-mode none in switchdev"},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		c := mustFind(t, runDoctor(t, r.env, Target{Groups: []Group{g}, StateDir: r.stateDir}), "nic/encap-mode p0")
+		if c.Status != step.status || !strings.Contains(c.Detail, step.detail) {
+			t.Fatalf("%+v, want %s with %q", c, step.status, step.detail)
+		}
+	}
+	if c := mustFind(t, runDoctor(t, r.env, Target{Groups: []Group{g}, StateDir: r.stateDir}), "nic/encap-mode p1"); c.Status != Pass {
+		t.Fatalf("p1: %+v, want pass", c)
+	}
+}

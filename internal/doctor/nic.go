@@ -270,6 +270,9 @@ func (d *doctor) nic(g *groupState) {
 	}
 	for _, p := range g.Ports {
 		d.checkEswitch(g, p)
+		if g.Tunnel != "" {
+			d.checkEncap(g, p)
+		}
 	}
 	d.checkDebugfs(g)
 	d.checkRoCE(g)
@@ -376,6 +379,42 @@ func (d *doctor) checkEswitch(g *groupState, p *port) {
 	default:
 		d.add(AreaNIC, name, p.name(), Fail, fmt.Sprintf("devlink dev eswitch show %s: %v", p.PF.Devlink, err),
 			fmt.Sprintf("make `devlink dev eswitch show %s` answer: mlx5_core loaded, iproute2's devlink installed, running as root", p.PF.Devlink))
+	}
+}
+
+// checkEncap: a tunnel group's PFs need the eswitch's encap mode basic
+// (mlx5 offloads tunnel encap and decap rules only then, its default where
+// the FDB has reformat and decap). up sets it before switchdev; in
+// switchdev mlx5 refuses the change while a flow is offloaded. A driver
+// that reports no encap mode (netdevsim) has nothing to check.
+func (d *doctor) checkEncap(g *groupState, p *port) {
+	const name = "nic/encap-mode"
+	if p.Err != nil || p.PFErr != nil {
+		return // platform/sriov and nic/eswitch say it
+	}
+	em, ok := d.env.Kernel.(eswitch.EncapModer)
+	if !ok {
+		d.add(AreaNIC, name, p.name(), Skip, "the kernel interface reads no encap mode", "")
+		return
+	}
+	dl := p.PF.Devlink
+	mode, err := em.EncapMode(dl)
+	switch {
+	case errors.Is(err, eswitch.ErrNotSupported) || errors.Is(err, syscall.EOPNOTSUPP):
+		d.add(AreaNIC, name, p.name(), Skip, fmt.Sprintf("devlink dev eswitch show %s reports no encap-mode (driver %s): nothing to check", dl, orDash(p.Driver)), "")
+	case err != nil:
+		d.add(AreaNIC, name, p.name(), Fail, fmt.Sprintf("devlink dev eswitch show %s: %v", dl, err),
+			fmt.Sprintf("make `devlink dev eswitch show %s` answer: mlx5_core loaded, iproute2's devlink installed, running as root", dl))
+	case mode == eswitch.EncapBasic:
+		d.add(AreaNIC, name, p.name(), Pass, fmt.Sprintf("devlink dev eswitch show %s: encap-mode basic (the %s tunnel's rules can be offloaded)", dl, g.Tunnel), "")
+	default:
+		esw, _ := d.env.Kernel.EswitchMode(dl)
+		if esw == eswitch.ModeSwitchdev {
+			d.add(AreaNIC, name, p.name(), Warn, fmt.Sprintf("devlink dev eswitch show %s: encap-mode %s in switchdev: mlx5 offloads no %s rule, and refuses the change while a flow is offloaded", dl, mode, g.Tunnel),
+				fmt.Sprintf("vflag down, then vflag up (it sets encap-mode basic before switchdev); or devlink dev eswitch set %s encap-mode basic while no flow is offloaded", dl))
+			return
+		}
+		d.add(AreaNIC, name, p.name(), Pass, fmt.Sprintf("devlink dev eswitch show %s: encap-mode %s in %s mode: vflag up sets basic before switchdev", dl, mode, orDash(esw)), "")
 	}
 }
 

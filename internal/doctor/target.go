@@ -15,6 +15,10 @@ func TargetFromConfig(cfg *config.Config) Target {
 		return t
 	}
 	for _, g := range cfg.Groups {
+		tunnel := ""
+		if g.Tunnel != nil {
+			tunnel = g.Tunnel.Type
+		}
 		t.Groups = append(t.Groups, Group{
 			Name: g.Name, PFs: g.PFs, NumVFs: g.NumVFs,
 			Switchdev: g.Eswitch == eswitch.ModeSwitchdev,
@@ -22,6 +26,7 @@ func TargetFromConfig(cfg *config.Config) Target {
 			HWOffload: g.OVS.HWOffload != nil && *g.OVS.HWOffload,
 			OVSDB:     cfg.OVSDB, Libvirt: cfg.Libvirt,
 			AcceptUnverifiedLAG: cfg.AcceptUnverifiedLAG,
+			Tunnel:              tunnel,
 		})
 	}
 	return t

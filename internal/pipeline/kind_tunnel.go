@@ -355,7 +355,7 @@ func TunnelWant(g *config.Group) *validate.TunnelWant {
 		return nil
 	}
 	w := &validate.TunnelWant{Type: t.Type, Dev: g.UnderlayDev(), Local: t.Prefix().String(), RepMTU: g.MTU,
-		Overhead: config.TunnelOverhead(t.IPv6())}
+		Overhead: g.TunnelOverhead(), InnerVLAN: g.InnerVLANNote()}
 	if !t.Flow() {
 		w.Remotes = t.Remotes
 	}

@@ -1,7 +1,5 @@
 package pipeline
 
-import "github.com/vflag/vflag/internal/config"
-
 // preflightTunnel checks a tunnel group against the host before any
 // write: the local address on no other device, and the MTU chain where
 // the config leaves one end to the host (the bond's MTU without
@@ -29,9 +27,10 @@ func (e *Env) preflightTunnel(g Group, p string, add func(string, any, string, .
 	if reps == 0 {
 		reps = 1500
 	}
-	if need := reps + config.TunnelOverhead(t.IPv6()); bond != 0 && bond < need {
-		add(tp+".underlay_mtu", t.UnderlayMTU, "the MTU chain does not fit: %s is %d, but the representors' %d plus %d bytes of tunnel headers need %d (set tunnel.underlay_mtu to %d or more, or lower mtu)",
-			bondFrom, bond, reps, config.TunnelOverhead(t.IPv6()), need, need)
+	over := g.TunnelOverhead()
+	if need := reps + over; bond != 0 && bond < need {
+		add(tp+".underlay_mtu", t.UnderlayMTU, "the MTU chain does not fit: %s is %d, but the representors' %d plus %d bytes of tunnel headers%s need %d (set tunnel.underlay_mtu to %d or more, or lower mtu)",
+			bondFrom, bond, reps, over, g.InnerVLANNote(), need, need)
 	}
 }
 

@@ -101,7 +101,7 @@ func TestTunnelPreflight(t *testing.T) {
 	_, err := e.Preflight(context.Background())
 	for _, want := range []string{
 		`groups[0].tunnel.local: "192.0.2.11/24" is already on lo`,
-		`groups[0].tunnel.underlay_mtu: "0" the MTU chain does not fit: the MTU of ens1f0np0 (the bond takes it) is 1500, but the representors' 1500 plus 50 bytes of tunnel headers need 1550`,
+		`groups[0].tunnel.underlay_mtu: "0" the MTU chain does not fit: the MTU of ens1f0np0 (the bond takes it) is 1500, but the representors' 1500 plus 54 bytes of tunnel headers and an inner VLAN tag (vfs[1] is tagged on the default segment) need 1554`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("preflight: %v\nwant %s", err, want)
@@ -116,5 +116,12 @@ func TestTunnelPreflight(t *testing.T) {
 	e = New(b.config(bc), b.h, slog.New(slog.DiscardHandler))
 	if _, err := e.Preflight(context.Background()); err != nil {
 		t.Fatalf("preflight of the fitting config: %v", err)
+	}
+	// Every tagged VF on a segment of its own: no inner VLAN tag, 50 bytes.
+	untagged := noMTU.with(func(c *config.Config) { c.Groups[0].VFs[1].VNI, c.Groups[0].VFs[2].VNI = 5100, 5200 })
+	e = New(b.config(untagged), b.h, slog.New(slog.DiscardHandler))
+	_, err = e.Preflight(context.Background())
+	if want := "is 1500, but the representors' 1500 plus 50 bytes of tunnel headers need 1550 "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("preflight without an inner VLAN tag: %v\nwant %s", err, want)
 	}
 }

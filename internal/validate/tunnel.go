@@ -22,7 +22,10 @@ type TunnelWant struct {
 	// RepMTU is the representors' MTU (the group's mtu; 0: 1500, the
 	// kernel's), Overhead what the tunnel's headers add.
 	RepMTU, Overhead int
-	Ports            []TunnelPortWant
+	// InnerVLAN explains an inner VLAN tag counted in Overhead (" and an
+	// inner VLAN tag (vfs[0] is tagged on the default segment)"), "" without.
+	InnerVLAN string
+	Ports     []TunnelPortWant
 }
 
 // TunnelPortWant is one tunnel port of the bridge.
@@ -126,9 +129,9 @@ func tunnelMTUCheck(k eswitch.Kernel, t Target) Check {
 		return failed(TunnelMTUName, "cannot read the MTU of %s: %v", tw.Dev, err)
 	}
 	if need := reps + tw.Overhead; l.MTU < need {
-		return failed(TunnelMTUName, "%s has MTU %d, but the representors' %d plus %d bytes of tunnel headers need %d: full-size frames are dropped on the underlay (set tunnel.underlay_mtu to %d or more, or lower mtu)", tw.Dev, l.MTU, reps, tw.Overhead, need, need)
+		return failed(TunnelMTUName, "%s has MTU %d, but the representors' %d plus %d bytes of tunnel headers%s need %d: full-size frames are dropped on the underlay (set tunnel.underlay_mtu to %d or more, or lower mtu)", tw.Dev, l.MTU, reps, tw.Overhead, tw.InnerVLAN, need, need)
 	}
-	return pass(TunnelMTUName, "%s MTU %d fits the representors' %d plus %d bytes of tunnel headers", tw.Dev, l.MTU, reps, tw.Overhead)
+	return pass(TunnelMTUName, "%s MTU %d fits the representors' %d plus %d bytes of tunnel headers%s", tw.Dev, l.MTU, reps, tw.Overhead, tw.InnerVLAN)
 }
 
 func tunnelPortCheck(t Target, want TunnelPortWant, facts Facts) Check {

@@ -71,6 +71,15 @@ func TestTunnelChecks(t *testing.T) {
 	expectFail("tunnel/route/198.51.100.7", "no route to 198.51.100.7 through bond0.30")
 	must(h.SetLinkMTU("bond0", 9000)) // the VLAN interface follows it down
 	expectFail("tunnel/mtu", "bond0.30 has MTU 9000, but the representors' 9000 plus 50 bytes of tunnel headers need 9050")
+	// A tagged port on the default segment: 4 bytes more, and why.
+	must(h.SetLinkMTU("bond0", 9052))
+	must(h.SetLinkMTU("bond0.30", 9052))
+	if c := verdicts()["tunnel/mtu"]; c.Verdict != Pass {
+		t.Fatalf("tunnel/mtu at 9052 without an inner tag: %+v", c)
+	}
+	tg.Tunnel.Overhead, tg.Tunnel.InnerVLAN = 54, " and an inner VLAN tag (vfs[1] is tagged on the default segment)"
+	expectFail("tunnel/mtu", "bond0.30 has MTU 9052, but the representors' 9000 plus 54 bytes of tunnel headers and an inner VLAN tag (vfs[1] is tagged on the default segment) need 9054")
+	tg.Tunnel.Overhead, tg.Tunnel.InnerVLAN = 50, ""
 	must(h.DelAddr("bond0.30", "192.0.2.11/24"))
 	expectFail("tunnel/underlay", "is not on bond0.30")
 	facts.Bridge.Ports["vx5000r0"] = BridgePort{OFPort: 3, Type: "vxlan", Options: map[string]string{"key": "1"}}

@@ -11,7 +11,9 @@
 // operations when both PFs work in parallel, computed from the latency model:
 // up in switchdev = numvfs*vf_create + mode_change + lag_activation; up in
 // legacy = numvfs*vf_create; down in switchdev = mode_change (`down` is the
-// median of 5, each from the same converged host: moreDowns).
+// median of 5, each from the same converged host: moreDowns). The critical
+// path also runs the 2 x 64 switchdev group with a VXLAN tunnel
+// (tunnelPath): same bound, same ratio and no-op targets.
 //
 // Every target missed makes the command exit 1: a row marked MISS, and the
 // asserted ones, marked FAIL (below).
@@ -190,6 +192,8 @@ type scenario struct {
 	simDir    string
 	state     string
 	wrap      []string // run vflag under this command (perf record ... --)
+	// tunnel gives the switchdev group a VXLAN tunnel (tunnelConfig).
+	tunnel bool
 }
 
 func (b *bencher) scenario(switchdev bool, numvfs int, lat sim.Latency) *scenario {
@@ -218,6 +222,9 @@ func (s *scenario) config() string {
     bond: {name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
     ovs: {bridge: br-lag, hw_offload: true, datapath_type: netdev}
 `, s.numvfs)
+		if s.tunnel {
+			c.WriteString(tunnelConfig)
+		}
 	} else {
 		fmt.Fprintf(&c, `  - name: sriov0
     eswitch: legacy
@@ -443,6 +450,46 @@ func (b *bencher) criticalPath() {
 		again := s.vflag("down")
 		b.add(noopRow("teardown", "down "+name+" again (nothing to undo)", again))
 	}
+	b.tunnelPath()
+}
+
+// tunnelConfig is the switchdev group's tunnel in the tunnel rows: the
+// bond leaves the bridge and carries the underlay (VLAN 30, the local
+// address, a route through a gateway), the bridge holds a VXLAN port for
+// each of the two remotes beside the representors.
+const tunnelConfig = `    tunnel: {type: vxlan, local: 192.0.2.11/24, underlay_vlan: 30, underlay_mtu: 1600, gateway: 192.0.2.254, routes: [198.51.100.0/24], remotes: [192.0.2.12, 198.51.100.7], vni: 5000}
+`
+
+// tunnelPath: the 2 x 64 switchdev group of the critical path with a VXLAN
+// tunnel. Its up has the same hardware lower bound (the underlay and the
+// tunnel ports cost no modelled latency) and the same bound ratio target;
+// its no-op re-run the same target. The down is reported.
+func (b *bencher) tunnelPath() {
+	s := b.scenario(true, 64, b.hw)
+	s.tunnel = true
+	if err := os.WriteFile(s.cfg, []byte(s.config()), 0o600); err != nil {
+		b.r.Fatalf("%v", err)
+	}
+	name := "2 x 64 switchdev, VXLAN tunnel"
+	progress("vflag up, " + name + ", hardware latencies")
+	up := s.vflag("up")
+	var tunnelSteps int
+	for _, st := range up.rep.Steps {
+		if st.Changed && strings.HasPrefix(st.ID, "tunnel.") {
+			tunnelSteps++
+		}
+	}
+	if tunnelSteps == 0 {
+		b.r.Fatalf("up %s changed no tunnel step: the tunnel was not built", name)
+	}
+	b.add(ratioRow("critical path", "up "+name, up.wall, s.upBound(), 1.02))
+	b.quiesceOVS("up " + name)
+	noop := s.medianOf5("up")
+	nr := noopRow("no-op re-run", "up "+name+" (converged, median of 5)", noop)
+	nr.floor = s.floor()
+	b.add(nr)
+	down := s.vflag("down")
+	b.add(row{section: "teardown", what: "down " + name, measured: secs(down.wall), bound: secs(s.downBound()), status: "report"})
 }
 
 // moreDowns times n more downs of the scenario, each from the same

@@ -56,6 +56,11 @@ func TestBenchCardsCanEnterVFLAG(t *testing.T) {
 		s := &scenario{b: b, switchdev: sd, numvfs: 64}
 		configs[fmt.Sprintf("scenario switchdev=%v", sd)] = s.config()
 	}
+	tun := &scenario{b: b, switchdev: true, numvfs: 64, tunnel: true}
+	configs["scenario switchdev with a tunnel"] = tun.config()
+	if !strings.Contains(configs["scenario switchdev with a tunnel"], "    tunnel: {type: vxlan") {
+		t.Errorf("the tunnel scenario's config has no tunnel:\n%s", configs["scenario switchdev with a tunnel"])
+	}
 	c := baseTconf()
 	c.groupB = true
 	configs["transitions"] = b.tconfig(c, sim.Latency{})
