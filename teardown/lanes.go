@@ -33,7 +33,7 @@ func (r *Runner) Lanes(ctx context.Context, names []string, fn func(ctx context.
 	})
 	sibling := lctx.Err() != nil && ctx.Err() == nil
 	cancel()
-	r.hold(-1)
+	heldFail := r.hold(-1)
 	r.sortResults(start, names)
 	var failed, degraded []error
 	stopped := false
@@ -55,22 +55,33 @@ func (r *Runner) Lanes(ctx context.Context, names []string, fn func(ctx context.
 	switch {
 	case len(failed) == 0:
 		return errors.Join(degraded...)
-	case stopped:
+	case stopped || r.DryRun || !heldFail:
+		// No step failed (a lane's own error before its steps): as a run
+		// of one lane, no rollback.
 		return errors.Join(failed...)
 	}
 	return r.fail(ctx, errors.Join(failed...))
 }
 
-// hold counts running Lanes calls (fail rolls back only outside them).
-func (r *Runner) hold(d int) {
+// hold counts running Lanes calls (fail rolls back only outside them);
+// the last one out learns whether a failure was held meanwhile.
+func (r *Runner) hold(d int) (heldFail bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == 0 {
+		r.heldFail = false
+	}
 	r.held += d
-	r.mu.Unlock()
+	return r.heldFail
 }
 
+// holding tells whether Lanes are running, noting a failure held.
 func (r *Runner) holding() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.held > 0 {
+		r.heldFail = true
+	}
 	return r.held > 0
 }
 

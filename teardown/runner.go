@@ -113,15 +113,16 @@ type Runner struct {
 	// rollback's redo: the objects the rollback put back from captures).
 	Skip map[string]bool
 
-	mu      sync.Mutex         // guards run, applies, results, held
-	held    int                // Lanes running: a failure waits for the other lanes (no rollback yet)
-	run     string             // this run's id, stored in the entries it journals
-	applies int                // Apply calls started in this run (StopAfter)
-	batches int                // Do calls that journaled something (Entry.Batch)
-	wrote   bool               // this run applied or undid something
-	written map[string]bool    // the kinds this run applied or undid (changes that were not Contained)
-	needed  map[string]Change  // DryRun: Replannable steps' needed changes (NeededChanges)
-	prior   map[string]Capture // DryRun: every needed change's capture (Captured)
+	mu       sync.Mutex         // guards run, applies, results, held
+	held     int                // Lanes running: a failure waits for the other lanes (no rollback yet)
+	heldFail bool               // a failure was held meanwhile: Lanes rolls back
+	run      string             // this run's id, stored in the entries it journals
+	applies  int                // Apply calls started in this run (StopAfter)
+	batches  int                // Do calls that journaled something (Entry.Batch)
+	wrote    bool               // this run applied or undid something
+	written  map[string]bool    // the kinds this run applied or undid (changes that were not Contained)
+	needed   map[string]Change  // DryRun: Replannable steps' needed changes (NeededChanges)
+	prior    map[string]Capture // DryRun: every needed change's capture (Captured)
 	// redoLater: entries this rollback undid and removed whose change
 	// destroyed more than its own object (RollbackUndoRedo): Redo gets them.
 	redoLater []Entry
@@ -689,7 +690,7 @@ func (r *Runner) Fail(ctx context.Context, cause error) error {
 // cancellation: an interrupted up still puts the host back.
 func (r *Runner) fail(ctx context.Context, cause error) error {
 	if r.Journal == nil || r.holding() {
-		return cause
+		return cause // Lanes rolls back once every lane stopped
 	}
 	if r.NoRollback {
 		r.log().Warn("failed; no rollback", "journal", r.Journal.Path(), "err", cause)
