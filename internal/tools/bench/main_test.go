@@ -56,6 +56,10 @@ func TestBenchCardsCanEnterVFLAG(t *testing.T) {
 		s := &scenario{b: b, switchdev: sd, numvfs: 64}
 		configs[fmt.Sprintf("scenario switchdev=%v", sd)] = s.config()
 	}
+	for _, n := range []int{2, 4} {
+		s := &scenario{b: b, switchdev: true, numvfs: 64 / (n / 2), nics: n}
+		configs[fmt.Sprintf("several NICs: %d", n)] = s.multiConfig()
+	}
 	c := baseTconf()
 	c.groupB = true
 	configs["transitions"] = b.tconfig(c, sim.Latency{})
