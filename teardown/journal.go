@@ -44,6 +44,10 @@ type Entry struct {
 	// 1; 0 in journals written before batches were recorded). The steps of
 	// one Do call are independent, so their undos may run concurrently.
 	Batch int `json:"batch,omitempty"`
+	// Group is the step's Step.Group ("" in journals written before the
+	// groups ran side by side): a down undoes different groups' entries
+	// side by side only when every entry has one.
+	Group string `json:"group,omitempty"`
 	// Time of the entry's last state change.
 	Time time.Time `json:"time"`
 	// Open is set while the run that changed (or removed) the entry has

@@ -80,6 +80,11 @@ type Runner struct {
 	// undone on its own: it leaves the journal in the same write as that
 	// entry, or is undone on its own after all if that entry's undo fails.
 	Moot func(e Entry, later []Entry) (by, said string)
+	// Serial are the kinds whose undos of different groups' entries run
+	// one at a time, in reverse journal order, when the groups' entries are
+	// otherwise undone side by side (undoAll): what the groups share (the
+	// Open_vSwitch row's hw-offload, a domain's XML).
+	Serial map[string]bool
 	// Abort, when set, bounds the rollback after a failure (a second
 	// Ctrl-C): once it is done the rollback stops after its current undo
 	// batch and the rest stays in the journal for up or down. Unset, the
@@ -108,14 +113,16 @@ type Runner struct {
 	// rollback's redo: the objects the rollback put back from captures).
 	Skip map[string]bool
 
-	mu      sync.Mutex         // guards run, applies, results
-	run     string             // this run's id, stored in the entries it journals
-	applies int                // Apply calls started in this run (StopAfter)
-	batches int                // Do calls that journaled something (Entry.Batch)
-	wrote   bool               // this run applied or undid something
-	written map[string]bool    // the kinds this run applied or undid (changes that were not Contained)
-	needed  map[string]Change  // DryRun: Replannable steps' needed changes (NeededChanges)
-	prior   map[string]Capture // DryRun: every needed change's capture (Captured)
+	mu       sync.Mutex         // guards run, applies, results, held
+	held     int                // Lanes running: a failure waits for the other lanes (no rollback yet)
+	heldFail bool               // a failure was held meanwhile: Lanes rolls back
+	run      string             // this run's id, stored in the entries it journals
+	applies  int                // Apply calls started in this run (StopAfter)
+	batches  int                // Do calls that journaled something (Entry.Batch)
+	wrote    bool               // this run applied or undid something
+	written  map[string]bool    // the kinds this run applied or undid (changes that were not Contained)
+	needed   map[string]Change  // DryRun: Replannable steps' needed changes (NeededChanges)
+	prior    map[string]Capture // DryRun: every needed change's capture (Captured)
 	// redoLater: entries this rollback undid and removed whose change
 	// destroyed more than its own object (RollbackUndoRedo): Redo gets them.
 	redoLater []Entry
@@ -351,7 +358,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 	for i, s := range steps {
 		if o := outs[i]; !o.change.Needed {
 			r.log().Debug("skip", "step", s.Kind, "id", s.ID, "summary", o.change.Summary)
-			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Phase: PhaseSkip, Duration: o.dur})
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: o.change.Summary, Phase: PhaseSkip, Duration: o.dur})
 		}
 	}
 	if err := r.applySteps(ctx, steps, outs); err != nil {
@@ -441,14 +448,14 @@ func (r *Runner) reportChecks(steps []Step, outs []checked) []error {
 		case o.err != nil:
 			checkErrs = append(checkErrs, o.err)
 			log.Error("check failed", "step", s.Kind, "id", s.ID, "err", o.err)
-			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, DryRun: r.DryRun, Phase: PhaseApply, Duration: o.dur, Err: o.err})
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: o.change.Summary, DryRun: r.DryRun, Phase: PhaseApply, Duration: o.dur, Err: o.err})
 		case r.DryRun:
 			phase := PhaseSkip
 			if o.change.Needed {
 				phase = PhaseApply
 			}
 			log.Info("plan", "step", s.Kind, "id", s.ID, "needed", o.change.Needed, "summary", o.change.Summary)
-			r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: o.change.Needed, DryRun: true, Phase: phase, Duration: o.dur, Disruptive: o.change.Needed && o.change.Disruptive})
+			r.emit(Event{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: o.change.Summary, Changed: o.change.Needed, DryRun: true, Phase: phase, Duration: o.dur, Disruptive: o.change.Needed && o.change.Disruptive})
 		}
 	}
 	return checkErrs
@@ -476,7 +483,7 @@ func (r *Runner) journalPending(steps []Step, outs []checked, run string) error 
 				continue
 			}
 			if at < 0 {
-				e := Entry{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Revert: o.change.Revert, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now}
+				e := Entry{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: o.change.Summary, Revert: o.change.Revert, Record: o.record, State: StatePending, Run: run, Batch: batch, Time: now}
 				if !r.NoOpen {
 					e.Open = &Open{Run: run, Redo: o.change.Rollback == RollbackUndoRedo}
 				}
@@ -546,6 +553,9 @@ func repend(e *Entry, s Step, o checked, run string, batch int, now time.Time) e
 		e.Record = b
 	}
 	e.State = StatePending
+	if s.Group != "" {
+		e.Group = s.Group
+	}
 	e.Run = run
 	e.Batch = batch
 	e.Time = now
@@ -585,7 +595,7 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 		} else {
 			log.Info("applied", "step", s.Kind, "id", s.ID, "duration", dur)
 		}
-		r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err, Disruptive: o.change.Disruptive})
+		r.emit(Event{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err, Disruptive: o.change.Disruptive})
 	})
 	return errors.Join(applyErrs...)
 }
@@ -609,7 +619,7 @@ func (r *Runner) barrier(ctx context.Context, s Step) error {
 	} else {
 		log.Info("barrier passed", "step", s.Kind, "id", s.ID, "duration", dur, "summary", summary)
 	}
-	r.emit(Event{Kind: s.Kind, ID: s.ID, Summary: summary, Phase: PhaseWait, Duration: dur, Err: err})
+	r.emit(Event{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: summary, Phase: PhaseWait, Duration: dur, Err: err})
 	if err != nil && s.Degrade && ctx.Err() == nil {
 		return fmt.Errorf("%w%w", err, silent{ErrDegraded})
 	}
@@ -679,8 +689,8 @@ func (r *Runner) Fail(ctx context.Context, cause error) error {
 // became of the run's changes. The rollback is not cut short by ctx's
 // cancellation: an interrupted up still puts the host back.
 func (r *Runner) fail(ctx context.Context, cause error) error {
-	if r.Journal == nil {
-		return cause
+	if r.Journal == nil || r.holding() {
+		return cause // Lanes rolls back once every lane stopped
 	}
 	if r.NoRollback {
 		r.log().Warn("failed; no rollback", "journal", r.Journal.Path(), "err", cause)
@@ -874,6 +884,17 @@ func (r *Runner) Down(ctx context.Context) error {
 // away) is not undone on its own: it leaves the journal with the entry that
 // undoes it, or, if that undo fails, is undone on its own right after.
 func (r *Runner) undoAll(ctx context.Context, entries []Entry, mode undoMode) (int, error) {
+	lanes := splitLanes(entries)
+	if len(lanes) < 2 {
+		return r.undoLine(ctx, entries, mode, nil)
+	}
+	return r.undoLanes(ctx, entries, lanes, mode)
+}
+
+// undoLine is undoAll for one line of entries; chain, when set, orders
+// the Serial kinds' undos against the other lines'.
+func (r *Runner) undoLine(ctx context.Context, entries []Entry, mode undoMode, chain *serialChain) (int, error) {
+	defer chain.release(entries)
 	var errs []error
 	done := 0
 	// deferred: moot entries by the id of the entry whose undo takes them.
@@ -897,7 +918,12 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry, mode undoMode) (i
 			}
 			group = append(group, e)
 		}
+		if err := chain.wait(ctx, entries[lo:hi+1]); err != nil {
+			errs = append(errs, fmt.Errorf("undo stopped before %s, %d entr(ies) left in journal %s: %w", entries[hi].ID, hi+1, r.Journal.Path(), err))
+			break
+		}
 		n, gerrs := r.undoGroup(ctx, group, deferred, mode)
+		chain.release(entries[lo : hi+1])
 		done += n
 		errs = append(errs, gerrs...)
 		hi = lo - 1
@@ -933,7 +959,7 @@ func (r *Runner) undoConcurrently(ctx context.Context, group []Entry, mode undoM
 		// Reverse order inside the group too, for a sequential (single) group's log.
 		i := len(group) - 1 - k
 		e := group[i]
-		ev := Event{Kind: e.Kind, ID: e.ID, Summary: revertSummary(e), Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+		ev := Event{Kind: e.Kind, ID: e.ID, Group: e.Group, Summary: revertSummary(e), Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
 		defer func() { evs[i] = ev }()
 		if r.DryRun {
 			log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)
@@ -975,7 +1001,7 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 		for i := len(group) - 1; i >= 0; i-- {
 			r.emit(evs[i])
 			for _, m := range deferred[group[i].ID] {
-				r.emit(Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, DryRun: true, Phase: PhaseUndo})
+				r.emit(Event{Kind: m.Kind, ID: m.ID, Group: m.Group, Summary: m.said, Changed: true, DryRun: true, Phase: PhaseUndo})
 			}
 		}
 		return 0, nil
@@ -1025,7 +1051,7 @@ func (r *Runner) undoGroup(ctx context.Context, group []Entry, deferred map[stri
 		for _, m := range deferred[e.ID] {
 			log.Info("undone", "step", m.Kind, "id", m.ID, "state", m.State, "with", e.ID)
 			done++
-			ev := Event{Kind: m.Kind, ID: m.ID, Summary: m.said, Changed: true, Phase: PhaseUndo}
+			ev := Event{Kind: m.Kind, ID: m.ID, Group: m.Group, Summary: m.said, Changed: true, Phase: PhaseUndo}
 			if mode == undoPrune && r.FailAt != "" && r.FailAt == m.ID {
 				ev.Err = fmt.Errorf("undo %s: %w", m.ID, ErrInjected)
 				errs = append(errs, ev.Err)

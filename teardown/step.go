@@ -93,6 +93,11 @@ type Step struct {
 	// pass just computed for this step instead of checking again, under
 	// the rule of Runner.Converged (Runner.Planned).
 	Replannable bool
+	// Group names the independent line of work the step belongs to (a
+	// pipeline group): its journal entry and events carry it, and a down
+	// or rollback undoes the entries of different groups side by side
+	// (Runner.Lanes, undoAll). "" is the one line of a run without groups.
+	Group string
 }
 
 // Undoer restores the prior state kept in a journal record. "Already gone"
@@ -138,4 +143,6 @@ type Event struct {
 	// holder ("VF 0000:61:00.2 is held by pid 4242 (dpdk-testpmd) through
 	// /dev/vfio/12"), for reports; set by the same caller.
 	Holders []string
+	// Group is the step's (Step.Group) or the undone entry's (Entry.Group).
+	Group string
 }

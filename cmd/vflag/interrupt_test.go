@@ -238,7 +238,7 @@ func TestLiveProgressOnTerminal(t *testing.T) {
 	for _, re := range []string{
 		`\r\x1b\[Kpci/0000:61:00\.[01]: VFs [1-3]/4 \([0-9]+/s, about [0-9.]+m?s left\)`,
 		`\r\x1b\[K[^\r]*lag0: waiting for the hardware LAG on 0000:61:00\.0: [0-9.]+m?s of 30s`,
-		`\r\x1b\[K\[apply\] sriov\.bind/`, // the progress line erased before a step's line
+		`\r\x1b\[K\[apply\] lag0: sriov\.bind/`, // the progress line erased before a step's line (its group first)
 		`vflag up: changed [0-9]+ step\(s\)`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {

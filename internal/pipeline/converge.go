@@ -40,6 +40,9 @@ import (
 // (redo). A run that succeeds (or leaves the host degraded) ends: the
 // journal keeps its config for that (ended).
 func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
+	if r.Serial == nil {
+		r.Serial = serialKinds()
+	}
 	if !r.DryRun {
 		r.Redo = func(ctx context.Context, req teardown.RedoRequest) error { return e.redo(ctx, r, req) }
 	}

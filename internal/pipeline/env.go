@@ -82,6 +82,9 @@ type Env struct {
 	// creation, the LAG wait, ofports): a terminal shows them while the step
 	// runs; "" clears a key. Called from the steps' goroutines.
 	Progress func(key, line string)
+	// domLocks: one lock per domain (domainLock).
+	domMu    sync.Mutex
+	domLocks map[string]*sync.Mutex
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).

@@ -52,6 +52,9 @@ func (k attachKind) step(e *Env, id string, a libvirtx.Attachment) teardown.Step
 			if err != nil {
 				return err
 			}
+			m := e.domainLock(a.Domain)
+			m.Lock()
+			defer m.Unlock()
 			_, _, err = c.Attach(a)
 			return err
 		},

@@ -135,48 +135,6 @@ func (run *groupRun) anyFresh() bool {
 	return false
 }
 
-// forward runs the phases of DESIGN.md section 2 for every group, in
-// order; spans[i] is the range of r's results that group i produced, runs
-// the groups' runs by name. plan is the plan pass's runs (nil for the plan
-// pass itself and for stage pre): each group's run starts from what its
-// plan found (groupRun.plan).
-func (e *Env) forward(ctx context.Context, r *teardown.Runner, gs []Group, plan map[string]*groupRun) (spans [][2]int, runs map[string]*groupRun, err error) {
-	runs = map[string]*groupRun{}
-	for _, g := range gs {
-		start := len(r.Results())
-		run := &groupRun{e: e, g: g, dry: r.DryRun, r: r, plan: plan[g.Name]}
-		runs[g.Name] = run
-		err = e.forwardGroup(ctx, r, run)
-		spans = append(spans, [2]int{start, len(r.Results())})
-		if err != nil {
-			return spans, runs, fmt.Errorf("group %s: %w", g.Name, err)
-		}
-	}
-	return spans, runs, nil
-}
-
-func (e *Env) forwardGroup(ctx context.Context, r *teardown.Runner, run *groupRun) error {
-	g := run.g
-	for _, p := range phases {
-		if e.Stage == StagePre && p.stage != StagePre || !p.groups.has(g) {
-			continue
-		}
-		batches, err := p.build(run, ctx)
-		if err != nil {
-			return fmt.Errorf("step %s (%s): %w", p.num, p.name, err)
-		}
-		for _, b := range batches {
-			for i := range b {
-				b[i] = rollbackHow(b[i])
-			}
-			if err := r.Do(ctx, b...); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // one is a single batch.
 func one(steps ...teardown.Step) []batch {
 	if len(steps) == 0 {

@@ -14,6 +14,9 @@ import (
 
 // Step is one step in a command's report.
 type Step struct {
+	// Group is the config group the step belongs to ("" for what belongs
+	// to none: a prune of an entry journaled before entries named theirs).
+	Group   string `json:"group,omitempty"`
 	Kind    string `json:"kind"`
 	ID      string `json:"id"`
 	Phase   string `json:"phase"`
@@ -52,7 +55,7 @@ type Report struct {
 func Build(command, version string, events []teardown.Event, journalIDs map[string]bool, runErr error) Report {
 	rep := Report{Command: command, Version: version, Steps: []Step{}}
 	for _, ev := range events {
-		sr := Step{Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
+		sr := Step{Group: ev.Group, Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
 			DurationMS: float64(ev.Duration.Microseconds()) / 1000, Disruptive: ev.Disruptive, Domains: ev.Domains, Holders: ev.Holders}
 		switch {
 		case !ev.Changed:
@@ -174,7 +177,11 @@ func Progress(w io.Writer, ev teardown.Event) {
 	if ev.Err != nil {
 		status = "FAILED: " + ev.Err.Error()
 	}
-	fmt.Fprintf(w, "[%s] %s %s (%s) %s\n", ev.Phase, ev.ID, strings.TrimSpace(ev.Summary), ev.Duration.Round(time.Millisecond/10), status)
+	group := "" // the groups run side by side: each line names its own
+	if ev.Group != "" {
+		group = ev.Group + ": "
+	}
+	fmt.Fprintf(w, "[%s] %s%s %s (%s) %s\n", ev.Phase, group, ev.ID, strings.TrimSpace(ev.Summary), ev.Duration.Round(time.Millisecond/10), status)
 }
 
 // ProgressTo is Progress on w, for a runner's OnEvent.

@@ -205,13 +205,19 @@ type HostStatus struct {
 	Groups  []GroupStatus `json:"groups"`
 }
 
-// Gather reads the host h for the groups of cfg; what cannot be read
-// becomes a problem line, never a guess.
+// Gather reads the host h for the groups of cfg, the groups side by side
+// (each reads only), in config order; what cannot be read becomes a
+// problem line, never a guess.
 func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
-	var hs HostStatus
-	for gi := range cfg.Groups {
-		hs.Groups = append(hs.Groups, gatherGroup(ctx, cfg, h, &cfg.Groups[gi]))
+	if len(cfg.Groups) == 0 {
+		return HostStatus{}
 	}
+	hs := HostStatus{Groups: make([]GroupStatus, len(cfg.Groups))}
+	var wg sync.WaitGroup
+	for gi := range cfg.Groups {
+		wg.Go(func() { hs.Groups[gi] = gatherGroup(ctx, cfg, h, &cfg.Groups[gi]) })
+	}
+	wg.Wait()
 	return hs
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -92,15 +93,35 @@ func Run(ctx context.Context, cfg *config.Config, h *host.Host, o Options) *vali
 	} else {
 		groups = cfg.Groups
 	}
-	for gi := range groups {
-		g := &groups[gi]
-		if o.Group != "" && o.Group != g.Name {
-			continue
-		}
-		rep.Groups = append(rep.Groups, validate.GroupReport{Group: g.Name, Checks: r.group(ctx, g)})
-	}
+	rep.Groups = append(rep.Groups, r.groups(ctx, groups)...)
 	rep.Tally()
 	return rep
+}
+
+// groups checks the groups (those o.Group selects), in config order. The
+// checks that only read run for every group side by side; traffic,
+// failover and RDMA checks (links flapped, traffic sent, a prompt) run one
+// group after the other.
+func (r *run) groups(ctx context.Context, groups []config.Group) []validate.GroupReport {
+	var sel []*config.Group
+	for gi := range groups {
+		if r.o.Group == "" || r.o.Group == groups[gi].Name {
+			sel = append(sel, &groups[gi])
+		}
+	}
+	out := make([]validate.GroupReport, len(sel))
+	if r.o.Traffic || r.o.Failover || r.o.RDMA {
+		for i, g := range sel {
+			out[i] = validate.GroupReport{Group: g.Name, Checks: r.group(ctx, g)}
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for i, g := range sel {
+		wg.Go(func() { out[i] = validate.GroupReport{Group: g.Name, Checks: r.group(ctx, g)} })
+	}
+	wg.Wait()
+	return out
 }
 
 // Static runs the static checks of group g of cfg on h: what `vflag

@@ -18,6 +18,10 @@
 // Every target missed makes the command exit 1: a row marked MISS, and the
 // asserted ones, marked FAIL (below).
 //
+// The several section (multi.go; alone: -only several) runs hosts with 2
+// and 4 NICs, each its own group: the groups run side by side, so each run
+// is held to one NIC's bound.
+//
 // The hook section (alone: -only hook) times the qemu hook through the
 // script install-hook writes, which runs vflag-hook when it is next to the
 // vflag binary (make build puts bin/vflag-hook there).
@@ -67,7 +71,7 @@ func main() {
 	lagAct := flag.Duration("lag-activation", 5*time.Second, "latency: hardware LAG activation (mlx5: up to ~10 s)")
 	skipHW := flag.Bool("skip-hw", false, "skip the runs with hardware latencies (about 4 minutes)")
 	skipOVS := flag.Bool("skip-ovs", false, "skip the OVS stage comparison")
-	only := flag.String("only", "", "run only these sections, comma-separated: critical, hook, scaling, ovs, transitions (default: all)")
+	only := flag.String("only", "", "run only these sections, comma-separated: critical, several, hook, scaling, ovs, transitions (default: all)")
 	reps := flag.Int("reps", 5, "transitions: timed runs of each fast transition (the median is reported)")
 	filter := flag.String("transition", "", "transitions: run only those whose name contains this")
 	slowReps := flag.Int("slow-reps", 1, "transitions: timed runs of the numvfs transition (~16 s each at hardware latencies)")
@@ -82,12 +86,12 @@ func main() {
 	}
 	b := &bencher{r: r, bin: abs, verbose: *verbose,
 		hw: sim.Latency{VFCreate: *vfCreate, ModeChange: *modeChange, LAGActivation: *lagAct}}
-	sections := map[string]bool{"critical": !*skipHW, "hook": true, "scaling": true, "ovs": !*skipOVS, "transitions": true}
+	sections := map[string]bool{"critical": !*skipHW, "several": !*skipHW, "hook": true, "scaling": true, "ovs": !*skipOVS, "transitions": true}
 	if *only != "" {
 		want := map[string]bool{}
 		for _, name := range strings.Split(*only, ",") {
 			if _, ok := sections[name]; !ok {
-				r.Fatalf("-only: unknown section %q (critical, hook, scaling, ovs, transitions)", name)
+				r.Fatalf("-only: unknown section %q (critical, several, hook, scaling, ovs, transitions)", name)
 			}
 			want[name] = true
 		}
@@ -148,6 +152,9 @@ func (b *bencher) run(sections map[string]bool) int {
 	if sections["critical"] {
 		b.criticalPath()
 	}
+	if sections["several"] {
+		b.severalNICs()
+	}
 	if sections["hook"] {
 		b.hookRows()
 	}
@@ -192,6 +199,7 @@ type scenario struct {
 	simDir    string
 	state     string
 	wrap      []string // run vflag under this command (perf record ... --)
+	nics      int      // several NICs (multi): that many cards, one group each
 	// tunnel gives the switchdev group a VXLAN tunnel (tunnelConfig).
 	tunnel bool
 }

@@ -61,6 +61,10 @@ func TestBenchCardsCanEnterVFLAG(t *testing.T) {
 	if !strings.Contains(configs["scenario switchdev with a tunnel"], "    tunnel: {type: vxlan") {
 		t.Errorf("the tunnel scenario's config has no tunnel:\n%s", configs["scenario switchdev with a tunnel"])
 	}
+	for _, n := range []int{2, 4} {
+		s := &scenario{b: b, switchdev: true, numvfs: 64 / (n / 2), nics: n}
+		configs[fmt.Sprintf("several NICs: %d", n)] = s.multiConfig()
+	}
 	c := baseTconf()
 	c.groupB = true
 	configs["transitions"] = b.tconfig(c, sim.Latency{})

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vflag/vflag/internal/report"
+	"github.com/vflag/vflag/internal/testbed"
+)
+
+// twoGroupsConfig: two dual-port NICs, each a switchdev group with its own
+// bond and bridge, and vm1 taking a VF of each; the simulated hardware
+// takes lat per mode change and per LAG activation, 20 ms per VF.
+func twoGroupsConfig(lat time.Duration) string {
+	var c strings.Builder
+	c.WriteString("ovsdb: unix:/var/run/openvswitch/db.sock\nlibvirt: qemu:///system\nlag_timeout: 30s\ngroups:\n")
+	for i := range 2 {
+		fmt.Fprintf(&c, `  - name: lag%d
+    eswitch: switchdev
+    pfs: [ens%df0np0, ens%df1np1]
+    numvfs: 4
+    bond: {name: bond%d, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
+    vfs:
+      - {pf: 0, vf: 0, mac: "52:54:00:1%d:00:00"}
+      - {pf: 1, vf: 1, mac: "52:54:00:1%d:01:01", driver: mlx5_core}
+    ovs: {bridge: br-lag%d, hw_offload: true, datapath_type: netdev}
+    attachments:
+      - {domain: vm1, pf: 0, vf: 0}
+`, i, i+1, i+1, i, i, i, i)
+	}
+	c.WriteString("sim:\n  nics:\n")
+	for i := range 2 {
+		fmt.Fprintf(&c, `    - name: cx6lx-%d
+      total_vfs: 8
+      pfs:
+        - {pci: "0000:6%d:00.0", netdev: ens%df0np0}
+        - {pci: "0000:6%d:00.1", netdev: ens%df1np1}
+`, i, i+1, i+1, i+1, i+1)
+	}
+	fmt.Fprintf(&c, "  latency:\n    vf_create: 20ms\n    mode_change: %s\n    lag_activation: %s\n", lat, lat)
+	return c.String()
+}
+
+// stepSpan is when the -v log says step id was applied: from its "apply"
+// line to its "applied" line.
+func stepSpan(t *testing.T, logs, id string) (from, to time.Time) {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, " id="+id+" ") {
+			continue
+		}
+		ts, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "msg=apply "):
+			from = at
+		case strings.Contains(line, "msg=applied "):
+			to = at
+		}
+	}
+	if from.IsZero() || to.IsZero() {
+		t.Fatalf("the log does not say when %s was applied", id)
+	}
+	return from, to
+}
+
+// groupOf tells which of twoGroupsConfig's groups a step id is of.
+func groupOf(id string) int {
+	for _, s := range []string{"0000:62:00", "ens2f", "bond1", "br-lag1", "lag1"} {
+		if strings.Contains(id, s) {
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestGroupsSideBySide: up of two NICs takes about one NIC's hardware time
+// (the groups run side by side), its report comes group by group in config
+// order, plan lists exactly the steps up changes, and down returns the
+// host, vm1 with a VF of each group included, to its baseline.
+func TestGroupsSideBySide(t *testing.T) {
+	d := startDaemons(t)
+	const lat = time.Second
+	b := newBed(t, d, twoGroupsConfig(lat))
+	b.initSim()
+	base := b.dump()
+	planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+	t0 := time.Now()
+	out, logs, code := b.vflag("up", "-o", "json", "--detailed-exit-codes", "-v")
+	wall := time.Since(t0)
+	var rep report.Report
+	if err := json.Unmarshal([]byte(out), &rep); code != 2 || err != nil {
+		t.Fatalf("up: exit %d (%v)\n%s\n%s", code, err, out, logs)
+	}
+	// Side by side: the two cards' mode changes (lat each) overlap in time.
+	a0, a1 := stepSpan(t, logs, "eswitch.mode/pci/0000:61:00.0")
+	b0, b1 := stepSpan(t, logs, "eswitch.mode/pci/0000:62:00.0")
+	if !a0.Before(b1) || !b0.Before(a1) {
+		t.Errorf("the mode changes of the two NICs did not overlap (lag0 %s-%s, lag1 %s-%s): the groups ran one after the other", a0.Format("15:04:05.000"), a1.Format("15:04:05.000"), b0.Format("15:04:05.000"), b1.Format("15:04:05.000"))
+	}
+	// One NIC's bound: 4 VFs, a mode change, a LAG activation; one after
+	// the other takes at least twice that.
+	bound := 4*20*time.Millisecond + 2*lat
+	if wall >= 2*bound {
+		t.Errorf("up of two NICs took %s, one NIC's hardware bound is %s: no faster than one after the other", wall, bound)
+	}
+	t.Logf("up of two NICs: %s, one NIC's bound %s", wall, bound)
+	var changed []string
+	last := 0
+	for _, s := range rep.Steps {
+		if g := groupOf(s.ID); g < last {
+			t.Errorf("report: step %s of group lag0 after a step of lag1: not group by group", s.ID)
+		} else {
+			last = g
+		}
+		if s.Changed {
+			changed = append(changed, s.ID)
+		}
+	}
+	slices.Sort(planned)
+	slices.Sort(changed) // a batch's steps finish in any order
+	if !slices.Equal(planned, changed) {
+		t.Errorf("plan's ids differ from up's:\nplan: %v\nup:   %v", planned, changed)
+	}
+	if xml := b.virt.DomainXML(t, "vm1"); strings.Count(xml, "<interface type='hostdev'") != 2 {
+		t.Errorf("vm1 does not hold one VF of each group:\n%s", xml)
+	}
+	b.mustVflag(0, "up", "--detailed-exit-codes")
+	b.mustVflag(0, "down")
+	if got := b.dump(); got != base {
+		t.Errorf("after down the host differs from its baseline:\n%s", testbed.DiffText(base, got))
+	}
+}
+
+// TestGroupsFailureRollsBackBoth: a failure injected in the middle of one
+// group's steps stops the other group and rolls back the run's changes in
+// both: the host is as before the run, the journal empty.
+func TestGroupsFailureRollsBackBoth(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, twoGroupsConfig(50*time.Millisecond))
+	b.initSim()
+	base := b.dump()
+	var second []string
+	for _, id := range planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes")) {
+		if groupOf(id) == 1 {
+			second = append(second, id)
+		}
+	}
+	if len(second) < 3 {
+		t.Fatalf("plan of group lag1: %v", second)
+	}
+	for _, id := range []string{second[len(second)/2], second[len(second)-1]} {
+		_, errs, code := b.vflag("up", "--fail-at", id)
+		if code != 1 || !strings.Contains(errs, "injected failure") || !strings.Contains(errs, "rolled back") {
+			t.Errorf("failure at %s: exit %d, want 1, injected and rolled back:\n%s", id, code, errs)
+		}
+		if got := b.dump(); got != base {
+			t.Errorf("failure at %s: after the rollback the host differs from before the run:\n%s", id, testbed.DiffText(base, got))
+		}
+		if n := len(b.journalEntries()); n != 0 {
+			t.Errorf("failure at %s: %d journal entries left", id, n)
+		}
+	}
+}
+
+// TestGroupsCtrlC: Ctrl-C while both NICs change eswitch mode rolls back
+// both groups.
+func TestGroupsCtrlC(t *testing.T) {
+	d := startDaemons(t)
+	b := newBed(t, d, twoGroupsConfig(3*time.Second))
+	b.initSim()
+	base := b.dump()
+	p := startOnPTY(t, "--config", b.config, "--sim", b.simDir, "--state-dir", b.state, "up")
+	p.waitFor("both eswitch mode steps start", func() bool {
+		raw, _ := os.ReadFile(filepath.Join(b.state, "journal.json"))
+		return bytes.Contains(raw, []byte("eswitch.mode/pci/0000:61")) && bytes.Contains(raw, []byte("eswitch.mode/pci/0000:62"))
+	})
+	p.ctrlC()
+	if code := p.exitCode(); code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, p.output())
+	}
+	if out := p.output(); !strings.Contains(out, "rolled back ") {
+		t.Errorf("output does not say the run was rolled back:\n%s", out)
+	}
+	if got := b.dump(); got != base {
+		t.Errorf("after the rollback the host differs:\n%s", testbed.DiffText(base, got))
+	}
+}

@@ -1,0 +1,103 @@
+#!/bin/bash
+# Several NICs on the real kernel: two netdevsim devices, each its own group
+# (bond, bridge). up handles the groups side by side: both devices' eswitch
+# mode changes overlap in time (the -v log's apply/applied lines), the
+# report comes group by group in config order, both bridges carry their
+# device's representors; a second up changes nothing; a failure injected in
+# the middle of lag1's steps rolls back both groups (the host as before the
+# run); down returns the guest to its baseline.
+#
+# MACHINE: default
+# TIMEOUT: 600
+# EXPECT: gr_up gr_overlap gr_order gr_g0_ports gr_g1_ports gr_again
+# EXPECT: gr_fail gr_fail_restored gr_down gr_baseline_link gr_baseline_devlink gr_baseline_ovs
+. "$(dirname "$0")/lib.sh"
+
+step "bed: two netdevsim devices with 2 ports each, bonding, Open vSwitch"
+nsim_new 10 2 || exit 1
+nsim_new 11 2 || exit 1
+A1=$(netdev_by_ppn 10 p1)
+A2=$(netdev_by_ppn 10 p2)
+B1=$(netdev_by_ppn 11 p1)
+B2=$(netdev_by_ppn 11 p2)
+modprobe bonding max_bonds=0
+ovs_start || exit 1
+
+snapshot() { # the state down must restore
+	ip -d link show | sed -E 's/^[0-9]+: //; s/ qdisc [a-z_]+ / /' >"$OUT/$1.link"
+	{ devlink dev eswitch show netdevsim/netdevsim10; devlink dev eswitch show netdevsim/netdevsim11; } >"$OUT/$1.devlink"
+	{ ovs-vsctl show | grep -v ovs_version; ovs-vsctl get Open_vSwitch . other_config; } >"$OUT/$1.ovs"
+}
+same() { diff -u "$OUT/$2.$1" "$OUT/$3.$1" && echo "identical ($(wc -l <"$OUT/$3.$1") lines)"; }
+snapshot base
+
+cat >/root/vflag.yaml <<EOF
+ovsdb: unix:/var/run/openvswitch/db.sock
+lag_timeout: 20s
+groups:
+  - name: lag0
+    pfs: [$A1, $A2]
+    numvfs: 4
+    bond: {name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
+    ovs: {bridge: br-vf0}
+  - name: lag1
+    pfs: [$B1, $B2]
+    numvfs: 4
+    bond: {name: bond1, mode: active-backup, miimon: 100}
+    ovs: {bridge: br-vf1}
+EOF
+cp /root/vflag.yaml "$OUT/vflag.yaml"
+V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
+
+# span LOG ID: the apply and applied times of step ID in a -v log, in ns.
+span() {
+	local a b
+	a=$(grep -m1 "msg=apply .* id=$2 " "$1" | sed -E 's/^time=([^ ]+) .*/\1/')
+	b=$(grep -m1 "msg=applied .* id=$2 " "$1" | sed -E 's/^time=([^ ]+) .*/\1/')
+	[ -n "$a" ] && [ -n "$b" ] || return 1
+	echo "$(date -d "$a" +%s%N) $(date -d "$b" +%s%N)"
+}
+overlap() {
+	local pa pb a0 a1 b0 b1
+	pa=$(devlink -j dev show | jq -r '.dev | keys[]' | grep -m1 netdevsim10)
+	pb=$(devlink -j dev show | jq -r '.dev | keys[]' | grep -m1 netdevsim11)
+	read -r a0 a1 < <(span "$OUT/up.err" "eswitch.mode/$pa") || { echo "no eswitch.mode step of $pa"; return 1; }
+	read -r b0 b1 < <(span "$OUT/up.err" "eswitch.mode/$pb") || { echo "no eswitch.mode step of $pb"; return 1; }
+	echo "lag0 $a0-$a1, lag1 $b0-$b1"
+	[ "$a0" -lt "$b1" ] && [ "$b0" -lt "$a1" ]
+}
+# order: the report's groups, in the order the steps come, without repeats.
+order() { jq -r '[.steps[].group] | reduce .[] as $g ([]; if (.[-1] == $g) then . else . + [$g] end) | join(" ")' "$OUT/up.json"; }
+ports_ok() { # ports_ok BRIDGE BOND ID
+	local want got
+	want=$(printf '%s\n' "$2" $(reps "$3") | sort | tr '\n' ' ')
+	got=$(ovs-vsctl list-ports "$1" | sort | tr '\n' ' ')
+	echo "$1: [$got]"
+	[ "$want" = "$got" ]
+}
+
+step "up: both groups side by side"
+check gr_up bash -c "'$VFLAG' --config /root/vflag.yaml --state-dir /root/state up -v -o json >'$OUT/up.json' 2>'$OUT/up.err'" || exit 1
+check gr_overlap overlap
+expect gr_order "lag0 lag1" order
+check gr_g0_ports ports_ok br-vf0 bond0 10
+check gr_g1_ports ports_ok br-vf1 bond1 11
+check gr_again again
+snapshot converged
+
+step "a failure in the middle of lag1's steps rolls back both groups"
+V down >/dev/null 2>&1
+snapshot before
+mid=$(V plan -o json | jq -r '[.steps[] | select(.changed and .group == "lag1") | .id] | .[length/2|floor]')
+echo "failing at $mid"
+expect_match gr_fail "injected failure" bash -c "V() { '$VFLAG' --config /root/vflag.yaml --state-dir /root/state \"\$@\"; }; V up --fail-at '$mid' 2>&1; [ \$? = 1 ]"
+snapshot failed
+check gr_fail_restored bash -c "diff -u '$OUT/before.link' '$OUT/failed.link' && diff -u '$OUT/before.devlink' '$OUT/failed.devlink' && diff -u '$OUT/before.ovs' '$OUT/failed.ovs'"
+
+step "down: the baseline"
+V up >/dev/null 2>&1
+check gr_down V down
+snapshot after
+check gr_baseline_link same link base after
+check gr_baseline_devlink same devlink base after
+check gr_baseline_ovs same ovs base after

@@ -1,0 +1,170 @@
+package teardown
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// laneHost is a host of named values; each change and undo takes lat and
+// is logged in order.
+type laneHost struct {
+	mu  sync.Mutex
+	v   map[string]string
+	log []string
+	lat time.Duration
+}
+
+func (h *laneHost) set(k, v string) {
+	time.Sleep(h.lat)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if v == "" {
+		delete(h.v, k)
+	} else {
+		h.v[k] = v
+	}
+	h.log = append(h.log, k+"="+v)
+}
+
+func (h *laneHost) step(group, k string) Step {
+	return Step{Kind: "val", ID: "val/" + k, Group: group,
+		Check: func(context.Context) (Change, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return Change{Needed: h.v[k] != "on", Summary: k, Record: map[string]string{"k": k}}, nil
+		},
+		Apply: func(context.Context) error { h.set(k, "on"); return nil }}
+}
+
+func (h *laneHost) undoers() Undoers {
+	return Undoers{"val": func(_ context.Context, rec json.RawMessage) (string, error) {
+		var r map[string]string
+		if err := json.Unmarshal(rec, &r); err != nil {
+			return "", err
+		}
+		h.set(r["k"], "")
+		return "", nil
+	}}
+}
+
+// lanesUp runs n steps per group, one Do each, the groups as lanes.
+func lanesUp(ctx context.Context, r *Runner, h *laneHost, groups []string, n int) error {
+	return r.Lanes(ctx, groups, func(ctx context.Context, i int) error {
+		for s := range n {
+			if err := r.Do(ctx, h.step(groups[i], fmt.Sprintf("%s.%d", groups[i], s))); err != nil {
+				return fmt.Errorf("group %s: %w", groups[i], err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestLanesRunSideBySide: two groups of slow steps take the time of one;
+// the events come out group by group; down undoes them side by side, each
+// group in reverse.
+func TestLanesRunSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &laneHost{v: map[string]string{}, lat: 50 * time.Millisecond}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	t0 := time.Now()
+	if err := lanesUp(context.Background(), r, h, []string{"a", "b"}, 4); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 7*h.lat {
+		t.Errorf("up of two lanes of 4 steps of %s took %s: the lanes did not run side by side", h.lat, d)
+	}
+	var groups []string
+	for _, ev := range r.Results() {
+		groups = append(groups, ev.Group)
+	}
+	if want := []string{"a", "a", "a", "a", "b", "b", "b", "b"}; !slices.Equal(groups, want) {
+		t.Errorf("events' groups %v, want %v", groups, want)
+	}
+	h.log = nil
+	t0 = time.Now()
+	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	if err := dr.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 7*h.lat {
+		t.Errorf("down of two lanes took %s: not side by side", d)
+	}
+	checkReverse(t, h.log, "a")
+	checkReverse(t, h.log, "b")
+	if len(h.v) != 0 {
+		t.Errorf("after down: %v", h.v)
+	}
+}
+
+// checkReverse: the group's undos in the log come last step first.
+func checkReverse(t *testing.T, log []string, g string) {
+	t.Helper()
+	var mine []string
+	for _, l := range log {
+		if l[0] == g[0] {
+			mine = append(mine, l)
+		}
+	}
+	want := []string{g + ".3=", g + ".2=", g + ".1=", g + ".0="}
+	if !slices.Equal(mine, want) {
+		t.Errorf("group %s undone as %v, want %v", g, mine, want)
+	}
+}
+
+// TestLanesFailureRollsBackEveryLane: a failure in one group's middle step
+// stops the other group and rolls back both, once, each in reverse.
+func TestLanesFailureRollsBackEveryLane(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &laneHost{v: map[string]string{}, lat: 10 * time.Millisecond}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), FailAt: "val/b.2"}
+	err = lanesUp(context.Background(), r, h, []string{"a", "b"}, 4)
+	if !errors.Is(err, ErrInjected) || !errors.Is(err, ErrRolledBack) {
+		t.Fatalf("err = %v, want the injected failure, rolled back", err)
+	}
+	if len(h.v) != 0 {
+		t.Errorf("after the rollback: %v, want nothing", h.v)
+	}
+	if len(j.Entries()) != 0 {
+		t.Errorf("journal after the rollback: %v", entryIDs(j.Entries()))
+	}
+}
+
+// TestSerialKindsUndoneInJournalOrder: entries of a Serial kind are undone
+// one at a time, in reverse journal order, across the lanes.
+func TestSerialKindsUndoneInJournalOrder(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &laneHost{v: map[string]string{}, lat: 5 * time.Millisecond}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	// a.0, then b.0 .. b.3, then a.1 .. a.3: all serial.
+	ctx := context.Background()
+	for _, k := range []string{"a.0", "b.0", "b.1", "b.2", "b.3", "a.1", "a.2", "a.3"} {
+		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.log = nil
+	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), Serial: map[string]bool{"val": true}}
+	if err := dr.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a.3=", "a.2=", "a.1=", "b.3=", "b.2=", "b.1=", "b.0=", "a.0="}
+	if !slices.Equal(h.log, want) {
+		t.Errorf("undone as %v, want %v", h.log, want)
+	}
+}
