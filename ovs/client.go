@@ -41,7 +41,7 @@ type Client struct {
 
 	cfgMu   sync.Mutex
 	wantCfg int           // highest next_cfg our own transactions produced
-	cfgCh   chan struct{} // poked on every Open_vSwitch update of the cache
+	cfgWake chan struct{} // closed (and replaced) on every Open_vSwitch update of the cache: wakes every waiter
 
 	txns  atomic.Int64 // transactions sent (for tests)
 	reads atomic.Int64 // reads of the bridge tables sent: Reads
@@ -100,7 +100,7 @@ func databaseModel() (lmodel.ClientDBModel, error) {
 // select connection: libovsdb's client is connected at once and carries
 // the reads too.
 func Connect(ctx context.Context, endpoint string) (*Client, error) {
-	c := &Client{endpoint: endpoint, cfgCh: make(chan struct{}, 1)}
+	c := &Client{endpoint: endpoint, cfgWake: make(chan struct{})}
 	sel, err := newSelectConn(endpoint)
 	if errors.Is(err, errNoSelectConn) {
 		if _, err := c.lib(ctx); err != nil {
@@ -160,10 +160,10 @@ func (c *Client) lib(ctx context.Context) (client.Client, error) {
 		if table != model.OpenvSwitchTable {
 			return
 		}
-		select {
-		case c.cfgCh <- struct{}{}:
-		default:
-		}
+		c.cfgMu.Lock()
+		close(c.cfgWake)
+		c.cfgWake = make(chan struct{})
+		c.cfgMu.Unlock()
 	}
 	db.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc:    func(table string, _ lmodel.Model) { poke(table) },
@@ -446,6 +446,12 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 		return fmt.Errorf("ovs: wait applied: %w", err)
 	}
 	for {
+		// The wake channel is taken before the cache is read, so that an
+		// update between the read and the select still wakes this waiter
+		// (several groups wait at once: a single-slot poke woke only one).
+		c.cfgMu.Lock()
+		wake := c.cfgWake
+		c.cfgMu.Unlock()
 		var roots []model.OpenvSwitch
 		if err := db.List(ctx, &roots); err != nil {
 			return fmt.Errorf("ovs: wait applied: read cache: %w", err)
@@ -461,7 +467,7 @@ func (c *Client) WaitApplied(ctx context.Context) error {
 			}
 		}
 		select {
-		case <-c.cfgCh:
+		case <-wake:
 		case <-quiet.C:
 			c.logWait(ctx, "waiting for ovs-vswitchd to apply the configuration: is it running, connected to "+c.endpoint+"?",
 				"next_cfg", target, "cur_cfg", cur)
