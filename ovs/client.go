@@ -56,6 +56,10 @@ type Client struct {
 // ovs-vswitchd applies a change within milliseconds when it runs.
 const waitQuiet = time.Second
 
+// txnReplyWait bounds the wait for a transaction's reply once it is sent
+// (Txn: not cut short by the caller's cancellation).
+const txnReplyWait = 30 * time.Second
+
 // SetWaitLog makes WaitApplied and WaitOFPorts log, once per wait that does
 // not end at once (a warning), what they wait for, for how long at most,
 // and hint: where the operator should look (the caller knows where the

@@ -86,8 +86,18 @@ func (c *Client) commit(ctx context.Context, t *txn, root string) error {
 		Columns: []string{"next_cfg"}})
 	expect = append(expect, -1)
 
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("transaction: not sent: %w", err)
+	}
 	c.txns.Add(1)
-	res, err := db.Transact(ctx, ops...)
+	// A transaction sent is committed by ovsdb-server whether or not its
+	// caller still waits: a cancelled wait (an interrupt, another group's
+	// failure) would report a change that then appears after the rollback
+	// looked for it. So the reply is awaited past the caller's
+	// cancellation, for at most txnReplyWait.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txnReplyWait)
+	defer cancel()
+	res, err := db.Transact(tctx, ops...)
 	if err != nil {
 		return fmt.Errorf("transaction: %w", err)
 	}

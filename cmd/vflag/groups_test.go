@@ -160,12 +160,12 @@ func TestGroupsFailureRollsBackBoth(t *testing.T) {
 		t.Fatalf("plan of group lag1: %v", second)
 	}
 	for _, id := range []string{second[len(second)/2], second[len(second)-1]} {
-		_, errs, code := b.vflag("up", "--fail-at", id)
+		_, errs, code := b.vflag("up", "-v", "--fail-at", id)
 		if code != 1 || !strings.Contains(errs, "injected failure") || !strings.Contains(errs, "rolled back") {
 			t.Errorf("failure at %s: exit %d, want 1, injected and rolled back:\n%s", id, code, errs)
 		}
 		if got := b.dump(); got != base {
-			t.Errorf("failure at %s: after the rollback the host differs from before the run:\n%s", id, testbed.DiffText(base, got))
+			t.Errorf("failure at %s: after the rollback the host differs from before the run:\n%s\nstderr:\n%s", id, testbed.DiffText(base, got), errs)
 		}
 		if n := len(b.journalEntries()); n != 0 {
 			t.Errorf("failure at %s: %d journal entries left", id, n)
