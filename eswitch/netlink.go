@@ -325,6 +325,21 @@ func (n Netlink) Links() ([]Link, error) {
 
 // SetLinkUp implements Kernel ("ip link set $name up|down").
 func (n Netlink) SetLinkUp(name string, up bool) error {
+	return n.onLink(name, func(h *netlink.Handle, l netlink.Link) error {
+		err := h.LinkSetDown(l)
+		if up {
+			err = h.LinkSetUp(l)
+		}
+		if err != nil {
+			return fmt.Errorf("ip link set %s %s: %w", name, map[bool]string{true: "up", false: "down"}[up], err)
+		}
+		return nil
+	})
+}
+
+// onLink runs fn with a handle and the link called name (ErrLinkNotFound
+// when absent): the lookup every single-link change starts with.
+func (n Netlink) onLink(name string, fn func(h *netlink.Handle, l netlink.Link) error) error {
 	h, done, err := n.handle()
 	if err != nil {
 		return err
@@ -334,32 +349,17 @@ func (n Netlink) SetLinkUp(name string, up bool) error {
 	if err != nil {
 		return err
 	}
-	if up {
-		err = h.LinkSetUp(l)
-	} else {
-		err = h.LinkSetDown(l)
-	}
-	if err != nil {
-		return fmt.Errorf("ip link set %s %s: %w", name, map[bool]string{true: "up", false: "down"}[up], err)
-	}
-	return nil
+	return fn(h, l)
 }
 
 // SetLinkMTU implements Kernel ("ip link set $name mtu $mtu").
 func (n Netlink) SetLinkMTU(name string, mtu int) error {
-	h, done, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer done()
-	l, err := linkByName(h, name)
-	if err != nil {
-		return err
-	}
-	if err := h.LinkSetMTU(l, mtu); err != nil {
-		return fmt.Errorf("ip link set %s mtu %d: %w", name, mtu, err)
-	}
-	return nil
+	return n.onLink(name, func(h *netlink.Handle, l netlink.Link) error {
+		if err := h.LinkSetMTU(l, mtu); err != nil {
+			return fmt.Errorf("ip link set %s mtu %d: %w", name, mtu, err)
+		}
+		return nil
+	})
 }
 
 // SetVFMAC implements Kernel ("ip link set $pf vf $vf mac $mac").
@@ -531,19 +531,12 @@ func (n Netlink) AddBond(b BondSpec) error {
 
 // DeleteLink implements Kernel ("ip link del $name").
 func (n Netlink) DeleteLink(name string) error {
-	h, done, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer done()
-	l, err := linkByName(h, name)
-	if err != nil {
-		return err
-	}
-	if err := h.LinkDel(l); err != nil {
-		return fmt.Errorf("ip link del %s: %w", name, err)
-	}
-	return nil
+	return n.onLink(name, func(h *netlink.Handle, l netlink.Link) error {
+		if err := h.LinkDel(l); err != nil {
+			return fmt.Errorf("ip link del %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // SetMaster implements Kernel ("ip link set $slave master $master" / "ip link set $slave nomaster").

@@ -93,19 +93,12 @@ func (n Netlink) addrOp(name, cidr, op string, fn func(*netlink.Handle, netlink.
 	if err != nil {
 		return err
 	}
-	h, done, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer done()
-	l, err := linkByName(h, name)
-	if err != nil {
-		return err
-	}
-	if err := fn(h, l, a); err != nil {
-		return fmt.Errorf("ip addr %s %s dev %s: %w", op, cidr, name, err)
-	}
-	return nil
+	return n.onLink(name, func(h *netlink.Handle, l netlink.Link) error {
+		if err := fn(h, l, a); err != nil {
+			return fmt.Errorf("ip addr %s %s dev %s: %w", op, cidr, name, err)
+		}
+		return nil
+	})
 }
 
 // AddVLAN implements Underlay.
@@ -134,25 +127,21 @@ func (n Netlink) AddVLAN(name, parent string, id int, alias string) error {
 }
 
 // VLAN implements Underlay.
-func (n Netlink) VLAN(name string) (string, int, error) {
-	h, done, err := n.handle()
-	if err != nil {
-		return "", 0, err
-	}
-	defer done()
-	l, err := linkByName(h, name)
-	if err != nil {
-		return "", 0, err
-	}
-	v, ok := l.(*netlink.Vlan)
-	if !ok {
-		return "", 0, nil
-	}
-	p, err := h.LinkByIndex(v.ParentIndex)
-	if err != nil {
-		return "", v.VlanId, fmt.Errorf("ip link show %s: its parent %d: %w", name, v.ParentIndex, err)
-	}
-	return p.Attrs().Name, v.VlanId, nil
+func (n Netlink) VLAN(name string) (parent string, id int, err error) {
+	err = n.onLink(name, func(h *netlink.Handle, l netlink.Link) error {
+		v, ok := l.(*netlink.Vlan)
+		if !ok {
+			return nil
+		}
+		id = v.VlanId
+		p, err := h.LinkByIndex(v.ParentIndex)
+		if err != nil {
+			return fmt.Errorf("ip link show %s: its parent %d: %w", name, v.ParentIndex, err)
+		}
+		parent = p.Attrs().Name
+		return nil
+	})
+	return parent, id, err
 }
 
 // Routes implements Underlay.
