@@ -253,3 +253,29 @@ units_ok() {
 	done
 	return $r
 }
+
+# sid_kernel: the scenario runs on the sid (7.x) kernel, whose netdevsim
+# links two ports (link_device) and offloads tc rules.
+sid_kernel() {
+	uname -r
+	[ "$(uname -r | cut -d. -f1)" -ge 7 ] || { echo "not the sid kernel"; return 1; }
+	modprobe netdevsim || return 1
+	[ -e /sys/bus/netdevsim/link_device ] || { echo "netdevsim has no link_device"; return 1; }
+}
+
+# nsim_link DEV_A NS_A DEV_B NS_B: makes two netdevsim netdevs peers
+# ("netnsfd_a:ifidx_a netnsfd_b:ifidx_b", bus.c link_device_store); an
+# empty NS is the initial namespace. The fds are this shell's.
+nsim_link() {
+	local fa=/proc/self/ns/net fb=/proc/self/ns/net ia ib a b rc
+	[ -z "$2" ] || fa=/run/netns/$2
+	[ -z "$4" ] || fb=/run/netns/$4
+	ia=$(ip ${2:+-n "$2"} -j link show dev "$1" | jq '.[0].ifindex')
+	ib=$(ip ${4:+-n "$4"} -j link show dev "$3" | jq '.[0].ifindex')
+	exec {a}<"$fa" {b}<"$fb"
+	echo "$a:$ia $b:$ib" >/sys/bus/netdevsim/link_device
+	rc=$?
+	exec {a}<&- {b}<&-
+	[ $rc = 0 ] && echo "linked $1${2:+ (ns $2)} <-> $3${4:+ (ns $4)}"
+	return $rc
+}
