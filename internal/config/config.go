@@ -317,6 +317,10 @@ const (
 // (the kernel takes up to INT_MAX).
 const maxBondDelay = 60000
 
+// DefaultVFTimeout is vf_timeout's default: ~0.5 s per VF on ConnectX, with
+// room for a slow firmware.
+const DefaultVFTimeout = 5 * time.Minute
+
 // MaxVFsLAG bounds numvfs in a switchdev group: mlx5 refuses VF-LAG on a
 // PF whose firmware has more than 64 VFs (eswitch.LAGMaxTotalVFs), so no
 // PF in VF-LAG has more; preflight and doctor check sriov_totalvfs itself.
@@ -347,7 +351,7 @@ func (c *Config) ApplyDefaults() {
 		c.LAGTimeout = 30 * time.Second
 	}
 	if c.VFTimeout == 0 {
-		c.VFTimeout = 5 * time.Minute
+		c.VFTimeout = DefaultVFTimeout
 	}
 	if c.PFWait == 0 {
 		c.PFWait = 60 * time.Second

@@ -84,19 +84,31 @@ func (k numVFsKind) step(e *Env, pf eswitch.PF, n int, leave *portsLeave) teardo
 			if err := e.pci.SetNumVFs(pf.Dev, n); err != nil {
 				return err
 			}
-			if !e.pci.HasPCIVFs(pf.Dev) {
-				return nil
-			}
-			ctx, cancel := context.WithTimeout(ctx, e.cfg.VFTimeout)
-			defer cancel()
-			key, start := "vfs/"+string(pf.Dev), time.Now()
-			_, err := e.pci.WaitVFsReport(ctx, pf.Dev, n, func(have int) {
-				e.progress(key, "%s", vfCreationLine(string(pf.Dev), have, n, time.Since(start)))
-			})
-			e.progress(key, "")
-			return err
+			return e.waitVFs(ctx, pf.Dev, n)
 		},
 	}
+}
+
+// waitVFs waits, within vf_timeout, until the PF has its n VFs (the
+// kernel makes them one by one after the sriov_numvfs write), showing the
+// count as it grows. A PF without PCI VFs (netdevsim) has nothing to wait
+// for.
+func (e *Env) waitVFs(ctx context.Context, pf sriov.Device, n int) error {
+	if !e.pci.HasPCIVFs(pf) {
+		return nil
+	}
+	timeout := e.cfg.VFTimeout
+	if timeout <= 0 { // down from the journal alone: no config, its default
+		timeout = config.DefaultVFTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	key, start := "vfs/"+string(pf), time.Now()
+	_, err := e.pci.WaitVFsReport(ctx, pf, n, func(have int) {
+		e.progress(key, "%s", vfCreationLine(string(pf), have, n, time.Since(start)))
+	})
+	e.progress(key, "")
+	return err
 }
 
 func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) (string, error) {
@@ -115,6 +127,11 @@ func (numVFsKind) Undo(ctx context.Context, e *Env, r numVFsRecord) (string, err
 		}
 	}
 	if err := e.pci.SetNumVFs(r.PF, r.Prior); err != nil {
+		return "", err
+	}
+	// As the apply: the undo is done when the VFs are, so that a rollback
+	// puts their MACs, drivers and representors' ports back on all of them.
+	if err := e.waitVFs(ctx, r.PF, r.Prior); err != nil {
 		return "", err
 	}
 	said := fmt.Sprintf("%s: sriov_numvfs %d -> %d", r.PF, cur, r.Prior)

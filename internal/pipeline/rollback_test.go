@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/teardown"
 )
@@ -68,7 +69,7 @@ func changeIDs(evs []teardown.Event) []string {
 // baseline from before the first up.
 func TestRollbackRestoresRun(t *testing.T) {
 	d := startDaemons(t)
-	cases := stateCases(exampleBed(t))
+	cases := stateCases(exampleBed(t).with(slowVFs))
 	seed := testbed.Seed(t, "VFLAG_ROLLBACK_SEED") // each transition draws from its own stream (rollbackRand): one replays alone too
 	full := os.Getenv("VFLAG_ROLLBACK_FULL") == "1"
 	type transition struct{ from, to stateCase }
@@ -199,4 +200,17 @@ func TestRollbackRestoresRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowVFs makes the simulated VFs appear 15 ms apart (the example's 2 ms):
+// a numvfs undo that returned before the VFs it made again were all there
+// left the rollback's redo (MACs, drivers, representors and their ports)
+// to a PF still making them, which 2 ms hid except on a loaded machine.
+func slowVFs(c *config.Config) {
+	lat, ok := c.Sim["latency"].(map[string]any)
+	if !ok {
+		lat = map[string]any{}
+		c.Sim["latency"] = lat
+	}
+	lat["vf_create"] = "15ms"
 }
