@@ -137,8 +137,8 @@ func (s BridgeSpec) validate() error {
 			return fmt.Errorf("port %s: vlan_mode %q is not access, trunk, native-tagged or native-untagged", p.Name, p.VLANMode)
 		}
 		for _, v := range p.Trunks {
-			if v < 1 || v > 4094 {
-				return fmt.Errorf("port %s: trunk VLAN %d out of range 1..4094", p.Name, v)
+			if v < 0 || v > 4094 { // 0: untagged frames
+				return fmt.Errorf("port %s: trunk VLAN %d out of range 0..4094", p.Name, v)
 			}
 		}
 		seen[p.Name] = true

@@ -11,14 +11,20 @@
 # port of the active slave goes down during it: bonding's own failover
 # (miimon sees the carrier loss) moves the underlay to the other veth and
 # iperf3 carries on. The netdevsim PFs take no part in that failover (no
-# hardware LAG, no mlx5 port selection). A neighbour deleted by hand and an
+# hardware LAG, no mlx5 port selection). The group then leaves the tunnel
+# layout for the VLAN one (a config without tunnel): the bond is a port of
+# the bridge again, the underlay, its route and the tunnel ports are gone,
+# the bond's MTU is back. VF 0 is on a segment of its own
+# (VNI 5001, VLAN 101 in the bridge): its stand-in (veth in namespace b,
+# tag 101) reaches VNI 5001's end in r and not a VLAN 101 inside VNI 5000,
+# so the default segment's tunnel port carries no other segment's frames. A neighbour deleted by hand and an
 # MTU chain broken by hand are found by validate, up repairs the MTU, down
 # leaves no underlay, tunnel port or bond.
 #
 # MACHINE: default
 # TIMEOUT: 420
-# EXPECT: t_up t_underlay t_port t_no_bond_port t_validate t_again t_traffic t_failover t_neigh_resolved
-# EXPECT: t_neigh_deleted t_mtu_broken t_mtu_repaired t_down t_baseline
+# EXPECT: t_up t_underlay t_port t_no_bond_port t_validate t_again t_traffic t_segments t_failover t_neigh_resolved
+# EXPECT: t_neigh_deleted t_mtu_broken t_mtu_repaired t_to_vlan t_down t_baseline
 . "$(dirname "$0")/lib.sh"
 
 ID=12
@@ -56,8 +62,12 @@ groups:
       local: 192.0.2.11/24
       underlay_vlan: 30
       underlay_mtu: 1600
+      gateway: 192.0.2.254
+      routes: [198.51.100.0/24]
       remotes: [192.0.2.12]
       vni: 5000
+    vfs:
+      - {pf: 0, vf: 0, vlan: 101, vni: 5001}
 EOC
 V() { "$VFLAG" --config /root/vflag.yaml --state-dir /root/state "$@"; }
 snapshot() { # what down must restore: the PFs, no bond, addresses, routes, OVS
@@ -92,7 +102,8 @@ underlay() {
 	ip -d link show bond0.30 | grep -q "vlan protocol 802.1Q id 30" || return 1
 	ip -o addr show dev bond0.30 | grep -q "192.0.2.11/24" || return 1
 	[ "$(cat /sys/class/net/bond0.30/mtu)" = 1600 ] && [ "$(cat /sys/class/net/bond0/mtu)" = 1600 ] || { echo "MTU not 1600"; return 1; }
-	echo "bond0.30 (VLAN 30 on bond0) has 192.0.2.11/24, mtu 1600"
+	ip route show 198.51.100.0/24 | grep -q "via 192.0.2.254 dev bond0.30" || { echo "no route to 198.51.100.0/24: $(ip route show 198.51.100.0/24)"; return 1; }
+	echo "bond0.30 (VLAN 30 on bond0) has 192.0.2.11/24, mtu 1600, the route to 198.51.100.0/24 via 192.0.2.254"
 }
 check t_underlay underlay
 port() {
@@ -100,7 +111,11 @@ port() {
 	[ "$(ovs-vsctl get interface vx5000r0 type)" = vxlan ] || return 1
 	ovs-vsctl get interface vx5000r0 options | grep -q 'key="5000"' || return 1
 	ovs-vsctl get interface vx5000r0 options | grep -q 'remote_ip="192.0.2.12"' || return 1
-	ovs-vsctl get interface vx5000r0 options | grep -q 'local_ip="192.0.2.11"'
+	ovs-vsctl get interface vx5000r0 options | grep -q 'local_ip="192.0.2.11"' || return 1
+	# the default segment's port: untagged frames only; VF 0's segment: VLAN 101
+	ovs-vsctl --columns=name,tag,vlan_mode,trunks list port vx5000r0 vx5001r0
+	[ "$(ovs-vsctl get port vx5000r0 vlan_mode trunks | tr '\n' ' ')" = "trunk [0] " ] || return 1
+	[ "$(ovs-vsctl get port vx5001r0 tag)" = 101 ] && ovs-vsctl get interface vx5001r0 options | grep -q 'key="5001"'
 }
 check t_port port
 no_bond_port() {
@@ -110,7 +125,7 @@ no_bond_port() {
 check t_no_bond_port no_bond_port
 validate_tunnel() {
 	local c
-	for c in tunnel/underlay tunnel/route/192.0.2.12 tunnel/mtu tunnel/port/vx5000r0; do
+	for c in tunnel/underlay tunnel/route/192.0.2.12 tunnel/mtu tunnel/port/vx5000r0 tunnel/port/vx5001r0; do
 		verdict "$c" pass || return 1
 	done
 }
@@ -162,6 +177,40 @@ traffic() {
 	jq -r '"iperf3 through VXLAN 5000 over bond0.30 (slave vs1): \(.end.sum_received.bits_per_second / 1e6 | floor) Mbit/s"' "$OUT/iperf3.json"
 }
 check t_traffic traffic
+# segments: VF 0's segment (VNI 5001, VLAN 101 in the bridge) has a
+# stand-in, ob in namespace b, a port of br-vf with tag 101 (netdevsim's
+# representors pass no packets). In r, VNI 5001 ends at vxlan1 (10.78.0.2);
+# VNI 5000 carries a VLAN 101 of its own, vxlan0.101 (10.78.0.3), moved to
+# namespace q. b reaches 10.78.0.2 through vx5001r0 and never 10.78.0.3:
+# it would if the default segment's tunnel port trunked VLAN 101 into VNI
+# 5000 (OVS's default for a port without a tag).
+segments() {
+	ip netns add b
+	ip netns add q
+	ip link add ob type veth peer name obns
+	ip link set obns netns b
+	ip -n b link set lo up
+	ip -n b addr add 10.78.0.1/24 dev obns
+	ip -n b link set obns up
+	ip link set ob up
+	ovs-vsctl add-port br-vf ob tag=101
+	ip -n r link add vxlan1 type vxlan id 5001 local 192.0.2.12 remote 192.0.2.11 dstport 4789 dev brr.30
+	ip -n r addr add 10.78.0.2/24 dev vxlan1
+	ip -n r link set vxlan1 up
+	ip -n r link add link vxlan0 name vxlan0.101 type vlan id 101
+	ip -n r link set vxlan0.101 netns q
+	ip -n q link set lo up
+	ip -n q addr add 10.78.0.3/24 dev vxlan0.101
+	ip -n q link set vxlan0.101 up
+	wait_for 30 ip netns exec b ping -c 1 -W 1 10.78.0.2 || { echo "no ping through VNI 5001"; return 1; }
+	echo "segment 5001 (VLAN 101) reaches 10.78.0.2 in VNI 5001"
+	if ip netns exec b ping -c 3 -W 1 10.78.0.3; then
+		echo "segment 5001 reached VLAN 101 inside VNI 5000: the default segment's port carries it"
+		return 1
+	fi
+	echo "no reply from 10.78.0.3 (VLAN 101 inside VNI 5000)"
+}
+check t_segments segments
 # failover: a 12 s iperf3 through the tunnel; 4 s in, the switch port of
 # the active slave (vr1) goes down, vs1 loses its carrier, bonding's miimon
 # makes vs2 active. iperf3 must finish, move bytes in the intervals that
@@ -205,6 +254,7 @@ mtu_broken() {
 check t_mtu_broken mtu_broken
 mtu_repaired() {
 	ovs-vsctl del-port br-vf oa
+	ovs-vsctl del-port br-vf ob
 	ip link set vs1 nomaster # the bond back to the PFs alone, as vflag made it
 	ip link set vs2 nomaster
 	ip link set "$PF1" up
@@ -214,6 +264,27 @@ mtu_repaired() {
 	verdict tunnel/mtu pass
 }
 check t_mtu_repaired mtu_repaired
+
+step "T: the group leaves the tunnel layout"
+# to_vlan: the same group without tunnel (VF 0 keeps VLAN 101, now a VLAN
+# of the bridge and the bond): as a fresh up of that config would leave it.
+to_vlan() {
+	sed -e '/^    tunnel:/,/^    vfs:/{/^    vfs:/!d}' -e 's/, vni: 5001//' /root/vflag.yaml >/root/vflag-vlan.yaml
+	cp /root/vflag-vlan.yaml "$OUT/vflag-vlan.yaml"
+	! grep -q 'tunnel\|vni' /root/vflag-vlan.yaml || { echo "the VLAN config still has a tunnel"; return 1; }
+	"$VFLAG" --config /root/vflag-vlan.yaml --state-dir /root/state up || return 1
+	ovs-vsctl list-ports br-vf | tr '\n' ' '
+	echo
+	ovs-vsctl list-ports br-vf | grep -qx bond0 || { echo "bond0 is not a port of br-vf"; return 1; }
+	! ovs-vsctl list-ports br-vf | grep -q '^vx' || { echo "tunnel ports left"; return 1; }
+	! ip link show bond0.30 >/dev/null 2>&1 || { echo "bond0.30 left"; return 1; }
+	[ -z "$(ip route show 198.51.100.0/24)" ] || { echo "route left: $(ip route show 198.51.100.0/24)"; return 1; }
+	[ "$(cat /sys/class/net/bond0/mtu) $(cat /sys/class/net/"$PF1"/mtu)" = "1500 1500" ] || { echo "bond0 and $PF1 MTU $(cat /sys/class/net/bond0/mtu) $(cat /sys/class/net/"$PF1"/mtu), not 1500"; return 1; }
+	reps $ID | grep -qx "$(ovs-vsctl --bare --columns=name find port tag=101)" || { echo "no representor port on VLAN 101 (VF 0's)"; return 1; }
+	"$VFLAG" --config /root/vflag-vlan.yaml --state-dir /root/state up | grep -q 'no changes' || { echo "a second up changed something"; return 1; }
+	echo "bond0 in br-vf at MTU 1500; no bond0.30, route or tunnel port; a second up changes nothing"
+}
+check t_to_vlan to_vlan
 
 step "T: down"
 down() {

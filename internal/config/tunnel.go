@@ -75,9 +75,9 @@ const InnerVLANTagLen = 4
 // the tunnel with a VLAN tag of their own ("vfs[1]", "network.portgroups[0]"),
 // "" when none: one on the default segment (no vni of its own) that is
 // tagged in the bridge (a vlan, a trunk or native-* vlan_mode, trunks).
-// The default segment's tunnel ports have no tag, so OVS sends them every
-// VLAN of the bridge tagged; a segment's own ports carry its VLAN as their
-// access tag and strip it.
+// The default segment's tunnel ports have no tag, so OVS sends them the
+// default segment's VLANs tagged (UntaggedTrunks); a segment's own ports
+// carry its VLAN as their access tag and strip it.
 func (g *Group) InnerVLANTag() string {
 	if g.Tunnel == nil {
 		return ""
@@ -98,6 +98,52 @@ func (g *Group) InnerVLANTag() string {
 		}
 	}
 	return ""
+}
+
+// UntaggedTrunks are the VLANs that a port without a tag of its own
+// carries in a tunnel group whose other segments are tagged in the bridge:
+// 0 (untagged frames) and the VLANs that the entries without a vni use
+// (their vlan and trunks), less every tagged segment's VLAN. Without it a
+// port without a tag is an OVS trunk of every VLAN, so the untagged
+// segment's tunnel ports and representors would carry each tagged
+// segment's frames, still tagged, into the untagged segment's VNI and VMs.
+// nil without a tunnel or without a tagged segment (such a group's ports
+// trunk every VLAN, as in a group without a tunnel).
+func (g *Group) UntaggedTrunks() []int {
+	tagged := map[int]bool{}
+	for _, s := range g.Segments() {
+		if s.Tag != 0 {
+			tagged[s.Tag] = true
+		}
+	}
+	if len(tagged) == 0 {
+		return nil
+	}
+	set := map[int]bool{0: true}
+	add := func(vni, vlan int, trunks []int) {
+		if vni != 0 {
+			return
+		}
+		for _, v := range append([]int{vlan}, trunks...) {
+			if !tagged[v] {
+				set[v] = true
+			}
+		}
+	}
+	for _, vf := range g.VFs {
+		add(vf.VNI, vf.VLAN, vf.Trunks)
+	}
+	if g.Network != nil {
+		for _, pg := range g.Network.Portgroups {
+			add(pg.VNI, pg.VLAN, pg.Trunks)
+		}
+	}
+	out := make([]int, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // TunnelOverhead is what the group's tunnel adds above the representors'

@@ -54,6 +54,37 @@ func TestTunnelPorts(t *testing.T) {
 	}
 }
 
+// TestUntaggedTrunks: with a segment tagged in the bridge, the ports
+// without a tag carry untagged frames and the default segment's own VLANs,
+// never a tagged segment's; without a tagged segment, nil (OVS's trunk of
+// every VLAN, as without a tunnel).
+func TestUntaggedTrunks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(g *Group)
+		want []int
+	}{
+		{"no tunnel", func(g *Group) { g.Tunnel = nil }, nil},
+		{"only the default segment (vfs[0] tagged on it)", func(g *Group) {}, nil},
+		{"vfs[0] a segment of its own", func(g *Group) { g.VFs[0].VNI = 5010 }, []int{0}},
+		{"a portgroup segment, vfs[0] tagged on the default", func(g *Group) {
+			g.Network = &Network{Portgroups: []Portgroup{{Name: "b", VLAN: 20, VNI: 5020}}}
+		}, []int{0, 10}},
+		{"a default-segment trunk lists a segment's VLAN", func(g *Group) {
+			g.VFs[0].VNI = 5010
+			g.Network = &Network{Portgroups: []Portgroup{{Name: "t", VLANMode: "trunk", Trunks: []int{40, 10, 30}}}}
+		}, []int{0, 30, 40}},
+		{"no default segment", func(g *Group) { g.Tunnel.VNI, g.VFs[0].VNI = 0, 5010 }, []int{0}},
+	} {
+		c := withTunnel(validConfig(), goodTunnel()) // vfs[0]: vlan 10, no vni
+		g := &c.Groups[0]
+		tc.edit(g)
+		if got := g.UntaggedTrunks(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestTunnelInnerVLANTag: a port tagged in the bridge on the default
 // segment (a vlan, a trunk) puts a VLAN tag inside the tunnel, 4 bytes
 // more of the underlay's MTU; a segment's own port (vni) does not.

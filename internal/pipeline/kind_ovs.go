@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/teardown"
 )
@@ -129,7 +129,7 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 				continue
 			}
 			w := want[name]
-			rs = append(rs, fmt.Sprintf("%s %s -> %s", name, vlanColumns(cur.Tag, cur.VLANMode, cur.Trunks), vlanColumns(w.Tag, w.VLANMode, w.Trunks)))
+			rs = append(rs, fmt.Sprintf("%s %s -> %s", name, validate.VLANColumns(cur.Tag, cur.VLANMode, cur.Trunks), validate.VLANColumns(w.Tag, w.VLANMode, w.Trunks)))
 		}
 		parts = append(parts, "retag "+strings.Join(rs, ", "))
 	}
@@ -146,24 +146,6 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 		return "bridge " + spec.Bridge + " converged"
 	}
 	return strings.Join(parts, "; ") + " (one transaction)"
-}
-
-// vlanColumns shows a port's VLAN columns: "tag 100", "untagged",
-// "tag 100 vlan_mode native-untagged trunks [20 30]".
-func vlanColumns(tag int, mode string, trunks []int) string {
-	s := "untagged"
-	if tag != 0 {
-		s = fmt.Sprintf("tag %d", tag)
-	}
-	if mode != "" {
-		s += " vlan_mode " + mode
-	}
-	if len(trunks) > 0 {
-		t := append([]int(nil), trunks...)
-		sort.Ints(t)
-		s += fmt.Sprintf(" trunks %v", t)
-	}
-	return s
 }
 
 // vlansNow reads the VLAN columns of the ports a change retags (nil when
@@ -394,7 +376,7 @@ func PoolPortSpec(g *config.Group, k VFKey, rep, pg string) ovs.PortSpec {
 	if chosen != nil {
 		ps.Tag, ps.VLANMode, ps.Trunks = chosen.VLAN, chosen.VLANMode, slices.Clone(chosen.Trunks)
 	}
-	return ps
+	return onUntaggedSegment(g, ps)
 }
 
 // RepPortSpec is the OVS port of the representor rep of VF k: its VF's
@@ -406,6 +388,21 @@ func RepPortSpec(g *config.Group, k VFKey, rep string) ovs.PortSpec {
 		if v.PF == k.PF && v.VF == k.VF {
 			ps.Tag, ps.VLANMode, ps.Trunks = v.VLAN, v.VLANMode, v.Trunks
 		}
+	}
+	return onUntaggedSegment(g, ps)
+}
+
+// onUntaggedSegment keeps a port without VLAN columns of its own (no tag,
+// vlan_mode or trunks) to the untagged segment in a tunnel group whose
+// other segments are tagged: vlan_mode trunk with the untagged segment's
+// VLANs (config.Group.UntaggedTrunks), where OVS's default would trunk
+// every segment's VLAN to it. Other ports are returned as they are.
+func onUntaggedSegment(g *config.Group, ps ovs.PortSpec) ovs.PortSpec {
+	if ps.Tag != 0 || ps.VLANMode != "" || len(ps.Trunks) > 0 {
+		return ps
+	}
+	if t := g.UntaggedTrunks(); t != nil {
+		ps.VLANMode, ps.Trunks = "trunk", t
 	}
 	return ps
 }

@@ -343,7 +343,7 @@ func (tunnelRouteKind) Undo(_ context.Context, e *Env, r tunnelRouteRecord) (str
 func tunnelPortSpecs(g *config.Group) []ovs.PortSpec {
 	var out []ovs.PortSpec
 	for _, tp := range g.TunnelPorts() {
-		out = append(out, ovs.PortSpec{Name: tp.Name, Type: tp.Type, Options: tp.Options, Tag: tp.Tag})
+		out = append(out, onUntaggedSegment(g, ovs.PortSpec{Name: tp.Name, Type: tp.Type, Options: tp.Options, Tag: tp.Tag}))
 	}
 	return out
 }
@@ -365,7 +365,8 @@ func TunnelWant(g *config.Group) *validate.TunnelWant {
 		}
 	}
 	for _, p := range g.TunnelPorts() {
-		w.Ports = append(w.Ports, validate.TunnelPortWant{Name: p.Name, Type: p.Type, Tag: p.Tag, Options: p.Options})
+		ps := onUntaggedSegment(g, ovs.PortSpec{Tag: p.Tag})
+		w.Ports = append(w.Ports, validate.TunnelPortWant{Name: p.Name, Type: p.Type, Tag: p.Tag, VLANMode: ps.VLANMode, Trunks: ps.Trunks, Options: p.Options})
 	}
 	return w
 }

@@ -64,10 +64,13 @@ func withTunnel(c *config.Config) {
 
 // tunnelLines are withTunnel's lines: the underlay, the tunnel ports with
 // their options and tags, the bond at the underlay's MTU (and not in the
-// bridge: no bondPort line, checked by TestTunnelLayout).
+// bridge: no bondPort line, checked by TestTunnelLayout). The untagged
+// segment's ports (VNI 5000's tunnel port, an untagged representor) trunk
+// only untagged frames and vfs[1]'s VLAN 200, not segment 5100's VLAN 100.
 var tunnelLines = []string{
 	"underlay:", "  bond0.30 vlan 30 on bond0", "  bond0.30 addrs 192.0.2.11/24", "  route 198.51.100.0/24 via 192.0.2.254 dev bond0.30",
-	`  port "vx5000r0" tag=- owner="lag0" |interface "vx5000r0" type="vxlan" options={dst_port="4789", key="5000", local_ip="192.0.2.11", remote_ip="192.0.2.12"}`,
+	`  port "vx5000r0" tag=- owner="lag0" vlan_mode=trunk trunks=[0 200] |interface "vx5000r0" type="vxlan" options={dst_port="4789", key="5000", local_ip="192.0.2.11", remote_ip="192.0.2.12"}`,
+	`  port "rep[0000:61:00.4]" tag=- owner="lag0" vlan_mode=trunk trunks=[0 200] |interface "rep[0000:61:00.4]" type=""`,
 	`  port "vx5100r1" tag=100 owner="lag0" |interface "vx5100r1" type="vxlan" options={dst_port="4789", key="5100", local_ip="192.0.2.11", remote_ip="198.51.100.7"}`,
 	fmt.Sprintf(bondLink, 9100), fmt.Sprintf(pf0Link, 9100), lagHash, fmt.Sprintf(rep00Port, 100, ""),
 }

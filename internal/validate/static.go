@@ -84,6 +84,10 @@ type BridgePort struct {
 	// Type and Options are the interface's (a tunnel port's).
 	Type    string
 	Options map[string]string
+	// Tag, VLANMode and Trunks are the port's VLAN columns (Trunks sorted).
+	Tag      int
+	VLANMode string
+	Trunks   []int
 }
 
 // Attachment is one configured attachment as the caller found it.

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -31,8 +32,12 @@ type TunnelWant struct {
 // TunnelPortWant is one tunnel port of the bridge.
 type TunnelPortWant struct {
 	Name, Type string
-	Tag        int
-	Options    map[string]string
+	// Tag, VLANMode and Trunks are the port's VLAN columns: a segment's
+	// VLAN as its access tag, or the untagged segment's trunks.
+	Tag      int
+	VLANMode string
+	Trunks   []int
+	Options  map[string]string
 }
 
 // Tunnel check names (docs/troubleshooting.md's check index).
@@ -146,8 +151,26 @@ func tunnelPortCheck(t Target, want TunnelPortWant, facts Facts) Check {
 		return failed(name, "tunnel port %s is not a port of bridge %s (vflag up adds it)", want.Name, t.Bridge)
 	case p.Type != want.Type || !maps.Equal(p.Options, want.Options):
 		return failed(name, "tunnel port %s is %s %v, want %s %v (vflag up sets them)", want.Name, orDash(p.Type), p.Options, want.Type, want.Options)
+	case p.Tag != want.Tag || p.VLANMode != want.VLANMode || !slices.Equal(p.Trunks, want.Trunks):
+		return failed(name, "tunnel port %s has %s, want %s: it carries another segment's frames or drops its own (vflag up sets them)", want.Name, VLANColumns(p.Tag, p.VLANMode, p.Trunks), VLANColumns(want.Tag, want.VLANMode, want.Trunks))
 	case p.OFPort <= 0:
 		return failed(name, "tunnel port %s has no ofport (%d): %s", want.Name, p.OFPort, orDash(p.Error))
 	}
 	return pass(name, "%s port %s: key %s, remote %s, ofport %d", want.Type, want.Name, want.Options["key"], want.Options["remote_ip"], p.OFPort)
+}
+
+// VLANColumns shows a port's VLAN columns: "untagged", "tag 100",
+// "tag 100 vlan_mode native-untagged trunks [20 30]".
+func VLANColumns(tag int, mode string, trunks []int) string {
+	s := "untagged"
+	if tag != 0 {
+		s = fmt.Sprintf("tag %d", tag)
+	}
+	if mode != "" {
+		s += " vlan_mode " + mode
+	}
+	if len(trunks) > 0 {
+		s += fmt.Sprintf(" trunks %v", slices.Sorted(slices.Values(trunks)))
+	}
+	return s
 }

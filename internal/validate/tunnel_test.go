@@ -82,6 +82,14 @@ func TestTunnelChecks(t *testing.T) {
 	tg.Tunnel.Overhead, tg.Tunnel.InnerVLAN = 50, ""
 	must(h.DelAddr("bond0.30", "192.0.2.11/24"))
 	expectFail("tunnel/underlay", "is not on bond0.30")
+	// The untagged segment's port trunks untagged frames only: OVS's
+	// default (every VLAN) carries another segment's frames into it.
+	tg.Tunnel.Ports[0].VLANMode, tg.Tunnel.Ports[0].Trunks = "trunk", []int{0}
+	expectFail("tunnel/port/vx5000r0", "tunnel port vx5000r0 has untagged, want untagged vlan_mode trunk trunks [0]: it carries another segment's frames")
+	facts.Bridge.Ports["vx5000r0"] = BridgePort{OFPort: 3, Type: "vxlan", Options: opts, VLANMode: "trunk", Trunks: []int{0}}
+	if c := verdicts()["tunnel/port/vx5000r0"]; c.Verdict != Pass {
+		t.Fatalf("tunnel/port with its trunks: %+v", c)
+	}
 	facts.Bridge.Ports["vx5000r0"] = BridgePort{OFPort: 3, Type: "vxlan", Options: map[string]string{"key": "1"}}
 	expectFail("tunnel/port/vx5000r0", "want vxlan")
 }

@@ -314,7 +314,8 @@ func (r *run) bridgeFacts(ctx context.Context, bridge string) (*validate.Bridge,
 	}
 	b := &validate.Bridge{Exists: bs.Exists, HWOffload: bs.HWOffload, Ports: map[string]validate.BridgePort{}}
 	for _, p := range bs.Ports {
-		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error, MTU: p.MTU, Type: p.Type, Options: p.Options}
+		b.Ports[p.Name] = validate.BridgePort{OFPort: p.OFPort, Error: p.Error, MTU: p.MTU, Type: p.Type, Options: p.Options,
+			Tag: p.Tag, VLANMode: p.VLANMode, Trunks: p.Trunks}
 	}
 	return b, nil
 }
