@@ -283,22 +283,18 @@ func linkByName(h *netlink.Handle, name string) (netlink.Link, error) {
 
 // Link implements Kernel ("ip -d link show $name", with the "vf N" lines).
 func (n Netlink) Link(name string) (Link, error) {
-	h, done, err := n.handle()
-	if err != nil {
-		return Link{}, err
-	}
-	defer done()
-	l, err := linkByName(h, name)
-	if err != nil {
-		return Link{}, err
-	}
-	byIndex := map[int]string{}
-	if mi := l.Attrs().MasterIndex; mi != 0 {
-		if m, err := h.LinkByIndex(mi); err == nil {
-			byIndex[mi] = m.Attrs().Name
+	var out Link
+	err := n.onLink(name, func(h *netlink.Handle, l netlink.Link) error {
+		byIndex := map[int]string{}
+		if mi := l.Attrs().MasterIndex; mi != 0 {
+			if m, err := h.LinkByIndex(mi); err == nil {
+				byIndex[mi] = m.Attrs().Name
+			}
 		}
-	}
-	return toLink(l, byIndex), nil
+		out = toLink(l, byIndex)
+		return nil
+	})
+	return out, err
 }
 
 // Links implements Kernel ("ip -d link show").
@@ -364,36 +360,16 @@ func (n Netlink) SetLinkMTU(name string, mtu int) error {
 
 // SetVFMAC implements Kernel ("ip link set $pf vf $vf mac $mac").
 func (n Netlink) SetVFMAC(pf string, vf int, mac net.HardwareAddr) error {
-	h, done, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer done()
-	l, err := linkByName(h, pf)
-	if err != nil {
-		return err
-	}
-	if err := h.LinkSetVfHardwareAddr(l, vf, mac); err != nil {
-		return fmt.Errorf("ip link set %s vf %d mac %s: %w", pf, vf, mac, err)
-	}
-	return nil
+	return n.vfSet(pf, fmt.Sprintf("vf %d mac %s", vf, mac), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfHardwareAddr(l, vf, mac)
+	})
 }
 
 // SetVFVlan implements Kernel ("ip link set $pf vf $vf vlan $vlan").
 func (n Netlink) SetVFVlan(pf string, vf int, vlan int) error {
-	h, done, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer done()
-	l, err := linkByName(h, pf)
-	if err != nil {
-		return err
-	}
-	if err := h.LinkSetVfVlan(l, vf, vlan); err != nil {
-		return fmt.Errorf("ip link set %s vf %d vlan %d: %w", pf, vf, vlan, err)
-	}
-	return nil
+	return n.vfSet(pf, fmt.Sprintf("vf %d vlan %d", vf, vlan), func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetVfVlan(l, vf, vlan)
+	})
 }
 
 // vfInfo is one entry of the PF's IFLA_VFINFO_LIST. A driver that does
@@ -435,19 +411,12 @@ func VFLinkStateNumber(state string) (uint32, bool) {
 
 // vfSet runs one "ip link set $pf vf ..." request.
 func (n Netlink) vfSet(pf, what string, set func(h *netlink.Handle, l netlink.Link) error) error {
-	h, done, err := n.handle()
-	if err != nil {
-		return err
-	}
-	defer done()
-	l, err := linkByName(h, pf)
-	if err != nil {
-		return err
-	}
-	if err := set(h, l); err != nil {
-		return fmt.Errorf("ip link set %s %s: %w", pf, what, err)
-	}
-	return nil
+	return n.onLink(pf, func(h *netlink.Handle, l netlink.Link) error {
+		if err := set(h, l); err != nil {
+			return fmt.Errorf("ip link set %s %s: %w", pf, what, err)
+		}
+		return nil
+	})
 }
 
 // SetVFVlanQos implements Kernel ("ip link set $pf vf $vf vlan $vlan qos $qos").
