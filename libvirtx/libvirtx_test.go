@@ -420,6 +420,7 @@ func TestLibvirtd(t *testing.T) {
 		libvirtx.SetSharedMaxAge(c, time.Hour) // a loaded machine must not age the reads out
 		name, _ := e.domain(t, "vm-shared")
 		c.Prefetch(name, "no-such-vm-shared")
+		libvirtx.WaitPrefetch(c) // the reads are done before the domain changes (else they may see it)
 		e.attachForeign(t, name, "0000:61:00.7", "52:54:00:00:00:77")
 
 		if st, err := c.Domain(name); err != nil || !st.Exists || len(st.Interfaces) != 0 {
@@ -454,6 +455,7 @@ func TestLibvirtd(t *testing.T) {
 		other, _ := e.domain(t, "vm-shared-aged")
 		libvirtx.SetSharedMaxAge(c, time.Nanosecond)
 		c.Prefetch(other)
+		libvirtx.WaitPrefetch(c)
 		e.attachForeign(t, other, "0000:61:00.7", "52:54:00:00:00:78")
 		if st, err := c.Domain(other); err != nil || len(st.Interfaces) != 1 {
 			t.Errorf("Domain after its prefetch aged out = %+v, %v; want the foreign interface (read afresh)", st, err)
