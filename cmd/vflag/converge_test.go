@@ -70,6 +70,7 @@ func variants() []variant {
 		v("native-trunks", func(x *variant) { x.vf0Mode, x.vf0Trunks = "native-untagged", "[20, 30]" }),
 		v("native-trunk20", func(x *variant) { x.vf0Mode, x.vf0Trunks = "native-tagged", "[20]" }),
 		v("trunk-mode", func(x *variant) { x.vlan0, x.vf0Mode, x.vf0Trunks = 0, "trunk", "[300, 400]" }),
+		v("untagged-only", func(x *variant) { x.vlan0, x.vf0Mode = 0, "access" }),
 		v("max-idle", func(x *variant) { x.maxIdle = 2000 }),
 		v("max-idle-mtu", func(x *variant) { x.maxIdle, x.mtu = 15000, 9000 }),
 		v("mtu-trunks", func(x *variant) { x.mtu, x.vf0Mode, x.vf0Trunks = 4000, "native-untagged", "[20]" }),

@@ -871,10 +871,7 @@ func validateVLANMode(v VFConfig, vp string, switchdev bool, add func(string, an
 		return
 	}
 	switch v.VLANMode {
-	case "", "access":
-		if v.VLANMode == "access" && v.VLAN == 0 {
-			add(vp+".vlan_mode", v.VLANMode, "needs vlan (the access tag)")
-		}
+	case "", "access": // access without vlan: untagged frames only (OVS's VLAN 0)
 		if len(v.Trunks) > 0 {
 			add(vp+".trunks", fmt.Sprint(v.Trunks), "are not allowed with vlan_mode access (set vlan_mode trunk, native-tagged or native-untagged)")
 		}

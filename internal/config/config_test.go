@@ -56,6 +56,7 @@ func TestValidateAcceptsVLANModes(t *testing.T) {
 	for _, v := range []VFConfig{
 		{VLAN: 10},
 		{VLAN: 10, VLANMode: "access"},
+		{VLANMode: "access"}, // untagged frames only
 		{VLANMode: "trunk", Trunks: []int{20, 30}},
 		{VLANMode: "trunk"},
 		{VLAN: 10, VLANMode: "native-untagged", Trunks: []int{20, 30}},
@@ -118,7 +119,6 @@ func TestValidateRejects(t *testing.T) {
 			c.Groups[0].Bond.AdSelect = "count"
 		}, "groups[0].bond.ad_select", "count"},
 		{"trunks with access", func(c *Config) { c.Groups[0].VFs[0].Trunks = []int{20} }, "groups[0].vfs[0].trunks", "[20]"},
-		{"access without tag", func(c *Config) { c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].VLANMode = 0, "access" }, "groups[0].vfs[0].vlan_mode", "access"},
 		{"trunk with a tag", func(c *Config) { c.Groups[0].VFs[0].VLANMode = "trunk" }, "groups[0].vfs[0].vlan", "10"},
 		{"native without tag", func(c *Config) { c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].VLANMode = 0, "native-untagged" }, "groups[0].vfs[0].vlan", "0"},
 		{"bad vlan_mode", func(c *Config) { c.Groups[0].VFs[0].VLANMode = "dot1q-tunnel" }, "groups[0].vfs[0].vlan_mode", "dot1q-tunnel"},
