@@ -12,15 +12,56 @@ import (
 )
 
 // laneHost is a host of named values; each change and undo takes lat and
-// is logged in order.
+// is logged in order. With meet set, each lane's first change waits there
+// for the other lanes' first changes.
 type laneHost struct {
-	mu  sync.Mutex
-	v   map[string]string
-	log []string
-	lat time.Duration
+	mu   sync.Mutex
+	v    map[string]string
+	log  []string
+	lat  time.Duration
+	meet *meeting
+}
+
+// meeting is where each lane's first change (a key's first byte names its
+// lane) waits, at most 5 s, until every lane's first change has begun:
+// lanes that run one after the other never meet, and the first lane's wait
+// runs out (missed).
+type meeting struct {
+	mu     sync.Mutex
+	lanes  int
+	seen   map[byte]bool
+	all    chan struct{}
+	missed []string
+}
+
+func newMeeting(lanes int) *meeting {
+	return &meeting{lanes: lanes, seen: map[byte]bool{}, all: make(chan struct{})}
+}
+
+func (m *meeting) arrive(k string) {
+	m.mu.Lock()
+	first := !m.seen[k[0]]
+	m.seen[k[0]] = true
+	if first && len(m.seen) == m.lanes {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	if !first {
+		return
+	}
+	select {
+	case <-m.all:
+	case <-time.After(5 * time.Second):
+		m.mu.Lock()
+		m.missed = append(m.missed, k)
+		m.mu.Unlock()
+	}
 }
 
 func (h *laneHost) set(k, v string) {
+	if h.meet != nil {
+		h.meet.arrive(k)
+	}
 	time.Sleep(h.lat)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -65,23 +106,23 @@ func lanesUp(ctx context.Context, r *Runner, h *laneHost, groups []string, n int
 	})
 }
 
-// TestLanesRunSideBySide: two groups of slow steps take the time of one;
-// the events come out group by group; down undoes them side by side, each
-// group in reverse.
+// TestLanesRunSideBySide: the two groups' first changes are under way at
+// once (they meet); the events come out group by group; down undoes them
+// side by side (they meet again), each group in reverse. (How long they
+// take against one lane is make bench's several-NICs row.)
 func TestLanesRunSideBySide(t *testing.T) {
 	dir := t.TempDir()
 	j, err := OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &laneHost{v: map[string]string{}, lat: 50 * time.Millisecond}
+	h := &laneHost{v: map[string]string{}, lat: 10 * time.Millisecond, meet: newMeeting(2)}
 	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
-	t0 := time.Now()
 	if err := lanesUp(context.Background(), r, h, []string{"a", "b"}, 4); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(t0); d > 7*h.lat {
-		t.Errorf("up of two lanes of 4 steps of %s took %s: the lanes did not run side by side", h.lat, d)
+	if m := h.meet.missed; len(m) > 0 {
+		t.Errorf("up: the change of %v waited 5 s for the other lane's first change: the lanes did not run side by side", m)
 	}
 	var groups []string
 	for _, ev := range r.Results() {
@@ -90,14 +131,13 @@ func TestLanesRunSideBySide(t *testing.T) {
 	if want := []string{"a", "a", "a", "a", "b", "b", "b", "b"}; !slices.Equal(groups, want) {
 		t.Errorf("events' groups %v, want %v", groups, want)
 	}
-	h.log = nil
-	t0 = time.Now()
+	h.log, h.meet = nil, newMeeting(2)
 	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
 	if err := dr.Down(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(t0); d > 7*h.lat {
-		t.Errorf("down of two lanes took %s: not side by side", d)
+	if m := h.meet.missed; len(m) > 0 {
+		t.Errorf("down: the undo of %v waited 5 s for the other lane's first undo: not side by side", m)
 	}
 	checkReverse(t, h.log, "a")
 	checkReverse(t, h.log, "b")
