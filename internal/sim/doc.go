@@ -377,7 +377,10 @@
 // netdevs and representors that appear later (a timer syncs them). Mirrors
 // that go together (the representors of a mode change) are deleted in one
 // batch (one netdev group, one RTM_DELLINK): one by one, each cost the
-// kernel an RCU grace period, which a real mode change does not spend. A real
+// kernel an RCU grace period, which a real mode change does not spend. The
+// mirroring of one change does not wait for another's unless they name the
+// same netdev (one PF's representors going do not hold up the other card's
+// bond), as the kernel's netdevs of two PFs do not wait for each other. A real
 // ovs-vswitchd in that namespace can then add "bond0" and the representors
 // as ports. Close leaves the mirrors, which belong to the host's state, and
 // when the Host changed the namespace it marks it (lo's ifalias: a hash of

@@ -28,8 +28,9 @@ const (
 type Host struct {
 	dir string
 
-	// mmu serialises the mirror's syncs (mirror.go); it is taken before mu,
-	// and an update syncs the mirror holding mmu alone.
+	// mmu guards the mirror (mirror.go): a full sync holds it throughout, a
+	// delta only to take its turn (syncMirror); it is taken before mu, and
+	// an update syncs the mirror holding mmu alone.
 	mmu   sync.Mutex
 	mu    sync.Mutex
 	lock  *os.File // flock(2) serialises processes

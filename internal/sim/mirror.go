@@ -40,6 +40,10 @@ type mirror struct {
 	fullSyncs int
 	// noMark: the next full sync ignores the namespace's mark.
 	noMark bool
+	// inflight holds, per netdev name, the done channel of the last delta
+	// started for it (startDelta): a later delta that names it waits for
+	// it, one that does not goes ahead (Host.syncMirror).
+	inflight map[string]chan struct{}
 }
 
 func newMirror(path string) *mirror { return &mirror{path: path} }
@@ -50,9 +54,75 @@ func (m *mirror) close() {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
+	m.settle()
 	if m.changed && m.synced != nil {
 		_ = m.writeMark(m.synced)
 	}
+}
+
+// settle waits until every delta started (startDelta) is done: a sync
+// that lists or compares the whole namespace must see their links.
+func (m *mirror) settle() {
+	for _, c := range m.inflight {
+		<-c
+	}
+}
+
+// startDelta is the part of a delta sync done under h.mmu: the netdevs
+// whose wanted state differs from the target of the syncs before it, the
+// target moved to want, and this delta's turn on each of its netdevs
+// (after the delta before it that names the same one). It returns nil
+// when nothing changed; wait blocks until the turn comes, finish ends it
+// (without h.mmu: it closes the turn) and says whether the delta applied.
+func (m *mirror) startDelta(want map[string]mirrorWant) (delta map[string]*mirrorWant, wait func(), done chan struct{}) {
+	delta = map[string]*mirrorWant{}
+	for name, w := range want {
+		if old, ok := m.synced[name]; !ok || old != w {
+			delta[name] = &w
+		}
+	}
+	for name := range m.synced {
+		if _, ok := want[name]; !ok {
+			delta[name] = nil
+		}
+	}
+	if len(delta) == 0 {
+		return nil, nil, nil
+	}
+	m.synced = want
+	done = make(chan struct{})
+	var before []chan struct{}
+	if m.inflight == nil {
+		m.inflight = map[string]chan struct{}{}
+	}
+	for name := range delta {
+		if c := m.inflight[name]; c != nil {
+			before = append(before, c)
+		}
+		m.inflight[name] = done
+	}
+	return delta, func() {
+		for _, c := range before {
+			<-c
+		}
+	}, done
+}
+
+// endDelta is the part of a delta sync done under h.mmu once it applied:
+// the turns it held are released, and a failure drops the target (the
+// next sync is a full one: the namespace is not what any mark says).
+func (m *mirror) endDelta(delta map[string]*mirrorWant, done chan struct{}, err error) {
+	for name := range delta {
+		if m.inflight[name] == done {
+			delete(m.inflight, name)
+		}
+	}
+	if err != nil {
+		m.synced = nil
+		_ = m.writeMark(nil)
+		return
+	}
+	m.changed = true
 }
 
 // sync brings the namespace in line with want: in full the first time (and
@@ -60,6 +130,7 @@ func (m *mirror) close() {
 // then only for the netdevs whose wanted state changed since the last
 // successful sync.
 func (m *mirror) sync(want map[string]mirrorWant) error {
+	m.settle()
 	var err error
 	if m.synced == nil {
 		if !m.noMark && m.marked(want) {
@@ -256,27 +327,50 @@ func (h *Host) syncMirrorLocked() error {
 // wait for this change's veths, as in the kernel they do not wait for its
 // netdevs. The state is read once h.mmu is held: a sync never goes back to
 // a state older than the one synced before it.
+//
+// A delta (the usual sync: the netdevs one change made or removed) holds
+// h.mmu only to take its turn: its netlink calls run without it, so the
+// veths of one PF's mode change (a hundred representors) do not hold up
+// another PF's bond, while a later delta that names one of its netdevs
+// still waits for it (startDelta). A full sync holds h.mmu throughout.
 func (h *Host) syncMirror() error {
 	h.mmu.Lock()
-	defer h.mmu.Unlock()
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		h.mmu.Unlock()
 		return nil
 	}
 	if h.st == nil {
 		// Dropped by a failed update meanwhile: the file holds the state.
 		if err := h.reload(); err != nil {
 			h.mu.Unlock()
+			h.mmu.Unlock()
 			return err
 		}
 	}
 	m, want := h.mirrorWantLocked()
 	h.mu.Unlock()
 	if m == nil {
+		h.mmu.Unlock()
 		return nil
 	}
-	return h.mirrorSync(m, want)
+	if m.synced == nil {
+		defer h.mmu.Unlock()
+		return h.mirrorSync(m, want)
+	}
+	delta, wait, done := m.startDelta(want)
+	h.mmu.Unlock()
+	if delta == nil {
+		return nil
+	}
+	wait()
+	err := m.apply(nil, delta)
+	close(done)
+	h.mmu.Lock()
+	m.endDelta(delta, done, err)
+	h.mmu.Unlock()
+	return h.explainMirror(m, err)
 }
 
 // mirrorWantLocked is what the namespace must hold for the state (h.mu
@@ -313,7 +407,12 @@ func (h *Host) mirrorWantLocked() (*mirror, map[string]mirrorWant) {
 
 // mirrorSync is m.sync with the error explained.
 func (h *Host) mirrorSync(m *mirror, want map[string]mirrorWant) error {
-	if err := m.sync(want); err != nil {
+	return h.explainMirror(m, m.sync(want))
+}
+
+// explainMirror is a mirror sync's error explained (nil: nil).
+func (h *Host) explainMirror(m *mirror, err error) error {
+	if err != nil {
 		if _, serr := os.Stat(m.path); errors.Is(serr, os.ErrNotExist) {
 			return fmt.Errorf("sim: mirror_netns %s: no such network namespace: it is where ovs-vswitchd runs and opens the simulated netdevs (make simhost CONFIG=<config> makes it; README: Try it on the simulated host): %w", m.path, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,6 +261,99 @@ func TestMirrorNetnsBatch(t *testing.T) {
 		}
 	}
 	check("legacy", 2)
+}
+
+// TestMirrorDeltasSideBySide: the mirror's delta syncs run side by side
+// (a delta holds the mirror's lock only to take its turn): one PF's mode
+// changes add and remove its twelve representors' veths while other
+// goroutines flip the other PF's representors up and down, two of them on
+// the same netdev. Whatever order they ran in, the namespace ends as the
+// simulated host's links are (a later delta on a netdev never runs before
+// an earlier one), and the next delta starts from there.
+func TestMirrorDeltasSideBySide(t *testing.T) {
+	path, ns := newTestNetns(t)
+	spec := testSpec()
+	spec.NICs[0].TotalVFs = 12
+	spec.Latency = Latency{}
+	spec.MirrorNetns = path
+	h, err := Open(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	f := h.FS()
+	pf1 := "0000:61:00.1"
+	for _, pf := range []string{pf0, pf1} {
+		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_numvfs", []byte("12")); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetEswitchMode(dl(pf), eswitch.ModeSwitchdev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports, err := h.Ports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps1 []string // PF 1's representors
+	for _, p := range ports {
+		if p.Flavour == "pcivf" && p.Devlink == dl(pf1) {
+			reps1 = append(reps1, p.Netdev)
+		}
+	}
+	if len(reps1) != 12 {
+		t.Fatalf("PF 1's representors: %v", reps1)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	wg.Go(func() {
+		for range 3 {
+			for _, mode := range []string{eswitch.ModeLegacy, eswitch.ModeSwitchdev} {
+				if err := h.SetEswitchMode(dl(pf0), mode); err != nil {
+					errs <- err
+				}
+			}
+		}
+	})
+	flip := func(names []string) {
+		for i := range 40 {
+			if err := h.SetLinkUp(names[i%len(names)], i%2 == 0); err != nil {
+				errs <- err
+			}
+		}
+	}
+	wg.Go(func() { flip(reps1[:6]) })
+	wg.Go(func() { flip(reps1[6:]) })
+	wg.Go(func() { flip(reps1[:1]) }) // the same netdev as the first flipper's
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	same := func(what string) {
+		t.Helper()
+		ls, err := h.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]mirrored{}
+		for _, l := range ls {
+			if l.Name != "lo" {
+				want[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
+			}
+		}
+		if d := cmp.Diff(want, listMirror(t, ns), cmp.AllowUnexported(mirrored{})); d != "" {
+			t.Fatalf("%s: mirror differs (-sim +netns):\n%s", what, d)
+		}
+	}
+	same("after the side-by-side changes")
+	if err := h.SetLinkUp(reps1[0], true); err != nil {
+		t.Fatal(err)
+	}
+	same("after one more change")
 }
 
 // TestMirrorMark: an open after a Host closed skips the full sync of the
