@@ -25,8 +25,10 @@ func TestRefusesHeldVF(t *testing.T) {
 	defer s.Close()
 	const vf = "0000:61:00.3" // VF 1 of ens1f0np0, the domain's
 	f := s.FS()
-	for p, v := range map[string]string{"/sys/bus/pci/devices/" + vf + "/driver_override": "vfio-pci", "/sys/bus/pci/drivers_probe": vf} {
-		if err := f.WriteFile(p, []byte(v)); err != nil {
+	// In this order (a map's would vary): the override, then the probe that
+	// binds vfio-pci by it.
+	for _, w := range [][2]string{{"/sys/bus/pci/devices/" + vf + "/driver_override", "vfio-pci"}, {"/sys/bus/pci/drivers_probe", vf}} {
+		if err := f.WriteFile(w[0], []byte(w[1])); err != nil {
 			t.Fatal(err)
 		}
 	}
