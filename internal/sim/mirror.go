@@ -60,6 +60,23 @@ func (m *mirror) close() {
 	}
 }
 
+// deltaTo is what differs between the last target (m.synced) and want:
+// each netdev whose wanted state changed, nil for one that is gone.
+func (m *mirror) deltaTo(want map[string]mirrorWant) map[string]*mirrorWant {
+	delta := map[string]*mirrorWant{}
+	for name, w := range want {
+		if old, ok := m.synced[name]; !ok || old != w {
+			delta[name] = &w
+		}
+	}
+	for name := range m.synced {
+		if _, ok := want[name]; !ok {
+			delta[name] = nil
+		}
+	}
+	return delta
+}
+
 // settle waits until every delta started (startDelta) is done: a sync
 // that lists or compares the whole namespace must see their links.
 func (m *mirror) settle() {
@@ -71,22 +88,12 @@ func (m *mirror) settle() {
 // startDelta is the part of a delta sync done under h.mmu: the netdevs
 // whose wanted state differs from the target of the syncs before it, the
 // target moved to want, and this delta's turn on each of its netdevs
-// (after the delta before it that names the same one). It returns nil
-// when nothing changed; wait blocks until the turn comes, finish ends it
-// (without h.mmu: it closes the turn) and says whether the delta applied.
+// (after the delta before it that names the same one). It returns a nil
+// delta when nothing changed; wait blocks until the turn comes, and the
+// caller closes done once its netlink calls are over (without h.mmu), then
+// ends the delta with endDelta.
 func (m *mirror) startDelta(want map[string]mirrorWant) (delta map[string]*mirrorWant, wait func(), done chan struct{}) {
-	delta = map[string]*mirrorWant{}
-	for name, w := range want {
-		if old, ok := m.synced[name]; !ok || old != w {
-			delta[name] = &w
-		}
-	}
-	for name := range m.synced {
-		if _, ok := want[name]; !ok {
-			delta[name] = nil
-		}
-	}
-	if len(delta) == 0 {
+	if delta = m.deltaTo(want); len(delta) == 0 {
 		return nil, nil, nil
 	}
 	m.synced = want
@@ -141,17 +148,7 @@ func (m *mirror) sync(want map[string]mirrorWant) error {
 		m.fullSyncs++
 		err = m.apply(want, nil)
 	} else {
-		delta := map[string]*mirrorWant{}
-		for name, w := range want {
-			if old, ok := m.synced[name]; !ok || old != w {
-				delta[name] = &w
-			}
-		}
-		for name := range m.synced {
-			if _, ok := want[name]; !ok {
-				delta[name] = nil
-			}
-		}
+		delta := m.deltaTo(want)
 		if len(delta) == 0 {
 			return nil
 		}
