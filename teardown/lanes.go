@@ -129,16 +129,18 @@ func splitLanes(entries []Entry) [][]Entry {
 }
 
 // undoLanes undoes each lane's entries in reverse, the lanes side by side
-// (two NICs return to legacy in one mode-change time), the Serial kinds'
-// entries one at a time in reverse journal order across the lanes. The
-// events are then put lane by lane, the lane whose entries came last first.
+// (two NICs return to legacy in one mode-change time), the undos of entries
+// that share one thing (Shared) one at a time in reverse journal order
+// across the lanes. The events are then put lane by lane, the lane whose
+// entries came last first.
 func (r *Runner) undoLanes(ctx context.Context, entries []Entry, lanes [][]Entry, mode undoMode) (int, error) {
-	chain := newSerialChain(entries, r.Serial)
+	chain := newSerialChain(entries, r.Shared)
+	g := newGathering(lanes, r.Together)
 	start := len(r.Results())
 	done := make([]int, len(lanes))
 	errs := make([]error, len(lanes))
 	parallel(len(lanes), func(i int) {
-		done[i], errs[i] = r.undoLine(ctx, lanes[i], mode, chain)
+		done[i], errs[i] = r.undoLine(ctx, lanes[i], mode, &lineSync{chain: chain, gather: g})
 	})
 	names := make([]string, len(lanes))
 	for i, l := range lanes {
@@ -152,36 +154,152 @@ func (r *Runner) undoLanes(ctx context.Context, entries []Entry, lanes [][]Entry
 	return n, errors.Join(errs...)
 }
 
-// serialChain orders the undos of the Serial kinds' entries across lanes:
-// each waits until the next such entry in the journal (a later one, of any
-// lane) was undone, or its lane gave up on it. Waits go only to later
-// entries, so the latest pending one always proceeds.
+// lineSync is what one lane's undos (undoLine) share with the other
+// lanes': the order of the entries that share something (chain) and the
+// gathering of the Together entries (gather, nil when no lane has one).
+type lineSync struct {
+	chain   *serialChain
+	gather  *gathering
+	arrived bool
+}
+
+// wait blocks until batch may be undone: at the lane's first Together
+// entry, until every lane that has one reached its own (or stopped); for
+// entries that share something, until the later ones were undone.
+func (s *lineSync) wait(ctx context.Context, batch []Entry) error {
+	if s == nil {
+		return nil
+	}
+	if s.gather != nil && !s.arrived && slices.ContainsFunc(batch, s.gather.together) {
+		s.arrived = true
+		if err := s.gather.arrive(ctx); err != nil {
+			return err
+		}
+	}
+	return s.chain.wait(ctx, batch, s.blocked)
+}
+
+// blocked is told that the lane waits for another lane's undo, and
+// returns what to call when it resumes. Before the lane reached the
+// gathering, it is counted there meanwhile: the lane it waits for may be
+// waiting at the gathering, for it.
+func (s *lineSync) blocked() (resumed func()) {
+	if s.gather == nil || s.arrived {
+		return func() {}
+	}
+	s.gather.add(-1)
+	return func() { s.gather.add(1) }
+}
+
+// release marks the entries' undos over (done or given up).
+func (s *lineSync) release(entries []Entry) {
+	if s != nil {
+		s.chain.release(entries)
+	}
+}
+
+// end is release for a lane that stopped: its entries, and its place in
+// the gathering if it had not reached it.
+func (s *lineSync) end(entries []Entry) {
+	if s == nil {
+		return
+	}
+	s.chain.release(entries)
+	if s.gather != nil && !s.arrived {
+		s.arrived = true
+		s.gather.add(-1)
+	}
+}
+
+// gathering is where the lanes that have Together entries meet before
+// undoing the first of them (Runner.Together).
+type gathering struct {
+	together func(Entry) bool
+	mu       sync.Mutex
+	left     int           // lanes yet to arrive or stop
+	all      chan struct{} // closed when left reaches 0
+}
+
+// newGathering is the gathering of the lanes that have a together entry;
+// nil when fewer than two have.
+func newGathering(lanes [][]Entry, together func(Entry) bool) *gathering {
+	if together == nil {
+		return nil
+	}
+	n := 0
+	for _, l := range lanes {
+		if slices.ContainsFunc(l, together) {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	return &gathering{together: together, left: n, all: make(chan struct{})}
+}
+
+// arrive counts the lane in and waits for the others.
+func (g *gathering) arrive(ctx context.Context) error {
+	g.add(-1)
+	select {
+	case <-g.all:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the other groups to start their slow steps together: %w", ctx.Err())
+	}
+}
+
+// add changes the count of lanes yet to arrive; at 0 the gathering is
+// over for good.
+func (g *gathering) add(d int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.all:
+		return
+	default:
+	}
+	g.left += d
+	if g.left == 0 {
+		close(g.all)
+	}
+}
+
+// serialChain orders the undos of the entries that share something
+// (Runner.Shared) across lanes: each waits until the next entry in the
+// journal (a later one, of any lane) that shares the same thing was undone,
+// or its lane gave up on it. Waits go only to later entries, so the latest
+// pending one of each thing always proceeds.
 type serialChain struct {
-	next map[string]string        // entry id -> the id of the next serial entry in the journal
+	next map[string]string        // entry id -> the id of the next entry in the journal sharing its thing
 	done map[string]chan struct{} // closed once the entry's undo is over
 	once map[string]*sync.Once
 }
 
-func newSerialChain(entries []Entry, serial map[string]bool) *serialChain {
+func newSerialChain(entries []Entry, shared func(Entry) string) *serialChain {
 	c := &serialChain{next: map[string]string{}, done: map[string]chan struct{}{}, once: map[string]*sync.Once{}}
-	last := ""
+	if shared == nil {
+		return c
+	}
+	last := map[string]string{} // thing -> the latest entry id sharing it
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
-		if !serial[e.Kind] {
+		thing := shared(e)
+		if thing == "" {
 			continue
 		}
 		c.done[e.ID], c.once[e.ID] = make(chan struct{}), &sync.Once{}
-		if last != "" {
-			c.next[e.ID] = last
+		if l, ok := last[thing]; ok {
+			c.next[e.ID] = l
 		}
-		last = e.ID
+		last[thing] = e.ID
 	}
 	return c
 }
 
-// wait blocks until the serial entries after those of batch (not in it)
-// were undone.
-func (c *serialChain) wait(ctx context.Context, batch []Entry) error {
+// wait blocks until the entries after those of batch (not in it) that
+// share their things were undone.
+func (c *serialChain) wait(ctx context.Context, batch []Entry, blocked func() (resumed func())) error {
 	if c == nil {
 		return nil
 	}
@@ -196,7 +314,15 @@ func (c *serialChain) wait(ctx context.Context, batch []Entry) error {
 		}
 		select {
 		case <-c.done[nx]:
+			continue
+		default:
+		}
+		resumed := blocked()
+		select {
+		case <-c.done[nx]:
+			resumed()
 		case <-ctx.Done():
+			resumed()
 			return fmt.Errorf("waiting for the undo of %s (shared with another group): %w", nx, ctx.Err())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,9 +183,9 @@ func TestLanesFailureRollsBackEveryLane(t *testing.T) {
 	}
 }
 
-// TestSerialKindsUndoneInJournalOrder: entries of a Serial kind are undone
+// TestSharedUndoneInJournalOrder: entries that share one thing are undone
 // one at a time, in reverse journal order, across the lanes.
-func TestSerialKindsUndoneInJournalOrder(t *testing.T) {
+func TestSharedUndoneInJournalOrder(t *testing.T) {
 	j, err := OpenJournal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -199,11 +200,113 @@ func TestSerialKindsUndoneInJournalOrder(t *testing.T) {
 		}
 	}
 	h.log = nil
-	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), Serial: map[string]bool{"val": true}}
+	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), Shared: func(Entry) string { return "one" }}
 	if err := dr.Down(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"a.3=", "a.2=", "a.1=", "b.3=", "b.2=", "b.1=", "b.0=", "a.0="}
+	if !slices.Equal(h.log, want) {
+		t.Errorf("undone as %v, want %v", h.log, want)
+	}
+}
+
+// TestSharedThingsApart: entries that share different things do not wait
+// for each other. Lane a's entry (thing x) came first in the journal, lane
+// b's (thing y) after it; each lane's undo waits (meeting) for the other's
+// to begin. Chained in one line across things, a's undo would wait for b's
+// to end and b's would wait for a's to begin: the meeting is missed.
+func TestSharedThingsApart(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &laneHost{v: map[string]string{}}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	ctx := context.Background()
+	for _, k := range []string{"a.0", "b.0"} {
+		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.meet = newMeeting(2)
+	thing := map[string]string{"val/a.0": "x", "val/b.0": "y"}
+	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), Shared: func(e Entry) string { return thing[e.ID] }}
+	if err := dr.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.meet.missed) > 0 {
+		t.Errorf("undos of %v waited for the other lane's: entries sharing different things were chained", h.meet.missed)
+	}
+	if len(h.v) != 0 {
+		t.Errorf("left after down: %v", h.v)
+	}
+}
+
+// TestTogetherStartsSlowStepsTogether: a lane that reaches its Together
+// entry first waits there until the other lane reached its own, so lane
+// a's "mode" undo runs after lane b's three short undos before b's own
+// "mode" (pre3, pre2, pre1); undone as it comes, a's would end before
+// b's pre1 does.
+func TestTogetherStartsSlowStepsTogether(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &laneHost{v: map[string]string{}, lat: 5 * time.Millisecond}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	ctx := context.Background()
+	for _, k := range []string{"a.mode", "b.mode", "a.pre", "b.pre1", "b.pre2", "b.pre3"} {
+		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.log = nil
+	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t),
+		Together: func(e Entry) bool { return strings.HasSuffix(e.ID, ".mode") }}
+	if err := dr.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := func(k string) int { return slices.Index(h.log, k+"=") }
+	if at("a.mode") < at("b.pre1") {
+		t.Errorf("undone as %v: a.mode before b.pre1, want the two modes after every pre", h.log)
+	}
+	if len(h.v) != 0 {
+		t.Errorf("left after down: %v", h.v)
+	}
+}
+
+// TestTogetherWithSharedNoDeadlock: lane a waits at its Together entry
+// for lane b, and lane b waits (Shared) for the undo of an entry that lane
+// a undoes after its Together one. A lane waiting for another's undo
+// counts as arrived, so the down ends.
+func TestTogetherWithSharedNoDeadlock(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &laneHost{v: map[string]string{}}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	ctx := context.Background()
+	for _, k := range []string{"b.mode", "b.x", "a.y", "a.mode"} {
+		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.log = nil
+	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t),
+		Together: func(e Entry) bool { return strings.HasSuffix(e.ID, ".mode") },
+		Shared: func(e Entry) string {
+			if strings.HasSuffix(e.ID, ".x") || strings.HasSuffix(e.ID, ".y") {
+				return "one"
+			}
+			return ""
+		}}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := dr.Down(dctx); err != nil {
+		t.Fatalf("down: %v (undone %v)", err, h.log)
+	}
+	want := []string{"a.mode=", "a.y=", "b.x=", "b.mode="}
 	if !slices.Equal(h.log, want) {
 		t.Errorf("undone as %v, want %v", h.log, want)
 	}

@@ -80,11 +80,24 @@ type Runner struct {
 	// undone on its own: it leaves the journal in the same write as that
 	// entry, or is undone on its own after all if that entry's undo fails.
 	Moot func(e Entry, later []Entry) (by, said string)
-	// Serial are the kinds whose undos of different groups' entries run
-	// one at a time, in reverse journal order, when the groups' entries are
-	// otherwise undone side by side (undoAll): what the groups share (the
-	// Open_vSwitch row's hw-offload, a domain's XML).
-	Serial map[string]bool
+	// Shared, when set, names what an entry's undo shares with other
+	// groups' entries ("" for nothing): the Open_vSwitch row's
+	// other_config, one domain's XML. When the groups' entries are undone
+	// side by side (undoAll), the undos of the entries that share one thing
+	// run one at a time, in reverse journal order; entries that share
+	// different things (two domains, a domain and the OVS row) do not wait
+	// for each other.
+	Shared func(Entry) string
+	// Together, when set, tells the entries whose undos the groups start
+	// together when their entries are undone side by side (undoAll): in
+	// each lane that has such entries, the batch holding the first one met
+	// waits until every such lane reached its own or stopped. For the slow
+	// hardware steps (an eswitch's return to legacy): the lane that gets
+	// there first would otherwise run its step's kernel work (a hundred
+	// representors unregistered under RTNL) while the others still run
+	// their short netlink steps, and slow them down; started together,
+	// each lane's steps before run undisturbed, and the run ends no later.
+	Together func(Entry) bool
 	// Abort, when set, bounds the rollback after a failure (a second
 	// Ctrl-C): once it is done the rollback stops after its current undo
 	// batch and the rest stays in the journal for up or down. Unset, the
@@ -793,7 +806,17 @@ func (q RedoRequest) ids() []string {
 //
 // An entry whose undo fails, or whose object Redo does not do again, stays
 // open: a later rollback tries again, down undoes it from its record.
+// rollback returns once journal.json holds what is left.
 func (r *Runner) rollback(ctx context.Context) (rolled, error) {
+	rb, err := r.putBack(ctx)
+	if ferr := r.Journal.Flush(); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("rollback: %w", ferr))
+	}
+	return rb, err
+}
+
+// putBack is rollback's undo and redo, the journal written behind.
+func (r *Runner) putBack(ctx context.Context) (rolled, error) {
 	var rb rolled
 	run := r.currentRun()
 	var undo []Entry
@@ -891,10 +914,11 @@ func (r *Runner) undoAll(ctx context.Context, entries []Entry, mode undoMode) (i
 	return r.undoLanes(ctx, entries, lanes, mode)
 }
 
-// undoLine is undoAll for one line of entries; chain, when set, orders
-// the Serial kinds' undos against the other lines'.
-func (r *Runner) undoLine(ctx context.Context, entries []Entry, mode undoMode, chain *serialChain) (int, error) {
-	defer chain.release(entries)
+// undoLine is undoAll for one line of entries; sync, when set, orders
+// the undos of the entries that share something (Shared) against the
+// other lines', and starts the Together entries' undos with theirs.
+func (r *Runner) undoLine(ctx context.Context, entries []Entry, mode undoMode, sync *lineSync) (int, error) {
+	defer sync.end(entries)
 	var errs []error
 	done := 0
 	// deferred: moot entries by the id of the entry whose undo takes them.
@@ -918,12 +942,12 @@ func (r *Runner) undoLine(ctx context.Context, entries []Entry, mode undoMode, c
 			}
 			group = append(group, e)
 		}
-		if err := chain.wait(ctx, entries[lo:hi+1]); err != nil {
+		if err := sync.wait(ctx, entries[lo:hi+1]); err != nil {
 			errs = append(errs, fmt.Errorf("undo stopped before %s, %d entr(ies) left in journal %s: %w", entries[hi].ID, hi+1, r.Journal.Path(), err))
 			break
 		}
 		n, gerrs := r.undoGroup(ctx, group, deferred, mode)
-		chain.release(entries[lo : hi+1])
+		sync.release(entries[lo : hi+1])
 		done += n
 		errs = append(errs, gerrs...)
 		hi = lo - 1
@@ -973,6 +997,7 @@ func (r *Runner) undoConcurrently(ctx context.Context, group []Entry, mode undoM
 			return
 		}
 		start := time.Now()
+		log.Debug("undo", "step", e.Kind, "id", e.ID)
 		said, err := safeCall(log, Step{Kind: e.Kind, ID: e.ID}, "undo", func() (string, error) { return undo(ctx, e.Record) })
 		if err == nil && mode == undoPrune && r.FailAt != "" && r.FailAt == e.ID {
 			err = ErrInjected

@@ -5,12 +5,13 @@
 # done; the report comes group by group in config order, both bridges carry their
 # device's representors; a second up changes nothing; a failure injected in
 # the middle of lag1's steps rolls back both groups (the host as before the
-# run); down returns the guest to its baseline.
+# run); down starts the two eswitch mode changes together, once both bonds
+# are gone, and returns the guest to its baseline.
 #
 # MACHINE: default
 # TIMEOUT: 600
 # EXPECT: gr_up gr_overlap gr_order gr_g0_ports gr_g1_ports gr_again
-# EXPECT: gr_fail gr_fail_restored gr_down gr_baseline_link gr_baseline_devlink gr_baseline_ovs
+# EXPECT: gr_fail gr_fail_restored gr_down gr_down_together gr_baseline_link gr_baseline_devlink gr_baseline_ovs
 . "$(dirname "$0")/lib.sh"
 
 step "bed: two netdevsim devices with 2 ports each, bonding, Open vSwitch"
@@ -38,6 +39,7 @@ groups:
   - name: lag0
     pfs: [$A1, $A2]
     numvfs: 4
+    mtu: 9000
     bond: {name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
     ovs: {bridge: br-vf0}
   - name: lag1
@@ -73,6 +75,27 @@ overlap() {
 	echo "lag0 $a0-$a1, lag1 $b0-$b1"
 	[ "$a0" -lt "$b1" ] && [ "$b0" -lt "$a1" ]
 }
+# together: in down's -v log, every eswitch mode change starts after both
+# groups' bonds are deleted: a group that gets to its mode change first
+# waits for the other. (lag0 has an MTU to put back as well, so undone as
+# it comes, lag1's mode change would start while lag0 still removes its
+# bond.)
+together() {
+	local last=0 t id n=0
+	for id in bond.create/bond0 bond.create/bond1; do
+		t=$(at "$OUT/down.err" undone "$id") || { echo "no $id undone"; return 1; }
+		[ "$t" -gt "$last" ] && last=$t
+	done
+	for id in $(grep -o 'msg=undo step=eswitch.mode id=[^ ]*' "$OUT/down.err" | sed 's/.* id=//'); do
+		t=$(grep -m1 "msg=undo step=eswitch.mode id=$id\$" "$OUT/down.err" | sed -E 's/^time=([^ ]+) .*/\1/')
+		t=$(date -d "$t" +%s%N) || return 1
+		n=$((n + 1))
+		echo "$id starts $(((t - last) / 1000)) us after the last bond is gone"
+		[ "$t" -ge "$last" ] || return 1
+	done
+	# netdevsim has one eswitch per device (mlx5: one per PF).
+	[ "$n" = 2 ] || { echo "$n mode changes, want 2"; return 1; }
+}
 # order: the report's groups, in the order the steps come, without repeats.
 order() { jq -r '[.steps[].group] | reduce .[] as $g ([]; if (.[-1] == $g) then . else . + [$g] end) | join(" ")' "$OUT/up.json"; }
 ports_ok() { # ports_ok BRIDGE BOND ID
@@ -103,7 +126,8 @@ check gr_fail_restored bash -c "diff -u '$OUT/before.link' '$OUT/failed.link' &&
 
 step "down: the baseline"
 V up >/dev/null 2>&1
-check gr_down V down
+check gr_down bash -c "'$VFLAG' --config /root/vflag.yaml --state-dir /root/state down -v 2>'$OUT/down.err'"
+check gr_down_together together
 snapshot after
 check gr_baseline_link same link base after
 check gr_baseline_devlink same devlink base after

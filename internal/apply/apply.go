@@ -94,7 +94,7 @@ func (o Options) afterSteps() {
 
 func (o Options) runner(j *teardown.Journal, e *pipeline.Env) *teardown.Runner {
 	r := &teardown.Runner{Journal: j, Undo: e.Undoers(), DryRun: o.DryRun, Log: o.Log,
-		NoRollback: o.NoRollback, StopAfter: o.StopAfter, FailAt: o.FailAt, OnEvent: o.OnEvent, Moot: e.MootUndo(), Serial: e.SerialKinds()}
+		NoRollback: o.NoRollback, StopAfter: o.StopAfter, FailAt: o.FailAt, OnEvent: o.OnEvent, Moot: e.MootUndo(), Shared: e.SharedThing, Together: e.SlowTogether}
 	if !o.DryRun {
 		r.Abort = o.Abort
 	}

@@ -189,5 +189,5 @@ func (dj *domainJournal) close(log *slog.Logger) {
 }
 
 func (o Options) runner(j *teardown.Journal, e *pipeline.Env) *teardown.Runner {
-	return &teardown.Runner{Journal: j, Undo: e.Undoers(), Serial: e.SerialKinds(), Log: o.Log, NoRollback: true, NoOpen: true, StopAfter: o.StopAfter, FailAt: o.FailAt}
+	return &teardown.Runner{Journal: j, Undo: e.Undoers(), Shared: e.SharedThing, Together: e.SlowTogether, Log: o.Log, NoRollback: true, NoOpen: true, StopAfter: o.StopAfter, FailAt: o.FailAt}
 }

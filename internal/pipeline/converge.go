@@ -40,8 +40,11 @@ import (
 // (redo). A run that succeeds (or leaves the host degraded) ends: the
 // journal keeps its config for that (ended).
 func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
-	if r.Serial == nil {
-		r.Serial = serialKinds()
+	if r.Shared == nil {
+		r.Shared = sharedThing
+	}
+	if r.Together == nil {
+		r.Together = slowTogether
 	}
 	if !r.DryRun {
 		r.Redo = func(ctx context.Context, req teardown.RedoRequest) error { return e.redo(ctx, r, req) }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -17,8 +18,10 @@ import (
 //     no bridge sets hw-offload before the group that sets tc-policy set it
 //     (tc-policy is read only while hw-offload is off);
 //   - a domain: one attachment at a time per domain (domainLock);
-//   - on undo, the kinds in serialKinds are undone one at a time, in
-//     reverse journal order, across the groups (Runner.Serial).
+//   - on undo, the entries that share one of these (sharedThing) are
+//     undone one at a time, in reverse journal order, across the groups
+//     (Runner.Shared), and the groups start their eswitch mode changes
+//     together (slowTogether, Runner.Together).
 const (
 	phaseOVSConfig = "OVS other_config tc-policy (before hw-offload), max-idle"
 	phaseOVSBridge = "OVS bridge, one transaction"
@@ -172,16 +175,36 @@ func (e *Env) domainLock(domain string) *sync.Mutex {
 	return m
 }
 
-// serialKinds are the kinds whose undos of different groups run one at a
-// time in reverse journal order (teardown.Runner.Serial): the OVS row's
-// other_config and hw-offload, a domain's XML.
-func serialKinds() map[string]bool {
-	return map[string]bool{
-		ovsBridgeKind{}.Name(): true, ovsConfigKind{}.Name(): true, hwOffloadKind{}.Name(): true,
-		attachKind{}.Name(): true,
+// sharedThing is what an entry's undo shares with other groups' entries
+// (teardown.Runner.Shared): the Open_vSwitch row's other_config and
+// hw-offload for the OVS kinds, one domain's XML for an attachment; ""
+// for the rest. The undos that share one thing run one at a time in
+// reverse journal order across the groups; the rest run side by side.
+func sharedThing(en teardown.Entry) string {
+	switch en.Kind {
+	case ovsBridgeKind{}.Name(), ovsConfigKind{}.Name(), hwOffloadKind{}.Name():
+		return "the Open_vSwitch row"
+	case attachKind{}.Name():
+		var r attachRecord
+		if err := json.Unmarshal(en.Record, &r); err != nil || r.Attachment.Domain == "" {
+			// Its undo fails or finds no domain: it shares with nothing.
+			return ""
+		}
+		return "domain " + r.URI + " " + r.Attachment.Domain
 	}
+	return ""
 }
 
-// SerialKinds are the kinds a Runner undoes one at a time across groups
-// (its Serial).
-func (e *Env) SerialKinds() map[string]bool { return serialKinds() }
+// SharedThing is what an entry's undo shares with other groups' entries
+// (a Runner's Shared).
+func (e *Env) SharedThing(en teardown.Entry) string { return sharedThing(en) }
+
+// slowTogether tells the entries whose undos the groups start together
+// (teardown.Runner.Together): an eswitch's mode change, the slow step of
+// a down (seconds), whose kernel work (the representors unregistered under
+// RTNL) would otherwise slow down another card's bond and link steps.
+func slowTogether(en teardown.Entry) bool { return en.Kind == modeKind{}.Name() }
+
+// SlowTogether tells the entries whose undos the groups start together (a
+// Runner's Together).
+func (e *Env) SlowTogether(en teardown.Entry) bool { return slowTogether(en) }

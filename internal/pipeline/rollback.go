@@ -115,7 +115,7 @@ func (e *Env) redo(ctx context.Context, r *teardown.Runner, req teardown.RedoReq
 	if len(missing) > 0 {
 		return fmt.Errorf("the config of the last run that ended does not make %s", strings.Join(missing, ", "))
 	}
-	rr := &teardown.Runner{Journal: r.Journal, Undo: env.Undoers(), Log: r.Log, Moot: env.MootUndo(), Serial: serialKinds(),
+	rr := &teardown.Runner{Journal: r.Journal, Undo: env.Undoers(), Log: r.Log, Moot: env.MootUndo(), Shared: sharedThing, Together: slowTogether,
 		NoOpen: true, NoRollback: true, Skip: req.Remade, DependsOn: dependencies(), Converged: map[string]string{},
 		Planned: pr.NeededChanges()}
 	for _, ev := range pr.Results() {
