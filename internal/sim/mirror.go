@@ -44,6 +44,9 @@ type mirror struct {
 	// started for it (startDelta): a later delta that names it waits for
 	// it, one that does not goes ahead (Host.syncMirror).
 	inflight map[string]chan struct{}
+	// graves: a delta parked a mirror (park) that no batch deletion has
+	// swept since; close sweeps it.
+	graves atomic.Bool
 }
 
 func newMirror(path string) *mirror { return &mirror{path: path} }
@@ -55,6 +58,9 @@ func (m *mirror) close() {
 		m.timer.Stop()
 	}
 	m.settle()
+	if m.graves.Load() {
+		_ = m.sweep()
+	}
 	if m.changed && m.synced != nil {
 		_ = m.writeMark(m.synced)
 	}
@@ -483,7 +489,10 @@ func (m *mirror) apply(want map[string]mirrorWant, delta map[string]*mirrorWant)
 		}
 	}
 	var errs []error
-	// Remove mirrors of netdevs that are gone (deleting one end removes both).
+	// Remove mirrors of netdevs that are gone (deleting one end removes
+	// both): a small delta parks them, the rest are deleted in one batch,
+	// which sweeps the parked ones too; a full sync also deletes what a
+	// process parked and did not sweep (it stopped before its close).
 	var gone []netlink.Link
 	for name, l := range have {
 		if _, ok := want[name]; ok || l.Type() != "veth" {
@@ -491,7 +500,18 @@ func (m *mirror) apply(want map[string]mirrorWant, delta map[string]*mirrorWant)
 		}
 		if _, ours := have[mirrorPeer(name)]; ours {
 			gone = append(gone, l)
+		} else if delta == nil && isGrave(name) && have[gravePeer(name)] != nil {
+			gone = append(gone, l)
 		}
+	}
+	if delta != nil && len(gone) <= parkMax {
+		var unparked []netlink.Link
+		for _, l := range gone {
+			if err := m.park(nh, l, have[mirrorPeer(l.Attrs().Name)]); err != nil {
+				unparked = append(unparked, l)
+			}
+		}
+		gone = unparked
 	}
 	if err := m.deleteLinks(ns, nh, gone); err != nil {
 		errs = append(errs, err)
@@ -622,41 +642,107 @@ func listLinks(ns netns.NsHandle) ([]netlink.Link, error) {
 	return links, nil
 }
 
-// deleteLinks deletes mirrors in one batch: each is moved into a netdev
-// group of this call's own, then one RTM_DELLINK for that group unregisters
-// them all together. Deleting them one by one costs the kernel an RCU grace
+// deleteLinks deletes mirrors in batches of deleteBatch: each batch is
+// moved into this process's grave group, then one RTM_DELLINK for that
+// group unregisters them together (the first batch with the mirrors parked
+// before: park). Deleting them one by one costs the kernel an RCU grace
 // period each (about 17 ms here: 64 representors took over a second),
-// which a real eswitch mode change does not spend on veths. Where the batch
-// fails, the rest are deleted one by one.
+// which a real eswitch mode change does not spend on veths; deleting a
+// hundred in one call holds RTNL for some 50 ms, which every other card's
+// netlink call in the namespace (its bond, its links) waits for, as it does
+// not for a real card's mode change. Where a batch fails, its mirrors are
+// deleted one by one.
 func (m *mirror) deleteLinks(ns netns.NsHandle, nh *netlink.Handle, links []netlink.Link) error {
-	if len(links) == 0 {
-		return nil
-	}
-	if len(links) > 1 {
-		if err := m.deleteGroup(ns, nh, links); err == nil {
-			return nil
-		}
-	}
 	var errs []error
-	for _, l := range links {
-		if err := nh.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
-			errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
+	for batch := range slices.Chunk(links, deleteBatch) {
+		if err := m.deleteGroup(ns, nh, batch); err == nil {
+			continue
+		}
+		for _, l := range batch {
+			if err := nh.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
+				errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// groupSeq makes the batch groups of one process distinct; the pid in the
-// high bits keeps processes sharing a namespace apart.
-var groupSeq atomic.Uint32
+// deleteBatch is how many mirrors one RTM_DELLINK deletes (deleteLinks).
+const deleteBatch = 16
 
+// Parking. A delta that removes a few netdevs (a bond, a VLAN device)
+// does not delete their mirrors: that would cost a grace period each
+// (above), and the grace periods of two cards' bonds deleted side by side
+// would queue on the namespace's RTNL. It parks each instead: both ends
+// down, renamed to grave names (the netdev's name and its peer's are free
+// again at once, as the simulated netdev is gone), the mirror's end moved
+// into the process's grave group. The next batch deletion (a mode
+// change's representors) or the host's close deletes them with its own.
+
+// parkMax: a delta that removes up to this many mirrors parks them; one
+// that removes more deletes them in a batch.
+const parkMax = deltaByName
+
+// graveSeq numbers the parked mirrors of one process.
+var graveSeq atomic.Uint32
+
+// graveGroup is this process's grave group: the netdev group its batch
+// deletions and parked mirrors use (bit 31 set and the pid keep it apart
+// from the default group 0 and from other processes' groups).
+func graveGroup() uint32 { return 1<<31 | uint32(os.Getpid()&0x7fffffff) }
+
+// isGrave tells whether name is a parked mirror's end (its peer is
+// gravePeer(name)): "svz", the pid's 5 and the sequence's 7 hex digits.
+func isGrave(name string) bool { return len(name) == 15 && strings.HasPrefix(name, "svz") }
+
+func gravePeer(name string) string { return "svy" + name[3:] }
+
+// park parks mirror l (peer: its peer, nil when not read yet).
+func (m *mirror) park(nh *netlink.Handle, l, peer netlink.Link) error {
+	if peer == nil {
+		var err error
+		if peer, err = nh.LinkByName(mirrorPeer(l.Attrs().Name)); err != nil {
+			return err
+		}
+	}
+	grave := fmt.Sprintf("svz%05x%07x", os.Getpid()&0xfffff, graveSeq.Add(1)&0xfffffff)
+	for _, x := range []netlink.Link{l, peer} {
+		if x.Attrs().Flags&net.FlagUp != 0 {
+			if err := nh.LinkSetDown(x); err != nil {
+				return err
+			}
+		}
+	}
+	if err := nh.LinkSetGroup(l, int(graveGroup())); err != nil {
+		return err
+	}
+	m.graves.Store(true)
+	if err := nh.LinkSetName(l, grave); err != nil {
+		return err
+	}
+	return nh.LinkSetName(peer, gravePeer(grave))
+}
+
+// sweep deletes the mirrors this process parked.
+func (m *mirror) sweep() error {
+	ns, err := netns.GetFromPath(m.path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ns.Close() }()
+	return m.deleteGroup(ns, nil, nil)
+}
+
+// deleteGroup moves links into the grave group and deletes the group:
+// links and the parked mirrors.
 func (m *mirror) deleteGroup(ns netns.NsHandle, nh *netlink.Handle, links []netlink.Link) error {
-	group := uint32(os.Getpid()&0x7fff)<<16 | groupSeq.Add(1)&0xffff | 1<<31
+	group := graveGroup()
 	for _, l := range links {
 		if err := nh.LinkSetGroup(l, int(group)); err != nil {
 			return err
 		}
 	}
+	m.graves.Store(false)
 	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
 		return err

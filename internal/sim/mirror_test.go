@@ -424,3 +424,130 @@ func TestMirrorMark(t *testing.T) {
 	check("restored", h)
 	h.Close()
 }
+
+// graves lists the parked mirrors in the namespace (the ends named
+// svz…, each with its svy… peer).
+func graves(t *testing.T, ns netns.NsHandle) []string {
+	t.Helper()
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	links, err := nh.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, l := range links {
+		names[l.Attrs().Name] = true
+	}
+	var out []string
+	for n := range names {
+		if isGrave(n) {
+			if !names[gravePeer(n)] {
+				t.Errorf("parked %s has no peer %s", n, gravePeer(n))
+			}
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A deleted bond's mirror is parked: its name and its peer's are free at
+// once (the same bond can come back), the parked veths go at the next
+// batch deletion or the host's close, and a full sync deletes those a
+// process left parked.
+func TestMirrorParksDeleted(t *testing.T) {
+	path, ns := newTestNetns(t)
+	spec := testSpec()
+	spec.NICs[0].TotalVFs = 12
+	spec.Latency = Latency{}
+	spec.MirrorNetns = path
+	dir := t.TempDir()
+	h, err := Open(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	names := func() []string {
+		var out []string
+		for n := range listMirror(t, ns) {
+			out = append(out, n)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for round := 1; round <= 2; round++ {
+		if err := h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup"}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if got := names(); !cmp.Equal(got, []string{"bond0", "p0", "p1"}) {
+			t.Fatalf("round %d: mirrors %v, want bond0, p0, p1", round, got)
+		}
+		if err := h.DeleteLink("bond0"); err != nil {
+			t.Fatal(err)
+		}
+		// Gone when DeleteLink returns, no wait: parked, not deleted.
+		if got := names(); !cmp.Equal(got, []string{"p0", "p1"}) {
+			t.Fatalf("round %d: after the delete, mirrors %v, want p0, p1", round, got)
+		}
+		if g := graves(t, ns); len(g) != round {
+			t.Fatalf("round %d: parked %v, want %d", round, g, round)
+		}
+	}
+	// A mode change that removes more than parkMax representors deletes
+	// them in a batch, the parked ones with them.
+	f := h.FS()
+	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", []byte("12")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetEswitchMode(dl(pf0), eswitch.ModeSwitchdev); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetEswitchMode(dl(pf0), eswitch.ModeLegacy); err != nil {
+		t.Fatal(err)
+	}
+	if g := graves(t, ns); len(g) != 0 {
+		t.Fatalf("after the representors' batch deletion, parked %v are left", g)
+	}
+	// The close sweeps what it parked.
+	if err := h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DeleteLink("bond0"); err != nil {
+		t.Fatal(err)
+	}
+	if g := graves(t, ns); len(g) != 1 {
+		t.Fatalf("parked %v, want 1", g)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g := graves(t, ns); len(g) != 0 {
+		t.Fatalf("after the close, parked %v are left", g)
+	}
+	// Parked by a process that stopped before its close: the next open's
+	// full sync deletes them.
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	left := "svz" + "0000a" + "0000001"
+	if err := nh.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: left}, PeerName: gravePeer(left)}); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	if g := graves(t, ns); len(g) != 0 {
+		t.Fatalf("after an open, parked %v are left", g)
+	}
+}
