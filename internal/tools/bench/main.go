@@ -506,17 +506,34 @@ func (b *bencher) tunnelPath() {
 // let apply it, then the down at the scenario's latencies. The previous
 // down's bridge removal is let apply first (settleOVS): ovs-vswitchd takes
 // seconds to remove 129 ports, which the untimed up would wait for.
+// The latency is set in the config too: vflag takes the config's sim
+// latencies over into the saved host (sim.Host.Reconcile), so with the
+// state file's alone the up ran at the scenario's latencies.
 func (s *scenario) moreDowns(n int) []time.Duration {
 	var walls []time.Duration
+	lat := s.lat
+	defer func() { s.lat = lat; s.writeConfig(s.render()) }()
 	for i := range n {
 		s.b.settleOVS()
-		s.setLatency(sim.Latency{})
+		s.lat = sim.Latency{}
+		s.writeConfig(s.render())
+		s.setLatency(s.lat)
 		s.vflag("up")
 		s.b.quiesceOVS(fmt.Sprintf("down %d of %d: before the timed run", i+2, n+1))
+		s.lat = lat
+		s.writeConfig(s.render())
 		s.setLatency(s.lat)
 		walls = append(walls, s.vflag("down").wall)
 	}
 	return walls
+}
+
+// render is the scenario's config at its latencies (s.lat).
+func (s *scenario) render() string {
+	if s.nics > 0 {
+		return s.multiConfig()
+	}
+	return s.config()
 }
 
 // floor measures what a no-op up of the scenario cannot avoid, each the
