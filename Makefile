@@ -90,7 +90,7 @@ ansible-test: build
 # bench: Go benchmarks (journal step, OVS transaction, pipeline at zero
 # latency), then the whole-command benchmark: the built binary against the
 # simulated ConnectX with measured hardware latencies, a private OVS and
-# libvirtd; prints one table (about 9 minutes; docs/performance.md).
+# libvirtd; prints one table (about 7 minutes; docs/performance.md).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./teardown/ ./ovs/ ./cmd/vflag/
 	$(GO) run ./internal/tools/bench -vflag $(BIN)
