@@ -96,7 +96,8 @@ type Runner struct {
 	// there first would otherwise run its step's kernel work (a hundred
 	// representors unregistered under RTNL) while the others still run
 	// their short netlink steps, and slow them down; started together,
-	// each lane's steps before run undisturbed, and the run ends no later.
+	// each lane's steps before run undisturbed. (The run's end is set by
+	// the last lane to get there, as without.)
 	Together func(Entry) bool
 	// Abort, when set, bounds the rollback after a failure (a second
 	// Ctrl-C): once it is done the rollback stops after its current undo
