@@ -186,20 +186,10 @@ func TestLanesFailureRollsBackEveryLane(t *testing.T) {
 // TestSharedUndoneInJournalOrder: entries that share one thing are undone
 // one at a time, in reverse journal order, across the lanes.
 func TestSharedUndoneInJournalOrder(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &laneHost{v: map[string]string{}, lat: 5 * time.Millisecond}
-	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
 	// a.0, then b.0 .. b.3, then a.1 .. a.3: all serial.
+	j := journaled(t, h, []string{"a.0", "b.0", "b.1", "b.2", "b.3", "a.1", "a.2", "a.3"})
 	ctx := context.Background()
-	for _, k := range []string{"a.0", "b.0", "b.1", "b.2", "b.3", "a.1", "a.2", "a.3"} {
-		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.log = nil
 	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), Shared: func(Entry) string { return "one" }}
 	if err := dr.Down(ctx); err != nil {
 		t.Fatal(err)
@@ -216,18 +206,9 @@ func TestSharedUndoneInJournalOrder(t *testing.T) {
 // to begin. Chained in one line across things, a's undo would wait for b's
 // to end and b's would wait for a's to begin: the meeting is missed.
 func TestSharedThingsApart(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &laneHost{v: map[string]string{}}
-	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	j := journaled(t, h, []string{"a.0", "b.0"})
 	ctx := context.Background()
-	for _, k := range []string{"a.0", "b.0"} {
-		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	h.meet = newMeeting(2)
 	thing := map[string]string{"val/a.0": "x", "val/b.0": "y"}
 	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), Shared: func(e Entry) string { return thing[e.ID] }}
@@ -248,19 +229,9 @@ func TestSharedThingsApart(t *testing.T) {
 // "mode" (pre3, pre2, pre1); undone as it comes, a's would end before
 // b's pre1 does.
 func TestTogetherStartsSlowStepsTogether(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &laneHost{v: map[string]string{}, lat: 5 * time.Millisecond}
-	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	j := journaled(t, h, []string{"a.mode", "b.mode", "a.pre", "b.pre1", "b.pre2", "b.pre3"})
 	ctx := context.Background()
-	for _, k := range []string{"a.mode", "b.mode", "a.pre", "b.pre1", "b.pre2", "b.pre3"} {
-		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.log = nil
 	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t),
 		Together: func(e Entry) bool { return strings.HasSuffix(e.ID, ".mode") }}
 	if err := dr.Down(ctx); err != nil {
@@ -280,19 +251,9 @@ func TestTogetherStartsSlowStepsTogether(t *testing.T) {
 // a undoes after its Together one. A lane waiting for another's undo
 // counts as arrived, so the down ends.
 func TestTogetherWithSharedNoDeadlock(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &laneHost{v: map[string]string{}}
-	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	j := journaled(t, h, []string{"b.mode", "b.x", "a.y", "a.mode"})
 	ctx := context.Background()
-	for _, k := range []string{"b.mode", "b.x", "a.y", "a.mode"} {
-		if err := r.Do(ctx, h.step(k[:1], k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.log = nil
 	dr := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t),
 		Together: func(e Entry) bool { return strings.HasSuffix(e.ID, ".mode") },
 		Shared: func(e Entry) string {
@@ -310,4 +271,22 @@ func TestTogetherWithSharedNoDeadlock(t *testing.T) {
 	if !slices.Equal(h.log, want) {
 		t.Errorf("undone as %v, want %v", h.log, want)
 	}
+}
+
+// journaled is a journal of h's steps for keys, each its own Do call, the
+// lane a key's first byte; h's log starts empty after.
+func journaled(t *testing.T, h *laneHost, keys []string) *Journal {
+	t.Helper()
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
+	for _, k := range keys {
+		if err := r.Do(context.Background(), h.step(k[:1], k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.log = nil
+	return j
 }

@@ -54,7 +54,8 @@ type mirrored struct {
 	mac string
 }
 
-func listMirror(t *testing.T, ns netns.NsHandle) map[string]mirrored {
+// linksIn are the links of namespace ns by name.
+func linksIn(t *testing.T, ns netns.NsHandle) map[string]netlink.Link {
 	t.Helper()
 	nh, err := netlink.NewHandleAt(ns)
 	if err != nil {
@@ -69,6 +70,12 @@ func listMirror(t *testing.T, ns netns.NsHandle) map[string]mirrored {
 	for _, l := range links {
 		have[l.Attrs().Name] = l
 	}
+	return have
+}
+
+func listMirror(t *testing.T, ns netns.NsHandle) map[string]mirrored {
+	t.Helper()
+	have := linksIn(t, ns)
 	out := map[string]mirrored{}
 	for name, l := range have {
 		if l.Type() != "veth" {
@@ -429,23 +436,11 @@ func TestMirrorMark(t *testing.T) {
 // svz…, each with its svy… peer).
 func graves(t *testing.T, ns netns.NsHandle) []string {
 	t.Helper()
-	nh, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nh.Close()
-	links, err := nh.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, l := range links {
-		names[l.Attrs().Name] = true
-	}
+	names := linksIn(t, ns)
 	var out []string
 	for n := range names {
 		if isGrave(n) {
-			if !names[gravePeer(n)] {
+			if names[gravePeer(n)] == nil {
 				t.Errorf("parked %s has no peer %s", n, gravePeer(n))
 			}
 			out = append(out, n)
