@@ -113,6 +113,56 @@ func peerAddrs(t *testing.T, ns netns.NsHandle, name string) []netlink.Addr {
 	return addrs
 }
 
+// mirrorHost opens a host of testSpec's card with totalVFs VFs per PF,
+// zero latency, mirrored into a new namespace (ns); dir is its state.
+func mirrorHost(t *testing.T, totalVFs int) (h *Host, dir string, ns netns.NsHandle) {
+	t.Helper()
+	path, ns := newTestNetns(t)
+	spec := testSpec()
+	spec.NICs[0].TotalVFs = totalVFs
+	spec.Latency = Latency{}
+	spec.MirrorNetns = path
+	dir = t.TempDir()
+	h, err := Open(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h, dir, ns
+}
+
+// toSwitchdev gives PF pf numvfs VFs (autoprobe off) and puts its eswitch
+// in switchdev.
+func toSwitchdev(t *testing.T, h *Host, pf string, numvfs int) {
+	t.Helper()
+	f := h.FS()
+	if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_numvfs", []byte(fmt.Sprint(numvfs))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetEswitchMode(dl(pf), eswitch.ModeSwitchdev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// simLinks is what the namespace must mirror: every simulated netdev but lo.
+func simLinks(t *testing.T, h *Host) map[string]mirrored {
+	t.Helper()
+	ls, err := h.Links()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]mirrored{}
+	for _, l := range ls {
+		if l.Name != "lo" {
+			out[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
+		}
+	}
+	return out
+}
+
 func TestMirrorNetns(t *testing.T) {
 	path, ns := newTestNetns(t)
 	spec := testSpec()
@@ -124,25 +174,11 @@ func TestMirrorNetns(t *testing.T) {
 	}
 	defer h.Close()
 
-	// want is what the sim shows: every netdev but lo.
-	want := func() map[string]mirrored {
-		ls, err := h.Links()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]mirrored{}
-		for _, l := range ls {
-			if l.Name != "lo" {
-				out[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
-			}
-		}
-		return out
-	}
 	check := func(what string) {
 		t.Helper()
 		var diff string
 		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if diff = cmp.Diff(want(), listMirror(t, ns), cmp.AllowUnexported(mirrored{})); diff == "" {
+			if diff = cmp.Diff(simLinks(t, h), listMirror(t, ns), cmp.AllowUnexported(mirrored{})); diff == "" {
 				return
 			}
 		}
@@ -158,16 +194,7 @@ func TestMirrorNetns(t *testing.T) {
 	if addrs := peerAddrs(t, ns, "p0"); len(addrs) != 0 {
 		t.Errorf("the peer of p0 has IPv6 addresses %v, want none (addr_gen_mode none)", addrs)
 	}
-	f := h.FS()
-	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", []byte("3")); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.SetEswitchMode(dl(pf0), eswitch.ModeSwitchdev); err != nil {
-		t.Fatal(err)
-	}
+	toSwitchdev(t, h, pf0, 3)
 	// Representors appear as the VFs do, with no further call: the timer syncs.
 	time.Sleep(30 * time.Millisecond)
 	check("representors")
@@ -205,43 +232,17 @@ func TestMirrorNetns(t *testing.T) {
 // dump path of a delta sync, and a mode change removing them deletes their
 // mirrors in one batch.
 func TestMirrorNetnsBatch(t *testing.T) {
-	path, ns := newTestNetns(t)
-	spec := testSpec()
-	spec.NICs[0].TotalVFs = 12
-	spec.Latency = Latency{}
-	spec.MirrorNetns = path
-	h, err := Open(t.TempDir(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	f := h.FS()
-	for _, pf := range []string{pf0, "0000:61:00.1"} {
-		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_numvfs", []byte("12")); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.SetEswitchMode(dl(pf), eswitch.ModeSwitchdev); err != nil {
-			t.Fatal(err)
-		}
+	h, _, ns := mirrorHost(t, 12)
+	for _, pf := range []string{pf0, pf1} {
+		toSwitchdev(t, h, pf, 12)
 	}
 	check := func(what string, wantN int) []string {
 		t.Helper()
-		ls, err := h.Links()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]mirrored{}
+		want := simLinks(t, h)
 		var reps []string
-		for _, l := range ls {
-			if l.Name == "lo" {
-				continue
-			}
-			want[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
-			if l.Name != "p0" && l.Name != "p1" {
-				reps = append(reps, l.Name)
+		for name := range want {
+			if name != "p0" && name != "p1" {
+				reps = append(reps, name)
 			}
 		}
 		got := listMirror(t, ns)
@@ -262,7 +263,7 @@ func TestMirrorNetnsBatch(t *testing.T) {
 		t.Fatalf("SetLinksUp = %d, %v", n, err)
 	}
 	check("representors down", 26)
-	for _, pf := range []string{pf0, "0000:61:00.1"} {
+	for _, pf := range []string{pf0, pf1} {
 		if err := h.SetEswitchMode(dl(pf), eswitch.ModeLegacy); err != nil {
 			t.Fatal(err)
 		}
@@ -278,28 +279,9 @@ func TestMirrorNetnsBatch(t *testing.T) {
 // simulated host's links are (a later delta on a netdev never runs before
 // an earlier one), and the next delta starts from there.
 func TestMirrorDeltasSideBySide(t *testing.T) {
-	path, ns := newTestNetns(t)
-	spec := testSpec()
-	spec.NICs[0].TotalVFs = 12
-	spec.Latency = Latency{}
-	spec.MirrorNetns = path
-	h, err := Open(t.TempDir(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	f := h.FS()
-	pf1 := "0000:61:00.1"
+	h, _, ns := mirrorHost(t, 12)
 	for _, pf := range []string{pf0, pf1} {
-		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.WriteFile("/sys/bus/pci/devices/"+pf+"/sriov_numvfs", []byte("12")); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.SetEswitchMode(dl(pf), eswitch.ModeSwitchdev); err != nil {
-			t.Fatal(err)
-		}
+		toSwitchdev(t, h, pf, 12)
 	}
 	ports, err := h.Ports()
 	if err != nil {
@@ -342,17 +324,7 @@ func TestMirrorDeltasSideBySide(t *testing.T) {
 	}
 	same := func(what string) {
 		t.Helper()
-		ls, err := h.Links()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]mirrored{}
-		for _, l := range ls {
-			if l.Name != "lo" {
-				want[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
-			}
-		}
-		if d := cmp.Diff(want, listMirror(t, ns), cmp.AllowUnexported(mirrored{})); d != "" {
+		if d := cmp.Diff(simLinks(t, h), listMirror(t, ns), cmp.AllowUnexported(mirrored{})); d != "" {
 			t.Fatalf("%s: mirror differs (-sim +netns):\n%s", what, d)
 		}
 	}
@@ -383,22 +355,9 @@ func TestMirrorMark(t *testing.T) {
 		}
 		return h
 	}
-	want := func(h *Host) map[string]mirrored {
-		ls, err := h.Links()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]mirrored{}
-		for _, l := range ls {
-			if l.Name != "lo" {
-				out[l.Name] = mirrored{up: l.AdminUp, mac: l.MAC}
-			}
-		}
-		return out
-	}
 	check := func(what string, h *Host) {
 		t.Helper()
-		if d := cmp.Diff(want(h), listMirror(t, ns), cmp.AllowUnexported(mirrored{})); d != "" {
+		if d := cmp.Diff(simLinks(t, h), listMirror(t, ns), cmp.AllowUnexported(mirrored{})); d != "" {
 			t.Fatalf("%s: mirror differs (-sim +netns):\n%s", what, d)
 		}
 	}
@@ -455,17 +414,7 @@ func graves(t *testing.T, ns netns.NsHandle) []string {
 // batch deletion or the host's close, and a full sync deletes those a
 // process left parked.
 func TestMirrorParksDeleted(t *testing.T) {
-	path, ns := newTestNetns(t)
-	spec := testSpec()
-	spec.NICs[0].TotalVFs = 12
-	spec.Latency = Latency{}
-	spec.MirrorNetns = path
-	dir := t.TempDir()
-	h, err := Open(dir, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, dir, ns := mirrorHost(t, 12)
 	names := func() []string {
 		var out []string
 		for n := range listMirror(t, ns) {
@@ -494,16 +443,7 @@ func TestMirrorParksDeleted(t *testing.T) {
 	}
 	// A mode change that removes more than parkMax representors deletes
 	// them in a batch, the parked ones with them.
-	f := h.FS()
-	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_drivers_autoprobe", []byte("0")); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.WriteFile("/sys/bus/pci/devices/"+pf0+"/sriov_numvfs", []byte("12")); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.SetEswitchMode(dl(pf0), eswitch.ModeSwitchdev); err != nil {
-		t.Fatal(err)
-	}
+	toSwitchdev(t, h, pf0, 12)
 	if err := h.SetEswitchMode(dl(pf0), eswitch.ModeLegacy); err != nil {
 		t.Fatal(err)
 	}
