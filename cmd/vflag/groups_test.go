@@ -169,6 +169,67 @@ func TestGroupsFailureRollsBackBoth(t *testing.T) {
 	}
 }
 
+// legacyOf is a twoGroupsConfig with both groups in legacy: no bond, no
+// bridge.
+func legacyOf(cfg string) string {
+	var out []string
+	for _, line := range strings.Split(cfg, "\n") {
+		if strings.Contains(line, "bond: {") || strings.Contains(line, "ovs: {") {
+			continue
+		}
+		out = append(out, strings.Replace(line, "eswitch: switchdev", "eswitch: legacy", 1))
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestGroupsFailureFromConverged: on a host converged with both groups in
+// legacy, an up that takes both to switchdev (VF-LAG, bridges) fails at
+// one of lag1's last steps. The rollback puts both eswitches back (the two
+// mode changes started together) and leaves the host as the legacy up
+// left it, not as before the first up; down then gives the baseline.
+func TestGroupsFailureFromConverged(t *testing.T) {
+	d := startDaemons(t)
+	switchdev := twoGroupsConfig(50 * time.Millisecond)
+	b := newBed(t, d, legacyOf(switchdev))
+	b.initSim()
+	base := b.dump()
+	b.mustVflag(0, "up")
+	// Canonical: a VF the rollback rebinds gets the kernel's next ethN.
+	converged := canonical(b.dump())
+	pointed, err := os.ReadFile(b.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.useConfig(testbed.PointConfig(switchdev, d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns()))
+	var second []string
+	for _, id := range planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes")) {
+		if groupOf(id) == 1 {
+			second = append(second, id)
+		}
+	}
+	if len(second) < 3 {
+		t.Fatalf("plan of group lag1: %v", second)
+	}
+	for _, id := range []string{second[len(second)/2], second[len(second)-1]} {
+		_, errs, code := b.vflag("up", "-v", "--fail-at", id)
+		if code != 1 || !strings.Contains(errs, "injected failure") || !strings.Contains(errs, "rolled back") {
+			t.Errorf("failure at %s: exit %d, want 1, injected and rolled back:\n%s", id, code, errs)
+		}
+		if !strings.Contains(errs, "msg=undone step=eswitch.mode id=eswitch.mode/pci/0000:61:00.0") ||
+			!strings.Contains(errs, "msg=undone step=eswitch.mode id=eswitch.mode/pci/0000:62:00.0") {
+			t.Errorf("failure at %s: the rollback did not put both cards' eswitches back:\n%s", id, errs)
+		}
+		if got := canonical(b.dump()); got != converged {
+			t.Errorf("failure at %s: after the rollback the host differs from the converged legacy host:\n%s\nstderr:\n%s", id, testbed.DiffText(converged, got), errs)
+		}
+	}
+	b.useConfig(string(pointed))
+	b.mustVflag(0, "down")
+	if got := canonical(b.dump()); got != canonical(base) {
+		t.Errorf("after down the host differs from the baseline:\n%s", testbed.DiffText(canonical(base), got))
+	}
+}
+
 // TestGroupsCtrlC: Ctrl-C while both NICs change eswitch mode rolls back
 // both groups.
 func TestGroupsCtrlC(t *testing.T) {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -185,8 +184,8 @@ func sharedThing(en teardown.Entry) string {
 	case ovsBridgeKind{}.Name(), ovsConfigKind{}.Name(), hwOffloadKind{}.Name():
 		return "the Open_vSwitch row"
 	case attachKind{}.Name():
-		var r attachRecord
-		if err := json.Unmarshal(en.Record, &r); err != nil || r.Attachment.Domain == "" {
+		r, err := decode[attachRecord](en.Record)
+		if err != nil || r.Attachment.Domain == "" {
 			// Its undo fails or finds no domain: it shares with nothing.
 			return ""
 		}
