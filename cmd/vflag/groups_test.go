@@ -376,3 +376,52 @@ func TestRebootSwapsNamesBetweenGroups(t *testing.T) {
 }
 
 func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// TestRebootNamesOfADroppedGroup: after a reboot that gave lag0's card the
+// representor names lag1's had, with lag1 dropped from the config, plan
+// (which prunes nothing) shows lag0's bridge taking those ports from
+// lag1's bridge and names the steps up then changes (up prunes lag1's
+// bridge first); up converges, a second up changes nothing, down restores
+// the booted host.
+func TestRebootNamesOfADroppedGroup(t *testing.T) {
+	d := startDaemons(t)
+	two := twoGroupsConfig(20 * time.Millisecond)
+	b := newBed(t, d, two)
+	b.initSim()
+	b.mustVflag(2, "up", "--detailed-exit-codes")
+	old1 := repsOfNIC(t, b, "0000:62:00.0", "0000:62:00.1")
+	b.simDir = t.TempDir()
+	b.initSim()
+	h := b.openSim(t)
+	if err := h.GiveNames("cx6lx-0", old1...); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	booted := canonical(testbed.Kernel(b.simDump()))
+	from, to := strings.Index(two, "  - name: lag1"), strings.Index(two, "sim:\n")
+	b.useConfig(testbed.PointConfig(two[:from]+two[to:], d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns()))
+	b.mustVflag(2, "up", "--stage", "pre", "--detailed-exit-codes")
+	plan := b.mustVflag(2, "plan", "--detailed-exit-codes")
+	if !strings.Contains(plan, "move 8 ports of group lag1 from br-lag1") {
+		t.Errorf("plan does not show lag0's bridge taking lag1's ports:\n%s", plan)
+	}
+	planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+	rep := upReport(t, b)
+	if rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	if got := rep.ChangedIDs(); !slices.Equal(sortedCopy(got), sortedCopy(planned)) {
+		t.Errorf("up changed %v, plan said %v", got, planned)
+	}
+	if got := bridgeReps(b, "br-lag0", "bond0"); !slices.Equal(got, withOwner(old1, "lag0")) {
+		t.Errorf("br-lag0 holds %v, want %v", got, old1)
+	}
+	if out := strings.TrimSpace(b.ovs.MustVsctl("list-br")); out != "br-lag0" {
+		t.Errorf("bridges %q, want br-lag0 alone (lag1's pruned)", out)
+	}
+	b.mustVflag(0, "up", "--detailed-exit-codes")
+	b.mustVflag(0, "down")
+	if got := canonical(testbed.Kernel(b.simDump())); got != booted {
+		t.Errorf("down does not restore the booted host:\n%s", testbed.DiffText(booted, got))
+	}
+}
