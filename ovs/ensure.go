@@ -64,8 +64,9 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 // the bridge that s does not list (Change.RemovePorts; the record keeps
 // listing only what Ensure created). Ports without the owner's mark are never
 // touched, but for those of another owner of vflag's that s.MoveOthers
-// moves (Change.Moved): a port without any vflag-owner mark never is. When the database already matches, it sends no transaction (the
-// write's connection, made while it reads, stays unused). It does not wait
+// moves (Change.Moved): a port without any vflag-owner mark never is. When
+// the database already matches, it sends no transaction (the write's
+// connection, made while it reads, stays unused). It does not wait
 // for ovs-vswitchd: call WaitApplied for that. It builds its transaction
 // from the read of a Plan or PlanStatus that found a change, when this
 // client has sent no transaction since and that read is younger than
@@ -185,7 +186,9 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 }
 
 // planExistingPorts sorts the spec's ports by what the database holds:
-// another owner's (Foreign), to add (returned), or ours on the bridge with
+// another owner's (Foreign; with s.MoveOthers, one of vflag's for another
+// owner is taken off its bridge in t and returned to add), to add
+// (returned), or ours on the bridge with
 // VLAN columns or an mtu_request to update in t.
 func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *txn) ([]PortSpec, error) {
 	var add []PortSpec
