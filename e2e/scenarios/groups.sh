@@ -14,7 +14,7 @@
 # second up changes nothing.
 #
 # MACHINE: default
-# TIMEOUT: 780
+# TIMEOUT: 600
 # EXPECT: gr_up gr_overlap gr_order gr_g0_ports gr_g1_ports gr_again
 # EXPECT: gr_fail gr_fail_restored gr_down gr_down_together gr_baseline_link gr_baseline_devlink gr_baseline_ovs
 # EXPECT: gr_rb_before gr_rb_pre gr_rb_swapped gr_rb_up gr_rb_g0_ports gr_rb_g1_ports gr_rb_again gr_rb_down
