@@ -63,8 +63,10 @@ func (c *Client) PlanStatus(ctx context.Context, s BridgeSpec) (Change, BridgeSt
 // missing ports, retags the owner's ports and removes the owner's ports on
 // the bridge that s does not list (Change.RemovePorts; the record keeps
 // listing only what Ensure created). Ports without the owner's mark are never
-// touched. When the database already matches, it sends no transaction (the
-// write's connection, made while it reads, stays unused). It does not wait
+// touched, but for those of another owner of vflag's that s.MoveOthers
+// moves (Change.Moved): a port without any vflag-owner mark never is. When
+// the database already matches, it sends no transaction (the write's
+// connection, made while it reads, stays unused). It does not wait
 // for ovs-vswitchd: call WaitApplied for that. It builds its transaction
 // from the read of a Plan or PlanStatus that found a change, when this
 // client has sent no transaction since and that read is younger than
@@ -184,7 +186,9 @@ func plan(st *state, s BridgeSpec) (Change, *txn, error) {
 }
 
 // planExistingPorts sorts the spec's ports by what the database holds:
-// another owner's (Foreign), to add (returned), or ours on the bridge with
+// another owner's (Foreign; with s.MoveOthers, one of vflag's for another
+// owner is taken off its bridge in t and returned to add), to add
+// (returned), or ours on the bridge with
 // VLAN columns or an mtu_request to update in t.
 func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t *txn) ([]PortSpec, error) {
 	var add []PortSpec
@@ -200,6 +204,12 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 			continue
 		}
 		if !ownedBy(p.ExternalIDs, s.Owner) {
+			if from, other := st.portBridge[p.UUID], p.ExternalIDs[OwnerKey]; s.MoveOthers && from != nil && other != "" {
+				ch.Moved = append(ch.Moved, Move{Port: ps.Name, Bridge: from.Name, Owner: other})
+				planMove(p, from, other, t)
+				add = append(add, ps)
+				continue
+			}
 			ch.Foreign = append(ch.Foreign, ps.Name)
 			continue
 		}
@@ -231,6 +241,19 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 		}
 	}
 	return add, nil
+}
+
+// planMove takes port p of vflag's other owner off bridge from, guarded
+// by p still carrying that owner's mark (or being gone): unreferenced, the
+// port and its interface are garbage collected before the transaction's
+// index check, so the new port and interface of the same name that the
+// caller adds in the same transaction take their place.
+func planMove(p *model.Port, from *model.Bridge, owner string, t *txn) {
+	t.guardOwned(p, owner)
+	bu, pu := from.UUID, p.UUID
+	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+		return mutateBridgePorts(api, bu, ovsdb.MutateOperationDelete, []string{pu})
+	})
 }
 
 // setInterface updates the type and options of interface uuid (a tunnel

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -563,5 +564,129 @@ func TestEnsurePartialKeepsOthers(t *testing.T) {
 	sort.Strings(names)
 	if got := strings.Join(names, " "); got != "bond0 br-lag rep0 rep1 rep2" {
 		t.Fatalf("ports after a partial Ensure: %s", got)
+	}
+}
+
+// Two owners whose netdevs swapped names (a reboot that gave one group's
+// representors the names the other group's had): with MoveOthers, each
+// owner's Ensure takes its ports from the other owner's bridge (or from
+// its own bridge, where a third owner holds one) in its one transaction,
+// whichever goes first; a port without a mark stays where it is.
+func TestEnsureMovesOthersPorts(t *testing.T) {
+	t.Parallel()
+	specA := func(reps ...string) ovs.BridgeSpec {
+		return ovs.BridgeSpec{Owner: "lag0", Bridge: "br-a", DatapathType: "netdev", MoveOthers: true, Ports: ports(append([]string{"bond0"}, reps...)...)}
+	}
+	specB := func(reps ...string) ovs.BridgeSpec {
+		return ovs.BridgeSpec{Owner: "lag1", Bridge: "br-b", DatapathType: "netdev", MoveOthers: true, Ports: ports(append([]string{"bond1"}, reps...)...)}
+	}
+	wantA := `  port "bond0" tag=- owner="lag0"
+  port "br-a" tag=- owner="lag0"
+  port "e8" tag=- owner="lag0"
+  port "e9" tag=- owner="lag0"
+  port "x0" tag=- owner="lag0"
+`
+	wantB := `  port "bond1" tag=- owner="lag1"
+  port "br-b" tag=- owner="lag1"
+  port "e4" tag=- owner="lag1"
+  port "e5" tag=- owner="lag1"
+  port "u8" tag=- owner=""
+`
+	for _, aFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lag0 first=%v", aFirst), func(t *testing.T) {
+			t.Parallel()
+			srv := ovstest.Start(t)
+			c := connect(t, srv)
+			ctx := ctxT(t)
+			for _, s := range []ovs.BridgeSpec{specA("e4", "e5"), specB("e8", "e9"), {Owner: "lag9", Bridge: "br-a", Ports: ports("x0")}} {
+				if _, _, err := c.Ensure(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.MustVsctl("add-port", "br-b", "u8", "--", "set", "Interface", "u8", "type=internal")
+			// After the swap: lag0's are e8 and e9 (and x0, lag9's on br-a),
+			// lag1's e4 and e5; lag0 also lists u8, which nobody marked.
+			a, b := specA("e8", "e9", "x0", "u8"), specB("e4", "e5")
+			// Both planned from the same read (plan shows both moves).
+			pa, err := c.Plan(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ovs.Change{AddPorts: []string{"e8", "e9", "x0"}, RemovePorts: []string{"e4", "e5"}, Foreign: []string{"u8"},
+				Moved: []ovs.Move{{Port: "e8", Bridge: "br-b", Owner: "lag1"}, {Port: "e9", Bridge: "br-b", Owner: "lag1"}, {Port: "x0", Bridge: "br-a", Owner: "lag9"}}}
+			if d := cmp.Diff(want, pa); d != "" {
+				t.Errorf("Plan lag0 (-want +got):\n%s", d)
+			}
+			pb, err := c.Plan(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(ovs.Change{AddPorts: []string{"e4", "e5"}, RemovePorts: []string{"e8", "e9"},
+				Moved: []ovs.Move{{Port: "e4", Bridge: "br-a", Owner: "lag0"}, {Port: "e5", Bridge: "br-a", Owner: "lag0"}}}, pb); d != "" {
+				t.Errorf("Plan lag1 (-want +got):\n%s", d)
+			}
+			order := []ovs.BridgeSpec{a, b}
+			if !aFirst {
+				order = []ovs.BridgeSpec{b, a}
+			}
+			for _, s := range order {
+				rec, _, err := c.Ensure(ctx, s)
+				if err != nil {
+					t.Fatalf("Ensure %s: %v", s.Bridge, err)
+				}
+				// What the owner holds now it made: its undo removes it.
+				if slices.Contains(rec.Ports, "u8") {
+					t.Errorf("record of %s lists the foreign port u8: %v", s.Bridge, rec.Ports)
+				}
+			}
+			if err := c.WaitApplied(ctx); err != nil {
+				t.Fatal(err)
+			}
+			dump := srv.Dump()
+			if got := bridgePorts(dump, "br-a"); got != wantA {
+				t.Errorf("br-a:\n%s\nwant:\n%s", got, wantA)
+			}
+			if got := bridgePorts(dump, "br-b"); got != wantB {
+				t.Errorf("br-b:\n%s\nwant:\n%s", got, wantB)
+			}
+			for _, s := range []ovs.BridgeSpec{a, b} {
+				if ch, err := c.Plan(ctx, s); err != nil || !ch.Empty() {
+					t.Errorf("converged %s plans %+v (err %v)", s.Bridge, ch, err)
+				}
+			}
+			// Undo of lag0's whole bridge takes the moved ports too; the
+			// foreign u8 stays on br-b.
+			if err := c.UndoOwned(ctx, ovs.Record{Owner: "lag0", Bridge: "br-a", BridgeCreated: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got := bridgePorts(srv.Dump(), "br-b"); got != wantB {
+				t.Errorf("br-b after lag0's undo:\n%s\nwant:\n%s", got, wantB)
+			}
+			if got := bridgePorts(srv.Dump(), "br-a"); strings.Contains(got, "e8") {
+				t.Errorf("br-a after lag0's undo still holds e8:\n%s", got)
+			}
+		})
+	}
+}
+
+// Without MoveOthers another owner's port stays where it is, reported as
+// foreign, and an owner's Ensure never touches it.
+func TestEnsureLeavesOthersPortsWithoutMove(t *testing.T) {
+	t.Parallel()
+	srv := ovstest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	if _, _, err := c.Ensure(ctx, ovs.BridgeSpec{Owner: "lag1", Bridge: "br-b", DatapathType: "netdev", Ports: ports("e8")}); err != nil {
+		t.Fatal(err)
+	}
+	_, ch, err := c.Ensure(ctx, ovs.BridgeSpec{Owner: "lag0", Bridge: "br-a", DatapathType: "netdev", Ports: ports("e8")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(ovs.Change{CreateBridge: true, Foreign: []string{"e8"}}, ch); d != "" {
+		t.Errorf("Ensure (-want +got):\n%s", d)
+	}
+	if got := bridgePorts(srv.Dump(), "br-b"); !strings.Contains(got, `port "e8" tag=- owner="lag1"`) {
+		t.Errorf("br-b lost e8:\n%s", got)
 	}
 }

@@ -40,6 +40,13 @@ type BridgeSpec struct {
 	// as one to add, as it will be once the caller removed it from there
 	// first (a renamed bridge). Ensure always refuses such a port.
 	PlanMoves bool
+	// MoveOthers: a port with a wanted name that vflag made for another
+	// owner (another group's, or one of a group the config dropped: it
+	// carries another vflag-owner mark) is taken off the bridge holding it
+	// and made again on this one as the owner's, in the same transaction
+	// (after a reboot that gave one group's representors the names another
+	// group's had). Ports without a vflag-owner mark stay Foreign.
+	MoveOthers bool
 	// Partial: Ports are only some of the owner's ports on the bridge (the
 	// qemu hook adding one representor); the others are left alone instead
 	// of being removed as stale.
@@ -71,6 +78,17 @@ type Change struct {
 	PriorHWOffload  *string  // current value when SetHWOffload (nil = key absent)
 	RestartRequired bool     // the spec wants hw-offload off while it is "true": left alone, needs an OVS restart
 	Foreign         []string // ports with a wanted name that exist but vflag does not own: left alone, reported
+	// Moved are the ports of AddPorts that the change takes from another
+	// owner of vflag's (BridgeSpec.MoveOthers), in the order of AddPorts.
+	Moved []Move
+}
+
+// Move is a port of another owner of vflag's that a change takes off the
+// bridge holding it to make it again on its own bridge as its owner's.
+type Move struct {
+	Port   string `json:"port"`
+	Bridge string `json:"bridge"` // the bridge holding it now
+	Owner  string `json:"owner"`  // its vflag-owner now
 }
 
 // Empty reports whether the change needs no write. Foreign and

@@ -253,3 +253,175 @@ func TestGroupsCtrlC(t *testing.T) {
 		t.Errorf("after the rollback the host differs:\n%s", testbed.DiffText(base, got))
 	}
 }
+
+// repsOfNIC are, sorted, the representors of the PFs at pcis on the
+// simulated host (phys_port_name pf<p>vf<n>).
+func repsOfNIC(t *testing.T, b *bed, pcis ...string) []string {
+	t.Helper()
+	h := b.openSim(t)
+	defer h.Close()
+	fs := h.FS()
+	var out []string
+	for _, pci := range pcis {
+		names, err := fs.ReadDir("/sys/bus/pci/devices/" + pci + "/net")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if ppn, err := fs.ReadFile("/sys/class/net/" + n + "/phys_port_name"); err == nil && strings.Contains(string(ppn), "vf") {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bridgeReps are, sorted, the ports of bridge but the bond, each with its
+// vflag-owner.
+func bridgeReps(b *bed, bridge, bond string) []string {
+	var out []string
+	for _, p := range strings.Fields(b.ovs.MustVsctl("list-ports", bridge)) {
+		if p != bond {
+			out = append(out, p+"@"+strings.Trim(strings.TrimSpace(b.ovs.MustVsctl("get", "Port", p, "external_ids:vflag-owner")), `"`))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func withOwner(names []string, owner string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n + "@" + owner
+	}
+	return out
+}
+
+// TestRebootSwapsNamesBetweenGroups: a reboot (the kernel starts over, the
+// journal and OVSDB remain) whose probe order gives lag0's card the
+// representor names lag1's had and lag1's card lag0's. up --stage pre then
+// up converge both bridges in one run, each group taking its representors
+// from the other's bridge (the groups' bridge steps in either order), plan
+// names the steps up then changes, a second up changes nothing, and down
+// restores the booted host. A failed up after such a reboot rolls back, and
+// up after it converges.
+func TestRebootSwapsNamesBetweenGroups(t *testing.T) {
+	d := startDaemons(t)
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failed-first=%v", fail), func(t *testing.T) {
+			b := newBed(t, d, twoGroupsConfig(20*time.Millisecond))
+			b.initSim()
+			b.mustVflag(2, "up", "--detailed-exit-codes")
+			old0, old1 := repsOfNIC(t, b, "0000:61:00.0", "0000:61:00.1"), repsOfNIC(t, b, "0000:62:00.0", "0000:62:00.1")
+			if got := bridgeReps(b, "br-lag0", "bond0"); !slices.Equal(got, withOwner(old0, "lag0")) {
+				t.Fatalf("before the reboot br-lag0 holds %v, want %v", got, old0)
+			}
+			// Reboot: the kernel starts over; the journal and OVSDB remain.
+			// This boot the cards' representors take each other's names.
+			b.simDir = t.TempDir()
+			b.initSim()
+			h := b.openSim(t)
+			if err := h.GiveNames("cx6lx-0", old1...); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.GiveNames("cx6lx-1", old0...); err != nil {
+				t.Fatal(err)
+			}
+			h.Close()
+			kernel := func() string { return canonical(testbed.Kernel(b.simDump())) }
+			booted := kernel()
+			if fail {
+				// A failure right after lag1's bridge took its ports: the
+				// rollback undoes the run's changes and does the settled
+				// config's groups again (DESIGN.md 2a), which puts every
+				// port on its own group's bridge.
+				_, errs, code := b.vflag("up", "--fail-at", "ovs.bridge/br-lag1")
+				if code != 1 || !strings.Contains(errs, "injected failure") || !strings.Contains(errs, "rolled back") {
+					t.Fatalf("up failing at ovs.bridge/br-lag1: exit %d, want 1, injected and rolled back:\n%s", code, errs)
+				}
+			} else {
+				b.mustVflag(2, "up", "--stage", "pre", "--detailed-exit-codes")
+				if now0 := repsOfNIC(t, b, "0000:61:00.0", "0000:61:00.1"); !slices.Equal(now0, old1) {
+					t.Fatalf("after the reboot lag0's representors are %v, want lag1's old names %v", now0, old1)
+				}
+				planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+				rep := upReport(t, b)
+				if rep.Error != "" {
+					t.Fatalf("up after the reboot: %s", rep.Error)
+				}
+				if got := rep.ChangedIDs(); !slices.Equal(sortedCopy(got), sortedCopy(planned)) {
+					t.Errorf("up changed %v, plan said %v", got, planned)
+				}
+			}
+			// (After the rollback the representors are new ones, named
+			// anew: the undo took the eswitches back to legacy.)
+			now0, now1 := repsOfNIC(t, b, "0000:61:00.0", "0000:61:00.1"), repsOfNIC(t, b, "0000:62:00.0", "0000:62:00.1")
+			if got := bridgeReps(b, "br-lag0", "bond0"); !slices.Equal(got, withOwner(now0, "lag0")) {
+				t.Errorf("br-lag0 holds %v, want lag0's representors %v", got, now0)
+			}
+			if got := bridgeReps(b, "br-lag1", "bond1"); !slices.Equal(got, withOwner(now1, "lag1")) {
+				t.Errorf("br-lag1 holds %v, want lag1's representors %v", got, now1)
+			}
+			b.mustVflag(0, "up", "--detailed-exit-codes")
+			b.mustVflag(0, "down")
+			if got := kernel(); got != booted {
+				t.Errorf("down after the reboot does not restore the booted host:\n%s", testbed.DiffText(booted, got))
+			}
+			if out := b.ovs.MustVsctl("list-br"); strings.TrimSpace(out) != "" {
+				t.Errorf("bridges left after down: %s", out)
+			}
+		})
+	}
+}
+
+func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// TestRebootNamesOfADroppedGroup: after a reboot that gave lag0's card the
+// representor names lag1's had, with lag1 dropped from the config, plan
+// (which prunes nothing) shows lag0's bridge taking those ports from
+// lag1's bridge and names the steps up then changes (up prunes lag1's
+// bridge first); up converges, a second up changes nothing, down restores
+// the booted host.
+func TestRebootNamesOfADroppedGroup(t *testing.T) {
+	d := startDaemons(t)
+	two := twoGroupsConfig(20 * time.Millisecond)
+	b := newBed(t, d, two)
+	b.initSim()
+	b.mustVflag(2, "up", "--detailed-exit-codes")
+	old1 := repsOfNIC(t, b, "0000:62:00.0", "0000:62:00.1")
+	b.simDir = t.TempDir()
+	b.initSim()
+	h := b.openSim(t)
+	if err := h.GiveNames("cx6lx-0", old1...); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	booted := canonical(testbed.Kernel(b.simDump()))
+	from, to := strings.Index(two, "  - name: lag1"), strings.Index(two, "sim:\n")
+	b.useConfig(testbed.PointConfig(two[:from]+two[to:], d.ovs.Endpoint(), d.virt.URI(), d.ovs.Netns()))
+	b.mustVflag(2, "up", "--stage", "pre", "--detailed-exit-codes")
+	plan := b.mustVflag(2, "plan", "--detailed-exit-codes")
+	if !strings.Contains(plan, "move 8 ports of group lag1 from br-lag1") {
+		t.Errorf("plan does not show lag0's bridge taking lag1's ports:\n%s", plan)
+	}
+	planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+	rep := upReport(t, b)
+	if rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	if got := rep.ChangedIDs(); !slices.Equal(sortedCopy(got), sortedCopy(planned)) {
+		t.Errorf("up changed %v, plan said %v", got, planned)
+	}
+	if got := bridgeReps(b, "br-lag0", "bond0"); !slices.Equal(got, withOwner(old1, "lag0")) {
+		t.Errorf("br-lag0 holds %v, want %v", got, old1)
+	}
+	if out := strings.TrimSpace(b.ovs.MustVsctl("list-br")); out != "br-lag0" {
+		t.Errorf("bridges %q, want br-lag0 alone (lag1's pruned)", out)
+	}
+	b.mustVflag(0, "up", "--detailed-exit-codes")
+	b.mustVflag(0, "down")
+	if got := canonical(testbed.Kernel(b.simDump())); got != booted {
+		t.Errorf("down does not restore the booted host:\n%s", testbed.DiffText(booted, got))
+	}
+}

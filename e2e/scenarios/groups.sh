@@ -6,12 +6,18 @@
 # device's representors; a second up changes nothing; a failure injected in
 # the middle of lag1's steps rolls back both groups (the host as before the
 # run); down starts the two eswitch mode changes together, once both bonds
-# are gone, and returns the guest to its baseline.
+# are gone, and returns the guest to its baseline. Then a reboot after which
+# the kernel names of the two devices' representors are swapped (lag0's
+# come back under lag1's old names and the reverse, while OVS's database
+# still holds the old ports): up --stage pre, then up converges both
+# bridges in one run, each taking its representors from the other's, and a
+# second up changes nothing.
 #
 # MACHINE: default
 # TIMEOUT: 600
 # EXPECT: gr_up gr_overlap gr_order gr_g0_ports gr_g1_ports gr_again
 # EXPECT: gr_fail gr_fail_restored gr_down gr_down_together gr_baseline_link gr_baseline_devlink gr_baseline_ovs
+# EXPECT: gr_rb_before gr_rb_pre gr_rb_swapped gr_rb_up gr_rb_g0_ports gr_rb_g1_ports gr_rb_again gr_rb_down
 . "$(dirname "$0")/lib.sh"
 
 step "bed: two netdevsim devices with 2 ports each, bonding, Open vSwitch"
@@ -132,3 +138,48 @@ snapshot after
 check gr_baseline_link same link base after
 check gr_baseline_devlink same devlink base after
 check gr_baseline_ovs same ovs base after
+
+step "reboot: the representor names swap between the two groups"
+# rename_all CUR... -- WANT...: renames each netdev CUR to the WANT at the
+# same place (down first, through a temporary name: the two lists may share
+# names), as a boot that numbered the netdevs in another order would have
+# named them.
+rename_all() {
+	local cur=() want=() i=0 n
+	while [ "$1" != -- ]; do cur+=("$1"); shift; done
+	shift
+	want=("$@")
+	[ ${#cur[@]} = ${#want[@]} ] || { echo "${#cur[@]} names for ${#want[@]}"; return 1; }
+	for n in "${cur[@]}"; do ip link set "$n" down && ip link set "$n" name "vfltmp$i" || return 1; i=$((i + 1)); done
+	for i in "${!want[@]}"; do ip link set "vfltmp$i" name "${want[$i]}" || return 1; done
+	echo "renamed ${cur[*]} -> ${want[*]}"
+}
+check gr_rb_before V up
+old0=$(reps 10)
+old1=$(reps 11)
+echo "before the reboot: lag0's representors $(echo $old0), lag1's $(echo $old1)"
+# What a reboot keeps (the journal, OVS's database) and loses (OVS's
+# datapath, the bonds, the devices' VFs and eswitch mode); the PFs come back
+# under the names the config gives, as udev would name them.
+run ovs-ctl stop
+run ovs-dpctl del-dp ovs-system
+run ip link del bond0
+run ip link del bond1
+echo 10 >/sys/bus/netdevsim/del_device
+echo 11 >/sys/bus/netdevsim/del_device
+nsim_new 10 2 && nsim_new 11 2 || exit 1
+rename_all $(netdev_by_ppn 10 p1) $(netdev_by_ppn 10 p2) $(netdev_by_ppn 11 p1) $(netdev_by_ppn 11 p2) -- $A1 $A2 $B1 $B2 || exit 1
+check gr_rb_pre V up --stage pre
+# This boot each device's representors take the names the other device's
+# had: lag0's are now lag1's old ones and the reverse.
+rename_all $(reps 10) $(reps 11) -- $old1 $old0 || exit 1
+ovs_start || exit 1
+ovs-vsctl show >"$OUT/reboot.ovs"
+names_now() { echo "$(echo $(reps 10)) | $(echo $(reps 11))"; }
+expect gr_rb_swapped "$(echo $old1) | $(echo $old0)" names_now
+check gr_rb_up bash -c "'$VFLAG' --config /root/vflag.yaml --state-dir /root/state up -v 2>'$OUT/reboot-up.err'"
+check gr_rb_g0_ports ports_ok br-vf0 bond0 10
+check gr_rb_g1_ports ports_ok br-vf1 bond1 11
+check gr_rb_again again
+check gr_rb_down V down
+exit 0

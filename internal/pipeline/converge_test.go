@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,6 +171,44 @@ func TestVerifyFailureDegradesWithoutRollback(t *testing.T) {
 	}
 	if !strings.Contains(ce.sim.Dump(), "bond0 mode=802.3ad") {
 		t.Fatalf("the bond is gone after a degraded up")
+	}
+}
+
+// TestVerifyNamesRepresentorsOffTheBridge: a representor whose name a
+// port of another bridge holds, one that vflag did not make (so up leaves
+// it), is no port of the group's bridge: up ends degraded naming it,
+// though every port that the group owns on its bridge has an ofport.
+func TestVerifyNamesRepresentorsOffTheBridge(t *testing.T) {
+	d := startDaemons(t)
+	ce := newConvergeEnv(t, d)
+	if _, err := ce.run(false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var reps []string
+	for _, p := range strings.Fields(d.ovs.MustVsctl("list-ports", "br-lag")) {
+		if p != "bond0" {
+			reps = append(reps, p)
+		}
+	}
+	if len(reps) < 2 {
+		t.Fatalf("br-lag holds %v, want the bond and representors", reps)
+	}
+	taken := reps[:2]
+	args := []string{"add-br", "br-other", "--", "set", "Bridge", "br-other", "datapath_type=netdev"}
+	for _, rep := range taken {
+		args = append(args, "--", "del-port", "br-lag", rep, "--", "add-port", "br-other", rep)
+	}
+	d.ovs.MustVsctl(args...)
+	_, err := ce.runWith(false, nil, func(e *Env) { e.OFPortWait = time.Second })
+	if !errors.Is(err, teardown.ErrDegraded) || !strings.Contains(err.Error(), "2 port(s) of the group are not ports of bridge br-lag: ") ||
+		!strings.Contains(err.Error(), taken[0]) || !strings.Contains(err.Error(), taken[1]) {
+		t.Fatalf("up with %v on another bridge: %v, want verify to fail naming them", taken, err)
+	}
+	if errors.Is(err, teardown.ErrRolledBack) {
+		t.Fatalf("degraded up rolled back: %v", err)
+	}
+	if got := strings.Fields(d.ovs.MustVsctl("list-ports", "br-other")); !slices.Equal(got, slices.Sorted(slices.Values(taken))) {
+		t.Errorf("br-other holds %v, want %v left alone (not vflag's)", got, taken)
 	}
 }
 

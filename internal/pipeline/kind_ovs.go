@@ -52,6 +52,9 @@ func (k ovsBridgeKind) step(e *Env, spec ovs.BridgeSpec, seen func(ovs.BridgeSta
 			if len(ch.Foreign) > 0 {
 				e.log.Warn("ports exist that vflag did not create; left alone", "bridge", spec.Bridge, "ports", ch.Foreign)
 			}
+			for _, m := range ch.Moved {
+				e.log.Info("representor's name is held by a port of vflag's for another group: moving it", "bridge", spec.Bridge, "port", m.Port, "from", m.Bridge, "owner", m.Owner)
+			}
 			if ch.RestartRequired {
 				e.log.Warn("hw-offload is on but the config wants it off: disabling needs an ovs-vswitchd restart; vflag never restarts OVS", "bridge", spec.Bridge)
 			}
@@ -110,9 +113,20 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 	if ch.CreateBridge {
 		parts = append(parts, "create bridge "+spec.Bridge)
 	}
-	if len(ch.AddPorts) > 0 {
-		parts = append(parts, fmt.Sprintf("add %d ports (%s)", len(ch.AddPorts), abbreviate(ch.AddPorts, 4)))
+	moved := map[string]bool{}
+	for _, m := range ch.Moved {
+		moved[m.Port] = true
 	}
+	var add []string
+	for _, p := range ch.AddPorts {
+		if !moved[p] {
+			add = append(add, p)
+		}
+	}
+	if len(add) > 0 {
+		parts = append(parts, fmt.Sprintf("add %d ports (%s)", len(add), abbreviate(add, 4)))
+	}
+	parts = append(parts, movedParts(ch.Moved)...)
 	if len(ch.RemovePorts) > 0 {
 		parts = append(parts, fmt.Sprintf("remove %d ports the config no longer lists (%s)", len(ch.RemovePorts), abbreviate(ch.RemovePorts, 4)))
 	}
@@ -146,6 +160,26 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 		return "bridge " + spec.Bridge + " converged"
 	}
 	return strings.Join(parts, "; ") + " (one transaction)"
+}
+
+// movedParts says, per bridge and owner they leave, which ports a change
+// takes from another group of vflag's.
+func movedParts(ms []ovs.Move) []string {
+	type from struct{ bridge, owner string }
+	var order []from
+	ports := map[from][]string{}
+	for _, m := range ms {
+		f := from{m.Bridge, m.Owner}
+		if _, ok := ports[f]; !ok {
+			order = append(order, f)
+		}
+		ports[f] = append(ports[f], m.Port)
+	}
+	out := make([]string, 0, len(order))
+	for _, f := range order {
+		out = append(out, fmt.Sprintf("move %d ports of group %s from %s (%s)", len(ports[f]), f.owner, f.bridge, abbreviate(ports[f], 4)))
+	}
+	return out
 }
 
 // vlansNow reads the VLAN columns of the ports a change retags (nil when
@@ -278,6 +312,11 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 	}
 	spec := run.bridgeSpec()
 	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
+	// A representor's name held by a port of another group of vflag's (a
+	// reboot that shifted the names between groups, or a group the config
+	// dropped): this group takes it. The bridge phase runs one group at a
+	// time (sharedPhases), so each transaction reads what the other wrote.
+	spec.MoveOthers = true
 	return one(ovsBridgeKind{}.step(run.e, spec, func(bs ovs.BridgeStatus) { run.bridgeSeen = &bs },
 		func(ch ovs.Change) { run.bridgeColumnsOnly = columnsOnly(ch) })), nil
 }

@@ -28,20 +28,48 @@ func (run *groupRun) verify(context.Context) ([]batch, error) {
 				run.bridgeColumnsOnly && run.r.WroteOnly(ovsBridgeKind{}.Name())) {
 				seen = p.bridgeSeen
 			}
-			if err := run.e.verify(ctx, run.g, seen); err != nil {
+			if err := run.e.verify(ctx, run.g, run.wantPorts(), seen); err != nil {
 				return "", err
 			}
 			return "group " + run.g.Name + " verified", nil
 		}}), nil
 }
 
-// Verify checks a group as up left it.
-func (e *Env) Verify(ctx context.Context, g Group) error { return e.verify(ctx, g, nil) }
+// Verify checks a group as up left it (its representors mapped again).
+func (e *Env) Verify(ctx context.Context, g Group) error {
+	run := &groupRun{e: e, g: g, dry: true}
+	if g.Switchdev() {
+		if _, err := run.repsUp(ctx); err != nil {
+			return fmt.Errorf("verify: representors of group %s: %w", g.Name, err)
+		}
+	}
+	return e.verify(ctx, g, run.wantPorts(), nil)
+}
 
-// verify is Verify; seen, when set, is the bridge as read in this run
-// with nothing written since, used when every port of the group in it has
-// an ofport (else the wait reads again).
-func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error {
+// wantPorts are the ports the group's bridge must hold (the bridge step's
+// spec: the bond, tunnel ports, every representor mapped), nil outside
+// switchdev.
+func (run *groupRun) wantPorts() []string {
+	if !run.g.Switchdev() {
+		return nil
+	}
+	spec := run.bridgeSpec()
+	out := make([]string, 0, len(spec.Ports))
+	for _, p := range spec.Ports {
+		if p.Name != "" {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// verify is Verify; want are the ports the bridge must hold, each with an
+// ofport (a name that is no port of it, say one another bridge holds, is a
+// problem: checking only the group's own ports there would pass a bridge
+// that lost every representor). seen, when set, is the bridge as read in
+// this run with nothing written since, used when every port of the group
+// in it has an ofport (else the wait reads again).
+func (e *Env) verify(ctx context.Context, g Group, want []string, seen *ovs.BridgeStatus) error {
 	var problems []string
 	if g.Switchdev() {
 		st, err := eswitch.ReadLAG(e.fs, g.PFs[0].Addr)
@@ -79,11 +107,7 @@ func (e *Env) verify(ctx context.Context, g Group, seen *ovs.BridgeStatus) error
 		} else if bs, err = e.waitOFPorts(ctx, c, g); err != nil {
 			return err
 		}
-		for _, p := range bs.Ports {
-			if p.Owner == g.Name && p.OFPort <= 0 {
-				problems = append(problems, fmt.Sprintf("port %s has no ofport (%s)", p.Name, orDash(p.Error)))
-			}
-		}
+		problems = append(problems, portProblems(bs, g, want)...)
 		if *g.OVS.HWOffload && bs.HWOffload != "true" {
 			problems = append(problems, "hw-offload is "+orDash(bs.HWOffload))
 		}
@@ -178,4 +202,31 @@ func allOFPorts(bs ovs.BridgeStatus, owner string) bool {
 		}
 	}
 	return true
+}
+
+// portProblems are the problems of the bridge bs of group g: the ports of
+// want it does not hold (named together), and every port of want or of the
+// group's without an ofport.
+func portProblems(bs ovs.BridgeStatus, g Group, want []string) []string {
+	var out, missing []string
+	on := map[string]ovs.PortStatus{}
+	for _, p := range bs.Ports {
+		on[p.Name] = p
+	}
+	wanted := map[string]bool{}
+	for _, name := range want {
+		wanted[name] = true
+		if _, ok := on[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		out = append(out, fmt.Sprintf("%d port(s) of the group are not ports of bridge %s: %s", len(missing), g.OVS.Bridge, strings.Join(missing, " ")))
+	}
+	for _, p := range bs.Ports {
+		if (p.Owner == g.Name || wanted[p.Name]) && p.OFPort <= 0 {
+			out = append(out, fmt.Sprintf("port %s has no ofport (%s)", p.Name, orDash(p.Error)))
+		}
+	}
+	return out
 }

@@ -238,7 +238,9 @@
 //     here.
 //   - Netdev names: representors and VF netdevs get the lowest free eth%d,
 //     as __dev_alloc_name does before udev renames anything (never derived
-//     from the PF name). ifindexes only grow.
+//     from the PF name). ifindexes only grow. Host.GiveNames hands a NIC
+//     the names its next netdevs take (a boot whose probe order gave one
+//     card's representors the names another card's had).
 //
 // # The mlx5 rules vflag depends on
 //

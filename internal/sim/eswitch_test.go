@@ -196,6 +196,38 @@ func TestRepNamesFollowTheKernel(t *testing.T) {
 	}
 }
 
+// TestGiveNames: names given to a NIC go to its next netdevs, in order,
+// and no other NIC's netdev takes them meanwhile (a boot whose probe order
+// gave one card the names the other card's representors had).
+func TestGiveNames(t *testing.T) {
+	s := testSpec()
+	const pf2 = "0000:62:00.0"
+	s.NICs = append(s.NICs, NICSpec{Name: "nic1", PFs: []PFSpec{{PCI: pf2, Netdev: "q0"}, {PCI: "0000:62:00.1", Netdev: "q1"}}})
+	x := newTH(t, s)
+	x.ok(x.h.GiveNames("nic1", "eth0", "eth1", "eth2"))
+	x.vfs(pf0, "3")
+	x.vfs(pf2, "3")
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	if got := x.reps(pf0); !cmp.Equal(got, []string{"eth3", "eth4", "eth5"}) {
+		t.Fatalf("nic0's representors %v, want the names not given to nic1", got)
+	}
+	x.ok(x.mode(pf2, eswitch.ModeSwitchdev))
+	if got := x.reps(pf2); !cmp.Equal(got, []string{"eth0", "eth1", "eth2"}) {
+		t.Fatalf("nic1's representors %v, want the names given to it", got)
+	}
+	// Used up: the next representors take the lowest free names again.
+	x.ok(x.mode(pf2, eswitch.ModeLegacy))
+	x.ok(x.mode(pf0, eswitch.ModeLegacy))
+	x.ok(x.mode(pf0, eswitch.ModeSwitchdev))
+	if got := x.reps(pf0); !cmp.Equal(got, []string{"eth0", "eth1", "eth2"}) {
+		t.Fatalf("nic0's representors after the given names were used %v", got)
+	}
+	checkErrno(t, x.h.GiveNames("nic9", "eth9"), syscall.ENODEV, "")
+	checkErrno(t, x.h.GiveNames("nic1", "rep9"), syscall.EINVAL, "")
+	checkErrno(t, x.h.GiveNames("nic1", "eth01"), syscall.EINVAL, "")
+	checkErrno(t, x.h.GiveNames("nic1", "eth0"), syscall.EEXIST, "")
+}
+
 func TestModeChangeRules(t *testing.T) {
 	x := newTH(t, testSpec())
 	checkErrno(t, x.mode(pf0, "offloads"), syscall.EINVAL, "")

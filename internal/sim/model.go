@@ -185,7 +185,7 @@ func (st *state) attach(now int64, nic *nicState, pf *pfState, vf *vfState, drv 
 		mac = st.randomMAC("vf/" + vf.PCI)
 	}
 	nd := &netdev{
-		Name: st.allocEthName(), Role: roleVF, NIC: st.nicIndex(nic), PF: pf.Index, VF: vf.Index,
+		Name: st.allocEthName(nic), Role: roleVF, NIC: st.nicIndex(nic), PF: pf.Index, VF: vf.Index,
 		MAC: mac, PermMAC: mac, MTU: 1500, ReadyAt: max(now, vf.ReadyAt),
 	}
 	st.addNetdev(nd)
@@ -203,7 +203,7 @@ func (st *state) detach(now int64, vf *vfState) {
 
 func (st *state) addRep(nic *nicState, pf *pfState, vf *vfState, readyAt int64) {
 	nd := &netdev{
-		Name: st.allocEthName(), Role: roleRep, NIC: st.nicIndex(nic), PF: pf.Index, VF: vf.Index,
+		Name: st.allocEthName(nic), Role: roleRep, NIC: st.nicIndex(nic), PF: pf.Index, VF: vf.Index,
 		MTU: 1500, HWTC: true, ReadyAt: readyAt,
 	}
 	nd.MAC = st.randomMAC("rep/" + vf.PCI)
@@ -1079,6 +1079,33 @@ func (st *state) lagMapping(nic *nicState, now int64) string {
 		out += fmt.Sprintf("%d:%d\n", i+1, to+1)
 	}
 	return out
+}
+
+// GiveNames makes names the names of the next netdevs (representors, VF
+// netdevs) that NIC nic's driver registers, in that order, instead of the
+// lowest free eth%d; no other NIC's netdev takes them meanwhile. It stands
+// for a boot whose probe order differs (other netdevs first, the cards in
+// another order): the kernel hands a card's representors the eth names
+// another card's had before the reboot. A name already in use, or not of
+// the eth%d form a driver registers, is refused.
+func (h *Host) GiveNames(nic string, names ...string) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		n := st.nicByName(nic)
+		if n == nil {
+			return false, fail(syscall.ENODEV, "no NIC %q", nic)
+		}
+		for _, name := range names {
+			var i int
+			if _, err := fmt.Sscanf(name, "eth%d", &i); err != nil || fmt.Sprintf("eth%d", i) != name {
+				return false, fail(syscall.EINVAL, "name %q is not eth%%d", name)
+			}
+			if _, taken := st.Netdevs[name]; taken {
+				return false, fail(syscall.EEXIST, "netdev %s exists", name)
+			}
+		}
+		n.Names = append(n.Names, names...)
+		return len(names) > 0, nil
+	})
 }
 
 // SetSwitchLACP makes the switch ports behind NIC nic's PFs run LACP (on,

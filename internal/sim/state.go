@@ -45,6 +45,8 @@ type nicState struct {
 	// NoSwitchLACP: the switch ports behind the PFs run no LACP (spec
 	// switch_lacp: off).
 	NoSwitchLACP bool `json:"no_switch_lacp,omitempty"`
+	// Names are the names the NIC's next netdevs take (Host.GiveNames).
+	Names []string `json:"names,omitempty"`
 	// NoVFOps: the VF settings the driver has no ndo_set_vf_* for (spec
 	// no_vf_ops).
 	NoVFOps []string `json:"no_vf_ops,omitempty"`
@@ -245,11 +247,25 @@ func (st *state) addNetdev(nd *netdev) {
 
 // allocEthName picks the lowest free eth%d, as __dev_alloc_name does for a
 // driver that registers "eth%d" (mlx5 representors and VF netdevs before udev).
-// Names of netdevs still being created count as taken.
-func (st *state) allocEthName() string {
+// Names of netdevs still being created count as taken. A name given to a
+// NIC (Host.GiveNames) goes to that NIC's next netdev, and to no other.
+func (st *state) allocEthName(nic *nicState) string {
+	for nic != nil && len(nic.Names) > 0 {
+		n := nic.Names[0]
+		nic.Names = nic.Names[1:]
+		if _, taken := st.Netdevs[n]; !taken {
+			return n
+		}
+	}
+	given := map[string]bool{}
+	for _, c := range st.NICs {
+		for _, n := range c.Names {
+			given[n] = true
+		}
+	}
 	for i := 0; ; i++ {
 		n := fmt.Sprintf("eth%d", i)
-		if _, taken := st.Netdevs[n]; !taken {
+		if _, taken := st.Netdevs[n]; !taken && !given[n] {
 			return n
 		}
 	}
