@@ -79,9 +79,9 @@ func Arm(after int, log string) error {
 func Armed() bool { return armed.Load() != nil }
 
 // Wrote counts one write to the host that has just been made (what names
-// it: "kernel", "ovsdb: ...", "libvirt: ..."). On the armed count it does
-// not return: the process is killed. Writes of other goroutines wait
-// meanwhile, so none lands after the one counted last.
+// it: "kernel: ...", "ovsdb: ...", "libvirt: ..."), after its End when it
+// was begun. On the armed count it does not return: the process is killed.
+// Writes of other goroutines wait meanwhile, so none is counted after it.
 func Wrote(what string) {
 	c := armed.Load()
 	if c == nil {
