@@ -107,7 +107,7 @@ func lastWrite(writes []string) string {
 // converged to, leaves a host that down returns to the baseline.
 //
 // make test samples (transition, N, which of the three) at random within
-// a budget (VFLAG_CRASH_BUDGET, default 20s; seed logged,
+// a budget (VFLAG_CRASH_BUDGET, default 15s; seed logged,
 // VFLAG_CRASH_SEED replays the sequence); VFLAG_CRASH_FULL=1 runs every
 // transition at every N, each way (hours); VFLAG_CRASH_ONLY="base -> vlan"
 // runs that one transition at every N, each way, and nothing else.
@@ -116,7 +116,7 @@ func TestCrashTransitions(t *testing.T) {
 	d.virt.DefineDomain(t, "vm2")
 	rng := rand.New(rand.NewPCG(testbed.Seed(t, "VFLAG_CRASH_SEED"), 0))
 	full := os.Getenv("VFLAG_CRASH_FULL") == "1"
-	budget := 20 * time.Second
+	budget := 15 * time.Second
 	if s := os.Getenv("VFLAG_CRASH_BUDGET"); s != "" {
 		var err error
 		if budget, err = time.ParseDuration(s); err != nil {

@@ -244,7 +244,8 @@ check c_unmarked_up_unmark unmark
 check c_unmarked_up V up
 snapshot unmarked_up mask
 check c_unmarked_up_converged same converged unmarked_up
-check c_unmarked_up_marked grep -qx vflag:lag0 /sys/class/net/bond0/ifalias
+marked() { [ "$(cat /sys/class/net/bond0/ifalias)" = vflag:lag0 ] && echo "bond0 alias vflag:lag0"; }
+check c_unmarked_up_marked marked
 check c_unmarked_up_down V down
 snapshot unmarked_up_down
 check c_unmarked_up_baseline same base unmarked_up_down
