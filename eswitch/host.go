@@ -536,3 +536,19 @@ func WaitLAG(ctx context.Context, f sysfs.FS, pf0 sriov.Addr, interval time.Dura
 		}
 	}
 }
+
+// SetAlias sets a link's alias, vflag's ownership mark on the links it
+// creates ("ip link set $name alias $alias", through
+// /sys/class/net/$name/ifalias).
+func SetAlias(f sysfs.FS, name, alias string) error {
+	if err := ValidIfName(name); err != nil {
+		return fmt.Errorf("set alias: %w", err)
+	}
+	if strings.ContainsAny(alias, "\n") || len(alias) >= 256 {
+		return fmt.Errorf("set alias of %s: invalid alias %q", name, alias)
+	}
+	if err := f.WriteFile(netFile(name, "ifalias"), []byte(alias+"\n")); err != nil {
+		return fmt.Errorf("ip link set %s alias %s: %w", name, alias, err)
+	}
+	return nil
+}

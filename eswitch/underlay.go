@@ -113,7 +113,9 @@ func (n Netlink) AddVLAN(name, parent string, id int, alias string) error {
 		return err
 	}
 	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.ParentIndex = name, p.Attrs().Index
+	// The alias goes in the create as well, which Linux ignores there
+	// (see AddBond): the second request sets it.
+	attrs.Name, attrs.ParentIndex, attrs.Alias = name, p.Attrs().Index, alias
 	v := &netlink.Vlan{LinkAttrs: attrs, VlanId: id, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}
 	if err := h.LinkAdd(v); err != nil {
 		return fmt.Errorf("ip link add link %s name %s type vlan id %d: %w", parent, name, id, err)

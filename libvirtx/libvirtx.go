@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"libvirt.org/go/libvirt"
+
+	"github.com/vflag/vflag/internal/crashpoint"
 )
 
 // Conn is a connection to one libvirt daemon. Its methods may be called
@@ -281,7 +283,7 @@ func setClaims(d *libvirt.Domain, cs []claim, impact libvirt.DomainModificationI
 			return err
 		}
 	}
-	return lvErr(d.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, content, MetadataKey, MetadataNamespace, impact))
+	return lvErr(wrote("set domain metadata", d.SetMetadata(libvirt.DOMAIN_METADATA_ELEMENT, content, MetadataKey, MetadataNamespace, impact)))
 }
 
 // Attach puts the VF into the domain, persistent and, when a.Live and the
@@ -346,7 +348,7 @@ func (c *Conn) Attach(a Attachment) (Record, bool, error) {
 			}
 			return nil
 		})
-		if err := lvErr(d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG)); err != nil {
+		if err := lvErr(wrote("attach device (config)", d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG))); err != nil {
 			return fail(fmt.Errorf("persistent: %w", err))
 		}
 		undo = append(undo, func() error {
@@ -367,7 +369,7 @@ func (c *Conn) Attach(a Attachment) (Record, bool, error) {
 			}
 			return nil
 		})
-		if err := lvErr(d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_LIVE)); err != nil {
+		if err := lvErr(wrote("attach device (live)", d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_LIVE))); err != nil {
 			return fail(fmt.Errorf("live: %w", err))
 		}
 	}
@@ -390,7 +392,7 @@ func detachIface(d *libvirt.Domain, pci, mac string, read libvirt.DomainXMLFlags
 		if err != nil {
 			return err
 		}
-		if err := lvErr(d.DetachDeviceFlags(x, modify)); err != nil {
+		if err := lvErr(wrote("detach device", d.DetachDeviceFlags(x, modify))); err != nil {
 			return err
 		}
 	}
@@ -468,7 +470,7 @@ func detachFrom(d *libvirt.Domain, v view, pci, mac, owner, where string, read l
 		if err != nil {
 			return fmt.Errorf("%s definition: %w", where, err)
 		}
-		if err := lvErr(d.DetachDeviceFlags(x, modify)); err != nil {
+		if err := lvErr(wrote("detach device", d.DetachDeviceFlags(x, modify))); err != nil {
 			if hasCode(err, libvirt.ERR_DEVICE_MISSING) || isNoDomain(err) {
 				continue
 			}
@@ -583,7 +585,7 @@ func (c *Conn) StartAutostarted(name string) (bool, error) {
 	if !auto || active {
 		return false, nil
 	}
-	if err := d.Create(); err != nil {
+	if err := wrote("start domain", d.Create()); err != nil {
 		err = lvErr(err)
 		if hasCode(err, libvirt.ERR_OPERATION_INVALID) {
 			if a, _ := d.IsActive(); a {
@@ -593,4 +595,11 @@ func (c *Conn) StartAutostarted(name string) (bool, error) {
 		return false, fmt.Errorf("libvirt: start domain %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// wrote counts a write to libvirt that has just been made (crashpoint: the
+// crash tests stop the process after any one of them) and returns its error.
+func wrote(what string, err error) error {
+	crashpoint.Wrote("libvirt: " + what)
+	return err
 }

@@ -12,6 +12,8 @@ import (
 
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/vflag/vflag/internal/crashpoint"
 )
 
 func isNoNetwork(err error) bool { return hasCode(err, libvirt.ERR_NO_NETWORK) }
@@ -309,10 +311,10 @@ func (c *Conn) createNetwork(op, name, doc string) (bool, error) {
 		return true, fmt.Errorf("%s: %w", op, err)
 	}
 	defer func() { _ = n.Free() }()
-	if err := lvErr(n.Create()); err != nil {
+	if err := lvErr(wrote("start network", n.Create())); err != nil {
 		return true, fmt.Errorf("%s: start: %w", op, err)
 	}
-	if err := lvErr(n.SetAutostart(true)); err != nil {
+	if err := lvErr(wrote("autostart network", n.SetAutostart(true))); err != nil {
 		return true, fmt.Errorf("%s: autostart: %w", op, err)
 	}
 	return true, nil
@@ -342,15 +344,15 @@ func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan,
 	}
 	switch {
 	case plan.Start:
-		if err := lvErr(n.Create()); err != nil {
+		if err := lvErr(wrote("start network", n.Create())); err != nil {
 			return changed, fmt.Errorf("%s: start: %w", op, err)
 		}
 		changed = true
 	case plan.Restart:
-		if err := lvErr(n.Destroy()); err != nil {
+		if err := lvErr(wrote("stop network", n.Destroy())); err != nil {
 			return changed, fmt.Errorf("%s: stop for a restart: %w", op, err)
 		}
-		if err := lvErr(n.Create()); err != nil {
+		if err := lvErr(wrote("start network", n.Create())); err != nil {
 			return true, fmt.Errorf("%s: start again: %w", op, err)
 		}
 		changed = true
@@ -361,7 +363,7 @@ func (c *Conn) applyNetworkPlan(n *libvirt.Network, op string, plan NetworkPlan,
 		changed = true
 	}
 	if plan.Autostart {
-		if err := lvErr(n.SetAutostart(true)); err != nil {
+		if err := lvErr(wrote("autostart network", n.SetAutostart(true))); err != nil {
 			return changed, fmt.Errorf("%s: autostart: %w", op, err)
 		}
 		changed = true
@@ -374,6 +376,7 @@ func (c *Conn) defineNetwork(doc string) error {
 		return errors.New("connection is closed")
 	}
 	n, err := c.c.NetworkDefineXML(doc)
+	crashpoint.Wrote("libvirt: define network")
 	if err != nil {
 		return fmt.Errorf("define: %w", lvErr(err))
 	}
@@ -402,7 +405,7 @@ func updatePortgroups(n *libvirt.Network, live netView, s NetworkSpec) error {
 		if err != nil {
 			return err
 		}
-		if err := lvErr(n.Update(libvirt.NETWORK_UPDATE_COMMAND_DELETE, libvirt.NETWORK_SECTION_PORTGROUP, -1, x, flags)); err != nil {
+		if err := lvErr(wrote("update network", n.Update(libvirt.NETWORK_UPDATE_COMMAND_DELETE, libvirt.NETWORK_SECTION_PORTGROUP, -1, x, flags))); err != nil {
 			return fmt.Errorf("remove portgroup %s: %w", pg.name, err)
 		}
 	}
@@ -423,7 +426,7 @@ func updatePortgroups(n *libvirt.Network, live netView, s NetworkSpec) error {
 		if exists {
 			cmd, verb = libvirt.NETWORK_UPDATE_COMMAND_MODIFY, "change"
 		}
-		if err := lvErr(n.Update(cmd, libvirt.NETWORK_SECTION_PORTGROUP, -1, doc, flags)); err != nil {
+		if err := lvErr(wrote("update network", n.Update(cmd, libvirt.NETWORK_SECTION_PORTGROUP, -1, doc, flags))); err != nil {
 			return fmt.Errorf("%s portgroup %s: %w", verb, pg.Name, err)
 		}
 	}
@@ -451,12 +454,12 @@ func (c *Conn) RemoveNetwork(name string) (bool, error) {
 			op, len(snap.ports), strings.Join(portDomains(snap.ports), ", "), PortHolders(snap.ports))
 	}
 	if snap.active {
-		if err := lvErr(n.Destroy()); err != nil && !isNoNetwork(err) {
+		if err := lvErr(wrote("stop network", n.Destroy())); err != nil && !isNoNetwork(err) {
 			return false, fmt.Errorf("%s: stop: %w", op, err)
 		}
 	}
 	if snap.persistent {
-		if err := lvErr(n.Undefine()); err != nil && !isNoNetwork(err) {
+		if err := lvErr(wrote("undefine network", n.Undefine())); err != nil && !isNoNetwork(err) {
 			return true, fmt.Errorf("%s: undefine: %w", op, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	lmodel "github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/vflag/vflag/internal/crashpoint"
 	"github.com/vflag/vflag/ovs/model"
 )
 
@@ -98,6 +99,7 @@ func (c *Client) commit(ctx context.Context, t *txn, root string) error {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txnReplyWait)
 	defer cancel()
 	res, err := db.Transact(tctx, ops...)
+	crashpoint.Wrote(fmt.Sprintf("ovsdb: transaction of %d operations", len(ops)))
 	if err != nil {
 		return fmt.Errorf("transaction: %w", err)
 	}

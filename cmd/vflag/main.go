@@ -182,7 +182,9 @@ is a real host's. Documentation by task, troubleshooting by symptom:
 	pf.Bool("detailed-exit-codes", false, "exit 0 when nothing changed, 2 when something changed, 1 on error")
 	pf.BoolP("verbose", "v", false, "debug logs on stderr")
 	pf.Duration("lock-wait", 2*time.Minute, "how long up and down wait for another vflag (boot units, Ansible, an operator) to finish; 0: fail at once")
-	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose", "lock-wait"} {
+	pf.Int("sim-crash-after", 0, "testing, with --sim: SIGKILL this process right after its Nth write to the kernel, OVSDB or libvirt (writes logged to SIMDIR/writes.log; negative: only log)")
+	_ = pf.MarkHidden("sim-crash-after")
+	for _, name := range []string{"config", "state-dir", "output", "sim", "detailed-exit-codes", "verbose", "lock-wait", "sim-crash-after"} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
 	a.v.SetEnvPrefix("VFLAG")
@@ -327,7 +329,7 @@ func (a *app) noConfig(path string) error {
 // openHost opens the host: the simulated one with --sim (its spec from
 // cfg's sim section), else the real one; endpoints from envCfg.
 func (a *app) openHost(cfg, envCfg *config.Config) (*host.Host, error) {
-	o := host.Options{SimDir: a.v.GetString("sim"), Log: a.log, Warm: a.warm}
+	o := host.Options{SimDir: a.v.GetString("sim"), Log: a.log, Warm: a.warm, CrashAfter: a.v.GetInt("sim-crash-after")}
 	if cfg != nil {
 		o.SimSpec = cfg.Sim
 	}

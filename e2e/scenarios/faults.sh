@@ -2,7 +2,9 @@
 # Scenario C: faults on the real kernel. vflag is stopped between steps
 # (the hidden --stop-after N, as if killed) at several points: a following
 # up resumes to the converged state, and down from the stopped state returns
-# the guest to its baseline. A config naming a missing PF changes nothing;
+# the guest to its baseline; vflag killed (SIGKILL) right after the bond
+# appears, and between the bond's create and its alias, leaves a host that
+# up converges and down returns to the baseline. A config naming a missing PF changes nothing;
 # one naming a bond or a dummy as a PF is refused at once for what it is.
 #
 # MACHINE: default
@@ -13,6 +15,10 @@
 # EXPECT: c_stop_9 c_resume_9 c_resumed_converged_9 c_down_9 c_baseline_9
 # EXPECT: c_stopdown_6 c_stopdown_baseline_6
 # EXPECT: c_kill_mid c_kill_down c_kill_baseline
+# EXPECT: c_alias_not_on_create
+# EXPECT: c_killbond_window c_killbond_up c_killbond_converged c_killbond_down c_killbond_baseline
+# EXPECT: c_unmarked_down_window c_unmarked_down_unmark c_unmarked_down c_unmarked_down_baseline
+# EXPECT: c_unmarked_up_window c_unmarked_up_unmark c_unmarked_up c_unmarked_up_converged c_unmarked_up_marked c_unmarked_up_down c_unmarked_up_baseline
 . "$(dirname "$0")/lib.sh"
 
 ID=10
@@ -169,4 +175,78 @@ check c_kill_mid killed
 check c_kill_down V down
 snapshot killed
 check c_kill_baseline same base killed
+
+step "the kernel makes a link without the alias its create request carries"
+# (iproute2 sends IFLA_IFALIAS in the RTM_NEWLINK, as vflag's netlink
+# library does: rtnl_create_link ignores it, so vflag's mark on a bond
+# takes a second request and a pending journal entry covers the window)
+alias_on_create() {
+	ip link add bondz alias vflag:probe type bond || return 1
+	local a
+	a=$(cat /sys/class/net/bondz/ifalias)
+	ip link del bondz
+	[ -z "$a" ] || { echo "alias $a set by the create"; return 1; }
+	echo "bond made without the alias its create carried"
+}
+check c_alias_not_on_create alias_on_create
+
+# killbond TAG: starts up and kills it (SIGKILL) the moment bond0 exists,
+# polled in a tight loop: after the bond's create, before its enslaving.
+# The kill's outcome is in $OUT/TAG.rc, the bond's slaves then in TAG.slaves.
+killbond() {
+	"$VFLAG" --config /root/vflag.yaml --state-dir /root/state up >"$OUT/$1.log" 2>&1 &
+	local pid=$!
+	while [ ! -e /sys/class/net/bond0 ] && kill -0 $pid 2>/dev/null; do :; done
+	kill -9 $pid 2>/dev/null
+	wait $pid
+	echo $? >"$OUT/$1.rc"
+	cat /sys/class/net/bond0/bonding/slaves >"$OUT/$1.slaves" 2>&1
+}
+# in_window TAG: the kill landed after the bond's creation and before its
+# enslaving, with the journal's bond.create entry pending.
+in_window() {
+	[ "$(cat "$OUT/$1.rc")" = 137 ] || { echo "vflag exited $(cat "$OUT/$1.rc") before the kill"; cat "$OUT/$1.log"; return 1; }
+	[ -e /sys/class/net/bond0 ] || { echo "no bond0 after the kill"; return 1; }
+	[ -z "$(tr -d ' \n' <"$OUT/$1.slaves")" ] || { echo "bond0 already had slaves: $(cat "$OUT/$1.slaves")"; return 1; }
+	jq -e '[.entries[] | select(.kind == "bond.create" and .state == "pending")] | length == 1' /root/state/journal.json >/dev/null ||
+		{ echo "no pending bond.create entry"; jq -c '.entries[] | [.kind, .state]' /root/state/journal.json; return 1; }
+	echo "killed with bond0 made (alias '$(cat /sys/class/net/bond0/ifalias)'), not enslaved, its entry pending"
+}
+
+step "SIGKILL right after bond0 appears, then up, then down"
+killbond killbond
+check c_killbond_window in_window killbond
+check c_killbond_up V up
+snapshot killbond_up mask
+check c_killbond_converged same converged killbond_up
+check c_killbond_down V down
+snapshot killbond_down
+check c_killbond_baseline same base killbond_down
+
+# The same kill when it lands between the bond's two requests (the create,
+# then its alias: microseconds apart, no poll hits them reliably) leaves
+# bond0 without vflag's alias: that state, made exactly by clearing the
+# alias after the kill, is the one that wedged the host. Both ways out.
+unmark() { printf '\n' >/sys/class/net/bond0/ifalias && [ -z "$(cat /sys/class/net/bond0/ifalias)" ] && echo "bond0 unmarked"; }
+
+step "SIGKILL between the bond's create and its alias, then down"
+killbond unmarked_down
+check c_unmarked_down_window in_window unmarked_down
+check c_unmarked_down_unmark unmark
+check c_unmarked_down V down
+snapshot unmarked_down
+check c_unmarked_down_baseline same base unmarked_down
+
+step "SIGKILL between the bond's create and its alias, then up, then down"
+killbond unmarked_up
+check c_unmarked_up_window in_window unmarked_up
+check c_unmarked_up_unmark unmark
+check c_unmarked_up V up
+snapshot unmarked_up mask
+check c_unmarked_up_converged same converged unmarked_up
+marked() { [ "$(cat /sys/class/net/bond0/ifalias)" = vflag:lag0 ] && echo "bond0 alias vflag:lag0"; }
+check c_unmarked_up_marked marked
+check c_unmarked_up_down V down
+snapshot unmarked_up_down
+check c_unmarked_up_baseline same base unmarked_up_down
 exit 0

@@ -121,6 +121,7 @@ func Up(ctx context.Context, e *pipeline.Env, pfWait time.Duration, o Options) R
 	if err != nil {
 		return Result{Err: err}
 	}
+	e.UseJournal(j)
 	groups, err := e.Preflight(ctx)
 	if err != nil {
 		return Result{Err: err}
@@ -188,6 +189,7 @@ func Down(ctx context.Context, e *pipeline.Env, haveConfig bool, o Options) Resu
 	if err != nil {
 		return Result{Err: err}
 	}
+	e.UseJournal(j)
 	if err := e.DownPreflight(j, haveConfig); err != nil {
 		return Result{Err: err}
 	}

@@ -175,6 +175,9 @@ func (d *doctor) checkBondName(g *groupState) {
 		d.add(AreaConflicts, name, g.BondName, Skip, fmt.Sprintf("ip link show %s: %v", g.BondName, err), "")
 	case l.Alias == "vflag:"+g.Name:
 		d.add(AreaConflicts, name, g.BondName, Pass, fmt.Sprintf("%s exists and is vflag's (alias %q)", g.BondName, l.Alias), "")
+	case l.Alias == "" && d.pendingBonds[g.BondName]:
+		d.add(AreaConflicts, name, g.BondName, Warn, fmt.Sprintf("%s exists without vflag's alias, and vflag's journal has a pending entry creating it: a run stopped between the bond's creation and its mark; vflag up takes it over (and marks it) if that run made it (this boot, after the entry, still down and without slaves), and refuses it otherwise", g.BondName),
+			fmt.Sprintf("run vflag up to carry on (or vflag down to remove what the run made); if up refuses %s, it is not vflag's: remove it (ip link del %s) or choose another groups[].bond.name", g.BondName, g.BondName))
 	default:
 		kind := l.Kind
 		if kind == "" {

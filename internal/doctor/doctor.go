@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -180,6 +181,9 @@ type doctor struct {
 	klogRead bool
 
 	journaled map[sriov.Device]bool // PFs whose VF count vflag's journal records
+	// pendingBonds: bonds a pending entry of vflag's journal was creating
+	// (a run stopped between the bond's creation and its alias).
+	pendingBonds map[string]bool
 
 	ovsVersion string // ovs-vswitchd --version's x.y.z, "" unknown
 }
@@ -198,7 +202,8 @@ func Run(ctx context.Context, env Env, t Target) *Report {
 	if env.ClockTicks <= 0 {
 		env.ClockTicks = 100
 	}
-	d := &doctor{ctx: ctx, env: env, pci: sriov.Host{FS: env.Sys}, journaled: journaledVFs(t.StateDir)}
+	d := &doctor{ctx: ctx, env: env, pci: sriov.Host{FS: env.Sys}}
+	d.journaled, d.pendingBonds = readJournal(t.StateDir)
 	if t.ConfigError != nil {
 		d.add(AreaConfig, "config/valid", "", Fail, fmt.Sprintf("%v; checking every SR-IOV NIC found instead", t.ConfigError),
 			"fix the field the error names (`vflag example-config` prints a valid config), then run `vflag doctor` again")
@@ -328,23 +333,32 @@ func orNone(list []string) string {
 	return strings.Join(list, ", ")
 }
 
-// journaledVFs reads vflag's journal (read only) for the PFs whose VF count
-// vflag set: entries of kind sriov.numvfs, id "sriov.numvfs/<device>".
-func journaledVFs(stateDir string) map[sriov.Device]bool {
-	out := map[sriov.Device]bool{}
+// readJournal reads vflag's journal (read only) for the PFs whose VF count
+// vflag set (entries of kind sriov.numvfs, id "sriov.numvfs/<device>") and
+// the bonds a pending bond.create entry names.
+func readJournal(stateDir string) (vfs map[sriov.Device]bool, bonds map[string]bool) {
+	vfs, bonds = map[sriov.Device]bool{}, map[string]bool{}
 	if stateDir == "" {
-		return out
+		return vfs, bonds
 	}
 	j, err := teardown.OpenJournal(stateDir)
 	if err != nil {
-		return out
+		return vfs, bonds
 	}
 	for _, e := range j.Entries() {
 		if dev, ok := strings.CutPrefix(e.ID, "sriov.numvfs/"); ok && e.Kind == "sriov.numvfs" {
 			if dv, err := sriov.ParseDevice(dev); err == nil {
-				out[dv] = true
+				vfs[dv] = true
+			}
+		}
+		if e.Kind == "bond.create" && e.State == teardown.StatePending {
+			var r struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(e.Record, &r) == nil && r.Name != "" {
+				bonds[r.Name] = true
 			}
 		}
 	}
-	return out
+	return vfs, bonds
 }

@@ -380,6 +380,21 @@ func TestSingleCases(t *testing.T) {
 			words: []string{"groups[].bond.name", "ip link del bond0"},
 		},
 		{
+			name: "an unmarked bond0 that a pending journal entry was creating",
+			setup: func(t *testing.T, r *readyEnv, g *Group) {
+				if err := r.h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup", Miimon: 100}); err != nil {
+					t.Fatal(err)
+				}
+				r.stateDir = t.TempDir()
+				doc := `{"version": 1, "entries": [{"kind": "bond.create", "id": "bond.create/bond0", "record": {"name": "bond0", "alias": "vflag:lag0"}, "state": "pending", "run": "r1"}]}`
+				if err := os.WriteFile(filepath.Join(r.stateDir, "journal.json"), []byte(doc), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: "conflicts/bond-name bond0", status: Warn, ready: true,
+			words: []string{"vflag up", "vflag down", "ip link del bond0"},
+		},
+		{
 			name: "max_bonds default with a group bond named bond0",
 			setup: func(t *testing.T, r *readyEnv, g *Group) {
 				r.machine.remove("/etc/modprobe.d/vflag-bonding.conf")

@@ -10,10 +10,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/crashpoint"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/internal/sysfs"
 	"github.com/vflag/vflag/internal/validate"
@@ -112,7 +114,18 @@ type Options struct {
 	Log *slog.Logger
 	// Warm: connections to open in the background while the host opens.
 	Warm Warm
+	// CrashAfter, with SimDir (tests of crash safety): the process kills
+	// itself with SIGKILL right after its CrashAfter-th write to the
+	// simulated kernel, OVSDB or libvirt; every write is logged to
+	// SimDir/writes.log ("N what"). Negative: the writes are only logged.
+	// The count is the process's (internal/crashpoint): a test runs each
+	// armed command in a process of its own.
+	CrashAfter int
 }
+
+// WriteLog is the file in a simulated host's directory where
+// Options.CrashAfter logs the writes.
+const WriteLog = "writes.log"
 
 // warmBound bounds a connection Warm started; the first use waits for it
 // no longer than its own context says and then connects itself.
@@ -139,6 +152,9 @@ func Open(o Options) (*Host, error) {
 	if o.Warm.Virt && o.Libvirt != "" {
 		h.warmVirt = start(o.Libvirt, libvirtx.Open)
 	}
+	if o.SimDir == "" && o.CrashAfter != 0 {
+		return nil, fmt.Errorf("--sim-crash-after is for the simulated host (--sim) only")
+	}
 	if o.SimDir == "" {
 		// A socket per call: the kept handles of eswitch.NewNetlink made e2e
 		// validate's failover-interrupted check fail on the real kernel
@@ -156,6 +172,12 @@ func Open(o Options) (*Host, error) {
 		h.sim, h.Kernel, h.FS, h.closeKern = s, s, s.FS(), func() { _ = s.Close() }
 		// The saved host wins over the config; say where they differ.
 		h.SimChanges, h.SimLatency, h.SimSpecErr = s.Reconcile(spec)
+		if o.CrashAfter != 0 {
+			if err := crashpoint.Arm(o.CrashAfter, filepath.Join(o.SimDir, WriteLog)); err != nil {
+				h.Close()
+				return nil, err
+			}
+		}
 	}
 	h.PCI = sriov.Host{FS: h.FS}
 	return h, nil

@@ -280,7 +280,11 @@ func (e *Env) pruneList(j *teardown.Journal, desired map[string]bool, gs []Group
 	}
 	var out []teardown.Entry
 	keep := map[string]teardown.Entry{}
-	for _, en := range j.Live() {
+	// Entries, not Live: one that a run which has not ended (a killed
+	// one) removed is removed again, since the kill may have cut its undo
+	// short (a domain's interface detached, vflag's claim on it not yet);
+	// an undo is repeatable.
+	for _, en := range j.Entries() {
 		if desired[en.ID] || !known[en.Kind] {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
 )
 
 // Stage selects which phases `up` runs (--stage).
@@ -85,6 +86,9 @@ type Env struct {
 	// domLocks: one lock per domain (domainLock).
 	domMu    sync.Mutex
 	domLocks map[string]*sync.Mutex
+	// journal is this host's journal (UseJournal), whose pending entries'
+	// claims make an unmarked link vflag's (claim.go).
+	journal *teardown.Journal
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).

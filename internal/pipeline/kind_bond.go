@@ -45,6 +45,8 @@ type bondKind struct{}
 type bondRecord struct {
 	Name  string `json:"name"`
 	Alias string `json:"alias"`
+	// The bond's claim, when the entry created it (claim.go).
+	linkClaim
 }
 
 func (bondKind) Name() string        { return "bond.create" }
@@ -247,7 +249,7 @@ func (e *Env) optionChanges(spec eswitch.BondSpec) ([]bondOptChange, error) {
 func (e *Env) bondReform(g Group) (bondCost, error) {
 	spec := bondSpec(g)
 	l, err := e.k.Link(spec.Name)
-	if err != nil || l.Alias != spec.Alias {
+	if err != nil || l.Alias != spec.Alias && !e.claimedBond(l) {
 		return costLive, nil // absent, unreadable or not vflag's: other checks report it
 	}
 	changes, err := e.optionChanges(spec)
@@ -257,42 +259,65 @@ func (e *Env) bondReform(g Group) (bondCost, error) {
 	return worst(changes), nil
 }
 
+// claimedBond tells whether an unmarked bond is the one a pending entry
+// was creating (claim.go): a bond still as the create left it, down and
+// without slaves.
+func (e *Env) claimedBond(l eswitch.Link) bool {
+	fresh := l.Kind == "bond" && !l.AdminUp && l.Master == ""
+	if fresh {
+		b, err := eswitch.ReadBond(e.fs, l.Name)
+		fresh = err == nil && len(b.Slaves) == 0
+	}
+	return e.claimed(bondKind{}.Name(), l.Name, l, fresh)
+}
+
 func (k bondKind) step(e *Env, g Group) teardown.Step {
 	spec := bondSpec(g)
 	record := bondRecord{Name: spec.Name, Alias: spec.Alias}
-	// own finds the bond: ok false when it does not exist; an error when it
-	// exists and is not vflag's.
-	own := func() (bool, error) {
+	// own finds the bond: ok false when it does not exist; unmarked when
+	// it is the one a crashed run was creating (its alias not yet set);
+	// an error when it exists and is not vflag's.
+	own := func() (ok, unmarked bool, err error) {
 		l, err := e.k.Link(spec.Name)
 		if errors.Is(err, eswitch.ErrLinkNotFound) {
-			return false, nil
+			return false, false, nil
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if l.Alias != spec.Alias {
-			return false, fmt.Errorf("bond %s: an interface of that name exists and was not created by vflag (alias %q); vflag leaves it alone", spec.Name, l.Alias)
+			if e.claimedBond(l) {
+				return true, true, nil
+			}
+			return false, false, fmt.Errorf("bond %s: an interface of that name exists and was not created by vflag (alias %q); vflag leaves it alone", spec.Name, l.Alias)
 		}
-		return true, nil
+		return true, false, nil
 	}
 	return teardown.Step{
 		Kind: k.Name(), ID: k.Name() + "/" + g.Bond.Name,
 		Check: func(context.Context) (teardown.Change, error) {
-			exists, err := own()
+			exists, unmarked, err := own()
 			if err != nil {
 				return teardown.Change{}, err
 			}
 			if !exists {
-				return teardown.Change{Needed: true, Summary: fmt.Sprintf("create bond %s mode %s", spec.Name, spec.Mode), Record: record}, nil
+				rec := record
+				if rec.linkClaim, err = e.claimNow(); err != nil {
+					return teardown.Change{}, err
+				}
+				return teardown.Change{Needed: true, Summary: fmt.Sprintf("create bond %s mode %s", spec.Name, spec.Mode), Record: rec}, nil
 			}
 			changes, err := e.optionChanges(spec)
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			if len(changes) == 0 {
+			if len(changes) == 0 && !unmarked {
 				return teardown.Change{Summary: "bond " + spec.Name + " exists"}, nil
 			}
 			var sums []string
+			if unmarked {
+				sums = append(sums, fmt.Sprintf("mark bond %s as vflag's (alias %s): a run stopped between its creation and its mark", spec.Name, spec.Alias))
+			}
 			contained := true
 			for _, c := range changes {
 				if !c.quiet {
@@ -306,7 +331,7 @@ func (k bondKind) step(e *Env, g Group) teardown.Step {
 				Disruptive: worst(changes) >= costDown, Contained: contained, Rollback: teardown.RollbackRedo}, nil
 		},
 		Apply: func(context.Context) error {
-			exists, err := own()
+			exists, unmarked, err := own()
 			if err != nil {
 				return err
 			}
@@ -316,6 +341,11 @@ func (k bondKind) step(e *Env, g Group) teardown.Step {
 				}
 				// The options AddBond does not set, written while the new
 				// bond is down and without slaves.
+			}
+			if unmarked {
+				if err := e.markLink(spec.Name, spec.Alias); err != nil {
+					return err
+				}
 			}
 			return e.convergeBond(spec)
 		},
@@ -363,7 +393,7 @@ func (bondKind) Undo(ctx context.Context, e *Env, r bondRecord) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if l.Alias != r.Alias {
+	if l.Alias != r.Alias && !e.claimedBond(l) {
 		e.log.Warn("bond is no longer vflag's; left alone", "bond", r.Name, "alias", l.Alias)
 		return fmt.Sprintf("bond %s is no longer vflag's (alias %q): left alone", r.Name, l.Alias), nil
 	}

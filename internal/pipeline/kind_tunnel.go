@@ -33,6 +33,8 @@ type tunnelVLANRecord struct {
 	ID      int    `json:"id"`
 	Alias   string `json:"alias"`
 	Created bool   `json:"created"`
+	// The interface's claim, when the entry created it (claim.go).
+	linkClaim
 }
 
 func (tunnelVLANKind) Name() string { return "tunnel.vlan" }
@@ -105,9 +107,18 @@ func (run *groupRun) underlay(context.Context) ([]batch, error) {
 	return out, nil
 }
 
+// claimedVLAN tells whether an unmarked VLAN interface is the one a
+// pending entry was creating (claim.go): still as the create left it,
+// down, the record's VLAN on the record's parent.
+func (e *Env) claimedVLAN(l eswitch.Link, parent string, id int, want tunnelVLANRecord) bool {
+	fresh := !l.AdminUp && l.Master == "" && parent == want.Parent && id == want.ID
+	return e.claimed(tunnelVLANKind{}.Name(), l.Name, l, fresh)
+}
+
 func (k tunnelVLANKind) step(e *Env, want tunnelVLANRecord, mtu int) teardown.Step {
 	// state reads the interface: absent, ours and as wanted (up, at mtu),
-	// or what differs.
+	// or what differs ("mark": a crashed run created it and did not set
+	// its alias).
 	state := func() (exists bool, todo []string, err error) {
 		u, err := e.underlayOf()
 		if err != nil {
@@ -124,7 +135,9 @@ func (k tunnelVLANKind) step(e *Env, want tunnelVLANRecord, mtu int) teardown.St
 		if err != nil {
 			return true, nil, err
 		}
-		if l.Alias != want.Alias || parent != want.Parent || id != want.ID {
+		if l.Alias != want.Alias && e.claimedVLAN(l, parent, id, want) {
+			todo = append(todo, "mark")
+		} else if l.Alias != want.Alias || parent != want.Parent || id != want.ID {
 			return true, nil, fmt.Errorf("%s exists and is not vflag's VLAN %d on %s (alias %q, VLAN %d on %q): vflag leaves it alone", want.Name, want.ID, want.Parent, l.Alias, id, parent)
 		}
 		if mtu != 0 && l.MTU != mtu {
@@ -143,17 +156,27 @@ func (k tunnelVLANKind) step(e *Env, want tunnelVLANRecord, mtu int) teardown.St
 			}
 			rec := want
 			rec.Created = !exists
+			if !exists {
+				if rec.linkClaim, err = e.claimNow(); err != nil {
+					return teardown.Change{}, err
+				}
+			}
 			return teardown.Change{Needed: len(todo) > 0, Record: rec,
 				Summary: fmt.Sprintf("VLAN interface %s (VLAN %d on %s): %s", want.Name, want.ID, want.Parent, orDash(abbreviate(todo, 4)))}, nil
 		},
 		Apply: func(context.Context) error {
-			exists, _, err := state()
+			exists, todo, err := state()
 			if err != nil {
 				return err
 			}
 			u, _ := e.underlayOf()
 			if !exists {
 				if err := u.AddVLAN(want.Name, want.Parent, want.ID, want.Alias); err != nil {
+					return err
+				}
+			}
+			if slices.Contains(todo, "mark") {
+				if err := e.markLink(want.Name, want.Alias); err != nil {
 					return err
 				}
 			}
@@ -181,7 +204,14 @@ func (tunnelVLANKind) Undo(_ context.Context, e *Env, r tunnelVLANRecord) (strin
 		return "", err
 	}
 	if l.Alias != r.Alias {
-		return fmt.Sprintf("%s left alone: its alias is %q, not %q", r.Name, l.Alias, r.Alias), nil
+		u, err := e.underlayOf()
+		if err != nil {
+			return "", err
+		}
+		parent, id, err := u.VLAN(r.Name)
+		if err != nil || !e.claimedVLAN(l, parent, id, r) {
+			return fmt.Sprintf("%s left alone: its alias is %q, not %q", r.Name, l.Alias, r.Alias), nil
+		}
 	}
 	if err := e.k.DeleteLink(r.Name); err != nil && !gone(err) {
 		return "", err

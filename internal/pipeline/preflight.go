@@ -188,7 +188,7 @@ func checkOneNIC(g Group, cg *config.Group, p string, add func(string, any, stri
 // checkBondFree checks that a switchdev group's bond name is free or
 // vflag's own, and that no PF is a slave of another master.
 func (e *Env) checkBondFree(g Group, cg *config.Group, p string, add func(string, any, string, ...any)) {
-	if l, err := e.k.Link(g.Bond.Name); err == nil && l.Alias != BondAlias(g.Name) {
+	if l, err := e.k.Link(g.Bond.Name); err == nil && l.Alias != BondAlias(g.Name) && !e.claimedBond(l) {
 		add(p+".bond.name", g.Bond.Name, "exists and was not created by vflag (alias %q): choose another name", l.Alias)
 	} else if err != nil && !errors.Is(err, eswitch.ErrLinkNotFound) {
 		add(p+".bond.name", g.Bond.Name, "%v", err)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/vflag/vflag/internal/crashpoint"
 )
 
 // hostFS serves the host's /sys as a tree of nodes built from the state on
@@ -137,7 +139,7 @@ func (t tree) root() *node {
 		case "sys":
 			return t.sys()
 		case "proc":
-			return t.procDir() // vfio.go
+			return t.procDir() // vfio.go; sys/kernel/random/boot_id
 		case "dev":
 			return t.devDir()
 		}
@@ -523,7 +525,7 @@ func kstrtobool(s string) (bool, bool) {
 
 func (t tree) netdevPath(nd *netdev) string {
 	switch nd.Role {
-	case roleLo, roleBond:
+	case roleLo, roleBond, roleVLAN:
 		return "/sys/devices/virtual/net/" + nd.Name
 	}
 	nic, pf := t.st.pfOf(nd)
@@ -766,7 +768,11 @@ func (f hostFS) ReadFile(p string) ([]byte, error) {
 
 // WriteFile implements sysfs.FS: one write(2) to an existing attribute.
 func (f hostFS) WriteFile(p string, data []byte) error {
-	err := f.h.update(func(st *state, now int64) (bool, error) {
+	what := ""
+	if crashpoint.Armed() {
+		what = "kernel: write " + p
+	}
+	err := f.h.updateAs(what, func(st *state, now int64) (bool, error) {
 		n, e := tree{st, now}.walk(p, true)
 		switch {
 		case e != 0:

@@ -8,11 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/crashpoint"
 	"github.com/vflag/vflag/internal/sysfs"
 )
 
@@ -262,20 +265,51 @@ func (h *Host) view(fn func(st *state, now int64) error) error {
 // without a change, the in-memory state is dropped so that a half-applied
 // change can never be seen.
 func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) error {
+	what := ""
+	if crashpoint.Armed() {
+		what = "kernel: " + callerName()
+	}
+	return h.updateAs(what, fn)
+}
+
+// callerName names the Host method that called update ("AddBond").
+func callerName() string {
+	pc, _, _, ok := runtime.Caller(2)
+	if !ok {
+		return "?"
+	}
+	name := runtime.FuncForPC(pc).Name()
+	return name[strings.LastIndex(name, ".")+1:]
+}
+
+// updateAs is update, naming the write what for crashpoint.
+func (h *Host) updateAs(what string, fn func(st *state, now int64) (changed bool, err error)) error {
+	crashpoint.Begin() // the state and its mirror land whole
+	changed, err := h.updateMirrored(fn)
+	crashpoint.End()
+	if changed {
+		crashpoint.Wrote(what)
+	}
+	return err
+}
+
+// updateMirrored is updateAs without the crash point: changed tells
+// whether the state was saved.
+func (h *Host) updateMirrored(fn func(st *state, now int64) (changed bool, err error)) (bool, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return fmt.Errorf("%w: %w", errClosed, syscall.EBADF)
+		return false, fmt.Errorf("%w: %w", errClosed, syscall.EBADF)
 	}
 	if err := h.flock(syscall.LOCK_EX); err != nil {
 		h.mu.Unlock()
-		return err
+		return false, err
 	}
 	err := h.reload()
 	if err != nil {
 		h.funlock()
 		h.mu.Unlock()
-		return err
+		return false, err
 	}
 	h.st.pciIdx = nil // fn may change what it indexes
 	changed, ferr := fn(h.st, h.now().UnixNano())
@@ -294,7 +328,7 @@ func (h *Host) update(fn func(st *state, now int64) (changed bool, err error)) e
 			ferr = merr
 		}
 	}
-	return ferr
+	return changed, ferr
 }
 
 // FS returns the host's /sys as seen by vflag, with the /proc and /dev/vfio

@@ -379,11 +379,31 @@ func (vf *vfState) info() eswitch.VFInfo {
 	return out
 }
 
-// AddBond implements eswitch.Kernel.
+// AddBond implements eswitch.Kernel in two writes, as the kernel takes
+// eswitch.Netlink's: the RTM_NEWLINK makes the bond without the alias it
+// carries (rtnl_create_link reads no IFLA_IFALIAS), a second request sets it.
 func (h *Host) AddBond(b eswitch.BondSpec) error {
-	return h.update(func(st *state, now int64) (bool, error) {
+	alias := b.Alias
+	b.Alias = ""
+	err := h.update(func(st *state, now int64) (bool, error) {
 		c, e := st.addBond(now, b)
 		return c, kernelErr(fmt.Sprintf("ip link add %s type bond mode %s", b.Name, b.Mode), e)
+	})
+	if err != nil || alias == "" {
+		return err
+	}
+	return h.setAlias(b.Name, alias)
+}
+
+// setAlias sets a link's alias ("ip link set $name alias $alias").
+func (h *Host) setAlias(name, alias string) error {
+	return h.update(func(st *state, now int64) (bool, error) {
+		nd := st.link(name, now)
+		if nd == nil {
+			return false, kernelErr("ip link set "+name+" alias "+alias, st.notFound(name))
+		}
+		nd.Alias = alias
+		return true, nil
 	})
 }
 

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sort"
+	"strconv"
 )
 
 // state is the whole simulated host, persisted as JSON. Times are absolute
@@ -28,6 +30,9 @@ type state struct {
 	NextPID int        `json:"next_pid,omitempty"`
 	// Underlay holds routes and neighbour entries (underlay.go).
 	Underlay underlayState `json:"underlay,omitzero"`
+	// BootID is /proc/sys/kernel/random/boot_id: a new one each time the
+	// host is made (a reboot, sim.Host.Reset); none in hosts saved before it.
+	BootID string `json:"boot_id,omitempty"`
 
 	// viewing is set while Host.view runs a read on the state, which then
 	// cannot change: pci looks addresses up in pciIdx, built on the first
@@ -200,12 +205,20 @@ type logEntry struct {
 
 const maxDmesg = 2000
 
+// bootID is a boot id (the kernel's format: a random UUID) made from the
+// time the host is made.
+func bootID(now int64) string {
+	h := sha256.Sum256([]byte(strconv.FormatInt(now, 10)))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
 func newState(spec *Spec, now int64) *state {
 	st := &state{
 		Version:     stateVersion,
 		Spec:        *spec,
 		Netdevs:     map[string]*netdev{},
 		NextIfindex: 1,
+		BootID:      bootID(now),
 	}
 	st.addNetdev(&netdev{Name: "lo", Role: roleLo, MAC: "00:00:00:00:00:00", PermMAC: "00:00:00:00:00:00", AdminUp: true, MTU: 65536})
 	for _, ns := range spec.NICs {

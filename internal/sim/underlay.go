@@ -98,8 +98,9 @@ func (h *Host) DelAddr(name, cidr string) error {
 }
 
 // AddVLAN implements eswitch.Underlay.
+// Two writes, as AddBond: the create, then the alias.
 func (h *Host) AddVLAN(name, parent string, id int, alias string) error {
-	return h.update(func(st *state, now int64) (bool, error) {
+	err := h.update(func(st *state, now int64) (bool, error) {
 		op := fmt.Sprintf("ip link add link %s name %s type vlan id %d", parent, name, id)
 		p := st.link(parent, now)
 		switch {
@@ -118,9 +119,13 @@ func (h *Host) AddVLAN(name, parent string, id int, alias string) error {
 			}
 		}
 		st.addNetdev(&netdev{Name: name, Role: roleVLAN, Parent: parent, VLANID: id, MAC: p.MAC, PermMAC: p.MAC,
-			MTU: p.MTU, Alias: alias, ReadyAt: now})
+			MTU: p.MTU, ReadyAt: now})
 		return true, nil
 	})
+	if err != nil || alias == "" {
+		return err
+	}
+	return h.setAlias(name, alias)
 }
 
 // VLAN implements eswitch.Underlay.

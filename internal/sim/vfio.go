@@ -248,6 +248,9 @@ func (t tree) procDir() *node {
 			return m
 		},
 		lookup: func(name string) *node {
+			if name == "sys" && t.st.BootID != "" {
+				return t.procSys()
+			}
 			if pid, err := strconv.Atoi(name); err == nil {
 				if p := t.st.proc(pid); p != nil && strconv.Itoa(pid) == name {
 					return t.pidDir(p)
@@ -256,6 +259,23 @@ func (t tree) procDir() *node {
 			return nil
 		},
 	}
+}
+
+// procSys is /proc/sys as far as vflag reads it: kernel/random/boot_id.
+func (t tree) procSys() *node {
+	one := func(name string, child func() *node) *node {
+		return namedDir([]string{name}, func(n string) *node {
+			if n != name {
+				return nil
+			}
+			return child()
+		})
+	}
+	return one("kernel", func() *node {
+		return one("random", func() *node {
+			return one("boot_id", func() *node { return textNode(t.st.BootID + "\n") })
+		})
+	})
 }
 
 func (t tree) pidDir(p *simProc) *node {
