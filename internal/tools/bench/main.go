@@ -76,7 +76,7 @@ func main() {
 	skipHW := flag.Bool("skip-hw", false, "skip the runs with hardware latencies (about 4 minutes)")
 	skipOVS := flag.Bool("skip-ovs", false, "skip the OVS stage comparison")
 	only := flag.String("only", "", "run only these sections, comma-separated: critical, several, hook, scaling, ovs, transitions (default: all)")
-	reps := flag.Int("reps", 5, "transitions: timed runs of each fast transition (the median is reported)")
+	reps := flag.Int("reps", 7, "transitions: timed runs of each fast transition (the median is reported)")
 	filter := flag.String("transition", "", "transitions: run only those whose name contains this")
 	slowReps := flag.Int("slow-reps", 1, "transitions: timed runs of the numvfs transition (~16 s each at hardware latencies)")
 	verbose := flag.Bool("v", false, "show the daemons' logs and each vflag report")

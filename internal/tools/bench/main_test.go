@@ -58,7 +58,11 @@ func rounds(run, yard time.Duration) paired {
 
 // machine is the yardsticks and today's figures of one machine: a fast one
 // (a process start of 14 ms) and a slow one (31 ms), the figures of
-// today's code on each (docs/performance.md, "Yardsticks").
+// today's code on each (docs/performance.md, "The factors"). Two are
+// estimates: the VLAN's write, from the OVS stage's one transaction at 128
+// ports on the fast machine (8 ms), scaled by the starts on the slow one;
+// the hook's floor on the fast machine, from a shared machine whose start
+// was as fast.
 type machine struct {
 	name string
 	// slow: how much slower CPU work is on it than on the fast one (the
@@ -101,8 +105,9 @@ func (m machine) verdicts(regress time.Duration) map[string]string {
 // TestVerdictsFollowTheMachine: today's figures meet every target on the
 // fast machine and on the slow one alike (where each millisecond target
 // was missed on the slow one), and 20 ms more CPU work in the no-op path
-// misses the no-op and status targets on both; a down 40 ms of CPU work
-// slower misses its target on both. What a run is judged against is the
+// misses the no-op, status and hook targets on both; a down 50 ms of CPU
+// work slower (its extra on the fast machine doubled) misses its target on
+// both. What a run is judged against is the
 // machine's yardstick, not a figure of another machine.
 func TestVerdictsFollowTheMachine(t *testing.T) {
 	for _, m := range machines {
@@ -118,8 +123,8 @@ func TestVerdictsFollowTheMachine(t *testing.T) {
 					t.Errorf("20 ms more CPU in the no-op path: %s: %s, want MISS", name, slower[name])
 				}
 			}
-			if st := m.verdicts(40 * time.Millisecond)["down"]; st != "MISS" {
-				t.Errorf("40 ms more CPU in down: %s, want MISS", st)
+			if st := m.verdicts(50 * time.Millisecond)["down"]; st != "MISS" {
+				t.Errorf("50 ms more CPU in down: %s, want MISS", st)
 			}
 		})
 	}

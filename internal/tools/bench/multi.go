@@ -73,7 +73,7 @@ func (b *bencher) severalNICs() {
 	two := b.multi(2, 64, b.hw)
 	progress("several NICs: up 2 NICs x 2 x 64 switchdev, hardware latencies")
 	_, p := two.timedUp()
-	b.add(judgeExtra(section, "up 2 NICs x 2 x 64 switchdev, hardware latencies (bound: one NIC's)", p, two.upBound(), upStarts))
+	b.add(judgeExtra(section, "up 2 NICs x 2 x 64 switchdev, hardware latencies (bound: one NIC's)", p, two.upBound(), up2Starts))
 	b.quiesceOVS("up 2 NICs")
 	noop, np, fp := two.noopWithFloor("up")
 	b.add(judgeFloor(section, fmt.Sprintf("up 2 NICs x 2 x 64 (converged, median of %d)", floorRounds), noop, np, fp.String(), noop2Factor, true))
