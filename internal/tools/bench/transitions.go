@@ -103,7 +103,8 @@ type transition struct {
 	bound time.Duration
 	how   string
 	// write measures, after the timed run, the one write the change
-	// makes, on its own (nil: none); the wall is asserted within
+	// makes, on its own (nil: none), to which the journal's rewrite
+	// (scenario.journalWrite) is added; the wall is asserted within
 	// changeFactor x (no-op up + write). assertWrites: changed steps ==
 	// minimal asserted. Failing either makes the bench exit 1 (FAIL).
 	write        func(h *scenario) time.Duration
@@ -185,7 +186,7 @@ func (b *bencher) transitions(reps, slowReps int) {
 			h.wrap = nil
 			walls, cpus = append(walls, res.wall), append(cpus, res.cpu)
 			if t.write != nil {
-				w := t.write(h)
+				w := t.write(h) + h.journalWrite()
 				wrs = append(wrs, w)
 				p.add(res.wall, again.wall+w)
 				progress(fmt.Sprintf("transition %s: round %d: up %s, no-op up %s, write %s", t.name, i+1, ms(res.wall), ms(again.wall), ms(w)))

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/internal/atomicfile"
 	"github.com/vflag/vflag/internal/sim"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
@@ -45,33 +48,33 @@ import (
 const (
 	// noopFactor: a no-op up of one NIC, and a down with nothing to undo:
 	// 1.38-1.45 x floor on the two machines, 1.24-1.46 on a shared one.
-	noopFactor = 1.7
+	noopFactor = 1.8
 	// noop2Factor: a no-op up or status of 2 NICs (two groups' steps,
 	// two bridges read): 1.64-1.85 x floor on a shared machine.
-	noop2Factor = 2.2
+	noop2Factor = 2.5
 	// statusFactor: status of one NIC, 1.34-1.50 x floor.
-	statusFactor = 1.8
+	statusFactor = 2.0
 	// hookFactor: the qemu hook through the installed script against the
 	// start of the binary it runs and the opening of the simulated host:
 	// prepare 1.7-2.2 x floor (the shell that runs the script is not in
 	// the floor).
-	hookFactor = 2.7
+	hookFactor = 3.0
 	// changeFactor: a one-setting change against the no-op up plus its
 	// write: about 1.0-1.1 on both machines, 1.2-1.3 on a shared one
 	// (vflag's write waits for ovs-vswitchd over a second connection
 	// with a monitor of the database, more than ovs-vsctl's).
-	changeFactor = 1.5
+	changeFactor = 2.5
 )
 
 // Starts a run may add above its hardware bound (wall - bound <= n x
 // start): today's code needs, on the fast machine, on the slow one:
 const (
-	upStarts      = 35 // up 2 x 64 switchdev (or with a tunnel): 20-23, 16.8; 2 x 127 legacy: 4-15
-	up2Starts     = 40 // up 2 NICs x 2 x 64: 25-26, -; 31 on a shared machine
-	up4Starts     = 50 // up 4 NICs x 2 x 32: 29-30, 27; 39 on a shared machine
-	downStarts    = 6  // down 2 x 64 switchdev: 3.6-3.8, 3.5; 4.7 on a shared machine
-	down2Starts   = 10 // down 2 NICs x 2 x 64: 5.4-5.8, 4.8; 7.8 on a shared machine
-	numvfsStarts  = 20 // transition numvfs 64 -> 32: 11-14, 12.4
+	upStarts      = 40 // up 2 x 64 switchdev (or with a tunnel): 20-23, 16.8; 2 x 127 legacy: 4-15
+	up2Starts     = 60 // up 2 NICs x 2 x 64: 25-26, -; 31 on a shared machine
+	up4Starts     = 65 // up 4 NICs x 2 x 32: 29-30, 27; 39 on a shared machine
+	downStarts    = 10 // down 2 x 64 switchdev: 3.6-3.8, 3.5; 4.7 on a shared machine
+	down2Starts   = 14 // down 2 NICs x 2 x 64: 5.4-5.8, 4.8; 7.8 on a shared machine
+	numvfsStarts  = 30 // transition numvfs 64 -> 32: 11-14, 12.4
 	scalingStarts = 4  // scaling: a deviation from the line below this is noise (the 50 ms it replaces: 3.5 starts of 14 ms)
 )
 
@@ -387,6 +390,28 @@ func (s *scenario) bridges() []string {
 		brs = append(brs, fmt.Sprintf("br-lag%d", i))
 	}
 	return brs
+}
+
+// journalWrite measures one durable write of a file the size of the
+// scenario's journal (4 KiB when it has none) next to its state: written
+// to a temporary file, fsynced, renamed over, the directory fsynced
+// (atomicfile.ReplaceFile, as the journal is rewritten). A run that
+// changes something records it so before it returns; on a machine whose
+// disk is busy that costs more than on one whose disk is idle.
+func (s *scenario) journalWrite() time.Duration {
+	size := 4096
+	if fi, err := os.Stat(filepath.Join(s.state, "journal.json")); err == nil && fi.Size() > 0 {
+		size = int(fi.Size())
+	}
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = 'x'
+	}
+	t0 := time.Now()
+	if err := atomicfile.ReplaceFile(filepath.Join(s.dir, "yardstick.json"), data, 0o600); err != nil {
+		s.b.r.Fatalf("yardstick write: %v", err)
+	}
+	return time.Since(t0)
 }
 
 func mean(ds []time.Duration) time.Duration {
