@@ -93,15 +93,6 @@ func (b *bencher) startOnce() time.Duration {
 	return time.Since(t0)
 }
 
-// starts is n process starts.
-func (b *bencher) starts(n int) []time.Duration {
-	var ds []time.Duration
-	for range n {
-		ds = append(ds, b.startOnce())
-	}
-	return ds
-}
-
 // floorSample is one sample of each part of a no-op's floor.
 type floorSample struct{ start, links, ovsdb, virt time.Duration }
 
