@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sim"
@@ -73,21 +72,20 @@ func (b *bencher) severalNICs() {
 	const section = "several NICs"
 	two := b.multi(2, 64, b.hw)
 	progress("several NICs: up 2 NICs x 2 x 64 switchdev, hardware latencies")
-	up := two.vflag("up")
-	b.add(ratioRow(section, "up 2 NICs x 2 x 64 switchdev, hardware latencies (bound: one NIC's)", up.wall, two.upBound(), 1.02))
+	_, p := two.timedUp()
+	b.add(judgeExtra(section, "up 2 NICs x 2 x 64 switchdev, hardware latencies (bound: one NIC's)", p, two.upBound(), up2Starts))
 	b.quiesceOVS("up 2 NICs")
-	b.add(noopRow(section, "up 2 NICs x 2 x 64 (converged, median of 5)", two.medianOf5("up")))
-	st := two.commandRow("status", 50*time.Millisecond, nil, "status")
-	st.section, st.what = section, "status 2 NICs x 2 x 64 (median of 5)"
-	b.add(st)
-	walls := append([]time.Duration{two.vflag("down").wall}, two.moreDowns(4)...)
-	b.add(ratioRow(section, "down 2 NICs x 2 x 64 (median of 5; bound: one NIC's)", median(walls), two.downBound(), 1.03))
+	noop, np, fp := two.noopWithFloor("up")
+	b.add(judgeFloor(section, fmt.Sprintf("up 2 NICs x 2 x 64 (converged, median of %d)", floorRounds), noop, np, fp.String(), noop2Factor, true))
+	b.add(two.statusRow(section, fmt.Sprintf("status 2 NICs x 2 x 64 (median of %d)", floorRounds), noop2Factor))
+	dp, _ := two.timedDowns(5)
+	b.add(judgeExtra(section, "down 2 NICs x 2 x 64 (median of 5; bound: one NIC's)", dp, two.downBound(), down2Starts))
 	b.settleOVS()
 
 	four := b.multi(4, 32, b.hw)
 	progress("several NICs: up 4 NICs x 2 x 32 switchdev, hardware latencies")
-	up4 := four.vflag("up")
-	b.add(ratioRow(section, "up 4 NICs x 2 x 32 switchdev, hardware latencies (bound: one NIC's)", up4.wall, four.upBound(), 1.03))
+	up4, p4 := four.timedUp()
+	b.add(judgeExtra(section, "up 4 NICs x 2 x 32 switchdev, hardware latencies (bound: one NIC's)", p4, four.upBound(), up4Starts))
 	b.quiesceOVS("up 4 NICs")
 	four.vflag("down")
 	b.settleOVS()

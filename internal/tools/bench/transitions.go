@@ -102,12 +102,16 @@ type transition struct {
 	// how: how it is derived.
 	bound time.Duration
 	how   string
-	// wallMax: wall time asserted (0: none); assertWrites: changed steps ==
-	// minimal asserted; failing either makes the bench exit 1.
-	wallMax      time.Duration
+	// write measures, after the timed run, the one write the change
+	// makes, on its own (nil: none), to which the journal's rewrite
+	// (scenario.journalWrite) is added; the wall is asserted within
+	// changeFactor x (no-op up + write). assertWrites: changed steps ==
+	// minimal asserted. Failing either makes the bench exit 1 (FAIL).
+	write        func(h *scenario) time.Duration
 	assertWrites bool
-	// ratioMax: a target on wall/bound when bound > 0 (reported, not asserted).
-	ratioMax float64
+	// maxStarts: when bound > 0, the extra over it is held to that many
+	// process starts, measured before and after the timed run.
+	maxStarts float64
 }
 
 func (b *bencher) transitionList(reps, slowReps int) []transition {
@@ -120,17 +124,19 @@ func (b *bencher) transitionList(reps, slowReps int) []transition {
 	return []transition{
 		{name: "VLAN 100 -> 300 on lag0 pf0 vf0 (2 x 64 switchdev)", from: base, to: with(func(c *tconf) { c.vlan = 300 }), reps: reps,
 			minimal: []string{"ovs.bridge/br-lag"}, how: "no kernel write, 1 OVSDB txn",
-			wallMax: 60 * time.Millisecond, assertWrites: true},
+			write: func(*scenario) time.Duration { return b.ovsWrite(b.portWithTag(300), 100, 300) }, assertWrites: true},
 		{name: "bond0 miimon 100 -> 200 (2 x 64 switchdev)", from: base, to: with(func(c *tconf) { c.miimon = 200 }), reps: reps,
 			minimal: []string{"bond.create/bond0"}, how: "1 sysfs write, live",
-			wallMax: 50 * time.Millisecond, assertWrites: true},
+			write: func(h *scenario) time.Duration {
+				return h.simWrite("/sys/class/net/bond0/bonding/miimon", "100", "200")
+			}, assertWrites: true},
 		{name: "lag1 of lag0+lag1 (2 x 2 x 64): VLAN, miimon, one VF MAC", from: two, to: twoChanged, reps: reps,
 			minimal: []string{"bond.create/bond1", "ovs.bridge/br-lag1", "sriov.vfmac/ens2f0np0/0"},
 			how:     "2 kernel writes, 1 OVSDB txn"},
 		{name: fmt.Sprintf("lag0 numvfs 64 -> %d on both PFs (switchdev)", half), from: base, to: with(func(c *tconf) { c.numvfs = half }), reps: slowReps,
 			minimal: []string{"ovs.bridge/br-lag", "reps.up/ens1f0np0", "reps.up/ens1f1np1",
 				"sriov.numvfs/pci/0000:61:00.0", "sriov.numvfs/pci/0000:61:00.1", "sriov.vfmac/ens1f0np0/0", "sriov.vfmac/ens1f1np1/0"},
-			bound: numvfsBound, ratioMax: 1.05,
+			bound: numvfsBound, maxStarts: numvfsStarts,
 			how: fmt.Sprintf("max(%d x vf_create, lag_activation)", half)},
 	}
 }
@@ -144,7 +150,9 @@ func (b *bencher) transitions(reps, slowReps int) {
 			continue
 		}
 		progress(fmt.Sprintf("transition %s: %d timed run(s)", t.name, t.reps))
-		var walls, cpus, noops []time.Duration
+		var walls, cpus, noops, wrs []time.Duration
+		var p paired  // each round's wall beside its no-op + write
+		var sp paired // each round's wall beside the start sampled during it
 		var last result
 		var lastIDs []string
 		for i := range t.reps {
@@ -168,37 +176,61 @@ func (b *bencher) transitions(reps, slowReps int) {
 			if w := os.Getenv("VFLAG_BENCH_WRAP"); w != "" {
 				h.wrap = strings.Fields(strings.ReplaceAll(w, "%s", fmt.Sprintf("%s-%d", strings.Fields(t.name)[0], i)))
 			}
-			res := h.vflag("up")
+			var res result
+			if t.bound > 0 {
+				sp.add(0, b.during(func() { res = h.vflag("up") }))
+				sp.runs[len(sp.runs)-1] = res.wall
+			} else {
+				res = h.vflag("up")
+			}
 			h.wrap = nil
 			walls, cpus = append(walls, res.wall), append(cpus, res.cpu)
+			if t.write != nil {
+				w := t.write(h) + h.journalWrite()
+				wrs = append(wrs, w)
+				p.add(res.wall, again.wall+w)
+				progress(fmt.Sprintf("transition %s: round %d: up %s, no-op up %s, write %s", t.name, i+1, ms(res.wall), ms(again.wall), ms(w)))
+			}
 			ids := changedIDs(res.rep)
 			if i > 0 && !slices.Equal(ids, lastIDs) {
 				b.r.Fatalf("transition %s: run %d changed %v, run %d %v", t.name, i, ids, i+1, lastIDs)
 			}
 			last, lastIDs = res, ids
 		}
-		b.transitionRows(t, median(walls), median(cpus), median(noops), last, lastIDs)
+		y := yard{noop: median(noops), rounds: p}
+		if len(wrs) > 0 {
+			y.write = median(wrs)
+		}
+		y.starts = sp
+		b.transitionRows(t, median(walls), median(cpus), y, last, lastIDs)
 	}
 }
 
-// transitionRows: the wall row (with vflag's CPU time and, as a yardstick
-// of the machine's load, the wall of the no-op up that checked the
-// from-state, median of the same runs) and the writes row.
-func (b *bencher) transitionRows(t transition, wall, cpu, noop time.Duration, res result, ids []string) {
+// yard is the yardsticks of a transition, medians of its rounds: the
+// no-op up that checked the from-state, the change's one write on its own
+// (transition.write), the process start during the timed run (when it has
+// a bound).
+type yard struct {
+	noop, write time.Duration
+	rounds      paired // each round's wall beside its no-op + write
+	starts      paired // each round's wall beside the start sampled during it
+}
+
+// transitionRows: the wall row (with vflag's CPU time, judged against the
+// yardsticks of the same rounds) and the writes row.
+func (b *bencher) transitionRows(t transition, wall, cpu time.Duration, y yard, res result, ids []string) {
 	what := fmt.Sprintf("%s: up wall, median of %d", t.name, t.reps)
 	if t.reps == 1 {
 		what = t.name + ": up wall, 1 run"
 	}
-	wr := row{section: "transitions", what: what, measured: fmt.Sprintf("%s (cpu %s; no-op up %s)", ms(wall), ms(cpu), ms(noop)), bound: secs(t.bound), ratio: "-", target: "-", status: "report"}
+	wr := row{section: "transitions", what: what, measured: fmt.Sprintf("%s (cpu %s; no-op up %s)", ms(wall), ms(cpu), ms(y.noop)), bound: secs(t.bound), ratio: "-", target: "-", status: "report"}
 	switch {
-	case t.wallMax > 0:
-		wr.target, wr.status = "< "+ms(t.wallMax), "ok"
-		if wall >= t.wallMax {
-			wr.status = "FAIL"
-		}
+	case t.write != nil:
+		wr = judgeChange("transitions", what, y.rounds, cpu, y.noop, y.write, changeFactor)
+		wr.bound = secs(t.bound)
 	case t.bound > 0:
-		wr = ratioRow("transitions", what, wall, t.bound, t.ratioMax)
-		wr.measured = fmt.Sprintf("%s (cpu %s; no-op up %s)", secs(wall), ms(cpu), ms(noop))
+		wr = judgeExtra("transitions", what, y.starts, t.bound, t.maxStarts)
+		wr.measured = fmt.Sprintf("%s (cpu %s; no-op up %s)", secs(wall), ms(cpu), ms(y.noop))
 	}
 	wr.bound += ": " + t.how
 	b.add(wr)
