@@ -295,6 +295,7 @@ func withOwner(names []string, owner string) []string {
 	for i, n := range names {
 		out[i] = n + "@" + owner
 	}
+	slices.Sort(out) // as bridgeReps: "eth10@x" sorts before "eth1@x"
 	return out
 }
 
@@ -414,7 +415,7 @@ func TestRebootNamesOfADroppedGroup(t *testing.T) {
 		t.Errorf("up changed %v, plan said %v", got, planned)
 	}
 	if got := bridgeReps(b, "br-lag0", "bond0"); !slices.Equal(got, withOwner(old1, "lag0")) {
-		t.Errorf("br-lag0 holds %v, want %v", got, old1)
+		t.Errorf("br-lag0 holds %v, want %v", got, withOwner(old1, "lag0"))
 	}
 	if out := strings.TrimSpace(b.ovs.MustVsctl("list-br")); out != "br-lag0" {
 		t.Errorf("bridges %q, want br-lag0 alone (lag1's pruned)", out)
