@@ -121,6 +121,7 @@ func Up(ctx context.Context, e *pipeline.Env, pfWait time.Duration, o Options) R
 	if err != nil {
 		return Result{Err: err}
 	}
+	e.Recorded = j.Entries()
 	groups, err := e.Preflight(ctx)
 	if err != nil {
 		return Result{Err: err}

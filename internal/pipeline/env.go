@@ -13,6 +13,7 @@ import (
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/sriov"
+	"github.com/vflag/vflag/teardown"
 )
 
 // Stage selects which phases `up` runs (--stage).
@@ -82,6 +83,11 @@ type Env struct {
 	// creation, the LAG wait, ofports): a terminal shows them while the step
 	// runs; "" clears a key. Called from the steps' goroutines.
 	Progress func(key, line string)
+	// Recorded are the journal's entries before the run (apply sets them
+	// before the preflight): vflag's own objects that the run replaces
+	// (a renamed pool's network) are not counted as owners of what the
+	// config wants.
+	Recorded []teardown.Entry
 	// domLocks: one lock per domain (domainLock).
 	domMu    sync.Mutex
 	domLocks map[string]*sync.Mutex
