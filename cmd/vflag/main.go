@@ -420,6 +420,10 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	}
 	defer closeEnv()
 	e.Stage = stage
+	// Boot: vflag-pre.service (stage pre) waits pf_wait for a NIC that
+	// probes late; vflag.service runs after it, and an up by hand fails
+	// at once for a PF the settled host does not have.
+	e.Boot = stage == pipeline.StagePre
 	e.Force = a.force
 	res := apply.Up(ctx, e, cfg.PFWait, a.applyOptions(e, dry, false))
 	if res.Stopped {

@@ -57,6 +57,12 @@ type Env struct {
 
 	// Stage is StageAll (default) or StagePre.
 	Stage Stage
+	// Boot: the run is part of the host's boot (stage pre), where a NIC's
+	// driver may still probe its ports: a PF that does not resolve is
+	// waited for, pf_wait at most. Otherwise a PF the host will not have
+	// (udev settled, the NIC's other ports there) fails the wait at once
+	// (WaitPFs).
+	Boot bool
 	// Poll is the interval of the bounded polls (LAG, representors); 0 = their default.
 	Poll time.Duration
 	// OFPortWait bounds verification's wait for ofports that ovs-vswitchd

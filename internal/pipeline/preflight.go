@@ -107,7 +107,11 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 			add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "is %s, not a physical port (PF) of an SR-IOV NIC", what)
 			continue
 		}
-		add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v", pe.Err)
+		hint := ""
+		if h := e.hintPFs([]absentPF{{group: gi, index: pe.Index, ref: pe.Ref, err: pe.Err}}); len(h) == 1 && h[0] != "" {
+			hint = " (" + h[0] + ")"
+		}
+		add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v%s", pe.Err, hint)
 	}
 	g.PFs = e.usablePFs(cg, p, g.PFs, add)
 	g.Owners = Owners(g.PFs)
