@@ -169,3 +169,37 @@ func TestDriftPlanStatusValidateAgree(t *testing.T) {
 		agree(h.name+" repaired", b.seeDrift())
 	}
 }
+
+// TestStatusNotUp: on a clean host, before up and after down, each group
+// reads as not up in one problem line ("not up: run vflag up"), not its
+// differences from the config one by one, and status exits exitNotUp,
+// apart from a host that drifted (exitProblems); after up, nothing.
+func TestStatusNotUp(t *testing.T) {
+	d := startDaemons(t)
+	x := baseVariant()
+	x.group2 = true
+	b := newBed(t, d, "")
+	b.useConfig(x.config(d))
+	notUp := func(when string) {
+		t.Helper()
+		out, _, code := b.vflag("status")
+		if code != exitNotUp {
+			t.Errorf("%s: status exit %d, want %d", when, code, exitNotUp)
+		}
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  problem: ") {
+				lines = append(lines, l)
+			}
+		}
+		want := "  problem: not up: run vflag up (the group was never brought up, or was brought down; vflag plan shows what up does)"
+		if len(lines) != 2 || lines[0] != want || lines[1] != want {
+			t.Errorf("%s: problem lines %q, want one per group: %q", when, lines, want)
+		}
+	}
+	notUp("before up")
+	upReport(t, b)
+	b.mustVflag(0, "status")
+	b.mustVflag(0, "down")
+	notUp("after down")
+}
