@@ -55,7 +55,7 @@ func main() {
 		os.Exit(2)
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, stopSignals()...)
 	r := &testbed.Runner{Verbose: *verbose}
 	err := serve(r, os.Stdout, *cfgPath, *simDir, *envFile, sigs)
 	r.Close()
@@ -66,6 +66,18 @@ func main() {
 	if r.Failed() {
 		os.Exit(1)
 	}
+}
+
+// stopSignals are the signals that stop simhost as Ctrl-C does: SIGINT,
+// SIGTERM (what make passes on to its recipe: `kill MAKE_PID`) and SIGHUP,
+// unless it is ignored (nohup): then the terminal's hangup leaves it
+// running, as nohup asks. (Notify on an ignored SIGHUP would undo that.)
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // plan is what a config asks of the simulated host's daemons.
