@@ -34,8 +34,9 @@ type Drift struct {
 	// group name; "" holds those of no group of the config (a dropped
 	// group's leftovers, entries of journals without groups).
 	byGroup map[string][]teardown.Event
-	// err: the plan failed before its steps (preflight), or could not run.
-	err error
+	// err: the plan failed before its steps (preflight), or could not run;
+	// runErr: it failed after them (a refusal up would make too).
+	err, runErr error
 	// recorded are the groups the journal holds entries of; anyGroupless:
 	// it holds entries of no group (an older journal), whose group is
 	// unknown.
@@ -82,9 +83,7 @@ func PlanDrift(ctx context.Context, cfg *config.Config, h *host.Host, stateDir s
 		}
 		d.byGroup[g] = append(d.byGroup[g], ev)
 	}
-	if res.Err != nil && len(d.byGroup) == 0 {
-		d.err = res.Err
-	}
+	d.runErr = res.Err
 	return d
 }
 
@@ -105,7 +104,7 @@ func (d *Drift) NotUp(group string) bool {
 	if d == nil || d.anyGroupless || d.recorded[group] {
 		return false
 	}
-	return d.err == nil && len(d.byGroup[group]) > 0
+	return d.err == nil && d.runErr == nil && len(d.byGroup[group]) > 0
 }
 
 // Checks are the failed checks of group: one per change plan would make
@@ -116,14 +115,7 @@ func (d *Drift) Checks(group string) []validate.Check {
 		return nil
 	}
 	if d.err != nil {
-		var lines []string
-		for _, l := range strings.Split(d.err.Error(), "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				lines = append(lines, l)
-			}
-		}
-		return []validate.Check{{Name: DriftPlanName, Verdict: validate.Fail,
-			Detail: fmt.Sprintf("vflag plan fails, so up cannot converge the host: %s", strings.Join(lines, "; "))}}
+		return []validate.Check{planFailed(d.err)}
 	}
 	var out []validate.Check
 	for _, ev := range d.Changes(group) {
@@ -138,5 +130,21 @@ func (d *Drift) Checks(group string) []validate.Check {
 		}
 		out = append(out, c)
 	}
+	if d.runErr != nil {
+		out = append(out, planFailed(d.runErr))
+	}
 	return out
+}
+
+// planFailed is the drift/plan check of a plan that fails: its error on
+// one line.
+func planFailed(err error) validate.Check {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return validate.Check{Name: DriftPlanName, Verdict: validate.Fail,
+		Detail: fmt.Sprintf("vflag plan fails, so up cannot converge the host: %s", strings.Join(lines, "; "))}
 }
