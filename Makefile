@@ -73,7 +73,9 @@ demo: build
 # on the simulated host"): a private ovsdb-server/ovs-vswitchd in the network
 # namespace CONFIG's sim.mirror_netns names and a private libvirtd with the
 # domains CONFIG's attachments name; writes the environment for bin/vflag to
-# vflag-simhost.env next to CONFIG and runs until Ctrl-C.
+# vflag-simhost.env next to CONFIG and runs until Ctrl-C. In the background
+# (nohup make simhost &), stop it with SIGTERM to make's pid: make passes
+# SIGTERM on to its recipe, SIGINT not (README).
 CONFIG ?= examples/vflag-simhost.yaml
 simhost: build
 	$(GO) build -o bin/vflag-simhost ./internal/tools/simhost

@@ -25,6 +25,10 @@ type NetworkSpec struct {
 	Portgroups []NetworkPortgroup
 	// Owner is the vflag group name, stored in vflag's network metadata.
 	Owner string
+	// Replaces names vflag's own networks that the same run removes (a
+	// pool renamed, a group dropped): their pools do not count as having
+	// a VF of this one (TakenVFs).
+	Replaces []string
 }
 
 // NetworkPortgroup is one <portgroup> of a VF pool.
@@ -102,7 +106,7 @@ func validVLAN(v int) bool { return v >= 1 && v <= 4094 }
 // normalizeNetwork validates a spec and returns it normalized: PCI
 // addresses and portgroups sorted, trunks sorted and without duplicates.
 func normalizeNetwork(s NetworkSpec) (NetworkSpec, error) {
-	n := NetworkSpec{Name: s.Name, Owner: s.Owner}
+	n := NetworkSpec{Name: s.Name, Owner: s.Owner, Replaces: s.Replaces}
 	if strings.TrimSpace(s.Name) == "" || s.Name != strings.TrimSpace(s.Name) || strings.Contains(s.Name, "/") {
 		return n, fmt.Errorf("network Name %q: want a non-empty name without blanks at its ends and without '/'", s.Name)
 	}

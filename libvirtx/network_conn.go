@@ -7,6 +7,7 @@ package libvirtx
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -175,7 +176,7 @@ func portDomains(ps []NetworkPort) []string {
 // readPlan reads libvirt's network of ns's name (n nil: there is none)
 // and the pools of the others, and makes the plan.
 func (c *Conn) readPlan(ns NetworkSpec, want netView) (*libvirt.Network, netSnapshot, NetworkPlan, error) {
-	taken, err := c.TakenVFs(ns.Name, ns.PCIs)
+	taken, err := c.TakenVFs(ns.Name, ns.PCIs, ns.Replaces...)
 	if err != nil {
 		return nil, netSnapshot{}, NetworkPlan{}, err
 	}
@@ -190,9 +191,10 @@ func (c *Conn) readPlan(ns NetworkSpec, want netView) (*libvirt.Network, netSnap
 }
 
 // TakenVFs lists which of pcis the pool of a libvirt network other than
-// name has (in its running or its persistent definition), sorted by
-// address: libvirt takes such an address (see doc.go, "VF pools").
-func (c *Conn) TakenVFs(name string, pcis []string) ([]TakenVF, error) {
+// name and the replaced ones has (in its running or its persistent
+// definition), sorted by address: libvirt takes such an address (see
+// doc.go, "VF pools").
+func (c *Conn) TakenVFs(name string, pcis []string, replaced ...string) ([]TakenVF, error) {
 	if c == nil || c.c == nil {
 		return nil, errors.New("connection is closed")
 	}
@@ -213,7 +215,7 @@ func (c *Conn) TakenVFs(name string, pcis []string) ([]TakenVF, error) {
 	for i := range nets {
 		n := &nets[i]
 		other, err := n.GetName()
-		if err == nil && other != name {
+		if err == nil && other != name && !slices.Contains(replaced, other) {
 			out, err = appendTaken(out, n, other, want)
 		}
 		if err != nil && !isNoNetwork(err) && firstErr == nil {

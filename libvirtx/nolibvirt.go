@@ -58,7 +58,9 @@ func (c *Conn) Network(name string) (NetworkState, error) {
 func (c *Conn) PlanNetwork(s NetworkSpec) (NetworkPlan, error) { return NetworkPlan{}, ErrNotLinked }
 
 // TakenVFs fails (ErrNotLinked).
-func (c *Conn) TakenVFs(name string, pcis []string) ([]TakenVF, error) { return nil, ErrNotLinked }
+func (c *Conn) TakenVFs(name string, pcis []string, replaced ...string) ([]TakenVF, error) {
+	return nil, ErrNotLinked
+}
 
 // EnsureNetwork fails (ErrNotLinked).
 func (c *Conn) EnsureNetwork(s NetworkSpec) (bool, error) { return false, ErrNotLinked }

@@ -275,6 +275,29 @@ func (h Host) VF(pf Function, index int) (a Addr, ok bool, err error) {
 	return a, true, nil
 }
 
+// PredictVF is the address VF index of PCI PF pf will have once made, by
+// the PCI routing-ID rule the kernel uses (rid = rid(pf) + sriov_offset +
+// index * sriov_stride, "cat .../sriov_offset .../sriov_stride"); ok is
+// false where the PF does not say (no sriov_offset: netdevsim) or the
+// address would fall outside the PF's bus range.
+func (h Host) PredictVF(pf Addr, index int) (a Addr, ok bool) {
+	off, err1 := h.readInt(dev(pf, "sriov_offset"))
+	stride, err2 := h.readInt(dev(pf, "sriov_stride"))
+	if err1 != nil || err2 != nil || stride <= 0 || index < 0 {
+		return "", false
+	}
+	d, b, s, f := pf.Parts()
+	rid := int(b<<8|s<<3|f) + off + index*stride
+	if rid < 0 || rid > 0xffff {
+		return "", false
+	}
+	a, err := pciaddr.FromParts(d, uint(rid>>8), uint(rid>>3&0x1f), uint(rid&7))
+	if err != nil {
+		return "", false
+	}
+	return a, true
+}
+
 // WaitVFs waits until the PF has exactly n VFs with their virtfn links
 // (VF creation is asynchronous). It polls with a short bounded interval and
 // gives up when ctx ends.

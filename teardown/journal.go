@@ -79,6 +79,10 @@ type Open struct {
 	// undo of a capture would remove the object rather than put back what
 	// it found (Change.Rollback): Redo does the object again instead.
 	Capture json.RawMessage `json:"capture,omitempty"`
+	// Revert is what undoing this run's change does, as its Check said
+	// (Change.Revert): a rollback's report line for it, where the entry's
+	// own Revert says what undoing vflag's first change does.
+	Revert string `json:"revert,omitempty"`
 	// Redo: the rollback puts the object back by doing it again (Runner.Redo,
 	// from the config of the last run that ended), after the undos: an entry
 	// without Capture, one the run removed, and one whose change destroyed

@@ -356,7 +356,7 @@ func (r *Runner) Do(ctx context.Context, steps ...Step) error {
 		return fmt.Errorf("before %s: %w", steps[0].ID, ErrStopped)
 	}
 	if err := ctx.Err(); err != nil {
-		return r.fail(ctx, fmt.Errorf("before %s: %w", steps[0].ID, err))
+		return r.fail(ctx, fmt.Errorf("interrupted before %s: %w", steps[0].ID, err))
 	}
 	outs := r.checkSteps(ctx, steps)
 	checkErrs := r.reportChecks(steps, outs)
@@ -532,7 +532,7 @@ func (r *Runner) open(e *Entry, s Step, o checked, run string) {
 		return
 	}
 	before := cloneEntry(*e)
-	op := &Open{Run: run, Before: &before}
+	op := &Open{Run: run, Before: &before, Revert: o.change.Revert}
 	c, ok := r.Prior[s.ID]
 	if !ok && o.pre {
 		c, ok = Capture{Record: o.record, Rollback: o.change.Rollback}, true
@@ -593,7 +593,9 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 		}
 		log.Info("apply", attrs...)
 		start := time.Now()
-		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(ctx) })
+		actx, done := r.stepContext(ctx)
+		_, err := safeCall(log, s, "apply", func() (struct{}, error) { return struct{}{}, s.Apply(actx) })
+		done()
 		if err == nil && r.FailAt != "" && r.FailAt == s.ID {
 			err = ErrInjected
 		}
@@ -612,6 +614,20 @@ func (r *Runner) applySteps(ctx context.Context, steps []Step, outs []checked) e
 		r.emit(Event{Kind: s.Kind, ID: s.ID, Group: s.Group, Summary: o.change.Summary, Changed: true, Phase: PhaseApply, Duration: dur, Err: err, Disruptive: o.change.Disruptive})
 	})
 	return errors.Join(applyErrs...)
+}
+
+// stepContext is the context a step's Apply runs in. With Abort set (an
+// interrupt handler: the run's context ends at the first interrupt) the
+// step in progress is finished, as the first interrupt promises: its
+// context carries ctx's values but ends only with Abort (the second
+// interrupt). Without Abort it is ctx.
+func (r *Runner) stepContext(ctx context.Context) (context.Context, func()) {
+	if r.Abort == nil {
+		return ctx, func() {}
+	}
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(r.Abort, cancel)
+	return actx, func() { stop(); cancel() }
 }
 
 // barrier runs a Wait step: nothing is journaled; a failure fails the run
@@ -984,7 +1000,11 @@ func (r *Runner) undoConcurrently(ctx context.Context, group []Entry, mode undoM
 		// Reverse order inside the group too, for a sequential (single) group's log.
 		i := len(group) - 1 - k
 		e := group[i]
-		ev := Event{Kind: e.Kind, ID: e.ID, Group: e.Group, Summary: revertSummary(e), Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
+		summary := revertSummary(e)
+		if mode == undoRollback && e.Open != nil && e.Open.Revert != "" {
+			summary = e.Open.Revert // this run's change undone, not the entry's first
+		}
+		ev := Event{Kind: e.Kind, ID: e.ID, Group: e.Group, Summary: summary, Changed: true, DryRun: r.DryRun, Phase: PhaseUndo}
 		defer func() { evs[i] = ev }()
 		if r.DryRun {
 			log.Info("plan undo", "step", e.Kind, "id", e.ID, "state", e.State)

@@ -158,7 +158,7 @@ func TestCtrlCDuringUp(t *testing.T) {
 			t.Errorf("exit %d, want 1\n%s", code, p.output())
 		}
 		out := p.output()
-		for _, want := range []string{"vflag up: failed: applied ", "rolled back ", "context canceled"} {
+		for _, want := range []string{"vflag up: interrupted: applied ", "rolled back ", "interrupted before "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}

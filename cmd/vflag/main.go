@@ -271,12 +271,15 @@ Prometheus text format for node_exporter's textfile collector (vflag_lag_active,
 vflag_bond_slaves_up, vflag_vfs_attached, vflag_ovs_hw_offload, vflag_vf_info, ...;
 docs/monitoring.md has every metric, alert rules and a Grafana dashboard).
 A problem is every static check of vflag validate that fails (named as there),
-an unreadable journal, a failed boot unit, or something status could not read;
-each is listed (text: "problem:" lines, JSON: problems) and counted in
-vflag_group_problems. Exit 0: no group has a problem; 4: some group has one
-(the output is complete); 1: status itself failed (no config, no host).
-Write the textfile atomically, also when there are problems (exit 4):
-  vflag status -o prometheus >DIR/vflag.prom.$$; case $? in 0|4) mv DIR/vflag.prom.$$ DIR/vflag.prom;; *) rm -f DIR/vflag.prom.$$;; esac
+each change vflag plan would make (drift/<step>: the host differs from the
+config), an unreadable journal, a failed boot unit, or something status could
+not read; each is listed (text: "problem:" lines, JSON: problems) and counted in
+vflag_group_problems. A group never brought up, or brought down, has the one
+problem "not up: run vflag up". Exit 0: no group has a problem; 4: some group
+has one (the output is complete); 5: no group has a problem but some group is
+not up; 1: status itself failed (no config, no host).
+Write the textfile atomically, also when there are problems (exit 4 or 5):
+  vflag status -o prometheus >DIR/vflag.prom.$$; case $? in 0|4|5) mv DIR/vflag.prom.$$ DIR/vflag.prom;; *) rm -f DIR/vflag.prom.$$;; esac
 --tree draws each group as a tree: PFs, bond, bridge, representors, VFs, domains.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -419,6 +422,10 @@ func (a *app) runUp(ctx context.Context, dry bool) error {
 	}
 	defer closeEnv()
 	e.Stage = stage
+	// Boot: vflag-pre.service (stage pre) waits pf_wait for a NIC that
+	// probes late; vflag.service runs after it, and an up by hand fails
+	// at once for a PF the settled host does not have.
+	e.Boot = stage == pipeline.StagePre
 	e.Force = a.force
 	res := apply.Up(ctx, e, cfg.PFWait, a.applyOptions(e, dry, false))
 	if res.Stopped {

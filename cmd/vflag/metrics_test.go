@@ -65,9 +65,9 @@ func TestStatusPrometheus(t *testing.T) {
 			name: "switchdev before up",
 			want: []string{
 				`vflag_group_info{group="lag0",eswitch="switchdev"} 1`,
-				// What validate fails before up: 2 eswitch modes, 2 VF
-				// counts, bond, 2 slaves, lag, bridge, 2 attachments.
-				`vflag_group_problems{group="lag0"} 11`,
+				// Never brought up: the one problem "not up", not the
+				// differences from the config one by one.
+				`vflag_group_problems{group="lag0"} 1`,
 				`vflag_lag_active{group="lag0"} 0`,
 				`vflag_bond_slaves{group="lag0",bond="bond0"} 0`,
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 0`,
@@ -110,7 +110,7 @@ func TestStatusPrometheus(t *testing.T) {
 				`vflag_bond_slaves{group="lag0",bond="bond0"} 2`,
 				`vflag_bond_slaves_up{group="lag0",bond="bond0"} 1`,
 				`vflag_bond_lacp_ports{group="lag0",bond="bond0"} 1`,
-				`vflag_group_problems{group="lag0"} 1`, // validate's bond/slave/ens1f1np1; LACP is fine
+				`vflag_group_problems{group="lag0"} 2`, // validate's bond/slave/ens1f1np1 and the bond's link.up plan would do; LACP is fine
 			},
 		},
 		{
@@ -206,7 +206,12 @@ func (b *bed) statusJSON() status.HostStatus {
 	}
 	want := 0
 	for _, g := range hs.Groups {
-		if len(g.Problems) > 0 {
+		switch {
+		case g.NotUp && len(g.Problems) == 1:
+			if want == 0 {
+				want = exitNotUp
+			}
+		case len(g.Problems) > 0:
 			want = exitProblems
 		}
 	}

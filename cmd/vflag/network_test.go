@@ -164,8 +164,8 @@ func defineNetwork(t *testing.T, b *bed, doc string) {
 	}
 }
 
-// A network of the same name that is not vflag's is refused before any
-// write, and left as it was.
+// A network of the same name that is not vflag's is refused by the
+// preflight, before any write, naming the field, and left as it was.
 func TestNetworkForeignRefused(t *testing.T) {
 	d := poolDaemons(t)
 	b := newBed(t, d, networkConfig(t, poolNetwork))
@@ -175,7 +175,7 @@ func TestNetworkForeignRefused(t *testing.T) {
 	defer func() { _, _ = b.virt.Virsh("net-undefine", "vflag-lag0") }()
 	before, _ := netPool(t, b, "vflag-lag0")
 	_, errs, code := b.vflag("up")
-	if code != 1 || !strings.Contains(errs, "vflag-lag0 exists and is not vflag's") {
+	if code != 1 || !strings.Contains(errs, `groups[0].network.name: "vflag-lag0" is a libvirt network that is not vflag's`) {
 		t.Fatalf("up: exit %d, want 1 with the foreign network named:\n%s", code, errs)
 	}
 	if got := b.dump(); got != base {
@@ -373,10 +373,10 @@ func TestNetworkHookPortVLAN(t *testing.T) {
 }
 
 // A pool VF that another libvirt network's pool lists too: libvirt 9.0
-// takes both and hands the VF out from each. Where the VFs exist, up
-// refuses before any write, naming the VF and the other network (plan
-// says the same); where up makes them, the network step refuses before the
-// network is defined, and the run is rolled back.
+// takes both and hands the VF out from each. Where the VFs exist, and
+// where up makes them (at the address the PF's SR-IOV offset and stride
+// give them), up refuses before any write, naming the VF and the other
+// network (plan says the same).
 func TestNetworkPoolVFInAnotherNetwork(t *testing.T) {
 	d := poolDaemons(t)
 	b := newBed(t, d, exampleConfig)
@@ -384,11 +384,13 @@ func TestNetworkPoolVFInAnotherNetwork(t *testing.T) {
 	defineNetwork(t, b, "<network><name>other</name><forward mode='hostdev' managed='yes'><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x3'/></forward></network>")
 	const why = "VF pf 0 vf 1 (0000:61:00.3) is already in the pool of libvirt network other"
 
-	// From a clean host: refused at the network step, before it writes.
+	// From a clean host: refused by the preflight, at the VF's address to be.
 	b.point(networkConfig(t, poolNetwork))
 	base := b.dump()
-	if _, errs, code := b.vflag("up"); code != 1 || !strings.Contains(errs, "0000:61:00.3 is already in the pool of libvirt network other") {
-		t.Fatalf("first up: exit %d, want 1 naming the VF and the other network:\n%s", code, errs)
+	for _, cmd := range []string{"plan", "up"} {
+		if _, errs, code := b.vflag(cmd); code != 1 || !strings.Contains(errs, `groups[0].network: "vflag-lag0" VF pf 0 vf 1 (0000:61:00.3, its address once up makes it) is already in the pool of libvirt network other`) {
+			t.Fatalf("%s on a clean host: exit %d, want 1 with the preflight naming the VF and the other network:\n%s", cmd, code, errs)
+		}
 	}
 	if got := b.dump(); got != base {
 		t.Errorf("the refused first up left the host changed:\n%s", testbed.DiffText(base, got))

@@ -61,7 +61,7 @@ func simulatedExample(t *testing.T, d daemons, text string) (string, *config.Con
 }
 
 // changedIDs are the ids of the steps a report says changed, sorted.
-func changedIDs(t *testing.T, out string) []string {
+func changedIDs(t testing.TB, out string) []string {
 	t.Helper()
 	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {

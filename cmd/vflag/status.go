@@ -26,7 +26,7 @@ func (a *app) runStatus(ctx context.Context) error {
 	// systemd's answer about the boot units comes beside the host's reads.
 	boot := make(chan []string, 1)
 	go func() { boot <- status.FailedBootUnits(ctx, a.v.GetString("sim") != "") }()
-	st := status.Gather(ctx, cfg, h)
+	st := status.Gather(ctx, cfg, h, a.stateDir())
 	st.Version = version
 	status.AddBootProblems(&st, <-boot)
 	status.AddJournalProblem(&st, a.stateDir())
@@ -51,10 +51,17 @@ func (a *app) runStatus(ctx context.Context) error {
 	if err2 != nil {
 		return err2
 	}
+	notUp := false
 	for _, g := range st.Groups {
-		if len(g.Problems) > 0 {
+		switch {
+		case g.NotUp && len(g.Problems) == 1:
+			notUp = true
+		case len(g.Problems) > 0:
 			return exitError{code: exitProblems}
 		}
+	}
+	if notUp {
+		return exitError{code: exitNotUp}
 	}
 	return nil
 }
@@ -63,3 +70,8 @@ func (a *app) runStatus(ctx context.Context) error {
 // output is complete). No other command uses it: 1 is an error, 2 a change
 // (--detailed-exit-codes), 3 up's test-only stop between steps.
 const exitProblems = 4
+
+// exitNotUp is status's exit code when no group has a problem but a group
+// is not up (never brought up, or brought down: "not up: run vflag up"),
+// distinct from a host that drifted from its config (exitProblems).
+const exitNotUp = 5

@@ -97,7 +97,7 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 		MinShare: a.v.GetFloat64("validate-min-share"), MaxGap: a.v.GetDuration("validate-max-gap"),
 		RDMA: a.v.GetBool("validate-rdma"), RDMAPeer: a.vget("rdma-peer"), RDMAServer: a.v.GetBool("validate-rdma-server"),
 		RDMATool: a.vget("rdma-tool"), RDMADev: a.vget("rdma-dev"), RDMAIters: a.v.GetInt("validate-rdma-iters"),
-		Prompt: a.stderr, Log: a.log,
+		Prompt: a.stderr, Log: a.log, StateDir: a.stateDir(),
 	}
 	if err := o.CheckFlags(); err != nil {
 		return err

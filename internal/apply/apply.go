@@ -122,6 +122,7 @@ func Up(ctx context.Context, e *pipeline.Env, pfWait time.Duration, o Options) R
 		return Result{Err: err}
 	}
 	e.UseJournal(j)
+	e.Recorded = j.Entries()
 	groups, err := e.Preflight(ctx)
 	if err != nil {
 		return Result{Err: err}

@@ -755,10 +755,29 @@ func (v *validator) validateAttachments(gc groupCheck) {
 			if err := validMAC(a.MAC); err != nil {
 				v.add(ap+".mac", a.MAC, "%v", err)
 			}
-		} else if g.VFMAC(a.PF, a.VF) == "" {
+		} else if g.VFMAC(a.PF, a.VF) == "" && !badVFEntryFor(gc, a.PF, a.VF) {
 			v.add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
 		}
 	}
+}
+
+// badVFEntryFor tells whether a vfs entry with a MAC, whose pf or vf is
+// not a valid index (its own error), may be meant for VF pf/vf: it shares
+// the other index. Its MAC is then not reported missing at the attachment
+// too: one error per field, the root one.
+func badVFEntryFor(gc groupCheck, pf, vf int) bool {
+	g := gc.g
+	for _, e := range g.VFs {
+		if e.MAC == "" {
+			continue
+		}
+		badPF := e.PF < 0 || gc.pfsOK && e.PF >= len(g.PFs)
+		badVF := e.VF < 0 || gc.numvfsOK && e.VF >= g.NumVFs
+		if badPF && e.VF == vf || badVF && e.PF == pf {
+			return true
+		}
+	}
+	return false
 }
 
 var networkNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`) })

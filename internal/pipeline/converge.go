@@ -72,10 +72,11 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 	if err != nil {
 		return err
 	}
-	refusals, err := e.disruptionRefusals(r, gs, spans, planned, prune)
+	refusals, poolRefusals, err := e.disruptionRefusals(r, gs, spans, planned, prune)
 	if err != nil {
 		return err
 	}
+	refusals = append(refusals, poolRefusals...)
 
 	early, late := splitLatePrunes(prune)
 	if r.DryRun {
@@ -85,7 +86,15 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 		for _, ev := range planned {
 			r.Note(ev)
 		}
-		return r.Prune(ctx, late)
+		if err := r.Prune(ctx, late); err != nil {
+			return err
+		}
+		// A pool whose network goes while a domain holds one of its ports
+		// has no step to mark: plan refuses it as up does.
+		if len(poolRefusals) > 0 {
+			return fmt.Errorf("up would refuse: %s; %s and run up again", strings.Join(poolRefusals, "; "), stopHolders)
+		}
+		return nil
 	}
 	if len(refusals) > 0 {
 		return fmt.Errorf("refusing a disruptive change while the VFs it touches are in use (it destroys or rebinds them; a numvfs, eswitch mode or bond change also breaks the hardware LAG, and mlx5 fails LAG activation while a VF is bound): %s; %s and run up again; changes that are not disruptive can go alone: revert the disruptive part of the config", strings.Join(refusals, "; "), stopHolders)
@@ -131,20 +140,19 @@ func (e *Env) Up(ctx context.Context, r *teardown.Runner, gs []Group) error {
 // and returns one refusal line per breakage. Fail closed: a change whose
 // VFs or their holders cannot be read is refused, unless --force (noted
 // in the report and the log).
-func (e *Env) disruptionRefusals(r *teardown.Runner, gs []Group, spans [][2]int, planned []teardown.Event, prune []teardown.Entry) ([]string, error) {
-	var refusals []string
+func (e *Env) disruptionRefusals(r *teardown.Runner, gs []Group, spans [][2]int, planned []teardown.Event, prune []teardown.Entry) (refusals, pools []string, err error) {
 	for gi, g := range gs {
 		more, err := e.groupRefusal(r, g, planned[spans[gi][0]:spans[gi][1]])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		refusals = append(refusals, more...)
 	}
-	more, err := e.pruneRefusals(r, prune)
+	more, pools, err := e.pruneRefusals(r, prune)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(refusals, more...), nil
+	return append(refusals, more...), pools, nil
 }
 
 // groupRefusal sets, on the disruptive changes among a group's planned
@@ -185,10 +193,10 @@ func (e *Env) groupRefusal(r *teardown.Runner, g Group, planned []teardown.Event
 
 // pruneRefusals returns the refusal lines for the prunes that break what
 // holds VFs: a disruptive kind's removal while something holds the VFs,
-// and a VF pool whose network left the config while a domain holds one of
-// its ports (libvirt would drop the ports, the domains keep the VFs).
-func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]string, error) {
-	var refusals []string
+// and (pools) a VF pool whose network left the config or was renamed
+// while a domain holds one of its ports (libvirt would drop the ports, the
+// domains keep the VFs).
+func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) (refusals, pools []string, err error) {
 	var pruneIDs []string
 	for _, en := range prune {
 		if disruptivePrune[en.Kind] {
@@ -202,7 +210,7 @@ func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]strin
 	}
 	if err != nil && len(held) == 0 {
 		if err := e.unshown(r, "removing "+strings.Join(pruneIDs, ","), err); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if len(held) > 0 {
@@ -215,15 +223,15 @@ func (e *Env) pruneRefusals(r *teardown.Runner, prune []teardown.Entry) ([]strin
 		ports, err := e.networkPorts(en)
 		if err != nil {
 			if err := e.unshown(r, "removing "+en.ID, err); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
 		if len(ports) > 0 {
-			refusals = append(refusals, fmt.Sprintf("removing %s would break running domain(s): %s", en.ID, portHolders(ports)))
+			pools = append(pools, fmt.Sprintf("removing %s would break running domain(s): %s", en.ID, portHolders(ports)))
 		}
 	}
-	return refusals, nil
+	return refusals, pools, nil
 }
 
 // unshown handles a change (what) whose VFs or their holders cannot be

@@ -57,6 +57,12 @@ type Env struct {
 
 	// Stage is StageAll (default) or StagePre.
 	Stage Stage
+	// Boot: the run is part of the host's boot (stage pre), where a NIC's
+	// driver may still probe its ports: a PF that does not resolve is
+	// waited for, pf_wait at most. Otherwise a PF the host will not have
+	// (udev settled, the NIC's other ports there) fails the wait at once
+	// (WaitPFs).
+	Boot bool
 	// Poll is the interval of the bounded polls (LAG, representors); 0 = their default.
 	Poll time.Duration
 	// OFPortWait bounds verification's wait for ofports that ovs-vswitchd
@@ -83,6 +89,11 @@ type Env struct {
 	// creation, the LAG wait, ofports): a terminal shows them while the step
 	// runs; "" clears a key. Called from the steps' goroutines.
 	Progress func(key, line string)
+	// Recorded are the journal's entries before the run (apply sets them
+	// before the preflight): vflag's own objects that the run replaces
+	// (a renamed pool's network) are not counted as owners of what the
+	// config wants.
+	Recorded []teardown.Entry
 	// domLocks: one lock per domain (domainLock).
 	domMu    sync.Mutex
 	domLocks map[string]*sync.Mutex

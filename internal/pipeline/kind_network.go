@@ -174,6 +174,7 @@ func (run *groupRun) network(context.Context) ([]batch, error) {
 		pcis[k] = string(a)
 	}
 	spec, missing := NetworkSpec(g, pcis)
+	spec.Replaces = run.e.ReplacedNetworks()
 	id := networkKind{}.id(spec.Name)
 	switch {
 	case len(missing) == 0:

@@ -300,12 +300,24 @@ func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) (string, e
 	return fmt.Sprintf("remove port %s from %s", strings.Join(r.Port.Ports, " "), r.Port.Bridge), nil
 }
 
+// predictedBridge is the plan's line for a bridge whose representors up
+// is still to make: the layout it builds, the bond as the uplink port, or
+// in the tunnel layout the tunnel ports with the bond outside the bridge
+// (the underlay).
+func predictedBridge(g Group) string {
+	reps := g.NumVFs * len(g.Owners)
+	if t := g.Tunnel; t != nil {
+		return fmt.Sprintf("bridge %s: %d tunnel port(s) (%s to %s) and %d representors, hw-offload=%v (one transaction; bond %s stays out of the bridge, the underlay)",
+			g.OVS.Bridge, len(g.TunnelPorts()), t.Type, strings.Join(t.Remotes, ", "), reps, *g.OVS.HWOffload, g.Bond.Name)
+	}
+	return fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, reps, *g.OVS.HWOffload)
+}
+
 func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 	g := run.g
 	if !run.repsAll || run.anyFresh() {
 		// Representors made again are new netdevs: the bridge's ports change.
-		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge),
-			fmt.Sprintf("bridge %s: bond %s and %d representors, hw-offload=%v (one transaction)", g.OVS.Bridge, g.Bond.Name, g.NumVFs*len(g.Owners), *g.OVS.HWOffload))), nil
+		return one(predicted(ovsBridgeKind{}.Name(), ovsBridgeKind{}.id(g.OVS.Bridge), predictedBridge(g))), nil
 	}
 	if err := run.readPoolPorts(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -106,7 +107,11 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 			add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "is %s, not a physical port (PF) of an SR-IOV NIC", what)
 			continue
 		}
-		add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v", pe.Err)
+		hint := ""
+		if h := e.hintPFs([]absentPF{{group: gi, index: pe.Index, ref: pe.Ref, err: pe.Err}}); len(h) == 1 && h[0] != "" {
+			hint = " (" + h[0] + ")"
+		}
+		add(fmt.Sprintf("%s.pfs[%d]", p, pe.Index), pe.Ref, "not usable: %v%s", pe.Err, hint)
 	}
 	g.PFs = e.usablePFs(cg, p, g.PFs, add)
 	g.Owners = Owners(g.PFs)
@@ -233,22 +238,43 @@ func (e *Env) preflightDomains(c *libvirtx.Conn, domains []domainRef, add func(s
 	}
 }
 
-// preflightPools refuses a VF pool's VF that another libvirt network's
-// pool has too (libvirtx.TakenVFs: libvirt would take it and hand it out
-// from both), for the VFs that exist now; the ones up is still to make
-// the network step's plan refuses alike, before it writes the network.
+// preflightPools refuses, before any write, a VF pool whose network name
+// is a libvirt network that is not vflag's (or another group's), and a
+// pool's VF that another libvirt network's pool has too
+// (libvirtx.TakenVFs: libvirt would take it and hand it out from both):
+// the VFs that exist now, and those up is still to make at the address the
+// PF's SR-IOV routing rule gives them (sriov.Host.PredictVF). vflag's own
+// networks that the run removes (ReplacedNetworks) count as neither.
 func (e *Env) preflightPools(c *libvirtx.Conn, gs []Group, add func(string, any, string, ...any)) {
+	replaced := e.ReplacedNetworks()
 	for gi, g := range gs {
 		if g.Network == nil {
 			continue
 		}
+		path := fmt.Sprintf("groups[%d].network", gi)
+		if st, err := c.Network(g.NetworkName()); err != nil {
+			add(path+".name", g.NetworkName(), "%v", err)
+			continue
+		} else if st.Exists && !st.Owned {
+			add(path+".name", g.NetworkName(), "is a libvirt network that is not vflag's (no vflag metadata): vflag never changes it; give the group's network another name")
+			continue
+		} else if st.Exists && st.Owner != g.Name && !slices.Contains(replaced, st.Name) {
+			add(path+".name", g.NetworkName(), "is vflag group %q's libvirt network: give this group's network another name", st.Owner)
+			continue
+		}
 		var pcis []string
 		keys := map[string]VFKey{}
+		predicted := map[string]bool{}
 		for _, k := range g.Pool() {
 			a, ok, err := e.VFAddr(g, k)
 			if err != nil {
-				add(fmt.Sprintf("groups[%d].network", gi), g.NetworkName(), "VF %s: %v", k, err)
+				add(path, g.NetworkName(), "VF %s: %v", k, err)
 				continue
+			}
+			if !ok && k.PF >= 0 && k.PF < len(g.PFs) && g.PFs[k.PF].Addr != "" {
+				if a, ok = e.pci.PredictVF(g.PFs[k.PF].Addr, k.VF); ok {
+					predicted[string(a)] = true
+				}
 			}
 			if ok {
 				pcis = append(pcis, string(a))
@@ -258,15 +284,44 @@ func (e *Env) preflightPools(c *libvirtx.Conn, gs []Group, add func(string, any,
 		if len(pcis) == 0 {
 			continue
 		}
-		taken, err := c.TakenVFs(g.NetworkName(), pcis)
+		taken, err := c.TakenVFs(g.NetworkName(), pcis, replaced...)
 		if err != nil {
 			add("libvirt", e.h.Libvirt, "cannot read its networks' VF pools: %v", err)
 			return
 		}
 		for _, t := range taken {
-			add(fmt.Sprintf("groups[%d].network", gi), g.NetworkName(), "VF %s (%s) %s", keys[t.PCI], t.PCI, t.Why())
+			at := t.PCI
+			if predicted[t.PCI] {
+				at += ", its address once up makes it"
+			}
+			add(path, g.NetworkName(), "VF %s (%s) %s", keys[t.PCI], at, t.Why())
 		}
 	}
+}
+
+// ReplacedNetworks are vflag's own libvirt networks that the journal
+// records (Recorded) and no group of the config names: the run removes
+// them (a pool renamed, a group or its network dropped), so they own
+// nothing the config wants.
+func (e *Env) ReplacedNetworks() []string {
+	wanted := map[string]bool{}
+	for i := range e.cfg.Groups {
+		if e.cfg.Groups[i].Network != nil {
+			wanted[e.cfg.Groups[i].NetworkName()] = true
+		}
+	}
+	var out []string
+	for _, en := range e.Recorded {
+		if en.Kind != KindNetwork {
+			continue
+		}
+		rec, err := decode[networkRecord](en.Record)
+		if err != nil || wanted[rec.Name] || slices.Contains(out, rec.Name) {
+			continue
+		}
+		out = append(out, rec.Name)
+	}
+	return out
 }
 
 // PoollessVF is a VF entry or attachment of the config on a PF that has no

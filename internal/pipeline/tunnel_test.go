@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -123,5 +124,24 @@ func TestTunnelPreflight(t *testing.T) {
 	_, err = e.Preflight(context.Background())
 	if want := "is 1500, but the representors' 1500 plus 50 bytes of tunnel headers need 1550 "; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("preflight without an inner VLAN tag: %v\nwant %s", err, want)
+	}
+}
+
+// TestTunnelPlanSummary: on a fresh host the plan's bridge line describes
+// the tunnel layout up builds (the tunnel ports and the representors, the
+// bond outside the bridge), not the VLAN layout's bond port.
+func TestTunnelPlanSummary(t *testing.T) {
+	d := startDaemons(t)
+	bc := exampleBed(t).with(withTunnel)
+	b := newConvergeBed(t, &d, bc)
+	var summary string
+	for _, ev := range b.up(bc, true) {
+		if ev.ID == "ovs.bridge/br-lag" {
+			summary = ev.Summary
+		}
+	}
+	ports := len(b.cfg.Groups[0].TunnelPorts())
+	if summary == "" || strings.Contains(summary, "bond bond0 and") || !strings.Contains(summary, fmt.Sprintf("%d tunnel port(s)", ports)) {
+		t.Fatalf("plan's bridge line %q, want the %d tunnel port(s) and no bond port", summary, ports)
 	}
 }

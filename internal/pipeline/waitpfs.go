@@ -12,6 +12,8 @@ import (
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/suggest"
+	"github.com/vflag/vflag/internal/sysfs"
+	"github.com/vflag/vflag/sriov"
 )
 
 // PFWaitError is the end of a bounded wait for PFs that never appeared.
@@ -79,6 +81,18 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 			missing = unsettled
 		default:
 			wrongSince = time.Time{}
+			// Not at boot: once udev has settled and the NIC's other
+			// ports are there, a name that is absent will not come.
+			if !e.Boot && e.settledWithout(absent) {
+				var errs HostErrors
+				for i, line := range describe(absent, e.hintPFs(absent)) {
+					a := absent[i]
+					_, why, _ := strings.Cut(line, ": ")
+					errs.add(fmt.Sprintf("groups[%d].pfs[%d]", a.group, a.index), a.ref,
+						"%s; udev has settled and the NIC's other ports are there, so it will not appear (at boot vflag waits pf_wait for it)", why)
+				}
+				return errs
+			}
 		}
 		if !logged {
 			// At once, not when the bound has passed: what is missing,
@@ -100,6 +114,44 @@ func (e *Env) WaitPFs(ctx context.Context, bound time.Duration) error {
 		case <-t.C:
 		}
 	}
+}
+
+// settledWithout tells whether each absent PF reference's group has a PF
+// that resolved, udev has settled (no event queued: no /run/udev/queue;
+// each of the group's PFs processed) and every PCI function of those PFs'
+// slots bound to their driver has its netdev: the NIC has probed, and the
+// absent name is not one of its ports. A group none of whose PFs resolved
+// (the driver not loaded yet) is still waited for.
+func (e *Env) settledWithout(absent []absentPF) bool {
+	if sysfs.Exists(e.fs, "/run/udev/queue") {
+		return false
+	}
+	if len(e.udevUnsettled()) > 0 {
+		return false
+	}
+	for _, a := range absent {
+		g, _ := ResolveGroup(e.k, e.fs, &e.cfg.Groups[a.group])
+		if len(g.PFs) == 0 {
+			return false
+		}
+		for _, pf := range g.PFs {
+			if pf.Addr == "" {
+				return false
+			}
+			driver := e.netdevDriver(pf.Netdev)
+			for fn := 0; fn < 8; fn++ {
+				sib := sriov.Addr(fmt.Sprintf("%s.%d", pf.Addr.Slot(), fn))
+				drv, err := e.pci.Driver(sib)
+				if err != nil || drv == "" || drv != driver {
+					continue
+				}
+				if nd, err := e.pci.Netdevs(sib); err != nil || len(nd) == 0 {
+					return false // a port of the NIC still without its netdev
+				}
+			}
+		}
+	}
+	return true
 }
 
 // wrongFor is how long a PF reference must name a netdev that is no PF

@@ -18,6 +18,7 @@ import (
 func TestWaitPFs(t *testing.T) {
 	se := newStepEnv(t, nil)
 	se.Poll = 10 * time.Millisecond
+	se.Boot = true // the NIC may still probe: the wait goes on
 	if err := se.WaitPFs(context.Background(), time.Second); err != nil {
 		t.Fatalf("PFs present: %v", err)
 	}
@@ -115,6 +116,7 @@ func TestRefuseVFsWithoutPool(t *testing.T) {
 func TestWaitPFsOutlivesAMomentaryNoPF(t *testing.T) {
 	se := newStepEnv(t, nil)
 	se.Poll = 10 * time.Millisecond
+	se.Boot = true
 	if err := se.k.AddBond(eswitch.BondSpec{Name: "late0", Mode: "active-backup", Miimon: 100}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +140,7 @@ func TestWaitPFsOutlivesAMomentaryNoPF(t *testing.T) {
 func TestWaitPFsSaysWhatExists(t *testing.T) {
 	se := newStepEnv(t, nil)
 	se.Poll = 10 * time.Millisecond
+	se.Boot = true // at boot: the wait, with its first line at once
 	var log syncLog
 	se.Env.log = slog.New(slog.NewTextHandler(&log, nil))
 	se.g.PFs = append([]string(nil), se.g.PFs...)
@@ -191,4 +194,43 @@ func (l *syncLog) first() (string, time.Time) {
 		return "", time.Time{}
 	}
 	return l.lines[0], l.at
+}
+
+// TestWaitPFsMisspeltFailsAtOnce: outside the boot, a PF name the host
+// does not have, with udev settled and the NIC's other port there, fails
+// the wait at once with the field, the ports of the driver and the nearest
+// one; plan's preflight says the same. A group none of whose PFs resolved
+// (the driver not loaded yet) is still waited for, as is every PF at boot.
+// The context bounds a regression (the wait would run for an hour).
+func TestWaitPFsMisspeltFailsAtOnce(t *testing.T) {
+	se := newStepEnv(t, nil)
+	se.Poll = 10 * time.Millisecond
+	se.g.PFs = append([]string(nil), se.g.PFs...)
+	se.g.PFs[1] = "ens1f1np9"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := se.WaitPFs(ctx, time.Hour)
+	var he HostErrors
+	if !errors.As(err, &he) || len(he) != 1 {
+		t.Fatalf("a misspelt PF beside its NIC's other port: want one HostError at once, got %v", err)
+	}
+	for _, want := range []string{`groups[0].pfs[1]: "ens1f1np9"`, "did you mean ens1f1np1?", "will not appear"} {
+		if !strings.Contains(he[0].Error(), want) {
+			t.Errorf("the error lacks %q: %v", want, he[0])
+		}
+	}
+	if _, err := se.Preflight(ctx); err == nil || !strings.Contains(err.Error(), `groups[0].pfs[1]: "ens1f1np9" not usable`) || !strings.Contains(err.Error(), "did you mean ens1f1np1?") {
+		t.Errorf("preflight (plan) does not name the nearest port: %v", err)
+	}
+
+	var we *PFWaitError
+	se.Boot = true
+	if err := se.WaitPFs(ctx, 50*time.Millisecond); !errors.As(err, &we) {
+		t.Errorf("at boot: want the wait's end (*PFWaitError), got %v", err)
+	}
+	se.Boot = false
+	se.g.PFs[0] = "ens1f0np9"
+	if err := se.WaitPFs(ctx, 50*time.Millisecond); !errors.As(err, &we) {
+		t.Errorf("no PF of the group there (the driver may still probe): want the wait's end (*PFWaitError), got %v", err)
+	}
 }

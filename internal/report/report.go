@@ -1,7 +1,9 @@
 package report
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -47,13 +49,15 @@ type Report struct {
 	Changes int    `json:"changes"`
 	Steps   []Step `json:"steps"`
 	Error   string `json:"error,omitempty"`
+	// Interrupted: the run was stopped by an interrupt (Ctrl-C, SIGTERM).
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Build turns a run's events into its report. journalIDs are the journal's
 // entries before the run (a change's add versus change); runErr is the
 // run's error, nil when it succeeded.
 func Build(command, version string, events []teardown.Event, journalIDs map[string]bool, runErr error) Report {
-	rep := Report{Command: command, Version: version, Steps: []Step{}}
+	rep := Report{Command: command, Version: version, Steps: []Step{}, Interrupted: errors.Is(runErr, context.Canceled)}
 	for _, ev := range events {
 		sr := Step{Group: ev.Group, Kind: ev.Kind, ID: ev.ID, Phase: ev.Phase, Summary: ev.Summary, Changed: ev.Changed,
 			DurationMS: float64(ev.Duration.Microseconds()) / 1000, Disruptive: ev.Disruptive, Domains: ev.Domains, Holders: ev.Holders}
@@ -121,9 +125,14 @@ func (rep Report) WriteText(w io.Writer) {
 			applied++
 		}
 	}
-	if rep.Command == "up" && rep.Error != "" && undone > 0 && applied > 0 {
-		// A failed or interrupted run that rolled back: not "changed N".
-		fmt.Fprintf(w, "vflag up: failed: applied %d step(s), then undid %d (rollback of this run, and removals)\n", applied, undone)
+	if rep.Command == "up" && rep.Error != "" && (undone > 0 || rep.Interrupted) {
+		// A failed or interrupted run that rolled back: not "changed N"
+		// (what the run changed was undone; the error says how far).
+		what := "failed"
+		if rep.Interrupted {
+			what = "interrupted"
+		}
+		fmt.Fprintf(w, "vflag up: %s: applied %d step(s), then undid %d (rollback of this run, and removals)\n", what, applied, undone)
 	} else {
 		fmt.Fprintf(w, "vflag %s: %s %d step(s)\n", rep.Command, verb, rep.Changes)
 	}

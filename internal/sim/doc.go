@@ -202,7 +202,10 @@
 //     netdev, VLAN interfaces on a parent (born with its MTU, never above
 //     it, lowered with it, gone with it), routes through a gateway on a
 //     device (the gateway on-link, else ENETUNREACH), neighbour entries
-//     that tests set (Host.SetNeigh); the errnos are listed there.
+//     that tests set (Host.SetNeigh), and the hosts behind the simulated
+//     switch (Spec.SwitchPeers), which answer ARP/ND on an up netdev that
+//     reaches a PF and has an address in their prefix
+//     (TestSwitchPeersAnswer); the errnos are listed there.
 //   - §9/§10 tc (tc.go, eswitch.TC): one ingress qdisc per netdev, on a block
 //     of its own or on a shared block (ingress_block N); a shared block lives
 //     while a qdisc holds it and starts empty when bound again after its last

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,6 +34,12 @@ type Spec struct {
 	// 6.1), for the rules that changed: from 6.17 mlx5 refuses every
 	// flow_steering_mode value while the eswitch is in switchdev.
 	Kernel string `mapstructure:"kernel" yaml:"kernel" json:"kernel,omitempty"`
+	// SwitchPeers are the addresses of hosts behind the simulated switch
+	// (a tunnel's remote endpoints, its gateway): the switch answers ARP
+	// and neighbour solicitation for them, so a netdev that reaches the
+	// switch and has an address in their prefix resolves them (Neigh:
+	// REACHABLE) as a real underlay would.
+	SwitchPeers []string `mapstructure:"switch_peers" yaml:"switch_peers" json:"switch_peers,omitempty"`
 }
 
 // kernelAtLeast tells whether the spec's kernel is at least maj.min.
@@ -179,6 +186,14 @@ func validate(in *Spec) (*Spec, error) {
 	}
 	if s.Kernel != "" && !regexp.MustCompile(`^[0-9]+\.[0-9]+$`).MatchString(s.Kernel) {
 		return nil, fmt.Errorf("sim: kernel: %q: want major.minor, such as 6.17", s.Kernel)
+	}
+	s.SwitchPeers = nil
+	for i, p := range in.SwitchPeers {
+		a, err := netip.ParseAddr(p)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("sim: switch_peers[%d]: %q: want an IPv4 or IPv6 address", i, p)
+		}
+		s.SwitchPeers = append(s.SwitchPeers, a.String())
 	}
 	nicNames := map[string]bool{}
 	netdevs := map[string]string{"lo": "the loopback device"}

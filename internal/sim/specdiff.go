@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +24,8 @@ func (c SpecChange) String() string {
 }
 
 // Reconcile compares spec (a config's sim section) with the spec the host
-// was created from. The latencies, which only time later operations, are
+// was created from. The latencies, which only time later operations, and
+// the switch's peers, which only answer later neighbour lookups, are
 // taken over in place (latency says whether they changed); every other
 // difference is returned (nics, mirror_netns), and the host keeps its saved
 // spec for those: a different NIC set needs the host re-created (Reset). A
@@ -40,13 +42,16 @@ func (h *Host) Reconcile(spec *Spec) (changes []SpecChange, latency bool, err er
 		changes = diffSpec(st.Spec, *norm)
 		kept := changes[:0]
 		for _, c := range changes {
-			if !strings.HasPrefix(c.Path, "latency.") {
+			if !strings.HasPrefix(c.Path, "latency.") && !strings.HasPrefix(c.Path, "switch_peers") {
 				kept = append(kept, c)
 			}
 		}
 		changes = kept
+		// switch_peers only answer later ARP/ND: taken over too.
+		peers := !slices.Equal(st.Spec.SwitchPeers, norm.SwitchPeers)
+		st.Spec.SwitchPeers = norm.SwitchPeers
 		if st.Spec.Latency == norm.Latency {
-			return false, nil
+			return peers, nil
 		}
 		st.Spec.Latency = norm.Latency
 		latency = true

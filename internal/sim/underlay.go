@@ -29,7 +29,11 @@ import (
 //     twice: EEXIST; deleting one that is not there: ESRCH; routes and
 //     neighbour entries go with their device;
 //   - neighbour entries are set by the test (Host.SetNeigh), as the kernel
-//     would after ARP/ND or "ip neigh del".
+//     would after ARP/ND or "ip neigh del"; without one, an address of the
+//     spec's switch_peers resolves (REACHABLE) on a netdev that is up,
+//     reaches the simulated switch (a bond of PFs with carrier, a VLAN
+//     interface on one, a PF) and has an address whose prefix holds it:
+//     the hosts behind the switch answer ARP/ND.
 
 const roleVLAN = "vlan"
 
@@ -207,9 +211,55 @@ func (h *Host) Neigh(dev, ip string) (string, error) {
 			return kernelErr("ip neigh show dev "+dev, st.notFound(dev))
 		}
 		s = st.Underlay.Neighs[dev+" "+ip]
+		if s == "" && st.switchAnswers(dev, ip, now) {
+			s = "REACHABLE"
+		}
 		return nil
 	})
 	return s, err
+}
+
+// switchAnswers tells whether a host behind the simulated switch answers
+// for ip on dev: ip is one of the spec's switch_peers, dev is oper up, has
+// an address whose prefix holds ip, and reaches the switch (a PF, a bond
+// with a slave, or a VLAN interface on one of them).
+func (st *state) switchAnswers(dev, ip string, now int64) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !slices.Contains(st.Spec.SwitchPeers, a.String()) {
+		return false
+	}
+	nd := st.link(dev, now)
+	if nd == nil || !st.operUp(nd, now) {
+		return false
+	}
+	onLink := false
+	for _, s := range nd.Addrs {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Contains(a) {
+			onLink = true
+		}
+	}
+	return onLink && st.reachesSwitch(nd, 0)
+}
+
+// reachesSwitch tells whether nd's frames leave through a PF: a PF, a bond
+// with a PF slave, a VLAN interface on one of them.
+func (st *state) reachesSwitch(nd *netdev, depth int) bool {
+	if nd == nil || depth > 4 {
+		return false
+	}
+	switch nd.Role {
+	case rolePF:
+		return true
+	case roleVLAN:
+		return st.reachesSwitch(st.Netdevs[nd.Parent], depth+1)
+	case roleBond:
+		for _, s := range nd.Bond.Slaves {
+			if st.reachesSwitch(st.Netdevs[s], depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetNeigh sets the neighbour entry of ip on dev to state (an "ip neigh"

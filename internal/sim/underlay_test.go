@@ -101,3 +101,48 @@ func TestEncapModeRules(t *testing.T) {
 	x.ok(x.h.DelIngress(rep))
 	x.ok(x.h.SetEncapMode(d, eswitch.EncapBasic))
 }
+
+// TestSwitchPeersAnswer: the hosts behind the simulated switch (the spec's
+// switch_peers) resolve on a netdev that is up, reaches the switch through
+// the bond's PFs and has an address in their prefix; not while it is down,
+// not off-link, not for an address the switch does not answer for, and an
+// entry set by hand (ip neigh) wins.
+func TestSwitchPeersAnswer(t *testing.T) {
+	spec := testSpec()
+	spec.SwitchPeers = []string{"192.0.2.12", "192.0.2.254"}
+	x := newTH(t, spec)
+	h := x.h
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(h.AddBond(eswitch.BondSpec{Name: "bond0", Mode: "active-backup", Miimon: 100}))
+	must(h.SetMaster("p0", "bond0"))
+	must(h.SetMaster("p1", "bond0"))
+	must(h.AddVLAN("bond0.30", "bond0", 30, ""))
+	must(h.AddAddr("bond0.30", "192.0.2.11/24"))
+	neigh := func(ip, want string) {
+		t.Helper()
+		if s, err := h.Neigh("bond0.30", ip); err != nil || s != want {
+			t.Errorf("neigh %s: %q %v, want %q", ip, s, err, want)
+		}
+	}
+	neigh("192.0.2.12", "") // all down
+	for _, l := range []string{"p0", "p1", "bond0", "bond0.30"} {
+		must(h.SetLinkUp(l, true))
+	}
+	neigh("192.0.2.12", eswitch.NeighReachable)
+	neigh("192.0.2.254", eswitch.NeighReachable)
+	neigh("192.0.2.13", "")   // not behind the switch
+	neigh("198.51.100.7", "") // off-link: its route's gateway is asked
+	must(h.SetNeigh("bond0.30", "192.0.2.12", "FAILED"))
+	neigh("192.0.2.12", "FAILED")
+	must(h.SetNeigh("bond0.30", "192.0.2.12", ""))
+	must(h.SetLinkUp("bond0.30", false))
+	neigh("192.0.2.12", "")
+	if _, err := validate(&Spec{NICs: spec.NICs, SwitchPeers: []string{"192.0.2.300"}}); err == nil || !strings.Contains(err.Error(), "switch_peers[0]") {
+		t.Errorf("a bad peer address: %v", err)
+	}
+}

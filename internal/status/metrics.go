@@ -88,7 +88,7 @@ func newMetricFamilies() *metricFamilies {
 	fam := func(name, help string) *metricFamily { return &metricFamily{name: name, help: help} }
 	return &metricFamilies{
 		groupInfo:  fam("vflag_group_info", "A group of the config, with its configured eswitch mode (value always 1)."),
-		problems:   fam("vflag_group_problems", "Problems vflag status found in the group: each static check of vflag validate that fails (a PF missing, eswitch mode, VF count, bond, LAG inactive, a representor without an ofport, no LACP partner, the kernel datapath lost every upcall...), an unreadable journal, a failed boot unit; 0 when none."),
+		problems:   fam("vflag_group_problems", "Problems vflag status found in the group: each static check of vflag validate that fails (a PF missing, eswitch mode, VF count, bond, LAG inactive, a representor without an ofport, no LACP partner, the kernel datapath lost every upcall...), each change vflag plan would make, an unreadable journal, a failed boot unit, the one \"not up\" of a group never brought up or brought down; 0 when none."),
 		pfUp:       fam("vflag_pf_up", "1 when the PF's link is up (operstate up), 0 otherwise."),
 		pfMTU:      fam("vflag_pf_mtu", "The PF's MTU."),
 		bondMTU:    fam("vflag_bond_mtu", "The MTU of the group's bond; switchdev groups only."),

@@ -27,6 +27,7 @@ const (
 	ProblemDevlinkRate = "devlink rate"   // devlink's rate objects cannot be read
 	ProblemDevlinkPort = "devlink port"   // devlink's ports cannot be read
 	ProblemFlows       = "datapath flows" // ovs-vswitchd's datapath flows cannot be read
+	ProblemNotUp       = "not up"         // never brought up, or brought down: the group's one problem
 )
 
 // problemLine is one problem: its class, then the reason.

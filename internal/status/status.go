@@ -130,6 +130,10 @@ type GroupStatus struct {
 	// config gives one.
 	Network  *NetworkStatus `json:"network,omitempty"`
 	Problems []string       `json:"problems,omitempty"`
+	// NotUp: the group was never brought up, or was brought down (the
+	// journal holds nothing of it), and the host is not as its config
+	// says; its one problem is ProblemNotUp, not the differences.
+	NotUp bool `json:"not_up,omitempty"`
 	// HoldersError: the kernel's view of who holds the VFs could not be
 	// read (the VFs' holders are then unknown, not none).
 	HoldersError string `json:"holders_error,omitempty"`
@@ -207,17 +211,36 @@ type HostStatus struct {
 
 // Gather reads the host h for the groups of cfg, the groups side by side
 // (each reads only), in config order; what cannot be read becomes a
-// problem line, never a guess.
-func Gather(ctx context.Context, cfg *config.Config, h *host.Host) HostStatus {
+// problem line, never a guess. Each change `vflag plan` would make (with
+// the journal in stateDir) is a problem (validaterun.PlanDrift), as it is
+// a failed check of validate; a group the journal holds nothing of and
+// plan would change has the one problem ProblemNotUp instead.
+func Gather(ctx context.Context, cfg *config.Config, h *host.Host, stateDir string) HostStatus {
 	if len(cfg.Groups) == 0 {
 		return HostStatus{}
+	}
+	// The plan pass reads beside the groups' own reads; their static
+	// checks take its changes last.
+	drift := make(chan *validaterun.Drift, 1)
+	go func() { drift <- validaterun.PlanDrift(ctx, cfg, h, stateDir) }()
+	var d *validaterun.Drift
+	var once sync.Once
+	waitDrift := func() *validaterun.Drift {
+		once.Do(func() { d = <-drift })
+		return d
 	}
 	hs := HostStatus{Groups: make([]GroupStatus, len(cfg.Groups))}
 	var wg sync.WaitGroup
 	for gi := range cfg.Groups {
-		wg.Go(func() { hs.Groups[gi] = gatherGroup(ctx, cfg, h, &cfg.Groups[gi]) })
+		wg.Go(func() { hs.Groups[gi] = gatherGroup(ctx, cfg, h, &cfg.Groups[gi], waitDrift) })
 	}
 	wg.Wait()
+	for i := range hs.Groups {
+		if waitDrift().NotUp(hs.Groups[i].Name) {
+			hs.Groups[i].NotUp = true
+			hs.Groups[i].Problems = []string{problemLine(ProblemNotUp, "run vflag up (the group was never brought up, or was brought down; vflag plan shows what up does)")}
+		}
+	}
 	return hs
 }
 
@@ -228,7 +251,7 @@ func (gs *GroupStatus) problem(class, format string, args ...any) {
 
 // gatherGroup reads one group: validate's static problems, the PFs, bond
 // and LAG, the bridge, the network and every VF of the owning PFs.
-func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group) GroupStatus {
+func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, drift func() *validaterun.Drift) GroupStatus {
 	gs := GroupStatus{Name: g.Name, Eswitch: g.Eswitch, VFs: []VFStatus{}, MTU: g.MTU}
 	// Every static check of vflag validate that fails is a problem,
 	// named as validate names it: a PF that does not resolve, an
@@ -264,7 +287,8 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	static := make(chan []string, 1)
 	go func() {
 		var ps []string
-		for _, c := range validaterun.StaticWith(ctx, cfg, h, g, "", bridge) {
+		checks := validaterun.StaticWith(ctx, cfg, h, g, "", bridge, nil)
+		for _, c := range append(checks, drift().Checks(g.Name)...) {
 			if c.Verdict == validate.Fail {
 				first, _, _ := strings.Cut(c.Detail, "\n")
 				ps = append(ps, problemLine(c.Name, "%s", first))

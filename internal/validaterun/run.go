@@ -57,6 +57,10 @@ type Options struct {
 	RDMADev    string
 	RDMAIters  int
 
+	// StateDir is vflag's state directory: its journal is what the plan
+	// pass (Drift) prunes from. "": no drift checks.
+	StateDir string
+
 	// Prompt is where the manual failover check asks the operator.
 	Prompt io.Writer
 	// OnTick and OnFailoverTick, when set, see the samples of the traffic
@@ -75,6 +79,8 @@ type run struct {
 	// bridge, when set, is the group's bridge as the caller read it (status
 	// reads it once for both its own view and these checks).
 	bridge *ovs.BridgeStatus
+	// drift is what plan would change (drift.go): each change a failed check.
+	drift *Drift
 }
 
 // Run validates the groups of cfg (or o.Bond alone) on h; the report is tallied.
@@ -88,6 +94,9 @@ func Run(ctx context.Context, cfg *config.Config, h *host.Host, o Options) *vali
 	r := &run{o: o, h: h, pe: pipeline.New(cfg, h, o.Log)}
 	rep := &validate.Report{AllowSkip: o.AllowSkip}
 	var groups []config.Group
+	if o.Bond == "" && o.StateDir != "" {
+		r.drift = PlanDrift(ctx, cfg, h, o.StateDir)
+	}
 	if o.Bond != "" {
 		rep.Groups = append(rep.Groups, validate.GroupReport{Group: o.Bond, Kind: "bond", Checks: r.bond(ctx, o.Bond)})
 	} else {
@@ -129,13 +138,14 @@ func (r *run) groups(ctx context.Context, groups []config.Group) []validate.Grou
 // the group's validate: section (roceMode "": its roce_mode). vflag status
 // counts their failures as problems.
 func Static(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string) []validate.Check {
-	return StaticWith(ctx, cfg, h, g, roceMode, nil)
+	return StaticWith(ctx, cfg, h, g, roceMode, nil, nil)
 }
 
 // StaticWith is Static with the group's bridge as the caller already read
-// it (nil: read it here).
-func StaticWith(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string, bridge *ovs.BridgeStatus) []validate.Check {
-	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil), bridge: bridge}
+// it (nil: read it here) and what plan would change (drift: PlanDrift,
+// nil none), each change a failed check.
+func StaticWith(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string, bridge *ovs.BridgeStatus, drift *Drift) []validate.Check {
+	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil), bridge: bridge, drift: drift}
 	out, _, _ := r.static(ctx, g)
 	return out
 }
@@ -148,7 +158,7 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 		out = append(out, validate.Check{Name: fmt.Sprintf("pf/%d", err.Index), Verdict: validate.Fail, Detail: err.Err.Error()})
 	}
 	if len(errs) > 0 {
-		return out, gh, false
+		return append(out, r.drift.Checks(g.Name)...), gh, false
 	}
 	out = append(out, unrealizableVFs(gh)...)
 	t := validate.Target{
@@ -193,7 +203,8 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 	}
 	facts.Attachments = r.attachmentFacts(gh)
 	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
-	return append(out, r.networkChecks(ctx, gh)...), gh, true
+	out = append(out, r.networkChecks(ctx, gh)...)
+	return append(out, r.drift.Checks(g.Name)...), gh, true
 }
 
 // group runs every check of one group.

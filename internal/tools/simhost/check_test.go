@@ -19,6 +19,8 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	noSim, _, _ := strings.Cut(string(simhost), "sim:\n")
+	const tunnel = "    tunnel: {type: vxlan, local: 192.0.2.11/24, underlay_vlan: 30, underlay_mtu: 1600, gateway: 192.0.2.254, routes: [198.51.100.0/24], remotes: [192.0.2.12, 198.51.100.7], vni: 5000}\n    attachments:"
+	withTunnel := strings.Replace(string(simhost), "    attachments:", tunnel, 1)
 	const (
 		mirror   = "sim.mirror_netns is not set: add `mirror_netns: /run/netns/vflag-sim` under sim: (vflag mirrors the simulated netdevs into that network namespace, and simhost runs ovs-vswitchd there)"
 		datapath = "groups[0].ovs.datapath_type: system (the default) needs the kernel's openvswitch module, which this kernel has not loaded: set `datapath_type: netdev` (the userspace datapath) under groups[0].ovs"
@@ -34,6 +36,8 @@ func TestCheck(t *testing.T) {
 		{name: "vflag example-config", cfg: string(example), want: []string{mirror, datapath}},
 		{name: "vflag example-config, openvswitch module loaded", cfg: string(example), ovsModule: true, want: []string{mirror}},
 		{name: "examples/vflag-simhost.yaml", cfg: string(simhost), domains: "vm1", netns: "vflag-sim"},
+		{name: "a tunnel whose next hops nobody answers", cfg: withTunnel, want: []string{"groups[0].tunnel: the simulated switch answers ARP/ND only for the hosts sim.switch_peers lists, and validate fails tunnel/neigh/<remote> for a next hop nobody answers: add `switch_peers: [192.0.2.12, 192.0.2.254]` under sim: (the remote endpoints on the underlay's subnet, and the gateway of those behind it)"}},
+		{name: "a tunnel with its next hops behind the switch", cfg: strings.Replace(withTunnel, "sim:\n", "sim:\n  switch_peers: [192.0.2.12, 192.0.2.254]\n", 1), domains: "vm1", netns: "vflag-sim"},
 		{name: "no sim section", cfg: noSim, want: []string{"it has no sim section: the simulated host is made from it (docs/simulated-host.md; examples/vflag-simhost.yaml has one)"}},
 		{name: "mirror_netns outside /run/netns", cfg: strings.Replace(string(simhost), "/run/netns/vflag-sim", "/var/run/ns/x", 1),
 			want: []string{`sim.mirror_netns: "/var/run/ns/x": simhost makes the namespace, so it must be /run/netns/NAME (as ` + "`ip netns add NAME`" + ` makes it)`}},

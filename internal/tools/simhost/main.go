@@ -30,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -55,7 +56,7 @@ func main() {
 		os.Exit(2)
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, stopSignals()...)
 	r := &testbed.Runner{Verbose: *verbose}
 	err := serve(r, os.Stdout, *cfgPath, *simDir, *envFile, sigs)
 	r.Close()
@@ -66,6 +67,18 @@ func main() {
 	if r.Failed() {
 		os.Exit(1)
 	}
+}
+
+// stopSignals are the signals that stop simhost as Ctrl-C does: SIGINT,
+// SIGTERM (what make passes on to its recipe: `kill MAKE_PID`) and SIGHUP,
+// unless it is ignored (nohup): then the terminal's hangup leaves it
+// running, as nohup asks. (Notify on an ignored SIGHUP would undo that.)
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // plan is what a config asks of the simulated host's daemons.
@@ -119,6 +132,11 @@ func check(path string, hasOVSModule bool) (plan, error) {
 			}
 			problems = append(problems, fmt.Sprintf("groups[%d].ovs.datapath_type: %s needs the kernel's openvswitch module, which this kernel has not loaded: set `datapath_type: netdev` (the userspace datapath) under groups[%d].ovs", i, dt, i))
 		}
+		if spec != nil {
+			if missing := unansweredHops(g.Tunnel, spec.SwitchPeers); len(missing) > 0 {
+				problems = append(problems, fmt.Sprintf("groups[%d].tunnel: the simulated switch answers ARP/ND only for the hosts sim.switch_peers lists, and validate fails tunnel/neigh/<remote> for a next hop nobody answers: add `switch_peers: [%s]` under sim: (the remote endpoints on the underlay's subnet, and the gateway of those behind it)", i, strings.Join(missing, ", ")))
+			}
+		}
 		for _, d := range g.AttachmentDomains() {
 			if !slices.Contains(domains, d) {
 				domains = append(domains, d)
@@ -136,6 +154,37 @@ func check(path string, hasOVSModule bool) (plan, error) {
 		return plan{}, fmt.Errorf("config %s cannot run on the simulated host as written:\n  %s", path, strings.Join(problems, "\n  "))
 	}
 	return plan{config: abs, netns: netns, domains: domains, vfs: vfs}, nil
+}
+
+// unansweredHops are the next hops of a tunnel's remotes (the remote on
+// the local prefix, else the gateway) that peers, the simulated switch's
+// hosts, lack; none without a tunnel or with remote_ip=flow.
+func unansweredHops(t *config.Tunnel, peers []string) []string {
+	if t == nil || t.Flow() {
+		return nil
+	}
+	local := t.Prefix()
+	var out []string
+	for _, r := range t.Remotes {
+		a, err := netip.ParseAddr(r)
+		if err != nil {
+			continue
+		}
+		hop := a.String()
+		if !local.Contains(a) {
+			if t.Gateway == "" {
+				continue // no route: validate says so
+			}
+			hop = t.Gateway
+		}
+		if g, err := netip.ParseAddr(hop); err == nil {
+			hop = g.String()
+		}
+		if !slices.Contains(peers, hop) && !slices.Contains(out, hop) {
+			out = append(out, hop)
+		}
+	}
+	return out
 }
 
 func hasOVSModule() bool {
