@@ -201,7 +201,9 @@ func (k bindKind) rebind(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver 
 			return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s: bind to %s again (after the LAG re-forms)", addr, driver),
 				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
 		},
-		Apply: func(context.Context) error { return fmt.Errorf("%s: planned only: its target does not exist yet", k.id(pf, vf)) },
+		Apply: func(context.Context) error {
+			return fmt.Errorf("%s: planned only: up binds the VF after the unbind phase", k.id(pf, vf))
+		},
 	}
 }
 
