@@ -126,6 +126,11 @@ type Runner struct {
 	// Skip are steps Do leaves as they are without checking them (a
 	// rollback's redo: the objects the rollback put back from captures).
 	Skip map[string]bool
+	// Only, when set, are the steps Do checks and applies: it leaves every
+	// other step as it is without checking it and passes every other
+	// barrier (a rollback's redo of some of a group's objects, from
+	// another config than the group's other steps).
+	Only map[string]bool
 
 	mu       sync.Mutex         // guards run, applies, results, held
 	held     int                // Lanes running: a failure waits for the other lanes (no rollback yet)
@@ -394,7 +399,7 @@ func (r *Runner) checkSteps(ctx context.Context, steps []Step) []checked {
 	outs := make([]checked, len(steps))
 	parallel(len(steps), func(i int) {
 		s := steps[i]
-		if r.Skip[s.ID] {
+		if r.Skip[s.ID] || r.Only != nil && !r.Only[s.ID] {
 			outs[i] = checked{change: Change{Summary: s.ID + ": left as the rollback put it back"}}
 			return
 		}
@@ -631,9 +636,10 @@ func (r *Runner) stepContext(ctx context.Context) (context.Context, func()) {
 }
 
 // barrier runs a Wait step: nothing is journaled; a failure fails the run
-// (rollback of this run unless NoRollback). A plan skips it.
+// (rollback of this run unless NoRollback). A plan skips it, and so does
+// a runner whose Only leaves it out.
 func (r *Runner) barrier(ctx context.Context, s Step) error {
-	if r.DryRun {
+	if r.DryRun || r.Only != nil && !r.Only[s.ID] {
 		return nil
 	}
 	if r.stopped() {

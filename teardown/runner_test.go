@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1284,6 +1285,55 @@ func TestMootUndo(t *testing.T) {
 				t.Errorf("representors' event failed: %v", repEv.Err)
 			case tt.moot && tt.failUndo == "" && repEv.Summary != "representors removed with the eswitch":
 				t.Errorf("representors' event says %q", repEv.Summary)
+			}
+		})
+	}
+}
+
+// TestOnlyAppliesItsStepsAlone: a runner with Only (a rollback's redo of
+// some of a group's objects from another config) checks and applies those
+// steps alone, leaves every other step as it is, and passes the barriers
+// Only leaves out (a LAG wait whose bond is not there).
+func TestOnlyAppliesItsStepsAlone(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		only map[string]bool
+		want []string // the fake host's keys changed
+	}{
+		{"one step", map[string]bool{"kv.set/legacy.flow_steering": true}, []string{"legacy.flow_steering"}},
+		{"two steps of two batches", map[string]bool{"kv.set/pf1.numvfs": true, "kv.set/ovs.hw-offload": true}, []string{"ovs.hw-offload", "pf1.numvfs"}},
+		{"unset: every step", nil, []string{"bond0", "eswitch.pf0", "eswitch.pf1", "legacy.flow_steering", "ovs.hw-offload", "pf0.numvfs", "pf0.vf0.mac", "pf1.numvfs", "pf1.vf0.mac"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHost()
+			before := maps.Clone(h.kv)
+			r := newRunner(t, h, t.TempDir())
+			r.Only, r.NoRollback = tt.only, true
+			if err := up(context.Background(), r, h); err != nil {
+				t.Fatalf("up: %v", err)
+			}
+			waited := false
+			err := r.Do(context.Background(), Step{Kind: "lag.wait", ID: "lag.wait/lag0", Wait: func(context.Context) (string, error) {
+				waited = true
+				return "", errors.New("no LAG")
+			}})
+			if tt.only != nil && (err != nil || waited) {
+				t.Errorf("a barrier Only leaves out: waited %v, err %v; want passed", waited, err)
+			}
+			if tt.only == nil && err == nil {
+				t.Errorf("without Only the failing barrier passed")
+			}
+			h.mu.Lock()
+			var got []string
+			for k, v := range h.kv {
+				if b, ok := before[k]; !ok || b != v {
+					got = append(got, k)
+				}
+			}
+			h.mu.Unlock()
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("keys set %v, want %v", got, tt.want)
 			}
 		})
 	}

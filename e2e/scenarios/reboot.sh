@@ -8,13 +8,16 @@
 # PFs renamed back as udev would. Then, in boot order, `vflag up --stage pre`
 # and `vflag up`: the host must reconverge to the same state (modulo
 # representor names and random MACs) and pass `vflag validate` (but for the
-# LACP check netdevsim cannot pass: no link partner). Once more without the
-# pre stage. down returns to the baseline.
+# LACP check netdevsim cannot pass: no link partner). Between the two, an
+# up that fails at the bridge (after the bond) rolls back to what the pre
+# stage left: no bond, the eswitch in switchdev, the VFs, the bridge done
+# again as the up before the reboot made it. Once more
+# without the pre stage. down returns to the baseline.
 #
 # MACHINE: default
 # TIMEOUT: 420
 # EXPECT: r_up r_up_again
-# EXPECT: r1_pre r1_up r1_same r1_no_stale r1_validate r1_again
+# EXPECT: r1_pre r1_fail r1_up r1_same r1_no_stale r1_validate r1_again
 # EXPECT: r2_up r2_same r2_no_stale r2_validate r2_again
 # EXPECT: r_down r_baseline
 . "$(dirname "$0")/lib.sh"
@@ -113,6 +116,33 @@ validated() {
 		{ echo "exit $rc, failed [$failed], want exit 1 with only the netdevsim ones (bond/lacp, bond/slave/*): $(jq -c '[.groups[].checks[] | select(.verdict == "fail")]' "$OUT/$1.json")"; return 1; }
 	echo "exit 1: only the netdevsim checks fail ($failed)"
 }
+# failed_after_pre STEP: up failing at STEP (after the bond) rolls back to
+# the host the pre stage left: exit 1, rolled back (no failed rollback), no
+# bond, the eswitch in switchdev, 4 VFs, br-vf holding bond0's port and the
+# representors (done again as the config makes it); plan then still makes
+# the bond.
+failed_after_pre() {
+	local out rc
+	out=$(V up --fail-at "$1" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | tail -n 2
+	if [ $rc != 1 ] || ! grep -q "injected failure" <<<"$out" || ! grep -q "rolled back" <<<"$out" || grep -q "rollback failed" <<<"$out"; then
+		echo "exit $rc, want 1, injected failure, rolled back"
+		return 1
+	fi
+	if ip link show bond0 >/dev/null 2>&1; then
+		echo "bond0 is still there"
+		return 1
+	fi
+	devlink dev eswitch show netdevsim/netdevsim$ID | grep -q "mode switchdev" || { echo "the eswitch is not in switchdev"; return 1; }
+	[ "$(cat /sys/bus/netdevsim/devices/netdevsim$ID/sriov_numvfs)" = 4 ] || { echo "numvfs is not 4"; return 1; }
+	local want got
+	want=$(printf '%s\n' bond0 $(reps $ID) | sort | tr '\n' ' ')
+	got=$(ovs-vsctl list-ports br-vf | sort | tr '\n' ' ')
+	[ "$want" = "$got" ] || { echo "br-vf has [$got], want bond0 and the representors [$want]"; return 1; }
+	V plan | grep -q "create bond bond0" || { echo "plan does not make bond0 again"; return 1; }
+	echo "rolled back to the pre stage's host: no bond0, switchdev, 4 VFs, br-vf: $got"
+}
 # sim_reboot NAME...: what a reboot keeps and loses; dummies NAME... stand for
 # other NICs that probe first and take those names.
 sim_reboot() {
@@ -142,6 +172,7 @@ step "reboot 1: up --stage pre, then up"
 sim_reboot eth0 eth1 || exit 1
 ovs-vsctl show >"$OUT/reboot1.ovs"
 check r1_pre V up --stage pre
+check r1_fail failed_after_pre ovs.bridge/br-vf
 check r1_up V up
 snapshot r1
 check r1_same same converged r1

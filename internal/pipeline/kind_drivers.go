@@ -180,6 +180,33 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 	}
 }
 
+// rebind is a plan's bind step for a VF that the unbind phase unbinds
+// first (the eswitch, bond or LAG changes): binding it is a change
+// whatever its driver now, and the driver and driver_override it has now
+// are the plan's capture, from which a rollback puts them back (the VF
+// as the run found it: unbound after a boot's pre stage).
+func (k bindKind) rebind(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver string) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.id(pf, vf),
+		Check: func(context.Context) (teardown.Change, error) {
+			cur, err := e.pci.Driver(addr)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			prior := map[sriov.Addr]string{addr: cur}
+			ov, err := e.priorOverrides(prior)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s: bind to %s again (after the LAG re-forms)", addr, driver),
+				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
+		},
+		Apply: func(context.Context) error {
+			return fmt.Errorf("%s: planned only: up binds the VF after the unbind phase", k.id(pf, vf))
+		},
+	}
+}
+
 // undoDrivers rebinds VFs to the drivers they had (an empty prior driver
 // means unbound) and puts their driver_override back.
 func (e *Env) undoDrivers(ctx context.Context, r driversRecord) (string, error) {
@@ -302,12 +329,12 @@ func (run *groupRun) bind(context.Context) ([]batch, error) {
 			// The unbind phase unbinds it first (the eswitch, bond or LAG
 			// changes), or the numvfs change makes it again unbound:
 			// binding it again is a change.
-			why := "after the LAG re-forms"
 			if run.fresh(pf) {
-				why = "after the VFs are made again"
+				s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
+					fmt.Sprintf("%s: bind to %s again (after the VFs are made again)", a, v.Driver)))
+				break
 			}
-			s = append(s, predicted(bindKind{}.Name(), bindKind{}.id(pf, v.VF),
-				fmt.Sprintf("%s: bind to %s again (%s)", a, v.Driver, why)))
+			s = append(s, bindKind{}.rebind(run.e, pf, v.VF, a, v.Driver))
 		case ok:
 			s = append(s, bindKind{}.step(run.e, pf, v.VF, a, v.Driver))
 		case run.dry:
