@@ -346,14 +346,7 @@ func TestRebootSwapsNamesBetweenGroups(t *testing.T) {
 				if now0 := repsOfNIC(t, b, "0000:61:00.0", "0000:61:00.1"); !slices.Equal(now0, old1) {
 					t.Fatalf("after the reboot lag0's representors are %v, want lag1's old names %v", now0, old1)
 				}
-				planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
-				rep := upReport(t, b)
-				if rep.Error != "" {
-					t.Fatalf("up after the reboot: %s", rep.Error)
-				}
-				if got := rep.ChangedIDs(); !slices.Equal(sortedCopy(got), sortedCopy(planned)) {
-					t.Errorf("up changed %v, plan said %v", got, planned)
-				}
+				upAsPlanned(t, b)
 			}
 			// (After the rollback the representors are new ones, named
 			// anew: the undo took the eswitches back to legacy.)
@@ -377,6 +370,20 @@ func TestRebootSwapsNamesBetweenGroups(t *testing.T) {
 }
 
 func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// upAsPlanned runs plan, then up, which must succeed and change exactly
+// the steps plan listed.
+func upAsPlanned(t *testing.T, b *bed) {
+	t.Helper()
+	planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+	rep := upReport(t, b)
+	if rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	if got := rep.ChangedIDs(); !slices.Equal(sortedCopy(got), sortedCopy(planned)) {
+		t.Errorf("up changed %v, plan said %v", got, planned)
+	}
+}
 
 // TestRebootNamesOfADroppedGroup: after a reboot that gave lag0's card the
 // representor names lag1's had, with lag1 dropped from the config, plan
@@ -406,14 +413,7 @@ func TestRebootNamesOfADroppedGroup(t *testing.T) {
 	if !strings.Contains(plan, "move 8 ports of group lag1 from br-lag1") {
 		t.Errorf("plan does not show lag0's bridge taking lag1's ports:\n%s", plan)
 	}
-	planned := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
-	rep := upReport(t, b)
-	if rep.Error != "" {
-		t.Fatalf("up: %s", rep.Error)
-	}
-	if got := rep.ChangedIDs(); !slices.Equal(sortedCopy(got), sortedCopy(planned)) {
-		t.Errorf("up changed %v, plan said %v", got, planned)
-	}
+	upAsPlanned(t, b)
 	if got := bridgeReps(b, "br-lag0", "bond0"); !slices.Equal(got, withOwner(old1, "lag0")) {
 		t.Errorf("br-lag0 holds %v, want %v", got, withOwner(old1, "lag0"))
 	}

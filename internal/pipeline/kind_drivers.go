@@ -159,7 +159,7 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(pf, vf),
 		Check: func(context.Context) (teardown.Change, error) {
-			cur, err := e.pci.Driver(addr)
+			cur, rec, err := e.driverNow(addr)
 			if err != nil {
 				return teardown.Change{}, err
 			}
@@ -168,13 +168,8 @@ func (k bindKind) step(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver st
 			} else {
 				e.noteRebinds(k.id(pf, vf), nil)
 			}
-			prior := map[sriov.Addr]string{addr: cur}
-			ov, err := e.priorOverrides(prior)
-			if err != nil {
-				return teardown.Change{}, err
-			}
 			return teardown.Change{Needed: cur != driver, Summary: fmt.Sprintf("%s: bind to %s (now %s)", addr, driver, orDash(cur)),
-				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
+				Record: rec}, nil
 		},
 		Apply: func(context.Context) error { return e.pci.Bind(addr, driver) },
 	}
@@ -189,22 +184,32 @@ func (k bindKind) rebind(e *Env, pf eswitch.PF, vf int, addr sriov.Addr, driver 
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(pf, vf),
 		Check: func(context.Context) (teardown.Change, error) {
-			cur, err := e.pci.Driver(addr)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			prior := map[sriov.Addr]string{addr: cur}
-			ov, err := e.priorOverrides(prior)
+			_, rec, err := e.driverNow(addr)
 			if err != nil {
 				return teardown.Change{}, err
 			}
 			return teardown.Change{Needed: true, Summary: fmt.Sprintf("%s: bind to %s again (after the LAG re-forms)", addr, driver),
-				Record: driversRecord{Drivers: prior, Overrides: ov}}, nil
+				Record: rec}, nil
 		},
 		Apply: func(context.Context) error {
 			return fmt.Errorf("%s: planned only: up binds the VF after the unbind phase", k.id(pf, vf))
 		},
 	}
+}
+
+// driverNow is the driver VF addr has now and the record from which its
+// undo puts that driver and its driver_override back.
+func (e *Env) driverNow(addr sriov.Addr) (string, driversRecord, error) {
+	cur, err := e.pci.Driver(addr)
+	if err != nil {
+		return "", driversRecord{}, err
+	}
+	prior := map[sriov.Addr]string{addr: cur}
+	ov, err := e.priorOverrides(prior)
+	if err != nil {
+		return "", driversRecord{}, err
+	}
+	return cur, driversRecord{Drivers: prior, Overrides: ov}, nil
 }
 
 // undoDrivers rebinds VFs to the drivers they had (an empty prior driver
