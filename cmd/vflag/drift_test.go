@@ -83,32 +83,7 @@ func TestDriftPlanStatusValidateAgree(t *testing.T) {
 	b.initSim()
 	upReport(t, b)
 	t.Cleanup(func() { b.mustVflag(0, "down") })
-	agree := func(name string, s driftSeen, notUp ...string) {
-		t.Helper()
-		if len(s.plan) == 0 {
-			if s.statusCode != 0 || s.validateCode != 0 || len(s.status)+len(s.validate) > 0 {
-				t.Errorf("%s: plan changes nothing; status exit %d names %v, validate exit %d fails %v", name, s.statusCode, s.status, s.validateCode, s.validate)
-			}
-			return
-		}
-		if s.validateCode != 1 {
-			t.Errorf("%s: plan changes %v; validate exit %d", name, s.plan, s.validateCode)
-		}
-		if !slices.Equal(s.notUp, notUp) {
-			t.Errorf("%s: status calls %v not up, want %v", name, s.notUp, notUp)
-		}
-		if len(notUp) > 0 {
-			if s.statusCode != exitNotUp {
-				t.Errorf("%s: status exit %d, want %d (not up)", name, s.statusCode, exitNotUp)
-			}
-		} else if s.statusCode != exitProblems || !slices.Equal(s.plan, s.status) {
-			t.Errorf("%s: plan changes %v; status exit %d names %v", name, s.plan, s.statusCode, s.status)
-		}
-		if !slices.Equal(s.plan, s.validate) {
-			t.Errorf("%s: plan changes %v; validate fails %v", name, s.plan, s.validate)
-		}
-	}
-	agree("converged", b.seeDrift())
+	assertDriftAgrees(t, "converged", b.seeDrift())
 
 	// Every config of the convergence table in place of the base: each
 	// kind of change up makes, as drift of the host from that config.
@@ -122,7 +97,7 @@ func TestDriftPlanStatusValidateAgree(t *testing.T) {
 		if x.group2 {
 			notUp = []string{"lag1"} // its one problem, its changes not one by one
 		}
-		agree(x.name, s, notUp...)
+		assertDriftAgrees(t, x.name, s, notUp...)
 		t.Logf("%s: %d change(s)", x.name, len(s.plan))
 	}
 	b.useConfig(base.config(d))
@@ -162,11 +137,92 @@ func TestDriftPlanStatusValidateAgree(t *testing.T) {
 		if len(s.plan) == 0 {
 			t.Errorf("%s by hand (%s): plan changes nothing", h.name, strings.Join(h.args, " "))
 		}
-		agree(h.name+" by hand", s)
+		assertDriftAgrees(t, h.name+" by hand", s)
 		if rep := upReport(t, b); rep.Error != "" {
 			t.Fatalf("%s: up: %s", h.name, rep.Error)
 		}
-		agree(h.name+" repaired", b.seeDrift())
+		assertDriftAgrees(t, h.name+" repaired", b.seeDrift())
+	}
+}
+
+// assertDriftAgrees fails t unless plan, status and validate say the same
+// of s: nothing (exit 0 each) when plan changes nothing; else validate
+// fails exactly plan's steps and status names them (exit 4), or calls the
+// notUp groups not up (exit 5).
+func assertDriftAgrees(t *testing.T, name string, s driftSeen, notUp ...string) {
+	t.Helper()
+	if len(s.plan) == 0 {
+		if s.statusCode != 0 || s.validateCode != 0 || len(s.status)+len(s.validate) > 0 {
+			t.Errorf("%s: plan changes nothing; status exit %d names %v, validate exit %d fails %v", name, s.statusCode, s.status, s.validateCode, s.validate)
+		}
+		return
+	}
+	if s.validateCode != 1 {
+		t.Errorf("%s: plan changes %v; validate exit %d", name, s.plan, s.validateCode)
+	}
+	if !slices.Equal(s.notUp, notUp) {
+		t.Errorf("%s: status calls %v not up, want %v", name, s.notUp, notUp)
+	}
+	if len(notUp) > 0 {
+		if s.statusCode != exitNotUp {
+			t.Errorf("%s: status exit %d, want %d (not up)", name, s.statusCode, exitNotUp)
+		}
+	} else if s.statusCode != exitProblems || !slices.Equal(s.plan, s.status) {
+		t.Errorf("%s: plan changes %v; status exit %d names %v", name, s.plan, s.statusCode, s.status)
+	}
+	if !slices.Equal(s.plan, s.validate) {
+		t.Errorf("%s: plan changes %v; validate fails %v", name, s.plan, s.validate)
+	}
+}
+
+// TestSimhostExampleDrift walks the simulated host's example as README
+// has a newcomer do it: converged, each port of it changed by hand (the
+// access VF's tag, the trunk VF's trunks and mode, an MTU) is seen by
+// plan, status (exit 4) and validate (exit 1) alike, and up repairs it.
+func TestSimhostExampleDrift(t *testing.T) {
+	d := poolDaemons(t)
+	text, _ := simulatedExample(t, d, mustReadFile(t, "../../examples/vflag-simhost.yaml"))
+	b := newBed(t, d, "")
+	b.useConfig(text)
+	b.initSim()
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	assertDriftAgrees(t, "converged", b.seeDrift())
+	portWith := func(col, val string) string {
+		t.Helper()
+		for _, p := range strings.Fields(b.ovs.MustVsctl("list-ports", "br-lag")) {
+			if p != "bond0" && strings.TrimSpace(b.ovs.MustVsctl("get", "Port", p, col)) == val {
+				return p
+			}
+		}
+		t.Fatalf("no port of br-lag with %s %s:\n%s", col, val, b.ovs.MustVsctl("list", "Port"))
+		return ""
+	}
+	access, trunk := portWith("tag", "100"), portWith("trunks", "[100, 200]")
+	if got := strings.TrimSpace(b.ovs.MustVsctl("get", "Port", trunk, "vlan_mode")); got != "trunk" {
+		t.Fatalf("the trunk VF's port %s has vlan_mode %s", trunk, got)
+	}
+	for _, h := range []struct {
+		name string
+		args []string
+	}{
+		{"access VF retagged", []string{"set", "Port", access, "tag=999"}},
+		{"trunk VF given a VLAN more", []string{"set", "Port", trunk, "trunks=100,200,300"}},
+		{"trunk VF made access", []string{"set", "Port", trunk, "vlan_mode=access", "tag=100"}},
+		{"trunk VF's MTU", []string{"set", "Interface", trunk, "mtu_request=1400"}},
+	} {
+		b.ovs.MustVsctl(h.args...)
+		s := b.seeDrift()
+		if len(s.plan) == 0 {
+			t.Errorf("%s (%s): plan changes nothing", h.name, strings.Join(h.args, " "))
+		}
+		assertDriftAgrees(t, h.name, s)
+		if rep := upReport(t, b); rep.Error != "" {
+			t.Fatalf("%s: up: %s", h.name, rep.Error)
+		}
+		assertDriftAgrees(t, h.name+" repaired", b.seeDrift())
 	}
 }
 

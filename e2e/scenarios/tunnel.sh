@@ -242,9 +242,18 @@ check t_failover failover
 check t_neigh_resolved verdict tunnel/neigh/192.0.2.12 pass
 
 step "T: faults found by validate"
+# neigh_deleted: the remote falls silent (its underlay VLAN down: no ARP
+# request of its own to refill the entry as STALE, no reply to ours) and the
+# neighbour is deleted; validate must call the next hop unresolved. The
+# remote comes back afterwards.
 neigh_deleted() {
-	ip neigh del 192.0.2.12 dev bond0.30 || return 1
-	verdict tunnel/neigh/192.0.2.12 fail "unresolved"
+	local rc=0
+	ip -n r link set brr.30 down || return 1
+	ip neigh del 192.0.2.12 dev bond0.30 || rc=1
+	ip neigh show 192.0.2.12 dev bond0.30
+	[ $rc = 0 ] && { verdict tunnel/neigh/192.0.2.12 fail "unresolved" || rc=1; }
+	ip -n r link set brr.30 up
+	return $rc
 }
 check t_neigh_deleted neigh_deleted
 mtu_broken() {
