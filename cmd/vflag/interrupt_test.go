@@ -30,6 +30,9 @@ type ptyRun struct {
 	mu     sync.Mutex
 	out    bytes.Buffer
 	done   chan error
+	// drained is closed when the reader has read all the terminal's
+	// output (EIO on the master once the last slave is closed).
+	drained chan struct{}
 }
 
 func startOnPTY(t *testing.T, args ...string) *ptyRun {
@@ -57,8 +60,9 @@ func startOnPTY(t *testing.T, args ...string) *ptyRun {
 		t.Fatal(err)
 	}
 	_ = slave.Close()
-	p := &ptyRun{t: t, cmd: cmd, master: master, done: make(chan error, 1)}
+	p := &ptyRun{t: t, cmd: cmd, master: master, done: make(chan error, 1), drained: make(chan struct{})}
 	go func() {
+		defer close(p.drained)
 		buf := make([]byte, 4096)
 		for {
 			k, err := master.Read(buf)
@@ -113,6 +117,13 @@ func (p *ptyRun) exited() bool {
 func (p *ptyRun) exitCode() int {
 	p.t.Helper()
 	p.waitFor("vflag exits", p.exited)
+	// What vflag wrote last may still be in the terminal: read it all
+	// before anyone looks at the output.
+	select {
+	case <-p.drained:
+	case <-time.After(10 * time.Second):
+		p.t.Errorf("the terminal's output was not read to its end 10 s after vflag exited")
+	}
 	err := <-p.done
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
