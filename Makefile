@@ -104,7 +104,7 @@ e2e-image:
 
 # e2e: boot every e2e/scenarios/*.sh with a fresh build of ./cmd/vflag.
 e2e: deps e2e-image
-	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/...
+	$(GO) test -tags e2e -count=1 -timeout 45m -v ./e2e/...
 
 # package: .deb and .rpm in build/ with nfpm (pinned), the binary, units,
 # hook, example config, the README and docs/, man pages and completions
