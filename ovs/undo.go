@@ -364,3 +364,47 @@ func (c *Client) Bridge(ctx context.Context, name string) (BridgeSettings, error
 	}
 	return out, nil
 }
+
+// SetInterfaceID sets external_ids:key of the Interface named iface to
+// *value (nil removes the key), guarded by the interface still having
+// that name; an interface that does not exist is no error. It is what
+// ovn-controller does with ovn-installed (the simulated host's model of
+// it writes through it).
+//
+//	ovs-vsctl set Interface $iface external_ids:$key=$value   (remove Interface $iface external_ids $key)
+func (c *Client) SetInterfaceID(ctx context.Context, iface, key string, value *string) error {
+	if iface == "" || key == "" {
+		return fmt.Errorf("ovs: set interface external_ids: empty interface or key")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := c.readWhere(ctx, view{model.OpenvSwitchTable: {"_uuid"}, model.InterfaceTable: ifaceIDsView[model.InterfaceTable]},
+		map[string][]ovsdb.Condition{model.InterfaceTable: {ovsdb.NewCondition("name", ovsdb.ConditionEqual, iface)}})
+	if err != nil {
+		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, err)
+	}
+	f := st.ifaces[iface]
+	if f == nil {
+		return nil
+	}
+	if cur, ok := f.ExternalIDs[key]; (value == nil && !ok) || (value != nil && ok && cur == *value) {
+		return nil
+	}
+	uuid := f.UUID
+	t := &txn{}
+	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+		m := &model.Interface{}
+		muts := []lmodel.Mutation{{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationDelete, Value: []string{key}}}
+		if value != nil {
+			muts = append(muts, lmodel.Mutation{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{key: *value}})
+		}
+		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, iface)).Mutate(m, muts...))
+	})
+	if st.root == nil {
+		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, errNoRoot)
+	}
+	if err := c.commit(ctx, t, st.root.UUID); err != nil {
+		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, err)
+	}
+	return nil
+}
