@@ -113,4 +113,3 @@ func (c *Client) SetSSL(ctx context.Context, p *SSLPaths) error {
 	}
 	return nil
 }
-
