@@ -252,6 +252,7 @@ func (b *bed) useConfig(text string) {
 // step ids, as many.
 func TestConvergeTransitions(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t) // the OVN variants
 	d.virt.DefineDomain(t, "vm2")
 	vs := variants()
 	fresh := map[string]string{}

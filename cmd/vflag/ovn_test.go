@@ -26,6 +26,7 @@ func ovnVariant(n int) variant {
 // br-int and its tunnel port.
 func TestOVNChassisUpDown(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
 	d.ovs.MustVsctl("set", "Open_vSwitch", ".", "external_ids:hostname=old-name", "external_ids:ovn-encap-type=stt", "external_ids:unrelated=keep")
 	d.ovs.MustVsctl("add-br", "br-int", "--", "set", "Bridge", "br-int", "fail_mode=secure", "datapath_type=netdev",
@@ -76,6 +77,7 @@ func TestOVNChassisUpDown(t *testing.T) {
 // directory, the same at the next up.
 func TestOVNCreatesIntegrationBridge(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
 	b := newBed(t, d, "")
 	b.useConfig(strings.Replace(ovnVariant(1).config(d), "system_id: chassis-1, ", "", 1))
@@ -113,6 +115,7 @@ func TestOVNCreatesIntegrationBridge(t *testing.T) {
 // change.
 func TestOVNNotInstalledIsDegraded(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
 	d.ovn.SetLSPs("lsp-vm1")
 	b := newBed(t, d, "")
@@ -142,6 +145,7 @@ func TestOVNNotInstalledIsDegraded(t *testing.T) {
 // absent, the bond back in br-lag, no br-int.
 func TestOVNRollbackAtEachStep(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
 	d.ovs.MustVsctl("set", "Open_vSwitch", ".", "external_ids:ovn-remote=tcp:198.51.100.1:6642")
 	b := newBed(t, d, "")
@@ -175,6 +179,7 @@ func TestOVNRollbackAtEachStep(t *testing.T) {
 // in the SSL row in place of the ones there, and down puts those back.
 func TestOVNSSLRowRestored(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
 	d.ovs.MustVsctl("set-ssl", "/old/key.pem", "/old/cert.pem", "/old/ca.pem")
 	b := newBed(t, d, "")
@@ -200,6 +205,7 @@ func TestOVNSSLRowRestored(t *testing.T) {
 // with OVN's 58 bytes and every representor's port are checked.
 func TestOVNStatusValidate(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
 	b := newBed(t, d, "")
 	b.useConfig(ovnVariant(1).config(d))
