@@ -113,6 +113,7 @@ func lastWrite(writes []string) string {
 // runs that one transition at every N, each way, and nothing else.
 func TestCrashTransitions(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t) // the OVN variants
 	d.virt.DefineDomain(t, "vm2")
 	rng := rand.New(rand.NewPCG(testbed.Seed(t, "VFLAG_CRASH_SEED"), 0))
 	full := os.Getenv("VFLAG_CRASH_FULL") == "1"

@@ -41,6 +41,7 @@ func planSteps(t *testing.T, out string) []string {
 // VFLAG_ROLLBACK_SEED replays it); VFLAG_ROLLBACK_FULL=1 tries every step.
 func TestRollbackTransitions(t *testing.T) {
 	d := startDaemons(t)
+	d.startOVN(t) // the OVN variants
 	d.virt.DefineDomain(t, "vm2")
 	rng := rand.New(rand.NewPCG(testbed.Seed(t, "VFLAG_ROLLBACK_SEED"), 0))
 	full := os.Getenv("VFLAG_ROLLBACK_FULL") == "1"
