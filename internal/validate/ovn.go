@@ -63,7 +63,8 @@ type OVNFacts struct {
 	BridgeErr     error
 	BridgeMissing bool
 	// Controller is ovn-controller's connection-status ("connected", "not
-	// connected"); "" not known (not asked, or it did not answer).
+	// connected") or "ovn-controller not running"; "" not known (not
+	// asked, or it did not answer).
 	Controller string
 }
 
@@ -136,7 +137,7 @@ func OVNPortCheck(w OVNWant, p OVNPortWant, f OVNFacts) Check {
 	notConnected := f.Controller != "" && f.Controller != "connected"
 	controller := func(why string) Check {
 		if notConnected {
-			return failed(name, "%s: %s; ovn-controller is not connected to the Southbound (connection-status: %s): it cannot claim the port or install its flows", p.LSP, why, f.Controller)
+			return failed(name, "%s: %s; ovn-controller is not connected to the Southbound (%s): it cannot claim the port or install its flows", p.LSP, why, f.Controller)
 		}
 		return failed(name, "%s: %s", p.LSP, why)
 	}

@@ -98,7 +98,7 @@ func TestOVNChecks(t *testing.T) {
 		{"unbound, the controller not connected", func(_ *OVNWant, f *OVNFacts) {
 			f.SB.Bindings["vm1-eth0"] = ovnsb.Binding{LogicalPort: "vm1-eth0"}
 			f.Controller = "not connected"
-		}, "ovn/port/vm1-eth0", Fail, "bound to no chassis: ovn-controller on this host has not claimed it; ovn-controller is not connected to the Southbound (connection-status: not connected)", false},
+		}, "ovn/port/vm1-eth0", Fail, "bound to no chassis: ovn-controller on this host has not claimed it; ovn-controller is not connected to the Southbound (not connected)", false},
 		{"unbound, the controller connected", func(_ *OVNWant, f *OVNFacts) {
 			f.SB.Bindings["vm1-eth0"] = ovnsb.Binding{LogicalPort: "vm1-eth0"}
 		}, "ovn/port/vm1-eth0", Fail, "vm1-eth0: the Port_Binding is bound to no chassis", true},

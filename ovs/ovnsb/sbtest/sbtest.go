@@ -248,13 +248,14 @@ func (s *Server) AddChassis(name, encapType, ip string) {
 	s.MustSbctl("chassis-add", name, encapType, ip, "--", "set", "Chassis", name, "hostname="+name+".example")
 }
 
-// AddPort makes the Port_Binding of logical port lsp, unbound, in one
-// datapath (what ovn-northd writes for a logical switch port).
+// AddPort makes the Port_Binding of logical port lsp, unbound and with up
+// false, in one datapath: what ovn-northd writes for a new logical switch
+// port (ovn-controller sets up only where northd has set it).
 func (s *Server) AddPort(lsp string) {
 	s.tb.Helper()
 	s.dpOnce.Do(func() { s.datapath = s.MustSbctl("create", "Datapath_Binding", "tunnel_key=1") })
 	s.keys++
-	s.MustSbctl("create", "Port_Binding", "logical_port="+lsp, "datapath="+s.datapath, "tunnel_key="+strconv.Itoa(s.keys))
+	s.MustSbctl("create", "Port_Binding", "logical_port="+lsp, "datapath="+s.datapath, "tunnel_key="+strconv.Itoa(s.keys), "up=false")
 }
 
 // Bind binds lsp to chassis ("" unbinds it) and sets its up column, as
@@ -326,4 +327,108 @@ func writePEM(path, typ string, der []byte) error {
 		return errors.New("pem encode")
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+// Controller is a real ovn-controller run for a test against an Open
+// vSwitch of ovstest and this Southbound.
+type Controller struct {
+	tb     testbed.TB
+	runDir string
+	cmd    *exec.Cmd
+	done   chan struct{}
+}
+
+// ovsServer is what StartController needs of an ovstest.Server.
+type ovsServer interface {
+	Endpoint() string
+	Dir() string
+	NetnsName() string
+}
+
+// StartController runs ovn-controller (Debian: ovn-host) against the Open
+// vSwitch o, in o's network namespace, with its pid file and control
+// socket in a directory of its own (RunDir, what $OVN_RUNDIR names). It
+// reads the Southbound's remote and its chassis settings from o's
+// Open_vSwitch row, as it does on a host: set them first. It stops when
+// the test ends (or at Stop).
+func StartController(tb testbed.TB, o ovsServer) *Controller {
+	tb.Helper()
+	if _, err := exec.LookPath("ovn-controller"); err != nil {
+		tb.Fatalf("sbtest: ovn-controller (install ovn-host): %v", err)
+	}
+	dir, err := os.MkdirTemp("/tmp", "ovnc")
+	if err != nil {
+		tb.Fatalf("sbtest: %v", err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c := &Controller{tb: tb, runDir: dir, done: make(chan struct{})}
+	c.cmd = exec.Command("ip", "netns", "exec", o.NetnsName(), "ovn-controller", o.Endpoint(),
+		"--pidfile="+filepath.Join(dir, "ovn-controller.pid"), "--log-file="+filepath.Join(dir, "ovn-controller.log"),
+		"--no-chdir", "-vconsole:off")
+	// OVS_RUNDIR: where ovs-vswitchd keeps br-int.mgmt, which
+	// ovn-controller connects to; OVN_RUNDIR: its own control socket.
+	c.cmd.Env = append(os.Environ(), "OVS_RUNDIR="+o.Dir(), "OVN_RUNDIR="+dir)
+	out, err := os.Create(filepath.Join(dir, "ovn-controller.out"))
+	if err != nil {
+		tb.Fatalf("sbtest: %v", err)
+	}
+	defer func() { _ = out.Close() }()
+	c.cmd.Stdout, c.cmd.Stderr = out, out
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		tb.Fatalf("sbtest: start ovn-controller: %v", err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	tb.Cleanup(c.Stop)
+	deadline := time.Now().Add(wait)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(dir, "ovn-controller.*.ctl")); len(m) > 0 {
+			return c
+		}
+		select {
+		case <-c.done:
+			c.dumpLog()
+			tb.Fatalf("sbtest: ovn-controller exited")
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.dumpLog()
+			tb.Fatalf("sbtest: ovn-controller made no control socket in %s", wait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// RunDir is the controller's run directory (its pid file, control socket).
+func (c *Controller) RunDir() string { return c.runDir }
+
+// Stop stops ovn-controller (SIGTERM, then SIGKILL after 3 s). Its pid
+// file stays behind, as after a crash.
+func (c *Controller) Stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(3 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
+	if c.tb.Failed() {
+		c.dumpLog()
+	}
+}
+
+func (c *Controller) dumpLog() {
+	for _, f := range []string{filepath.Join(c.runDir, "ovn-controller.log"), filepath.Join(c.runDir, "ovn-controller.out")} {
+		if b, err := os.ReadFile(f); err == nil && len(b) > 0 {
+			if len(b) > 8192 {
+				b = b[len(b)-8192:]
+			}
+			c.tb.Logf("sbtest: %s:\n%s", f, b)
+		}
+	}
 }
