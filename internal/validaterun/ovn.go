@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -162,4 +164,42 @@ func sbTLS(o *config.OVN) *ovnsb.TLS {
 		return nil
 	}
 	return &ovnsb.TLS{PrivateKey: o.SSL.PrivateKey, Certificate: o.SSL.Certificate, CACert: o.SSL.CACert}
+}
+
+// ovnTunnelOffload is what the offload check needs of an OVN group's
+// tunnel: the datapath's tunnel port (ovs-vswitchd names it
+// <type>_sys_<port>: OVN's Geneve and VXLAN use the IANA ports), the
+// ovn-* ports' remote_ip (the log's refusals name the port), and the
+// other chassis whose next hop's neighbour is unresolved.
+func ovnTunnelOffload(k eswitch.Kernel, g *config.Group, st *OVNState) *validate.TunnelOffload {
+	vport := "genev_sys_6081"
+	if g.OVN.EncapTypeOf() == config.OVNEncapVXLAN {
+		vport = "vxlan_sys_4789"
+	}
+	out := &validate.TunnelOffload{VPort: vport, OVN: true, Unresolved: map[string]string{}, RemoteOf: map[string]string{}}
+	for name, i := range st.Facts.Interfaces {
+		if ip := i.Options["remote_ip"]; strings.HasPrefix(name, "ovn-") && ip != "" {
+			out.RemoteOf[name] = ip
+		}
+	}
+	u, ok := k.(eswitch.Underlay)
+	if !ok || st.Facts.SB == nil {
+		return out
+	}
+	prefix, gw := g.OVN.Prefix(), g.OVN.Gateway
+	for _, c := range st.Facts.SB.Chassis {
+		if c.Name == st.Want.Chassis {
+			continue
+		}
+		for _, e := range c.Encaps {
+			hop := e.IP
+			if a, err := netip.ParseAddr(e.IP); err == nil && !prefix.Masked().Contains(a) && gw != "" {
+				hop = gw
+			}
+			if s, err := u.Neigh(g.UnderlayDev(), hop); err == nil && !eswitch.NeighResolved(s) {
+				out.Unresolved[e.IP] = s
+			}
+		}
+	}
+	return out
 }

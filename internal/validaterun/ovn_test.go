@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/ovs/ovnsb"
@@ -119,6 +120,15 @@ func TestOVNChecksRealController(t *testing.T) {
 		t.Errorf("the tunnel port is not ovn-controller's ovn-hv2-0: %s", c.Detail)
 	}
 
+	// validate --offload's view of OVN's tunnel: genev_sys_6081, and the
+	// remote of ovn-controller's tunnel port (the log's refusals name it).
+	w := b.want
+	w.Chassis = "hv1"
+	to := ovnTunnelOffload(nil, &config.Group{OVN: &config.OVN{EncapType: "geneve", EncapIP: "10.0.0.1/24"}}, &OVNState{Want: w, Facts: f})
+	if to.VPort != "genev_sys_6081" || !to.OVN || to.RemoteOf["ovn-hv2-0"] != "10.0.0.2" {
+		t.Errorf("tunnel offload facts %+v", to)
+	}
+
 	// No logical port vm3-eth0 in the Southbound: nothing binds it.
 	b.expect("ovn/port/vm3-eth0", validate.Fail, "vm3-eth0 (groups[0].vfs[2].ovn_port): no such logical switch port in the Southbound")
 
@@ -144,7 +154,7 @@ func TestOVNChecksRealController(t *testing.T) {
 	b.expect("ovn/port/vm1-eth0", validate.Fail, "the Port_Binding is bound to no chassis")
 
 	// The Southbound unreachable.
-	w := b.want
+	w = b.want
 	w.Remote = "tcp:127.0.0.1:1"
 	f = ReadOVNFacts(context.Background(), &w, b.oc, nil, nil, "")
 	if c := validate.OVNChecks(w, f)[0]; c.Name != "ovn/southbound" || c.Verdict != validate.Fail || !strings.Contains(c.Detail, "cannot read the OVN Southbound at tcp:127.0.0.1:1") {
