@@ -181,3 +181,30 @@ func TestOVNControllerNotConnected(t *testing.T) {
 		t.Errorf("version %q, %v", v, err)
 	}
 }
+
+// TestOVNWant: the config's ovn section and ports become what the checks
+// want: the encap address without its prefix, each port's representor
+// and config field; a VF without a representor keeps a name no interface
+// has.
+func TestOVNWant(t *testing.T) {
+	g := &config.Group{Name: "ovn0",
+		OVN: &config.OVN{Remote: "ssl:192.0.2.1:6642", SystemID: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11/24", Bridge: "br-int"},
+		VFs: []config.VFConfig{{PF: 0, VF: 0, OVNPort: "vm1-eth0"}, {PF: 0, VF: 1}},
+		Attachments: []config.Attachment{{Domain: "vm2", PF: 0, VF: 3, OVNPort: "vm2-eth0"}}}
+	w := OVNWant(g, "groups[1]", map[config.VFRef]string{{PF: 0, VF: 0}: "eth5"})
+	want := validate.OVNWant{Remote: "ssl:192.0.2.1:6642", Chassis: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11", Bridge: "br-int",
+		Ports: []validate.OVNPortWant{
+			{LSP: "vm1-eth0", Interface: "eth5", Field: "groups[1].vfs[0].ovn_port"},
+			{LSP: "vm2-eth0", Interface: "pf0vf3", Field: "groups[1].attachments[0].ovn_port"},
+		}}
+	if fmt.Sprintf("%+v", w) != fmt.Sprintf("%+v", want) {
+		t.Errorf("OVNWant:\n got %+v\nwant %+v", w, want)
+	}
+	cfg := &config.Config{Groups: []config.Group{{Name: "a"}, *g}}
+	if p := groupPath(cfg, g); p != "groups[1]" {
+		t.Errorf("groupPath = %q", p)
+	}
+	if tl := sbTLS(&config.OVN{SSL: &config.OVNSSL{PrivateKey: "k", Certificate: "c", CACert: "ca"}}); tl == nil || *tl != (ovnsb.TLS{PrivateKey: "k", Certificate: "c", CACert: "ca"}) {
+		t.Errorf("sbTLS = %+v", tl)
+	}
+}
