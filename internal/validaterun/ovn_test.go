@@ -132,9 +132,15 @@ func TestOVNChecksRealController(t *testing.T) {
 	// No logical port vm3-eth0 in the Southbound: nothing binds it.
 	b.expect("ovn/port/vm3-eth0", validate.Fail, "vm3-eth0 (groups[0].vfs[2].ovn_port): no such logical switch port in the Southbound")
 
-	// vm2-eth0 requested by hv2 and bound there: hv1 gives it up.
+	// vm2-eth0 requested by hv2 (as ovn-northd writes requested-chassis):
+	// hv1's controller releases it, then hv2 claims it.
 	uuid := b.sb.MustSbctl("--bare", "--columns=_uuid", "find", "Chassis", "name=hv2")
-	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "requested_chassis="+uuid, "chassis="+uuid)
+	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "requested_chassis="+uuid, "options:requested-chassis=hv2")
+	b.until("hv1 releases vm2-eth0", func() bool {
+		out, err := b.sb.Sbctl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port=vm2-eth0")
+		return err == nil && out == ""
+	})
+	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "chassis="+uuid)
 	b.expect("ovn/port/vm2-eth0", validate.Fail, "vm2-eth0 is bound to another chassis, hv2, not this one (hv1)")
 
 	// The tunnel port deleted under a stopped controller (a running one
