@@ -194,8 +194,8 @@ func TestOVNControllerNotConnected(t *testing.T) {
 // has.
 func TestOVNWant(t *testing.T) {
 	g := &config.Group{Name: "ovn0",
-		OVN: &config.OVN{Remote: "ssl:192.0.2.1:6642", SystemID: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11/24", Bridge: "br-int"},
-		VFs: []config.VFConfig{{PF: 0, VF: 0, OVNPort: "vm1-eth0"}, {PF: 0, VF: 1}},
+		OVN:         &config.OVN{Remote: "ssl:192.0.2.1:6642", SystemID: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11/24", Bridge: "br-int"},
+		VFs:         []config.VFConfig{{PF: 0, VF: 0, OVNPort: "vm1-eth0"}, {PF: 0, VF: 1}},
 		Attachments: []config.Attachment{{Domain: "vm2", PF: 0, VF: 3, OVNPort: "vm2-eth0"}}}
 	w := OVNWant(g, "groups[1]", map[config.VFRef]string{{PF: 0, VF: 0}: "eth5"})
 	want := validate.OVNWant{Remote: "ssl:192.0.2.1:6642", Chassis: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11", Bridge: "br-int",
