@@ -68,9 +68,10 @@ type OVNChassisReader interface {
 
 // ReadOVNFacts reads what the OVN checks judge for w: br-int's interfaces
 // and the Open_vSwitch row from oc (ovsErr: why there is none), the
-// Southbound at w.Remote (t: an ssl: remote's files), and ovn-controller's connection-status from its
-// control socket in runDir ("": not asked). A w without a chassis name
-// (no system_id in the config) takes the Open_vSwitch row's system-id.
+// Southbound at w.Remote (t: an ssl: remote's files), and ovn-controller's
+// connection-status from its control socket in runDir ("": not asked). A
+// w without a chassis name (no system_id in the config) takes the
+// Open_vSwitch row's system-id.
 func ReadOVNFacts(ctx context.Context, w *validate.OVNWant, oc OVNChassisReader, ovsErr error, t *ovnsb.TLS, runDir string) validate.OVNFacts {
 	var f validate.OVNFacts
 	if ovsErr == nil {
