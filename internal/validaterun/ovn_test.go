@@ -214,3 +214,28 @@ func TestOVNWant(t *testing.T) {
 		t.Errorf("sbTLS = %+v", tl)
 	}
 }
+
+// TestOVNUnderlayWant: an OVN group's underlay is judged by the tunnel
+// checks: the encap address on the bond's VLAN interface, the configured
+// routes, a remote per other chassis's encap of the configured type (not
+// this chassis's, not another type's), OVN's 58 bytes of Geneve over IPv4
+// (78 over IPv6) in the MTU chain, the fixes naming the ovn section.
+func TestOVNUnderlayWant(t *testing.T) {
+	g := &config.Group{Name: "ovn0", Eswitch: "switchdev", MTU: 1500, Bond: config.Bond{Name: "bond0"},
+		OVN: &config.OVN{EncapType: "geneve", EncapIP: "192.0.2.11/24", UnderlayVLAN: 30, Gateway: "192.0.2.254", Routes: []string{"198.51.100.0/24"}}}
+	st := &OVNState{Want: validate.OVNWant{Chassis: "hv1"}, Facts: validate.OVNFacts{SB: &ovnsb.Snapshot{Chassis: []ovnsb.Chassis{
+		{Name: "hv1", Encaps: []ovnsb.Encap{{Type: "geneve", IP: "192.0.2.11"}}},
+		{Name: "hv2", Encaps: []ovnsb.Encap{{Type: "geneve", IP: "192.0.2.12"}}},
+		{Name: "hv3", Encaps: []ovnsb.Encap{{Type: "vxlan", IP: "10.9.9.9"}, {Type: "geneve", IP: "198.51.100.7"}}},
+	}}}}
+	w := ovnUnderlayWant(g, st)
+	got := fmt.Sprintf("%s %s %s remotes %v routes %v overhead %d section %s ports %d", w.Type, w.Dev, w.Local, w.Remotes, w.Routes, w.Overhead, w.Section, len(w.Ports))
+	want := "geneve bond0.30 192.0.2.11/24 remotes [192.0.2.12 198.51.100.7] routes [198.51.100.0/24 via 192.0.2.254 dev bond0.30] overhead 58 section ovn ports 0"
+	if got != want {
+		t.Errorf("underlay want:\n got %s\nwant %s", got, want)
+	}
+	g.OVN.EncapIP = "2001:db8::11/64"
+	if w := ovnUnderlayWant(g, nil); w.Overhead != 78 || len(w.Remotes) != 0 {
+		t.Errorf("IPv6, the Southbound unread: overhead %d remotes %v", w.Overhead, w.Remotes)
+	}
+}
