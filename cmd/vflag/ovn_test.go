@@ -169,3 +169,26 @@ func TestOVNRollbackAtEachStep(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 }
+
+// TestOVNSSLRowRestored: with an ssl: remote, up puts the chassis's files
+// in the SSL row in place of the ones there, and down puts those back.
+func TestOVNSSLRowRestored(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	d.ovs.MustVsctl("set-ssl", "/old/key.pem", "/old/cert.pem", "/old/ca.pem")
+	b := newBed(t, d, "")
+	b.useConfig(ovnVariant(2).config(d))
+	b.initSim()
+	baseline := b.fullDump()
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	if dump := b.fullDump(); !strings.Contains(dump, `ssl private_key="/etc/ovn/key.pem" certificate="/etc/ovn/cert.pem" ca_cert="/etc/ovn/ca.pem"`) ||
+		!strings.Contains(dump, `ovn-remote="ssl:[2001:db8::1]:6642"`) || !strings.Contains(dump, `ovn-bridge-mappings="physnet1:br-phys"`) {
+		t.Fatalf("up did not make the ssl: chassis:\n%s", dump)
+	}
+	b.mustVflag(0, "down")
+	if got := b.fullDump(); got != baseline {
+		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
+	}
+}
