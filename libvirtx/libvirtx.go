@@ -231,7 +231,7 @@ func (c *Conn) Domain(name string) (DomainState, error) {
 	if err != nil {
 		return st, fmt.Errorf("libvirt: read domain %s: %w", name, err)
 	}
-	st.Exists, st.Active, st.Persistent = true, s.active, s.persistent
+	st.Exists, st.Active, st.Persistent, st.UUID = true, s.active, s.persistent, s.cfg.uuid
 	index := map[string]int{}
 	if s.persistent {
 		for _, i := range s.cfg.ifaces {

@@ -28,7 +28,10 @@ type Record struct {
 
 // DomainState is what libvirt says about one domain.
 type DomainState struct {
-	Name   string
+	Name string
+	// UUID is the domain's UUID (its persistent definition's), "" when it
+	// does not exist.
+	UUID   string
 	Exists bool
 	Active bool
 	// Persistent: the domain is defined (not transient); vflag attaches

@@ -131,6 +131,7 @@ type iface struct {
 
 // view is what one domain definition (persistent or live) says about VFs.
 type view struct {
+	uuid     string
 	ifaces   []iface
 	hostdevs []string // PCI sources of <hostdev mode='subsystem' type='pci'>
 	claims   []claim
@@ -141,7 +142,7 @@ func parseView(doc string) (view, error) {
 	if err := d.Unmarshal(doc); err != nil {
 		return view{}, fmt.Errorf("parse domain XML: %w", err)
 	}
-	var v view
+	v := view{uuid: d.UUID}
 	if d.Devices != nil {
 		for _, i := range d.Devices.Interfaces {
 			if i.Source == nil || i.Source.Hostdev == nil || i.Source.Hostdev.PCI == nil {

@@ -249,6 +249,14 @@ var (
 	// rootView: the Open_vSwitch row's other_config alone (other_config
 	// reads and writes: no bridge, port or interface row decoded).
 	rootView = view{model.OpenvSwitchTable: {"_uuid", "other_config"}}
+	// rootIDsView: the Open_vSwitch row's external_ids alone (OVN's
+	// chassis settings).
+	rootIDsView = view{model.OpenvSwitchTable: {"_uuid", "external_ids"}}
+	// ifaceIDsView: every interface's name and external_ids (OVN's
+	// bindings and ovn-installed).
+	ifaceIDsView = view{model.InterfaceTable: {"_uuid", "name", "external_ids"}}
+	// bridgeSettingsView: a bridge's fail_mode, other_config and marks.
+	bridgeSettingsView = view{model.BridgeTable: {"_uuid", "name", "fail_mode", "other_config", "external_ids"}}
 	// statusView adds what Status reports: each port's interface with its
 	// ofport and error.
 	statusView = view{

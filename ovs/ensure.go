@@ -239,8 +239,41 @@ func planExistingPorts(st *state, s BridgeSpec, br *model.Bridge, ch *Change, t 
 			ch.SetOptions = append(ch.SetOptions, ps.Name)
 			t.setInterface(f.UUID, ps)
 		}
+		if f := st.portInterface(p); ps.Bind != nil && f != nil && f.UUID != "" && !sameBind(f.ExternalIDs, ps.Bind) {
+			ch.SetBind = append(ch.SetBind, ps.Name)
+			t.setBind(f.UUID, ps)
+		}
 	}
 	return add, nil
+}
+
+// sameBind tells whether external_ids ids hold exactly bind's values of
+// BindKeys (a key bind lacks absent from ids too).
+func sameBind(ids, bind map[string]string) bool {
+	for _, k := range BindKeys {
+		v, ok := ids[k]
+		w, want := bind[k]
+		if ok != want || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+// setBind rewrites the OVN binding keys of interface uuid (while it still
+// has ps's name): BindKeys removed, then ps.Bind's inserted; its other
+// keys stay (ovn-controller's ovn-installed, which it takes off itself
+// when the iface-id changes).
+func (t *txn) setBind(uuid string, ps PortSpec) {
+	name, bind := ps.Name, maps.Clone(ps.Bind)
+	t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
+		m := &model.Interface{}
+		muts := []lmodel.Mutation{{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationDelete, Value: append([]string(nil), BindKeys...)}}
+		if len(bind) > 0 {
+			muts = append(muts, lmodel.Mutation{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationInsert, Value: bind})
+		}
+		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, name)).Mutate(m, muts...))
+	})
 }
 
 // planMove takes port p of vflag's other owner off bridge from, guarded
@@ -311,8 +344,17 @@ func planNewPorts(add []PortSpec, ch *Change, t *txn, owner map[string]string) [
 	for i, ps := range add {
 		ch.AddPorts = append(ch.AddPorts, ps.Name)
 		ifName, portName := "iface"+strconv.Itoa(i), "port"+strconv.Itoa(i)
+		ifIDs := owner
+		if len(ps.Bind) > 0 {
+			ifIDs = maps.Clone(owner)
+			for _, k := range BindKeys {
+				if v, ok := ps.Bind[k]; ok {
+					ifIDs[k] = v
+				}
+			}
+		}
 		rows = append(rows,
-			newInterface{UUIDName: ifName, Name: ps.Name, Type: ps.Type, Options: ps.Options, ExternalIDs: owner, MTURequest: optInt(ps.MTURequest)},
+			newInterface{UUIDName: ifName, Name: ps.Name, Type: ps.Type, Options: ps.Options, ExternalIDs: ifIDs, MTURequest: optInt(ps.MTURequest)},
 			newPort{UUIDName: portName, Name: ps.Name, Interfaces: []string{ifName}, ExternalIDs: owner,
 				Tag: optInt(ps.Tag), VLANMode: optString(ps.VLANMode), Trunks: ps.Trunks})
 		portRefs = append(portRefs, portName)
@@ -329,11 +371,15 @@ func planBridge(st *state, s BridgeSpec, br *model.Bridge, portRefs []string, t 
 		if st.root == nil {
 			return errNoRoot
 		}
+		nb := newBridge{UUIDName: "bridge", Name: s.Bridge, Ports: append([]string{"brPort"}, portRefs...),
+			ExternalIDs: owner, DatapathType: s.DatapathType}
+		if s.Integration {
+			nb.FailMode, nb.OtherConfig = optString(FailModeSecure), map[string]string{DisableInBandKey: "true"}
+		}
 		t.insert(
 			newInterface{UUIDName: "brIface", Name: s.Bridge, Type: "internal", ExternalIDs: owner},
 			newPort{UUIDName: "brPort", Name: s.Bridge, Interfaces: []string{"brIface"}, ExternalIDs: owner},
-			newBridge{UUIDName: "bridge", Name: s.Bridge, Ports: append([]string{"brPort"}, portRefs...),
-				ExternalIDs: owner, DatapathType: s.DatapathType})
+			nb)
 		root := st.root.UUID
 		t.add(1, func(api client.API) ([]ovsdb.Operation, error) {
 			return mutateRoot(api, root, func(m *model.OpenvSwitch) []lmodel.Mutation {

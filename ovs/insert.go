@@ -67,13 +67,16 @@ func (r newPort) op() ovsdb.Operation {
 }
 
 // newBridge is a Bridge row: name, its ports (named UUIDs of this
-// transaction), the owner's mark and the datapath type.
+// transaction), the owner's mark, the datapath type and, for an OVN
+// integration bridge, fail_mode and other_config.
 type newBridge struct {
 	UUIDName     string
 	Name         string
 	Ports        []string
 	ExternalIDs  map[string]string
 	DatapathType string
+	FailMode     *string
+	OtherConfig  map[string]string
 }
 
 func (r newBridge) op() ovsdb.Operation {
@@ -82,6 +85,8 @@ func (r newBridge) op() ovsdb.Operation {
 	setUUIDs(row, "ports", r.Ports)
 	setMap(row, "external_ids", r.ExternalIDs)
 	setString(row, "datapath_type", r.DatapathType)
+	setOptString(row, "fail_mode", r.FailMode)
+	setMap(row, "other_config", r.OtherConfig)
 	return insertOp(model.BridgeTable, r.UUIDName, row)
 }
 

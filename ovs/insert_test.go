@@ -31,8 +31,9 @@ func TestInsertRowsMatchLibovsdb(t *testing.T) {
 		newPort{UUIDName: "p2", Name: "pf0vf1", Interfaces: []string{"i2"}, ExternalIDs: owner,
 			Tag: optInt(7), VLANMode: optString("native-untagged"), Trunks: []int{7, 100, 4094}},
 		newBridge{UUIDName: "b0", Name: "br-x", Ports: []string{"p0", "p1", "p2"}, ExternalIDs: owner, DatapathType: "netdev"},
-		newBridge{UUIDName: "b1", Name: "br-y"},
+		newBridge{UUIDName: "b1", Name: "br-y", FailMode: optString("secure"), OtherConfig: map[string]string{"disable-in-band": "true"}},
 		newBridge{UUIDName: "4f8f5e3b-3b0e-4c4a-9b1e-2f8e1f0a6c11", Name: "br-z", Ports: []string{"p0"}},
+		newInterface{UUIDName: "i4", Name: "pf0vf2", ExternalIDs: map[string]string{OwnerKey: "lag0", "iface-id": "lsp1", "attached-mac": "52:54:00:00:00:01"}},
 		newInterface{UUIDName: "i3", Name: "vx5000r0", Type: "vxlan", ExternalIDs: owner,
 			Options: map[string]string{"remote_ip": "192.0.2.12", "local_ip": "192.0.2.11", "key": "5000", "dst_port": "4789"}},
 	}
@@ -140,7 +141,8 @@ func modelOf(r insertRow) lmodel.Model {
 		return &model.Port{UUID: r.UUIDName, Name: r.Name, Interfaces: r.Interfaces, ExternalIDs: r.ExternalIDs,
 			Tag: r.Tag, VLANMode: r.VLANMode, Trunks: r.Trunks}
 	case newBridge:
-		return &model.Bridge{UUID: r.UUIDName, Name: r.Name, Ports: r.Ports, ExternalIDs: r.ExternalIDs, DatapathType: r.DatapathType}
+		return &model.Bridge{UUID: r.UUIDName, Name: r.Name, Ports: r.Ports, ExternalIDs: r.ExternalIDs, DatapathType: r.DatapathType,
+			FailMode: r.FailMode, OtherConfig: r.OtherConfig}
 	}
 	panic(fmt.Sprintf("modelOf: %T", r))
 }

@@ -27,7 +27,29 @@ type PortSpec struct {
 	// place (an untyped port's interface type is left alone).
 	Type    string
 	Options map[string]string
+	// Bind, when not nil, are the OVN binding keys (BindKeys) the port's
+	// Interface external_ids must hold: set with a new port, and on a port
+	// of the owner's whose BindKeys differ, rewritten (a key of BindKeys
+	// that Bind lacks removed) in place; the Interface's other keys
+	// (ovn-controller's ovn-installed, the owner's mark) are left alone.
+	// nil: the binding keys are left as they are.
+	Bind map[string]string
 }
+
+// BindKeys are the Interface external_ids keys of an OVN binding that a
+// PortSpec's Bind manages: the logical port, the VF's MAC, the domain's
+// UUID and the status ovn-controller reads.
+var BindKeys = []string{"iface-id", "attached-mac", "vm-uuid", "iface-status"}
+
+// OVN integration bridge settings (ovn-controller(8): the integration
+// bridge): a bridge created for OVN has them.
+const (
+	FailModeSecure    = "secure"
+	DisableInBandKey  = "disable-in-band"
+	OVNInstalledKey   = "ovn-installed"
+	OVNInstalledValue = "true"
+	IfaceIDKey        = "iface-id"
+)
 
 // BridgeSpec is the bridge vflag wants.
 type BridgeSpec struct {
@@ -51,6 +73,10 @@ type BridgeSpec struct {
 	// qemu hook adding one representor); the others are left alone instead
 	// of being removed as stale.
 	Partial bool
+	// Integration: the bridge, when Ensure creates it, is an OVN
+	// integration bridge: fail_mode secure and other_config
+	// disable-in-band=true (an existing bridge is left as it is).
+	Integration bool
 }
 
 // Record is what Ensure changed, enough for Undo without the config (it is
@@ -74,6 +100,7 @@ type Change struct {
 	Retag           []string // vflag-owned ports whose tag, vlan_mode or trunks differ from the spec
 	SetMTU          []string // vflag-owned ports whose interface's mtu_request differs from the spec
 	SetOptions      []string // vflag-owned ports whose interface's type or options differ from the spec
+	SetBind         []string // vflag-owned ports whose interface's OVN binding keys differ from the spec's Bind
 	SetHWOffload    bool
 	PriorHWOffload  *string  // current value when SetHWOffload (nil = key absent)
 	RestartRequired bool     // the spec wants hw-offload off while it is "true": left alone, needs an OVS restart
@@ -95,7 +122,7 @@ type Move struct {
 // RestartRequired are reports, not writes: a change holding only them is
 // empty.
 func (c Change) Empty() bool {
-	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && len(c.SetMTU) == 0 && len(c.SetOptions) == 0 && !c.SetHWOffload
+	return !c.CreateBridge && len(c.AddPorts) == 0 && len(c.RemovePorts) == 0 && len(c.Retag) == 0 && len(c.SetMTU) == 0 && len(c.SetOptions) == 0 && len(c.SetBind) == 0 && !c.SetHWOffload
 }
 
 // PortStatus is one port of a bridge as OVS sees it.

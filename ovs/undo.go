@@ -254,3 +254,157 @@ func (c *Client) SetOtherConfig(ctx context.Context, key string, value, ifValue 
 	}
 	return nil
 }
+
+// ExternalIDs returns Open_vSwitch external_ids (empty without the root
+// row): the chassis settings of OVN (system-id, ovn-remote, ...).
+//
+//	ovs-vsctl get Open_vSwitch . external_ids
+func (c *Client) ExternalIDs(ctx context.Context) (map[string]string, error) {
+	st, err := c.read(ctx, rootIDsView)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: read external_ids: %w", err)
+	}
+	out := map[string]string{}
+	if st.root != nil {
+		for k, v := range st.root.ExternalIDs {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// SetExternalID sets Open_vSwitch external_ids:key to *value (nil removes
+// the key) in one transaction, as SetOtherConfig does other_config's;
+// with ifValue non-nil, only while the key still holds *ifValue.
+//
+//	ovs-vsctl set Open_vSwitch . external_ids:$key=$value   (remove Open_vSwitch . external_ids $key)
+func (c *Client) SetExternalID(ctx context.Context, key string, value, ifValue *string) error {
+	if key == "" {
+		return fmt.Errorf("ovs: set external_ids: empty key")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := c.read(ctx, rootIDsView)
+	if err != nil {
+		return fmt.Errorf("ovs: set external_ids:%s: %w", key, err)
+	}
+	if st.root == nil {
+		return fmt.Errorf("ovs: set external_ids:%s: %w", key, errNoRoot)
+	}
+	cur, ok := st.root.ExternalIDs[key]
+	if ifValue != nil && (!ok || cur != *ifValue) {
+		return nil
+	}
+	if (value == nil && !ok) || (value != nil && ok && cur == *value) {
+		return nil
+	}
+	root := st.root.UUID
+	t := &txn{}
+	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+		m := &model.OpenvSwitch{}
+		conds := []lmodel.Condition{is(&m.UUID, root)}
+		if ifValue != nil {
+			conds = append(conds, lmodel.Condition{Field: &m.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{key: *ifValue}})
+		}
+		muts := []lmodel.Mutation{{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationDelete, Value: []string{key}}}
+		if value != nil {
+			muts = append(muts, lmodel.Mutation{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{key: *value}})
+		}
+		return guarded(len(conds))(api.WhereAll(m, conds...).Mutate(m, muts...))
+	})
+	if err := c.commit(ctx, t, root); err != nil {
+		return fmt.Errorf("ovs: set external_ids:%s: %w", key, err)
+	}
+	return nil
+}
+
+// InterfaceIDs returns the external_ids of the interfaces named, by name
+// (an interface that does not exist is not in the map).
+//
+//	ovs-vsctl get Interface $name external_ids
+func (c *Client) InterfaceIDs(ctx context.Context, names []string) (map[string]map[string]string, error) {
+	st, err := c.read(ctx, ifaceIDsView)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: read interfaces' external_ids: %w", err)
+	}
+	out := make(map[string]map[string]string, len(names))
+	for _, n := range names {
+		if f := st.ifaces[n]; f != nil {
+			out[n] = f.ExternalIDs
+		}
+	}
+	return out, nil
+}
+
+// BridgeSettings are an existing bridge's fail_mode and other_config,
+// with Exists false when there is no such bridge.
+type BridgeSettings struct {
+	Exists      bool
+	Owner       string
+	FailMode    string
+	OtherConfig map[string]string
+}
+
+// Bridge reads a bridge's fail_mode, other_config and owner's mark.
+//
+//	ovs-vsctl get Bridge $br fail_mode other_config external_ids
+func (c *Client) Bridge(ctx context.Context, name string) (BridgeSettings, error) {
+	st, err := c.readWhere(ctx, bridgeSettingsView, map[string][]ovsdb.Condition{
+		model.BridgeTable: {ovsdb.NewCondition("name", ovsdb.ConditionEqual, name)}})
+	if err != nil {
+		return BridgeSettings{}, fmt.Errorf("ovs: read bridge %s: %w", name, err)
+	}
+	b := st.bridges[name]
+	if b == nil {
+		return BridgeSettings{}, nil
+	}
+	out := BridgeSettings{Exists: true, Owner: b.ExternalIDs[OwnerKey], OtherConfig: b.OtherConfig}
+	if b.FailMode != nil {
+		out.FailMode = *b.FailMode
+	}
+	return out, nil
+}
+
+// SetInterfaceID sets external_ids:key of the Interface named iface to
+// *value (nil removes the key), guarded by the interface still having
+// that name; an interface that does not exist is no error. It is what
+// ovn-controller does with ovn-installed (the simulated host's model of
+// it writes through it).
+//
+//	ovs-vsctl set Interface $iface external_ids:$key=$value   (remove Interface $iface external_ids $key)
+func (c *Client) SetInterfaceID(ctx context.Context, iface, key string, value *string) error {
+	if iface == "" || key == "" {
+		return fmt.Errorf("ovs: set interface external_ids: empty interface or key")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := c.readWhere(ctx, view{model.OpenvSwitchTable: {"_uuid"}, model.InterfaceTable: ifaceIDsView[model.InterfaceTable]},
+		map[string][]ovsdb.Condition{model.InterfaceTable: {ovsdb.NewCondition("name", ovsdb.ConditionEqual, iface)}})
+	if err != nil {
+		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, err)
+	}
+	f := st.ifaces[iface]
+	if f == nil {
+		return nil
+	}
+	if cur, ok := f.ExternalIDs[key]; (value == nil && !ok) || (value != nil && ok && cur == *value) {
+		return nil
+	}
+	uuid := f.UUID
+	t := &txn{}
+	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
+		m := &model.Interface{}
+		muts := []lmodel.Mutation{{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationDelete, Value: []string{key}}}
+		if value != nil {
+			muts = append(muts, lmodel.Mutation{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{key: *value}})
+		}
+		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, iface)).Mutate(m, muts...))
+	})
+	if st.root == nil {
+		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, errNoRoot)
+	}
+	if err := c.commit(ctx, t, st.root.UUID); err != nil {
+		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, err)
+	}
+	return nil
+}

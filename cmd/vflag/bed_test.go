@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vflag/vflag/internal/report"
 	"github.com/vflag/vflag/internal/sim"
@@ -46,11 +47,20 @@ type bed struct {
 type daemons struct {
 	ovs  *ovstest.Server
 	virt *virttest.Daemon
+	// ovn is the simulated ovn-controller on ovs: the Southbound knows the
+	// logical ports of the OVN variants (lsp-vm1, lsp-vf01, lsp-elsewhere).
+	ovn *sim.OVNController
 }
 
 func startDaemons(t testing.TB) daemons {
 	d := daemons{ovs: ovstest.Start(t), virt: virttest.Start(t)}
 	d.virt.DefineDomain(t, "vm1")
+	d.ovn = sim.NewOVNController(d.ovs.Endpoint(), "lsp-vm1", "lsp-vf01", "lsp-elsewhere")
+	d.ovn.Poll = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = d.ovn.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return d
 }
 

@@ -39,6 +39,12 @@ type variant struct {
 	// bond with a route, pf 0 vf 0 on its own segment; 2 Geneve on the bond
 	// itself with remote_ip=flow.
 	tunnel int
+	// ovn: 0 none; 1 an OVN chassis, Geneve on VLAN 30 of the bond, pf 0
+	// vf 0 (vm1's) and pf 0 vf 1 bound to logical ports the simulated
+	// Southbound knows (daemons.ovn); 2 VXLAN on the bond itself over
+	// IPv6, a provider network, pf 0 vf 1 bound elsewhere. The VFs carry
+	// no VLAN (br-int's ports take none).
+	ovn int
 }
 
 func baseVariant() variant {
@@ -86,6 +92,10 @@ func variants() []variant {
 		// 1546 + 50 + 4 fills underlay_mtu 1600 (and 1500 + 70 + 4 Geneve's 1574).
 		v("tunnel-vxlan", func(x *variant) { x.tunnel, x.mtu = 1, 1546 }),
 		v("tunnel-geneve", func(x *variant) { x.tunnel = 2 }),
+		// the OVN layout: the bond leaves the bridge for the encap
+		// address; the representors on br-int with their bindings.
+		v("ovn-geneve", func(x *variant) { x.ovn, x.mtu = 1, 1600 }),
+		v("ovn-vxlan", func(x *variant) { x.ovn, x.mtu = 2, 1600 }),
 	}
 }
 
@@ -133,9 +143,17 @@ func (x variant) config(d daemons) string {
 	if x.tunnel == 1 {
 		vf0 += ", vni: 5100"
 	}
-	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\", vlan: %d%s%s}\n", x.vlan0, vf0, r00)
-	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q, vlan: 100%s}\n", x.mac01, r01)
-	fmt.Fprintf(&b, "      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\", vlan: 200%s}\n", r10)
+	vlan := func(v int) string { return fmt.Sprintf(", vlan: %d", v) }
+	if x.ovn != 0 {
+		vlan = func(int) string { return "" }
+		r01 += ", ovn_port: lsp-vf01"
+		if x.ovn == 2 {
+			r01 = ", ovn_port: lsp-elsewhere"
+		}
+	}
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 0, mac: \"52:54:00:10:00:00\"%s%s%s}\n", vlan(x.vlan0), vf0, r00)
+	fmt.Fprintf(&b, "      - {pf: 0, vf: 1, mac: %q%s%s}\n", x.mac01, vlan(100), r01)
+	fmt.Fprintf(&b, "      - {pf: 1, vf: 0, mac: \"52:54:00:10:01:00\"%s%s}\n", vlan(200), r10)
 	if x.driver11 {
 		b.WriteString("      - {pf: 1, vf: 1, mac: \"52:54:00:10:01:01\", driver: mlx5_core}\n")
 	} else {
@@ -144,7 +162,11 @@ func (x variant) config(d daemons) string {
 	if x.driver02 {
 		b.WriteString("      - {pf: 0, vf: 2, driver: mlx5_core}\n")
 	}
-	fmt.Fprintf(&b, "    ovs:\n      bridge: %s\n      hw_offload: true\n      datapath_type: netdev\n", x.bridge)
+	bridge := x.bridge
+	if x.ovn != 0 {
+		bridge = "br-int"
+	}
+	fmt.Fprintf(&b, "    ovs:\n      bridge: %s\n      hw_offload: true\n      datapath_type: netdev\n", bridge)
 	if x.maxIdle != 0 {
 		fmt.Fprintf(&b, "      max_idle: %d\n", x.maxIdle)
 	}
@@ -154,7 +176,17 @@ func (x variant) config(d daemons) string {
 	case 2:
 		b.WriteString("    tunnel: {type: geneve, local: \"2001:db8::11/64\", underlay_mtu: 1574, remotes: [flow], vni: 7000}\n")
 	}
-	b.WriteString("    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true}\n")
+	switch x.ovn {
+	case 1:
+		fmt.Fprintf(&b, "    ovn: {remote: \"tcp:192.0.2.1:6642\", encap_ip: 192.0.2.11/24, underlay_vlan: 30, underlay_mtu: 1658, system_id: chassis-1, install_timeout: 20s}\n")
+	case 2:
+		fmt.Fprintf(&b, "    ovn: {remote: \"tcp:[2001:db8::1]:6642\", encap_type: vxlan, encap_ip: \"2001:db8::11/64\", underlay_mtu: 1670, system_id: chassis-1, bridge_mappings: {physnet1: br-phys}, install_timeout: 20s}\n")
+	}
+	att0 := ""
+	if x.ovn == 1 {
+		att0 = ", ovn_port: lsp-vm1"
+	}
+	fmt.Fprintf(&b, "    attachments:\n      - {domain: vm1, pf: 0, vf: 0, live: true%s}\n", att0)
 	if x.attach10 != "" {
 		fmt.Fprintf(&b, "      - {domain: %s, pf: 1, vf: 0, live: true}\n", x.attach10)
 	}

@@ -83,6 +83,10 @@ type Group struct {
 	// Tunnel, when given, makes the group an overlay (tunnel.go): the bond
 	// carries the tunnel endpoint's address instead of being a bridge port.
 	Tunnel *Tunnel `mapstructure:"tunnel"`
+	// OVN, when given, makes the host an OVN chassis (ovn.go): the bond
+	// carries the encap address, the representors are ports of br-int
+	// bound to the logical ports that vfs and attachments name.
+	OVN *OVN `mapstructure:"ovn"`
 }
 
 // Bond is the bond over the group's PFs.
@@ -161,6 +165,10 @@ type VFConfig struct {
 	// tunnel; vlan is then the segment's tag in the bridge). 0: the
 	// tunnel's default segment.
 	VNI int `mapstructure:"vni"`
+
+	// OVNPort is the logical switch port the VF's representor is bound to
+	// (groups with ovn: Interface external_ids:iface-id).
+	OVNPort string `mapstructure:"ovn_port"`
 }
 
 // HasRate tells whether the VF has a devlink-rate setting.
@@ -219,6 +227,9 @@ type Attachment struct {
 	VF     int    `mapstructure:"vf"`
 	MAC    string `mapstructure:"mac"`  // default: the VF's configured MAC
 	Live   bool   `mapstructure:"live"` // also attach to the running domain
+	// OVNPort is the logical switch port of the domain's VF (groups with
+	// ovn): its representor's iface-id, with the domain's UUID as vm-uuid.
+	OVNPort string `mapstructure:"ovn_port"`
 }
 
 // VFRef names a VF by the index of its PF in the group's pfs and its index.
@@ -368,6 +379,7 @@ func (c *Config) ApplyDefaults() {
 			on := true
 			g.OVS.HWOffload = &on
 		}
+		g.applyOVNDefaults()
 	}
 }
 
@@ -546,6 +558,11 @@ func (c *Config) validateGroup(v *validator, gi int) {
 		v.validateTunnel(gc)
 	} else {
 		v.validateSegments(gc)
+	}
+	if g.OVN != nil {
+		v.validateOVN(gc)
+	} else {
+		v.validateOVNPortsWithout(gc)
 	}
 }
 

@@ -148,8 +148,12 @@ func (g *Group) UntaggedTrunks() []int {
 
 // TunnelOverhead is what the group's tunnel adds above the representors'
 // MTU: the headers (TunnelOverhead) and, when a port on the default
-// segment is tagged (InnerVLANTag), the inner VLAN tag.
+// segment is tagged (InnerVLANTag), the inner VLAN tag; with an ovn
+// section, OVN's encapsulation (OVNOverhead).
 func (g *Group) TunnelOverhead() int {
+	if g.OVN != nil && g.Tunnel == nil {
+		return OVNOverhead(g.OVN.EncapTypeOf(), g.OVN.Prefix().Addr().Is6())
+	}
 	if g.Tunnel == nil {
 		return 0
 	}
@@ -203,13 +207,15 @@ func (t *Tunnel) portPrefix() string {
 	return "vx"
 }
 
-// UnderlayDev is the device that carries the local endpoint's address.
+// UnderlayDev is the device that carries the local endpoint's address
+// (a tunnel's local, an ovn section's encap_ip); "" without either.
 func (g *Group) UnderlayDev() string {
-	if g.Tunnel == nil {
+	u := g.Underlay()
+	if u == nil {
 		return ""
 	}
-	if g.Tunnel.UnderlayVLAN != 0 {
-		return fmt.Sprintf("%s.%d", g.Bond.Name, g.Tunnel.UnderlayVLAN)
+	if u.VLAN != 0 {
+		return fmt.Sprintf("%s.%d", g.Bond.Name, u.VLAN)
 	}
 	return g.Bond.Name
 }
@@ -313,7 +319,7 @@ func (v *validator) validateTunnel(gc groupCheck) {
 		v.add(tp+".underlay_vlan", t.UnderlayVLAN, "makes the VLAN interface's name %s longer than 15 characters: shorten bond.name", g.UnderlayDev())
 	}
 	if localOK {
-		v.validateUnderlayRoutes(t, tp, local)
+		v.validateUnderlayRoutes(g.Underlay(), tp, local)
 		v.validateRemotes(t, tp, local)
 	}
 	if t.DstPort < 0 || t.DstPort > 65535 {
@@ -331,21 +337,22 @@ func (v *validator) validateTunnel(gc groupCheck) {
 	if t.UnderlayVLAN > 0 && t.UnderlayVLAN <= 4094 {
 		v.claim("netdev", g.UnderlayDev(), tp+".underlay_vlan")
 	}
-	v.validateTunnelMTU(gc, localOK && local.Addr().Is6())
+	v.validateUnderlayMTU(gc, localOK && local.Addr().Is6())
 }
 
 // validateUnderlayRoutes checks the gateway (inside the local prefix, same
-// family) and the routes (prefixes of that family, which need a gateway).
-func (v *validator) validateUnderlayRoutes(t *Tunnel, tp string, local netip.Prefix) {
+// family) and the routes (prefixes of that family, which need a gateway)
+// of a tunnel or an ovn section (tp: its path).
+func (v *validator) validateUnderlayRoutes(t *UnderlaySpec, tp string, local netip.Prefix) {
 	if t.Gateway != "" {
 		a, err := netip.ParseAddr(t.Gateway)
 		switch {
 		case err != nil:
 			v.add(tp+".gateway", t.Gateway, "is not an IP address")
 		case a.Is4() != local.Addr().Is4():
-			v.add(tp+".gateway", t.Gateway, "is not of local's address family (%s)", t.Local)
+			v.add(tp+".gateway", t.Gateway, "is not of %s's address family (%s)", t.AddrField, t.Local)
 		case !local.Masked().Contains(a) || a == local.Addr():
-			v.add(tp+".gateway", t.Gateway, "must be another address inside local's prefix %s (the next hop on the underlay)", local.Masked())
+			v.add(tp+".gateway", t.Gateway, "must be another address inside %s's prefix %s (the next hop on the underlay)", t.AddrField, local.Masked())
 		}
 	}
 	for i, r := range t.Routes {
@@ -355,9 +362,9 @@ func (v *validator) validateUnderlayRoutes(t *Tunnel, tp string, local netip.Pre
 		case err != nil || pr != pr.Masked():
 			v.add(rp, r, "is not a network prefix (198.51.100.0/24)")
 		case pr.Addr().Is4() != local.Addr().Is4():
-			v.add(rp, r, "is not of local's address family (%s)", t.Local)
+			v.add(rp, r, "is not of %s's address family (%s)", t.AddrField, t.Local)
 		case t.Gateway == "":
-			v.add(rp, r, "needs tunnel.gateway (its next hop)")
+			v.add(rp, r, "needs %s.gateway (its next hop)", t.Section)
 		}
 	}
 }
@@ -473,11 +480,14 @@ func orVXLAN(typ string) string {
 
 func after(s string) string { _, p, _ := strings.Cut(s, "@"); return p }
 
-// validateTunnelMTU checks the MTU chain where the config gives both ends:
-// the representors' mtu plus the tunnel's headers must fit in the bond's.
-func (v *validator) validateTunnelMTU(gc groupCheck, ipv6 bool) {
-	g, tp := gc.g, gc.p+".tunnel"
-	u := g.Tunnel.UnderlayMTU
+// validateUnderlayMTU checks the MTU chain where the config gives both
+// ends: the representors' mtu plus the tunnel's (or OVN's) headers must
+// fit in the bond's.
+func (v *validator) validateUnderlayMTU(gc groupCheck, ipv6 bool) {
+	g := gc.g
+	un := g.Underlay()
+	tp := gc.p + "." + un.Section
+	u := un.MTU
 	if u != 0 && (u < MinMTU || u > MaxMTU) {
 		v.add(tp+".underlay_mtu", u, "must be %d-%d (or 0 to leave the bond's MTU alone)", MinMTU, MaxMTU)
 		return
@@ -485,15 +495,27 @@ func (v *validator) validateTunnelMTU(gc groupCheck, ipv6 bool) {
 	if u == 0 || g.MTU == 0 || v.reported[gc.p+".mtu"] {
 		return
 	}
-	over := TunnelOverhead(ipv6)
-	if g.InnerVLANTag() != "" {
-		over += InnerVLANTagLen
-	}
+	over := g.TunnelOverhead()
 	if need := g.MTU + over; u < need {
 		fam := "IPv4"
 		if ipv6 {
 			fam = "IPv6"
 		}
-		v.add(tp+".underlay_mtu", u, "leaves no room for the tunnel: the representors' mtu %d plus %d bytes of %s over %s headers%s needs %d on the bond", g.MTU, over, orVXLAN(g.Tunnel.Type), fam, g.InnerVLANNote(), need)
+		what := orVXLAN(g.Tunnel.typeOf())
+		if g.Tunnel == nil {
+			what = "OVN " + orVXLAN(g.OVN.EncapTypeOf())
+			if g.OVN.EncapTypeOf() == OVNEncapGeneve {
+				what += " (with OVN's option)"
+			}
+		}
+		v.add(tp+".underlay_mtu", u, "leaves no room for the tunnel: the representors' mtu %d plus %d bytes of %s over %s headers%s needs %d on the bond", g.MTU, over, what, fam, g.InnerVLANNote(), need)
 	}
+}
+
+// typeOf is the tunnel's type, "" for no tunnel.
+func (t *Tunnel) typeOf() string {
+	if t == nil {
+		return ""
+	}
+	return t.Type
 }

@@ -100,6 +100,8 @@ type Env struct {
 	// journal is this host's journal (UseJournal), whose pending entries'
 	// claims make an unmarked link vflag's (claim.go).
 	journal *teardown.Journal
+	// madeSystemID is the chassis name this run made (newSystemID).
+	madeSystemID string
 }
 
 // New is a run on host h for cfg (nil: down from the journal alone).

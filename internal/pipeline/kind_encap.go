@@ -27,7 +27,7 @@ func (encapKind) Name() string        { return "eswitch.encap" }
 func (encapKind) DependsOn() []string { return []string{modeKind{}.Name()} }
 
 func (run *groupRun) encapMode(context.Context) ([]batch, error) {
-	if run.g.Tunnel == nil {
+	if run.g.Underlay() == nil { // OVN's Geneve or VXLAN needs it as a tunnel's does
 		return nil, nil
 	}
 	em, ok := run.e.k.(eswitch.EncapModer)

@@ -123,12 +123,12 @@ func (mtuKind) Undo(ctx context.Context, e *Env, r mtuRecord) (string, error) {
 }
 
 // bondMTU: the bond's MTU, then (already following it) its PFs.
-// With a tunnel, the bond's MTU is the underlay's (tunnel.underlay_mtu).
+// With a tunnel or ovn, the bond's MTU is the underlay's (underlay_mtu).
 func (run *groupRun) bondMTU(context.Context) ([]batch, error) {
 	g := run.g
 	mtu := g.MTU
-	if g.Tunnel != nil {
-		mtu = g.Tunnel.UnderlayMTU
+	if u := g.Underlay(); u != nil {
+		mtu = u.MTU
 	}
 	if mtu == 0 {
 		return nil, nil

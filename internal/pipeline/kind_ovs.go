@@ -153,6 +153,9 @@ func ovsSummary(spec ovs.BridgeSpec, ch ovs.Change, now map[string]ovs.PortStatu
 	if len(ch.SetOptions) > 0 {
 		parts = append(parts, "tunnel options "+abbreviate(ch.SetOptions, 4))
 	}
+	if len(ch.SetBind) > 0 {
+		parts = append(parts, "OVN bindings "+abbreviate(ch.SetBind, 4))
+	}
 	if ch.SetHWOffload {
 		parts = append(parts, "hw-offload "+orDash(deref(ch.PriorHWOffload))+" -> true")
 	}
@@ -306,6 +309,10 @@ func (ovsPortKind) Undo(ctx context.Context, e *Env, r ovsPortRecord) (string, e
 // (the underlay).
 func predictedBridge(g Group) string {
 	reps := g.NumVFs * len(g.Owners)
+	if o := g.OVN; o != nil {
+		return fmt.Sprintf("integration bridge %s (adopted, or made with fail-mode=secure): %d representors, %d bound to logical ports, hw-offload=%v (one transaction; bond %s stays out of every bridge, the underlay of %s %s)",
+			o.Bridge, reps, len(g.OVNPorts("")), *g.OVS.HWOffload, g.Bond.Name, o.EncapTypeOf(), o.EncapIP)
+	}
 	if t := g.Tunnel; t != nil {
 		return fmt.Sprintf("bridge %s: %d tunnel port(s) (%s to %s) and %d representors, hw-offload=%v (one transaction; bond %s stays out of the bridge, the underlay)",
 			g.OVS.Bridge, len(g.TunnelPorts()), t.Type, strings.Join(t.Remotes, ", "), reps, *g.OVS.HWOffload, g.Bond.Name)
@@ -322,6 +329,7 @@ func (run *groupRun) ovsBridge(context.Context) ([]batch, error) {
 	if err := run.readPoolPorts(); err != nil {
 		return nil, err
 	}
+	run.readDomainUUIDs()
 	spec := run.bridgeSpec()
 	spec.PlanMoves = run.dry // a renamed bridge's ports: the prune before the forward pass frees them
 	// A representor's name held by a port of another group of vflag's (a
@@ -345,8 +353,9 @@ func columnsOnly(ch ovs.Change) bool {
 // mtu_request.
 func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	g := run.g
-	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload}
-	if g.Tunnel == nil {
+	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload,
+		Integration: g.OVN != nil}
+	if g.BondInBridge() {
 		spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
 	}
 	spec.Ports = append(spec.Ports, tunnelPortSpecs(g.Group)...)
@@ -357,6 +366,7 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 			if pg, held := run.poolPorts[k]; held {
 				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
 			}
+			ps.Bind = run.ovnBind(k)
 			spec.Ports = append(spec.Ports, ps)
 		}
 	}

@@ -183,7 +183,7 @@ func (tcBlockKind) Undo(ctx context.Context, e *Env, r tcBlockRecord) (string, e
 // sharedBlock: with hw-offload, the bond and its PFs on the bond's block.
 func (run *groupRun) sharedBlock(context.Context) ([]batch, error) {
 	g := run.g
-	if g.Tunnel != nil {
+	if !g.BondInBridge() {
 		return nil, nil // the bond is no port of the bridge: ovs-vswitchd puts no qdisc on it
 	}
 	if g.OVS.HWOffload == nil || !*g.OVS.HWOffload {

@@ -85,16 +85,16 @@ func (e *Env) underlayOf() (eswitch.Underlay, error) {
 // routes, each a batch (each needs the one before it).
 func (run *groupRun) underlay(context.Context) ([]batch, error) {
 	g := run.g
-	t := g.Tunnel
+	t := g.Underlay() // a tunnel's, or an ovn section's encap address
 	if t == nil {
 		return nil, nil
 	}
 	e := run.e
 	dev := g.UnderlayDev()
 	var out []batch
-	if t.UnderlayVLAN != 0 {
-		rec := tunnelVLANRecord{Name: dev, Parent: g.Bond.Name, ID: t.UnderlayVLAN, Alias: BondAlias(g.Name)}
-		out = append(out, batch{tunnelVLANKind{}.step(e, rec, t.UnderlayMTU)})
+	if t.VLAN != 0 {
+		rec := tunnelVLANRecord{Name: dev, Parent: g.Bond.Name, ID: t.VLAN, Alias: BondAlias(g.Name)}
+		out = append(out, batch{tunnelVLANKind{}.step(e, rec, t.MTU)})
 	}
 	out = append(out, batch{tunnelAddrKind{}.step(e, dev, t.Prefix().String(), BondAlias(g.Name))})
 	var routes batch
@@ -252,7 +252,7 @@ func addrElsewhereErr(cidr, dev, other string) error {
 	if other == "" {
 		return nil
 	}
-	return fmt.Errorf("the tunnel's local address %s is already on %s: it must be on %s only (remove it there: ip addr del %s dev %s)", cidr, other, dev, cidr, other)
+	return fmt.Errorf("the underlay's address %s is already on %s: it must be on %s only (remove it there: ip addr del %s dev %s)", cidr, other, dev, cidr, other)
 }
 
 // hasAddr tells whether dev has cidr; a device that does not exist yet

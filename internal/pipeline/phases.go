@@ -74,6 +74,7 @@ var phases = []phase{
 	{"10", "OVS other_config tc-policy (before hw-offload), max-idle", StageAll, switchdevGroups, (*groupRun).ovsConfig},
 	{"10", "OVS bridge, one transaction", StageAll, switchdevGroups, (*groupRun).ovsBridge},
 	{"10", "the bond and its PFs on the bond's shared tc block (hw-offload)", StageAll, switchdevGroups, (*groupRun).sharedBlock},
+	{"10", "OVN chassis: Open_vSwitch external_ids (system-id, ovn-remote, ovn-encap-*, ovn-bridge), after the integration bridge", StageAll, switchdevGroups, (*groupRun).ovnChassis},
 	{"11", "libvirt attachments, one domain at a time", StageAll, allGroups, (*groupRun).attach},
 	{"11", "libvirt hostdev network: the group's VF pool", StageAll, allGroups, (*groupRun).network},
 	{"12", "verify", StageAll, allGroups, (*groupRun).verify},
@@ -117,6 +118,9 @@ type groupRun struct {
 	// only columns of ports it kept (columnsOnly): the ofports the plan
 	// pass read still hold.
 	bridgeColumnsOnly bool
+	// domUUID are the UUIDs of the domains of the group's ovn_port
+	// attachments (readDomainUUIDs): their bindings' vm-uuid.
+	domUUID map[string]string
 }
 
 // fresh tells whether a plan's step for a VF of pf must assume new VFs:

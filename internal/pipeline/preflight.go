@@ -79,6 +79,8 @@ func (e *Env) Preflight(ctx context.Context) ([]Group, error) {
 	}
 	if err := <-ovsErr; err != nil {
 		errs.add("ovsdb", e.h.OVSDB, "is not reachable: %v", err)
+	} else if needOVS {
+		e.preflightOVN(ctx, errs.add)
 	}
 	errs = append(errs, virtErrs...)
 	if len(errs) > 0 {

@@ -1,22 +1,23 @@
 package pipeline
 
-// preflightTunnel checks a tunnel group against the host before any
-// write: the local address on no other device, and the MTU chain where
-// the config leaves one end to the host (the bond's MTU without
-// underlay_mtu, the representors' without mtu).
+// preflightTunnel checks a group with a tunnel or an ovn section against
+// the host before any write: the underlay's address (tunnel.local,
+// ovn.encap_ip) on no other device, and the MTU chain where the config
+// leaves one end to the host (the bond's MTU without underlay_mtu, the
+// representors' without mtu).
 func (e *Env) preflightTunnel(g Group, p string, add func(string, any, string, ...any)) {
-	t := g.Tunnel
+	t := g.Underlay()
 	if t == nil || !g.Switchdev() {
 		return
 	}
-	tp := p + ".tunnel"
+	tp := p + "." + t.Section
 	dev := g.UnderlayDev()
 	if other, err := e.addrElsewhere(dev, t.Prefix().String(), BondAlias(g.Name)); err != nil {
-		add(tp+".local", t.Local, "cannot tell which devices hold it: %v", err)
+		add(tp+"."+t.AddrField, t.Local, "cannot tell which devices hold it: %v", err)
 	} else if other != "" {
-		add(tp+".local", t.Local, "is already on %s: the tunnel's local address must be on %s only (ip addr del %s dev %s)", other, dev, t.Local, other)
+		add(tp+"."+t.AddrField, t.Local, "is already on %s: the %s address must be on %s only (ip addr del %s dev %s)", other, t.Section+"."+t.AddrField, dev, t.Local, other)
 	}
-	bond, bondFrom := t.UnderlayMTU, "tunnel.underlay_mtu"
+	bond, bondFrom := t.MTU, t.Section+".underlay_mtu"
 	if bond == 0 {
 		bond, bondFrom = e.linkMTU(g.Bond.Name), "the bond's MTU now"
 		if bond == 0 && len(g.PFs) > 0 {
@@ -29,8 +30,8 @@ func (e *Env) preflightTunnel(g Group, p string, add func(string, any, string, .
 	}
 	over := g.TunnelOverhead()
 	if need := reps + over; bond != 0 && bond < need {
-		add(tp+".underlay_mtu", t.UnderlayMTU, "the MTU chain does not fit: %s is %d, but the representors' %d plus %d bytes of tunnel headers%s need %d (set tunnel.underlay_mtu to %d or more, or lower mtu)",
-			bondFrom, bond, reps, over, g.InnerVLANNote(), need, need)
+		add(tp+".underlay_mtu", t.MTU, "the MTU chain does not fit: %s is %d, but the representors' %d plus %d bytes of tunnel headers%s need %d (set %s.underlay_mtu to %d or more, or lower mtu)",
+			bondFrom, bond, reps, over, g.InnerVLANNote(), need, t.Section, need)
 	}
 }
 

@@ -28,7 +28,7 @@ func (run *groupRun) verify(context.Context) ([]batch, error) {
 				run.bridgeColumnsOnly && run.r.WroteOnly(ovsBridgeKind{}.Name())) {
 				seen = p.bridgeSeen
 			}
-			if err := run.e.verify(ctx, run.g, run.wantPorts(), seen); err != nil {
+			if err := run.e.verify(ctx, run.g, run.wantPorts(), seen, run.boundList()); err != nil {
 				return "", err
 			}
 			return "group " + run.g.Name + " verified", nil
@@ -43,7 +43,16 @@ func (e *Env) Verify(ctx context.Context, g Group) error {
 			return fmt.Errorf("verify: representors of group %s: %w", g.Name, err)
 		}
 	}
-	return e.verify(ctx, g, run.wantPorts(), nil)
+	return e.verify(ctx, g, run.wantPorts(), nil, run.boundList())
+}
+
+// boundList are the group's bound representors (OVN), in no order.
+func (run *groupRun) boundList() []ovnBinding {
+	var out []ovnBinding
+	for _, b := range run.ovnBindings() {
+		out = append(out, b)
+	}
+	return out
 }
 
 // wantPorts are the ports the group's bridge must hold (the bridge step's
@@ -69,7 +78,10 @@ func (run *groupRun) wantPorts() []string {
 // that lost every representor). seen, when set, is the bridge as read in
 // this run with nothing written since, used when every port of the group
 // in it has an ofport (else the wait reads again).
-func (e *Env) verify(ctx context.Context, g Group, want []string, seen *ovs.BridgeStatus) error {
+//
+// bound are the group's representors bound to OVN logical ports: each must
+// get ovn-controller's ovn-installed within the group's install_timeout.
+func (e *Env) verify(ctx context.Context, g Group, want []string, seen *ovs.BridgeStatus, bound []ovnBinding) error {
 	var problems []string
 	if g.Switchdev() {
 		st, err := eswitch.ReadLAG(e.fs, g.PFs[0].Addr)
@@ -111,6 +123,7 @@ func (e *Env) verify(ctx context.Context, g Group, want []string, seen *ovs.Brid
 		if *g.OVS.HWOffload && bs.HWOffload != "true" {
 			problems = append(problems, "hw-offload is "+orDash(bs.HWOffload))
 		}
+		problems = append(problems, e.waitOVNInstalled(ctx, c, g, bound)...)
 	}
 	domains := map[string]libvirtx.DomainState{} // each domain's XML is read once
 	for _, a := range g.Attachments {

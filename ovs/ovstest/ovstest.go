@@ -425,10 +425,10 @@ type row map[string]any
 
 func (s *Server) dump() (string, error) {
 	out, err := s.Vsctl("--format=json", "--data=json",
-		"--columns=other_config", "list", "Open_vSwitch",
-		"--", "--columns=_uuid,name,datapath_type,ports,external_ids", "list", "Bridge",
+		"--columns=other_config,external_ids", "list", "Open_vSwitch",
+		"--", "--columns=_uuid,name,datapath_type,ports,external_ids,fail_mode,other_config", "list", "Bridge",
 		"--", "--columns=_uuid,name,tag,vlan_mode,trunks,interfaces,external_ids", "list", "Port",
-		"--", "--columns=_uuid,name,type,mtu_request,options", "list", "Interface")
+		"--", "--columns=_uuid,name,type,mtu_request,options,external_ids", "list", "Interface")
 	if err != nil {
 		return "", err
 	}
@@ -464,11 +464,22 @@ func (s *Server) dump() (string, error) {
 	var b strings.Builder
 	for _, o := range tables[0] {
 		fmt.Fprintf(&b, "other_config %s\n", mapString(o["other_config"]))
+		// OVN's chassis settings, where set (the server's own ready mark left out).
+		if ids := without(mapOf(o["external_ids"]), "ovstest"); len(ids) > 0 {
+			fmt.Fprintf(&b, "external_ids %s\n", sortedMap(ids))
+		}
 	}
 	bridges := tables[1]
 	sort.Slice(bridges, func(i, j int) bool { return str(bridges[i]["name"]) < str(bridges[j]["name"]) })
 	for _, br := range bridges {
-		fmt.Fprintf(&b, "bridge %q datapath_type=%q owner=%q\n", str(br["name"]), str(br["datapath_type"]), owner(br))
+		extra := ""
+		if m := setOf(br["fail_mode"]); len(m) == 1 { // an integration bridge's: only where set
+			extra += " fail_mode=" + str(m[0])
+		}
+		if o := mapOf(br["other_config"]); len(o) > 0 {
+			extra += " other_config=" + sortedMap(o)
+		}
+		fmt.Fprintf(&b, "bridge %q datapath_type=%q owner=%q%s\n", str(br["name"]), str(br["datapath_type"]), owner(br), extra)
 		var ps []row
 		for _, u := range setOf(br["ports"]) {
 			if p, ok := ports[uuidOf(u)]; ok {
@@ -513,6 +524,9 @@ func (s *Server) dump() (string, error) {
 				}
 				if o := mapOf(i["options"]); len(o) > 0 { // a tunnel's: only where set
 					mtu += " options=" + mapString(i["options"])
+				}
+				if ids := without(mapOf(i["external_ids"]), OwnerKey); len(ids) > 0 { // OVN's bindings: only where set
+					mtu += " external_ids=" + sortedMap(ids)
 				}
 				fmt.Fprintf(&b, "    interface %q type=%q%s\n", str(i["name"]), str(i["type"]), mtu)
 			}
@@ -582,3 +596,23 @@ func mapString(v any) string {
 }
 
 func owner(r row) string { return mapOf(r["external_ids"])[OwnerKey] }
+
+// without is m less key.
+func without(m map[string]string, key string) map[string]string {
+	delete(m, key)
+	return m
+}
+
+// sortedMap is {k="v", ...} with the keys sorted.
+func sortedMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

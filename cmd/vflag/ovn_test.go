@@ -1,0 +1,105 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
+)
+
+func ovnVariant(n int) variant {
+	x := baseVariant()
+	x.name, x.ovn, x.mtu = "ovn", n, 1600
+	return x
+}
+
+// TestOVNChassisUpDown: on a host whose Open vSwitch has chassis settings
+// of someone else's (a hostname, an encap type, a key vflag never sets)
+// and ovn-controller's br-int with its tunnel port, up makes the host a
+// chassis: the external_ids, the representors on the adopted br-int with
+// their bindings (vm-uuid for vm1's), ovn-controller's ovn-installed on
+// both bound ports, the bond in no bridge; plan then changes nothing; down
+// puts every key back exactly as it was (absent stays absent) and leaves
+// br-int and its tunnel port.
+func TestOVNChassisUpDown(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	d.ovs.MustVsctl("set", "Open_vSwitch", ".", "external_ids:hostname=old-name", "external_ids:ovn-encap-type=stt", "external_ids:unrelated=keep")
+	d.ovs.MustVsctl("add-br", "br-int", "--", "set", "Bridge", "br-int", "fail_mode=secure", "datapath_type=netdev",
+		"--", "add-port", "br-int", "ovn-ch2-0", "--", "set", "Interface", "ovn-ch2-0", "type=geneve", "options:remote_ip=192.0.2.12")
+	b := newBed(t, d, "")
+	b.useConfig(ovnVariant(1).config(d))
+	b.initSim()
+	baseline := b.fullDump()
+	plan := changedIDs(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+	rep := upReport(t, b)
+	if rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	if up := rep.ChangedIDs(); strings.Join(plan, " ") != strings.Join(up, " ") {
+		t.Errorf("plan predicts %v, up made %v", plan, up)
+	}
+	host, _ := os.Hostname()
+	dump := b.fullDump()
+	for _, want := range []string{
+		`hostname="` + host + `"`, `ovn-bridge="br-int"`, `ovn-encap-ip="192.0.2.11"`, `ovn-encap-type="geneve"`,
+		`ovn-remote="tcp:192.0.2.1:6642"`, `ovn-set-local-ip="true"`, `system-id="chassis-1"`, `unrelated="keep"`,
+		`bridge "br-int" datapath_type="netdev" owner="" fail_mode=secure`,
+		`port "ovn-ch2-0" tag=- owner=""`,
+		`attached-mac="52:54:00:10:00:01", iface-id="lsp-vf01", iface-status="active", ovn-installed="true"}`,
+	} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("after up the host lacks %s:\n%s", want, dump)
+		}
+	}
+	if !strings.Contains(dump, `iface-id="lsp-vm1", iface-status="active", ovn-installed="true", vm-uuid="`) {
+		t.Errorf("vm1's port lacks its binding with vm-uuid:\n%s", dump)
+	}
+	if strings.Contains(dump, `port "bond0"`) {
+		t.Errorf("bond0 is a bridge port:\n%s", dump)
+	}
+	if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
+		t.Errorf("a second up changed %v", again)
+	}
+	b.mustVflag(0, "down")
+	if got := b.fullDump(); got != baseline {
+		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
+	}
+}
+
+// TestOVNCreatesIntegrationBridge: without br-int, up makes it as OVN
+// expects it (fail_mode secure, disable-in-band) and down removes it; a
+// config without system_id takes one made once and kept in the state
+// directory, the same at the next up.
+func TestOVNCreatesIntegrationBridge(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	b := newBed(t, d, "")
+	b.useConfig(strings.Replace(ovnVariant(1).config(d), "system_id: chassis-1, ", "", 1))
+	b.initSim()
+	baseline := b.fullDump()
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	dump := b.fullDump()
+	if !strings.Contains(dump, `bridge "br-int" datapath_type="netdev" owner="lag0" fail_mode=secure other_config={disable-in-band="true"}`) {
+		t.Fatalf("br-int not made as OVN expects it:\n%s", dump)
+	}
+	id, err := os.ReadFile(filepath.Join(b.state, "ovn-system-id"))
+	if err != nil || !strings.Contains(dump, `system-id="`+strings.TrimSpace(string(id))+`"`) {
+		t.Fatalf("the made system-id %q (%v) is not the chassis's:\n%s", id, err, dump)
+	}
+	b.mustVflag(0, "down")
+	if got := b.fullDump(); got != baseline {
+		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
+	}
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up again: %s", rep.Error)
+	}
+	if !strings.Contains(b.fullDump(), `system-id="`+strings.TrimSpace(string(id))+`"`) {
+		t.Fatal("the second up made another system-id")
+	}
+	b.mustVflag(0, "down")
+}
