@@ -8,7 +8,7 @@ BIN := bin/vflag
 # library and static: the hook scripts run it when it is next to vflag.
 HOOK_BIN := $(BIN)-hook
 HOOK_BUILD := CGO_ENABLED=0 $(GO) build -tags vflag_nolibvirt
-DEBS := rpm openvswitch-switch libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
+DEBS := rpm openvswitch-switch ovn-common ovn-central ovn-host libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
 .PHONY: all deps build check test vet lint fuzz fuzz-short demo simhost bench e2e e2e-image clean package ansible-test

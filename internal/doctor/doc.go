@@ -24,6 +24,12 @@
 //   - daemons: ovs-vswitchd installed and running, its version's known
 //     problems (3.1.0 started within 10 s of boot runs no upcall handler),
 //     the kernel datapath's upcalls, OVSDB and libvirt reachable.
+//   - ovn (groups with an ovn section, under daemons and kernel):
+//     ovn-controller running and connected to the Southbound (its
+//     connection-status over its control socket), the Open_vSwitch row's
+//     system-id against ovn.system_id, the encap address on the bond and
+//     on no other device, the OVN and Open vSwitch versions, the encap
+//     type's kernel module (geneve, vxlan).
 //   - conflicts: NetworkManager managing a PF or the bond, a foreign bond
 //     holding a PF, a bond name taken, a VF count already set by someone
 //     else.

@@ -117,7 +117,9 @@ type Group struct {
 	AcceptUnverifiedLAG bool
 	OVSDB               string // OVSDB endpoint ("" DefaultOVSDB)
 	Libvirt             string // libvirt URI ("" DefaultLibvirt)
-	discovered          bool
+	// OVN is the group's ovn section (ovn.go); nil without one.
+	OVN        *OVNGroup
+	discovered bool
 }
 
 // Runner runs external commands with a fixed argv, never through a shell.
@@ -159,6 +161,9 @@ type Env struct {
 	Run Runner
 	// Probe checks OVSDB and libvirt. nil: both unreachable.
 	Probe Prober
+	// OVN asks ovn-controller and the Open_vSwitch row what the OVN
+	// checks need. nil: neither answers.
+	OVN OVNProber
 	// Simulated says the NICs are simulated (internal/sim): the checks of
 	// the machine's platform, firmware tools, kernel modules and
 	// NetworkManager say nothing about them and skip; the daemons are real
@@ -199,6 +204,9 @@ func Run(ctx context.Context, env Env, t Target) *Report {
 	if env.Probe == nil {
 		env.Probe = noProber{}
 	}
+	if env.OVN == nil {
+		env.OVN = noOVN{}
+	}
 	if env.ClockTicks <= 0 {
 		env.ClockTicks = 100
 	}
@@ -233,6 +241,13 @@ func Run(ctx context.Context, env Env, t Target) *Report {
 	d.group = ""
 	d.kernel(gs)
 	d.daemons(gs)
+	for _, g := range gs {
+		if g.OVN != nil {
+			d.group = g.Name
+			d.ovn(g)
+		}
+	}
+	d.group = ""
 	for _, g := range gs {
 		d.group = g.Name
 		d.conflicts(g)

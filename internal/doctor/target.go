@@ -19,6 +19,10 @@ func TargetFromConfig(cfg *config.Config) Target {
 		if g.Tunnel != nil {
 			tunnel = g.Tunnel.Type
 		}
+		var o *OVNGroup
+		if g.OVN != nil {
+			o = &OVNGroup{Remote: g.OVN.Remote, SystemID: g.OVN.SystemID, EncapType: g.OVN.EncapTypeOf(), EncapIP: g.OVN.EncapIP, EncapDev: g.UnderlayDev()}
+		}
 		t.Groups = append(t.Groups, Group{
 			Name: g.Name, PFs: g.PFs, NumVFs: g.NumVFs,
 			Switchdev: g.Eswitch == eswitch.ModeSwitchdev,
@@ -27,6 +31,7 @@ func TargetFromConfig(cfg *config.Config) Target {
 			OVSDB:     cfg.OVSDB, Libvirt: cfg.Libvirt,
 			AcceptUnverifiedLAG: cfg.AcceptUnverifiedLAG,
 			Tunnel:              tunnel,
+			OVN:                 o,
 		})
 	}
 	return t
@@ -37,7 +42,7 @@ func TargetFromConfig(cfg *config.Config) Target {
 // simulation's, while the daemons and this machine's files are real: Host
 // is then this machine's root.
 func HostEnv(h *host.Host) Env {
-	e := Env{Sys: h.FS, Host: h.FS, Kernel: h.Kernel, Run: ExecRunner{}, Probe: HostProber{}, Simulated: h.Simulated()}
+	e := Env{Sys: h.FS, Host: h.FS, Kernel: h.Kernel, Run: ExecRunner{}, Probe: HostProber{}, OVN: HostOVN{}, Simulated: h.Simulated()}
 	if e.Simulated {
 		e.Host = sysfs.Dir("/")
 	}

@@ -82,6 +82,8 @@ type metricFamilies struct {
 	blockOn    *metricFamily
 	flowsFam   *metricFamily
 	blockRules *metricFamily
+	ovnReg     *metricFamily
+	ovnPorts   *metricFamily
 }
 
 func newMetricFamilies() *metricFamilies {
@@ -123,6 +125,8 @@ func newMetricFamilies() *metricFamilies {
 		blockOK:    fam("vflag_shared_block_ok", "1 when the bond and each of its PFs are on the bond's shared tc ingress block (ingress_block = the bond's ifindex), where ovs-vswitchd keeps the bond port's rules; 0 when one is off it (what arrives on that PF is not offloaded; vflag up binds it again); switchdev groups with hw-offload only."),
 		blockOn:    fam("vflag_shared_block_member", "1 when this device (the bond or one of its PFs) is on the bond's shared tc ingress block, 0 when not."),
 		flowsFam:   fam("vflag_ovs_flows", "ovs-vswitchd's datapath flows with traffic whose in_port is the bond or a representor of the group's bridge, by where they run: hardware (offloaded:yes or partial), tc_software (dp:tc, not in hardware), kernel_datapath (dp:ovs); idle: flows without packets. vflag validate --offload says why a flow is not in hardware."),
+		ovnReg:     fam("vflag_ovn_chassis_registered", "1 when the OVN Southbound has this host's chassis (the group's system-id) with an Encap of the configured type and address, 0 when not or when the Southbound cannot be read; groups with an ovn section only."),
+		ovnPorts:   fam("vflag_ovn_ports", "The group's configured OVN ports (ovn_port), by state: configured (all of them), bound (the Southbound's Port_Binding is bound to this chassis), installed (the representor's Interface has external_ids:ovn-installed=true: ovn-controller's flows are in); groups with an ovn section only."),
 		blockRules: fam("vflag_shared_block_rules", "Rules (tc filters) in the bond's shared block, by where they run: hw (some device holds it in hardware), hw_all_pfs (every PF of the bond does: in_hw_count), sw (no device does: software only)."),
 	}
 }
@@ -140,7 +144,7 @@ func MetricNames() []string {
 
 // ordered are the families in output order.
 func (m *metricFamilies) ordered() []*metricFamily {
-	return []*metricFamily{m.groupInfo, m.problems, m.pfUp, m.numVFs, m.pfMTU, m.lagActive, m.lagInfo, m.slaves, m.slavesUp, m.bondMTU, m.minLinks, m.upDelay, m.downDelay, m.lacpPorts, m.lacpPeer, m.offload, m.maxIdle, m.dpMissed, m.dpLost, m.blockOK, m.blockOn, m.blockRules, m.flowsFam, m.bridgePort, m.ovsMTUFam, m.vfs, m.attached, m.poolUp, m.poolVFs, m.vfInfo, m.vfMaxRate, m.vfMinRate, m.vfTxMax, m.vfTxShare, m.rgTxMax, m.rgTxShare, m.rgLeaves}
+	return []*metricFamily{m.groupInfo, m.problems, m.pfUp, m.numVFs, m.pfMTU, m.lagActive, m.lagInfo, m.slaves, m.slavesUp, m.bondMTU, m.minLinks, m.upDelay, m.downDelay, m.lacpPorts, m.lacpPeer, m.offload, m.maxIdle, m.dpMissed, m.dpLost, m.blockOK, m.blockOn, m.blockRules, m.flowsFam, m.ovnReg, m.ovnPorts, m.bridgePort, m.ovsMTUFam, m.vfs, m.attached, m.poolUp, m.poolVFs, m.vfInfo, m.vfMaxRate, m.vfMinRate, m.vfTxMax, m.vfTxShare, m.rgTxMax, m.rgTxShare, m.rgLeaves}
 }
 
 // statusMetrics turns a status into metric families, in output order.
@@ -149,6 +153,7 @@ func statusMetrics(hs HostStatus) []*metricFamily {
 	for _, g := range hs.Groups {
 		m.addGroup(g)
 		m.addOVS(g)
+		m.addOVN(g)
 		m.addVFs(g)
 	}
 	return m.ordered()
@@ -244,6 +249,18 @@ func (m *metricFamilies) addOVS(g GroupStatus) {
 		m.dpMissed.add(float64(d.Missed), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
 		m.dpLost.add(float64(d.Lost), "group", g.Name, "bridge", g.Bridge, "datapath", d.Name)
 	}
+}
+
+// addOVN adds the group's OVN chassis: registered, ports bound and installed.
+func (m *metricFamilies) addOVN(g GroupStatus) {
+	o := g.OVN
+	if o == nil {
+		return
+	}
+	m.ovnReg.add(boolGauge(o.Registered), "group", g.Name, "chassis", o.Chassis)
+	m.ovnPorts.add(float64(o.Ports), "group", g.Name, "chassis", o.Chassis, "state", "configured")
+	m.ovnPorts.add(float64(o.Bound), "group", g.Name, "chassis", o.Chassis, "state", "bound")
+	m.ovnPorts.add(float64(o.Installed), "group", g.Name, "chassis", o.Chassis, "state", "installed")
 }
 
 // addVFs adds the group's VFs (info, rates, attachments) and rate groups.

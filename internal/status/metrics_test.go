@@ -88,3 +88,32 @@ func TestEveryFamilyIsWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusPrometheusOVN: a group with an ovn section exports its
+// chassis's registration and its ports by state; a group without one
+// has no such series.
+func TestStatusPrometheusOVN(t *testing.T) {
+	hs := HostStatus{Groups: []GroupStatus{
+		{Name: "ovn0", Eswitch: "switchdev", Bridge: "br-int", OVN: &OVNStatus{Chassis: "hv1", Registered: true, Ports: 3, Bound: 2, Installed: 1}},
+		{Name: "lag1", Eswitch: "switchdev", Bridge: "br-vf"},
+	}}
+	var b strings.Builder
+	if err := WritePrometheus(&b, hs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`vflag_ovn_chassis_registered{group="ovn0",chassis="hv1"} 1`,
+		`vflag_ovn_ports{group="ovn0",chassis="hv1",state="configured"} 3`,
+		`vflag_ovn_ports{group="ovn0",chassis="hv1",state="bound"} 2`,
+		`vflag_ovn_ports{group="ovn0",chassis="hv1",state="installed"} 1`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want line %s in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `vflag_ovn_chassis_registered{group="lag1"`) {
+		t.Errorf("an OVN series for a group without ovn:\n%s", out)
+	}
+	statustest.CheckExposition(t, out)
+}

@@ -119,6 +119,10 @@ type GroupStatus struct {
 	// 192.0.2.11/24 on bond0.30, 2 port(s)"); its state is in the tunnel/
 	// checks of validate, which status runs.
 	Tunnel string `json:"tunnel,omitempty"`
+	// OVN is the group's OVN chassis as the Southbound and br-int show it
+	// (groups with an ovn section); its state is in the ovn/ checks of
+	// validate, which status runs.
+	OVN *OVNStatus `json:"ovn,omitempty"`
 	// Flows counts the datapath flows ovs-vswitchd has for the group's
 	// ports (the bond and the representors in its bridge), by where they
 	// run; nil when ovs-vswitchd's control socket could not be read.
@@ -285,9 +289,13 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 		flows = startCountFlows(h.OVSDB)
 	}
 	static := make(chan []string, 1)
+	ovnRead := make(chan *OVNStatus, 1)
 	go func() {
 		var ps []string
-		checks := validaterun.StaticWith(ctx, cfg, h, g, "", bridge, nil)
+		// The OVN chassis, read once for its checks and what status shows.
+		ovn := validaterun.ReadOVN(ctx, cfg, h, g)
+		ovnRead <- ovnStatus(ovn)
+		checks := validaterun.StaticWithOVN(ctx, cfg, h, g, "", bridge, nil, ovn)
 		for _, c := range append(checks, drift().Checks(g.Name)...) {
 			if c.Verdict == validate.Fail {
 				first, _, _ := strings.Cut(c.Detail, "\n")
@@ -344,8 +352,38 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	}
 	// Who holds each VF, as the kernel shows it (holders.go).
 	gatherHolders(&gs, h)
+	gs.OVN = <-ovnRead
 	gs.Problems = append(<-static, gs.Problems...) // the static checks' problems first
 	return gs
+}
+
+// OVNStatus is a group's OVN chassis: its name, whether the Southbound
+// has it with its encap, and how many of the configured ports are bound
+// to it and ovn-installed.
+type OVNStatus struct {
+	Chassis    string `json:"chassis"`
+	Remote     string `json:"remote"`
+	Encap      string `json:"encap"` // "geneve 192.0.2.11"
+	Registered bool   `json:"registered"`
+	// SouthboundErr says why the Southbound could not be read (Registered
+	// and Bound are then false and 0: unknown).
+	SouthboundErr string `json:"southbound_error,omitempty"`
+	Ports         int    `json:"ports"`
+	Bound         int    `json:"bound"`
+	Installed     int    `json:"installed"`
+}
+
+func ovnStatus(s *validaterun.OVNState) *OVNStatus {
+	if s == nil {
+		return nil
+	}
+	m := s.Counts()
+	o := &OVNStatus{Chassis: s.Want.Chassis, Remote: s.Want.Remote, Encap: s.Want.EncapType + " " + s.Want.EncapIP,
+		Registered: m.Registered, Ports: m.Ports, Bound: m.Bound, Installed: m.Installed}
+	if s.Facts.SBErr != nil {
+		o.SouthboundErr = s.Facts.SBErr.Error()
+	}
+	return o
 }
 
 // pfStatuses reads each resolved PF of the group (errs: the PFs that did

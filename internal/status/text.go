@@ -117,6 +117,16 @@ func writeLAGOVSText(w io.Writer, g GroupStatus) {
 	if g.Tunnel != "" {
 		fmt.Fprintf(w, "  tunnel %s\n", g.Tunnel)
 	}
+	if o := g.OVN; o != nil {
+		reg := "registered"
+		switch {
+		case o.SouthboundErr != "":
+			reg = "Southbound unreadable"
+		case !o.Registered:
+			reg = "NOT registered"
+		}
+		fmt.Fprintf(w, "  ovn chassis %s (%s) %s at %s; ports: %d bound here, %d ovn-installed of %d\n", dash(o.Chassis), o.Encap, reg, o.Remote, o.Bound, o.Installed, o.Ports)
+	}
 	if fc := g.Flows; fc != nil {
 		fmt.Fprintf(w, "  ovs flows with traffic: %d in hardware, %d in tc software, %d in the kernel datapath (%d idle)\n", fc.Hardware, fc.TCSoftware, fc.KernelDP, fc.Idle)
 	}

@@ -81,6 +81,9 @@ type run struct {
 	bridge *ovs.BridgeStatus
 	// drift is what plan would change (drift.go): each change a failed check.
 	drift *Drift
+	// ovn, when set, is the group's OVN chassis as the caller read it
+	// (status reads it once for its checks and its metrics).
+	ovn *OVNState
 }
 
 // Run validates the groups of cfg (or o.Bond alone) on h; the report is tallied.
@@ -145,7 +148,13 @@ func Static(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Gro
 // it (nil: read it here) and what plan would change (drift: PlanDrift,
 // nil none), each change a failed check.
 func StaticWith(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string, bridge *ovs.BridgeStatus, drift *Drift) []validate.Check {
-	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil), bridge: bridge, drift: drift}
+	return StaticWithOVN(ctx, cfg, h, g, roceMode, bridge, drift, nil)
+}
+
+// StaticWithOVN is StaticWith with the group's OVN chassis as the caller
+// already read it (ReadOVN; nil: read it here).
+func StaticWithOVN(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, roceMode string, bridge *ovs.BridgeStatus, drift *Drift, ovn *OVNState) []validate.Check {
+	r := &run{o: Options{RoCEMode: roceMode, Log: slog.New(slog.DiscardHandler)}, h: h, pe: pipeline.New(cfg, h, nil), bridge: bridge, drift: drift, ovn: ovn}
 	out, _, _ := r.static(ctx, g)
 	return out
 }
@@ -204,6 +213,13 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 	facts.Attachments = r.attachmentFacts(gh)
 	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
 	out = append(out, r.networkChecks(ctx, gh)...)
+	if g.OVN != nil {
+		st := r.ovn
+		if st == nil {
+			st = ReadOVN(ctx, r.pe.Config(), r.h, g)
+		}
+		out = append(out, st.Checks()...)
+	}
 	return append(out, r.drift.Checks(g.Name)...), gh, true
 }
 

@@ -1,0 +1,165 @@
+package validaterun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/host"
+	"github.com/vflag/vflag/internal/pipeline"
+	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/ovs/ovnsb"
+)
+
+// sbReadTimeout bounds the read of the Southbound (connect and one
+// transaction): a remote that does not answer is a failed check, not a
+// hung validate or status.
+const sbReadTimeout = 10 * time.Second
+
+// OVNState is what a group's OVN checks judge: the chassis the config
+// wants and the facts read for it.
+type OVNState struct {
+	Want  validate.OVNWant
+	Facts validate.OVNFacts
+}
+
+// Checks are the OVN checks of the state (validate.OVNChecks).
+func (s *OVNState) Checks() []validate.Check { return validate.OVNChecks(s.Want, s.Facts) }
+
+// Counts are what status exports of it (validate.OVNCounts).
+func (s *OVNState) Counts() validate.OVNMetrics { return validate.OVNCounts(s.Want, s.Facts) }
+
+// ReadOVN reads group g's OVN chassis on h: its Open_vSwitch row and
+// integration bridge, the Southbound and ovn-controller's connection;
+// nil for a group without an ovn section.
+func ReadOVN(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group) *OVNState {
+	if g.OVN == nil {
+		return nil
+	}
+	reps := map[config.VFRef]string{}
+	if gh, errs := pipeline.ResolveGroup(h.Kernel, h.FS, g); len(errs) == 0 {
+		reps = representorsOf(h, gh) // else the indexes do not match (pf/<n> says why)
+	}
+	w := OVNWant(g, groupPath(cfg, g), reps)
+	runDir := ovnsb.RunDir()
+	if h.Simulated() {
+		runDir = "" // the simulated host runs no ovn-controller of its own
+	}
+	var oc OVNChassisReader
+	c, err := h.OVS(ctx)
+	if err == nil {
+		oc = c
+	}
+	s := &OVNState{Want: w}
+	s.Facts = ReadOVNFacts(ctx, &s.Want, oc, err, sbTLS(g.OVN), runDir)
+	return s
+}
+
+// OVNChassisReader reads the Open vSwitch side (ovs.Client).
+type OVNChassisReader interface {
+	OVNChassis(ctx context.Context, bridge string) (ovs.OVNChassisView, error)
+}
+
+// ReadOVNFacts reads what the OVN checks judge for w: br-int's interfaces
+// and the Open_vSwitch row from oc (ovsErr: why there is none), the
+// Southbound at w.Remote (t: an ssl: remote's files), and ovn-controller's connection-status from its
+// control socket in runDir ("": not asked). A w without a chassis name
+// (no system_id in the config) takes the Open_vSwitch row's system-id.
+func ReadOVNFacts(ctx context.Context, w *validate.OVNWant, oc OVNChassisReader, ovsErr error, t *ovnsb.TLS, runDir string) validate.OVNFacts {
+	var f validate.OVNFacts
+	if ovsErr == nil {
+		v, err := oc.OVNChassis(ctx, w.Bridge)
+		if err != nil {
+			f.BridgeErr = err
+		} else {
+			f.BridgeMissing = !v.BridgeExists
+			f.Interfaces = map[string]validate.OVNInterface{}
+			for _, i := range v.Interfaces {
+				f.Interfaces[i.Name] = validate.OVNInterface{Name: i.Name, Type: i.Type, ExternalIDs: i.ExternalIDs, Options: i.Options}
+			}
+			if w.Chassis == "" {
+				w.Chassis = v.ExternalIDs["system-id"]
+			}
+		}
+	} else {
+		f.BridgeErr = ovsErr
+	}
+	var lsps []string
+	for _, p := range w.Ports {
+		lsps = append(lsps, p.LSP)
+	}
+	sctx, cancel := context.WithTimeout(ctx, sbReadTimeout)
+	defer cancel()
+	f.SB, f.SBErr = ovnsb.Read(sctx, w.Remote, t, lsps)
+	if runDir != "" {
+		// Unknown ("") when it cannot be asked: doctor's ovn/controller
+		// says why; a port's check names it only when it is known.
+		st, err := ovnsb.ControllerStatus(runDir)
+		switch {
+		case err == nil:
+			f.Controller = st
+		case errors.Is(err, ovnsb.ErrControllerNotRunning):
+			f.Controller = "ovn-controller not running"
+		}
+	}
+	return f
+}
+
+// OVNWant is the chassis group g's config wants: reps maps each VF to
+// its representor (a VF without one keeps the name "pf<i>vf<n>", which
+// no interface of br-int has: its check fails naming it).
+func OVNWant(g *config.Group, path string, reps map[config.VFRef]string) validate.OVNWant {
+	o := g.OVN
+	w := validate.OVNWant{Remote: o.Remote, Chassis: o.SystemID, EncapType: o.EncapTypeOf(), Bridge: o.Bridge}
+	if p := o.Prefix(); p.IsValid() {
+		w.EncapIP = p.Addr().String()
+	}
+	for _, p := range g.OVNPorts(path) {
+		rep, ok := reps[p.VF]
+		if !ok {
+			rep = fmt.Sprintf("pf%dvf%d", p.VF.PF, p.VF.VF)
+		}
+		w.Ports = append(w.Ports, validate.OVNPortWant{LSP: p.LSP, Interface: rep, Field: p.Path})
+	}
+	return w
+}
+
+// representorsOf maps each VF of the group's resolved PFs to its
+// representor netdev.
+func representorsOf(h *host.Host, gh pipeline.Group) map[config.VFRef]string {
+	out := map[config.VFRef]string{}
+	for i, pf := range gh.PFs {
+		reps, err := eswitch.Representors(h.Kernel, h.FS, pf)
+		if err != nil {
+			continue
+		}
+		for vf, name := range reps {
+			out[config.VFRef{PF: i, VF: vf}] = name
+		}
+	}
+	return out
+}
+
+// groupPath is the config path of g ("groups[1]").
+func groupPath(cfg *config.Config, g *config.Group) string {
+	if cfg != nil {
+		for i := range cfg.Groups {
+			if cfg.Groups[i].Name == g.Name {
+				return fmt.Sprintf("groups[%d]", i)
+			}
+		}
+	}
+	return "groups[?]"
+}
+
+// sbTLS is the ovn section's key material for an ssl: remote, nil without.
+func sbTLS(o *config.OVN) *ovnsb.TLS {
+	if o.SSL == nil {
+		return nil
+	}
+	return &ovnsb.TLS{PrivateKey: o.SSL.PrivateKey, Certificate: o.SSL.Certificate, CACert: o.SSL.CACert}
+}

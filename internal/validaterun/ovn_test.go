@@ -1,0 +1,173 @@
+package validaterun
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs"
+	"github.com/vflag/vflag/ovs/ovnsb"
+	"github.com/vflag/vflag/ovs/ovnsb/sbtest"
+	"github.com/vflag/vflag/ovs/ovstest"
+)
+
+// ovnBed is a chassis hv1 with a real ovn-controller: a private Open
+// vSwitch (userspace datapath), a private Southbound with a second chassis
+// hv2 and the logical ports as ovn-northd writes them, and representor
+// stand-ins (veths) with their iface-id on br-int.
+type ovnBed struct {
+	t    *testing.T
+	ovs  *ovstest.Server
+	sb   *sbtest.Server
+	ctl  *sbtest.Controller
+	oc   *ovs.Client
+	want validate.OVNWant
+}
+
+func newOVNBed(t *testing.T) *ovnBed {
+	b := &ovnBed{t: t, ovs: ovstest.Start(t), sb: sbtest.Start(t)}
+	b.ovs.MustVsctl("set", "Open_vSwitch", ".", "external_ids:system-id=hv1", "external_ids:ovn-remote="+b.sb.Endpoint(),
+		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip=10.0.0.1", "external_ids:ovn-set-local-ip=true",
+		"external_ids:ovn-bridge-datapath-type=netdev")
+	b.sb.AddChassis("hv2", "geneve", "10.0.0.2")
+	for _, p := range []string{"vm1-eth0", "vm2-eth0", "vm4-eth0"} {
+		b.sb.AddPort(p)
+	}
+	b.ctl = sbtest.StartController(t, b.ovs)
+	b.until("ovn-controller made br-int", func() bool { _, err := b.ovs.Vsctl("br-exists", "br-int"); return err == nil })
+	for i, lsp := range []string{"vm1-eth0", "vm2-eth0", "vm3-eth0"} {
+		rep := fmt.Sprintf("rep%d", i)
+		b.ovs.AddVeth(rep, rep+"p")
+		b.ovs.MustVsctl("add-port", "br-int", rep, "--", "set", "Interface", rep, "external_ids:iface-id="+lsp)
+		b.want.Ports = append(b.want.Ports, validate.OVNPortWant{LSP: lsp, Interface: rep, Field: fmt.Sprintf("groups[0].vfs[%d].ovn_port", i)})
+	}
+	b.want.Remote, b.want.EncapType, b.want.EncapIP, b.want.Bridge = b.sb.Endpoint(), "geneve", "10.0.0.1", "br-int"
+	var err error
+	if b.oc, err = ovs.Connect(context.Background(), b.ovs.Endpoint()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.oc.Close)
+	return b
+}
+
+func (b *ovnBed) until(what string, cond func() bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waited 20s for: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checks reads the facts as validate does and judges them.
+func (b *ovnBed) checks() (map[string]validate.Check, validate.OVNFacts) {
+	w := b.want
+	w.Chassis = "" // from the Open_vSwitch row's system-id, as without ovn.system_id
+	f := ReadOVNFacts(context.Background(), &w, b.oc, nil, nil, b.ctl.RunDir())
+	if w.Chassis != "hv1" {
+		b.t.Fatalf("chassis %q read from the Open_vSwitch row, want hv1", w.Chassis)
+	}
+	out := map[string]validate.Check{}
+	for _, c := range validate.OVNChecks(w, f) {
+		out[c.Name] = c
+	}
+	return out, f
+}
+
+// expect waits until the named check has the verdict and a detail with
+// want in it (ovn-controller acts on its own time), and fails the test
+// naming the last detail otherwise.
+func (b *ovnBed) expect(name string, v validate.Verdict, want string) {
+	b.t.Helper()
+	var last validate.Check
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		cs, _ := b.checks()
+		last = cs[name]
+		if last.Verdict == v && strings.Contains(last.Detail, want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.t.Fatalf("%s: %s %q\nwant %s containing %q", name, last.Verdict, last.Detail, v, want)
+}
+
+// TestOVNChecksRealController: against a real ovn-controller and
+// Southbound, the chassis registers with its encap, the ports it can bind
+// are bound here, ovn-installed and up, and it makes a tunnel port to hv2;
+// then each piece is taken away and the check covering it fails naming
+// it: a port without a logical port in the Southbound, a port bound to
+// another chassis, the tunnel port deleted, ovn-installed removed, the
+// controller gone, the chassis's Encap replaced.
+func TestOVNChecksRealController(t *testing.T) {
+	t.Parallel()
+	b := newOVNBed(t)
+	b.expect("ovn/chassis", validate.Pass, "chassis hv1 registered with encap geneve 10.0.0.1")
+	b.expect("ovn/port/vm1-eth0", validate.Pass, "vm1-eth0 on rep0: bound to hv1, ovn-installed, up")
+	b.expect("ovn/port/vm2-eth0", validate.Pass, "bound to hv1")
+	b.expect("ovn/tunnel/hv2", validate.Pass, "geneve to 10.0.0.2")
+	cs, f := b.checks()
+	if f.Controller != "connected" {
+		t.Errorf("connection-status %q, want connected", f.Controller)
+	}
+	if c := cs["ovn/tunnel/hv2"]; !strings.Contains(c.Detail, "tunnel port ovn-hv2-0") {
+		t.Errorf("the tunnel port is not ovn-controller's ovn-hv2-0: %s", c.Detail)
+	}
+
+	// No logical port vm3-eth0 in the Southbound: nothing binds it.
+	b.expect("ovn/port/vm3-eth0", validate.Fail, "vm3-eth0 (groups[0].vfs[2].ovn_port): no such logical switch port in the Southbound")
+
+	// vm2-eth0 requested by hv2 and bound there: hv1 gives it up.
+	uuid := b.sb.MustSbctl("--bare", "--columns=_uuid", "find", "Chassis", "name=hv2")
+	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "requested_chassis="+uuid, "chassis="+uuid)
+	b.expect("ovn/port/vm2-eth0", validate.Fail, "vm2-eth0 is bound to another chassis, hv2, not this one (hv1)")
+
+	// The tunnel port deleted under a stopped controller (a running one
+	// makes it again), ovn-installed removed, the controller not running.
+	b.ctl.Stop()
+	b.ovs.MustVsctl("del-port", "br-int", "ovn-hv2-0", "--", "remove", "Interface", "rep0", "external_ids", "ovn-installed")
+	b.expect("ovn/tunnel/hv2", validate.Fail, "no tunnel port ovn-* on br-int to chassis hv2 (geneve remote_ip 10.0.0.2)")
+	b.expect("ovn/port/vm1-eth0", validate.Fail, "bound here, but interface rep0 has no external_ids:ovn-installed=true: ovn-controller has not installed the port's flows yet; ovn-controller is not connected to the Southbound (ovn-controller not running)")
+
+	// hv1's Encap replaced by one of another type.
+	b.sb.MustSbctl("--", "--id=@e", "create", "Encap", "type=vxlan", "ip=10.0.0.1", "chassis_name=hv1", "--", "set", "Chassis", "hv1", "encaps=@e")
+	b.expect("ovn/chassis", validate.Fail, "chassis hv1 is registered with encaps vxlan 10.0.0.1, not geneve 10.0.0.1")
+
+	// The chassis gone from the Southbound.
+	b.sb.MustSbctl("chassis-del", "hv1")
+	b.expect("ovn/chassis", validate.Fail, "chassis hv1 is not registered in the Southbound (registered: hv2)")
+	b.expect("ovn/port/vm1-eth0", validate.Fail, "the Port_Binding is bound to no chassis")
+
+	// The Southbound unreachable.
+	w := b.want
+	w.Remote = "tcp:127.0.0.1:1"
+	f = ReadOVNFacts(context.Background(), &w, b.oc, nil, nil, "")
+	if c := validate.OVNChecks(w, f)[0]; c.Name != "ovn/southbound" || c.Verdict != validate.Fail || !strings.Contains(c.Detail, "cannot read the OVN Southbound at tcp:127.0.0.1:1") {
+		t.Errorf("unreachable: %+v", c)
+	}
+}
+
+// TestOVNControllerNotConnected: ovn-controller with an unreachable
+// Southbound reports "not connected", and the check of a port it has not
+// bound names it.
+func TestOVNControllerNotConnected(t *testing.T) {
+	t.Parallel()
+	b := newOVNBed(t)
+	b.expect("ovn/port/vm1-eth0", validate.Pass, "bound to hv1")
+	b.ovs.MustVsctl("set", "Open_vSwitch", ".", "external_ids:ovn-remote=tcp:127.0.0.1:1")
+	b.until("connection-status not connected", func() bool {
+		st, err := ovnsb.ControllerStatus(b.ctl.RunDir())
+		return err == nil && st == "not connected"
+	})
+	b.sb.MustSbctl("clear", "Port_Binding", "vm1-eth0", "chassis")
+	b.expect("ovn/port/vm1-eth0", validate.Fail, "the Port_Binding is bound to no chassis: ovn-controller on this host has not claimed it; ovn-controller is not connected to the Southbound (not connected)")
+	v, err := ovnsb.ControllerVersion(b.ctl.RunDir())
+	if err != nil || !strings.HasPrefix(v, "ovn-controller ") {
+		t.Errorf("version %q, %v", v, err)
+	}
+}

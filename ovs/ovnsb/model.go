@@ -1,0 +1,47 @@
+package ovnsb
+
+import (
+	lmodel "github.com/ovn-kubernetes/libovsdb/model"
+)
+
+// Table names of the Southbound database.
+const (
+	chassisTable     = "Chassis"
+	encapTable       = "Encap"
+	portBindingTable = "Port_Binding"
+)
+
+// chassisRow is the part of a Chassis row vflag reads.
+type chassisRow struct {
+	UUID     string   `ovsdb:"_uuid"`
+	Name     string   `ovsdb:"name"`
+	Hostname string   `ovsdb:"hostname"`
+	Encaps   []string `ovsdb:"encaps"`
+}
+
+// encapRow is the part of an Encap row vflag reads.
+type encapRow struct {
+	UUID        string `ovsdb:"_uuid"`
+	Type        string `ovsdb:"type"`
+	IP          string `ovsdb:"ip"`
+	ChassisName string `ovsdb:"chassis_name"`
+}
+
+// portBindingRow is the part of a Port_Binding row vflag reads. Chassis
+// is a weak reference (unset: bound to no chassis); Up is unset until
+// ovn-northd or ovn-controller writes it.
+type portBindingRow struct {
+	UUID        string  `ovsdb:"_uuid"`
+	LogicalPort string  `ovsdb:"logical_port"`
+	Chassis     *string `ovsdb:"chassis"`
+	Up          *bool   `ovsdb:"up"`
+}
+
+// databaseModel is the client model: the three tables, no other.
+func databaseModel() (lmodel.ClientDBModel, error) {
+	return lmodel.NewClientDBModel("OVN_Southbound", map[string]lmodel.Model{
+		chassisTable:     &chassisRow{},
+		encapTable:       &encapRow{},
+		portBindingTable: &portBindingRow{},
+	})
+}
