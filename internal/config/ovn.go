@@ -348,7 +348,8 @@ func (v *validator) validateBridgeMappings(o *OVN, op string) {
 }
 
 // validateOVNPorts checks ovn_port on vfs and attachments: needing an ovn
-// section, a name, one port per LSP and per VF, a MAC (attached-mac), and
+// section, a name, one port per LSP and per VF (a MAC is optional: the
+// binding's attached-mac where given; ovn-controller binds by iface-id), and
 // no VLAN column on a bound representor's port (OVN tags nothing on
 // br-int: a logical switch's localnet port carries the VLAN).
 func (v *validator) validateOVNPorts(gc groupCheck) {
@@ -364,9 +365,6 @@ func (v *validator) validateOVNPorts(gc groupCheck) {
 			v.add(port.Path, port.LSP, "binds pf %d vf %d, already bound at %s: one representor, one logical port", port.VF.PF, port.VF.VF, prev)
 		}
 		byVF[port.VF] = port.Path
-		if port.MAC == "" {
-			v.add(port.Path, port.LSP, "needs the VF's MAC (external_ids:attached-mac, the address the logical port lists): set mac")
-		}
 	}
 	for i, vf := range g.VFs {
 		vp := fmt.Sprintf("%s.vfs[%d]", p, i)

@@ -276,9 +276,27 @@ func (run *groupRun) ovnBind(k VFKey) map[string]string {
 	if !ok {
 		return map[string]string{}
 	}
-	out := map[string]string{ovs.IfaceIDKey: b.LSP, "attached-mac": b.MAC, "iface-status": "active"}
-	if u := run.domUUID[b.Domain]; b.Domain != "" && u != "" {
-		out["vm-uuid"] = u
+	u := ""
+	if b.Domain != "" {
+		u = run.domUUID[b.Domain]
+	}
+	return bindIDs(b, u)
+}
+
+// bindIDs is a binding's Interface external_ids: iface-id, iface-status,
+// attached-mac where the config gives the VF's MAC (ovn-controller binds
+// by iface-id alone; a driver whose VF MACs vflag cannot set, as
+// netdevsim's, binds without it) and vm-uuid where the domain has one.
+//
+//	ovs-vsctl set Interface $rep external_ids:iface-id=$lsp external_ids:iface-status=active \
+//	    [external_ids:attached-mac=$mac] [external_ids:vm-uuid=$uuid]
+func bindIDs(b ovnBinding, vmUUID string) map[string]string {
+	out := map[string]string{ovs.IfaceIDKey: b.LSP, "iface-status": "active"}
+	if b.MAC != "" {
+		out["attached-mac"] = b.MAC
+	}
+	if vmUUID != "" {
+		out["vm-uuid"] = vmUUID
 	}
 	return out
 }
