@@ -156,6 +156,10 @@ func TestLibvirtd(t *testing.T) {
 		wantSt := libvirtx.DomainState{Name: name, Exists: true, Persistent: true, Interfaces: []libvirtx.HostdevIface{
 			{PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Managed: true, Owned: true, InConfig: true},
 		}}
+		if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).MatchString(st.UUID) || !strings.Contains(x, "<uuid>"+st.UUID+"</uuid>") {
+			t.Errorf("Domain's UUID %q is not the XML's", st.UUID)
+		}
+		wantSt.UUID = st.UUID
 		if diff := cmp.Diff(wantSt, st); diff != "" {
 			t.Errorf("Domain (-want +got):\n%s", diff)
 		}

@@ -93,6 +93,7 @@ func databaseModel() (lmodel.ClientDBModel, error) {
 		model.BridgeTable:      &model.Bridge{},
 		model.PortTable:        &model.Port{},
 		model.InterfaceTable:   &model.Interface{},
+		model.SSLTable:         &model.SSL{}, // an OVN chassis's ssl: remote
 	})
 }
 

@@ -136,3 +136,34 @@ func TestRootExternalIDs(t *testing.T) {
 		t.Fatalf("external_ids %v: want system-id x and no ovn-remote", ids)
 	}
 }
+
+// The SSL row: made and referenced, updated in place, dropped.
+func TestSSLRow(t *testing.T) {
+	t.Parallel()
+	srv := ovstest.Start(t)
+	c := connect(t, srv)
+	ctx := ctxT(t)
+	if _, ok, err := c.SSL(ctx); ok || err != nil {
+		t.Fatalf("fresh database: SSL ok=%v %v", ok, err)
+	}
+	p := ovs.SSLPaths{PrivateKey: "/k", Certificate: "/c", CACert: "/ca"}
+	if err := c.SetSSL(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.MustVsctl("get-ssl"); !strings.Contains(got, "Private key: /k") || !strings.Contains(got, "CA Certificate: /ca") {
+		t.Fatalf("get-ssl: %s", got)
+	}
+	q := ovs.SSLPaths{PrivateKey: "/k2", Certificate: "/c", CACert: "/ca"}
+	if err := c.SetSSL(ctx, &q); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := c.SSL(ctx); !ok || err != nil || got != q {
+		t.Fatalf("after the update: %+v %v %v", got, ok, err)
+	}
+	if err := c.SetSSL(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(srv.MustVsctl("get-ssl")); got != "" {
+		t.Fatalf("get-ssl after the drop: %q", got)
+	}
+}

@@ -55,13 +55,20 @@ type daemons struct {
 func startDaemons(t testing.TB) daemons {
 	d := daemons{ovs: ovstest.Start(t), virt: virttest.Start(t)}
 	d.virt.DefineDomain(t, "vm1")
-	d.ovn = sim.NewOVNController(d.ovs.Endpoint(), "lsp-vm1", "lsp-vf01", "lsp-elsewhere")
+	d.startOVN(t)
+	return d
+}
+
+// startOVN runs the simulated ovn-controller on the daemons' OVSDB until
+// the test ends; its Southbound knows the logical ports of the OVN
+// variants and of examples/ovn.yaml.
+func (d *daemons) startOVN(t testing.TB) {
+	d.ovn = sim.NewOVNController(d.ovs.Endpoint(), "lsp-vm1", "lsp-vf01", "lsp-elsewhere", "vm1-eth0", "vm2-eth0")
 	d.ovn.Poll = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.ovn.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return d
 }
 
 // newBed makes a fresh simulated host with config text cfg (the example

@@ -180,7 +180,7 @@ func (x variant) config(d daemons) string {
 	case 1:
 		fmt.Fprintf(&b, "    ovn: {remote: \"tcp:192.0.2.1:6642\", encap_ip: 192.0.2.11/24, underlay_vlan: 30, underlay_mtu: 1658, system_id: chassis-1, install_timeout: 20s}\n")
 	case 2:
-		fmt.Fprintf(&b, "    ovn: {remote: \"tcp:[2001:db8::1]:6642\", encap_type: vxlan, encap_ip: \"2001:db8::11/64\", underlay_mtu: 1670, system_id: chassis-1, bridge_mappings: {physnet1: br-phys}, install_timeout: 20s}\n")
+		fmt.Fprintf(&b, "    ovn: {remote: \"ssl:[2001:db8::1]:6642\", ssl: {private_key: /etc/ovn/key.pem, certificate: /etc/ovn/cert.pem, ca_cert: /etc/ovn/ca.pem}, encap_type: vxlan, encap_ip: \"2001:db8::11/64\", underlay_mtu: 1670, system_id: chassis-1, bridge_mappings: {physnet1: br-phys}, install_timeout: 20s}\n")
 	}
 	att0 := ""
 	if x.ovn == 1 {

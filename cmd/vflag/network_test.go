@@ -29,6 +29,7 @@ func poolDaemons(t *testing.T) daemons {
 	}
 	d := daemons{ovs: ovstest.Start(t), virt: virttest.Start(t, virttest.FakeVFs(vfs...))}
 	d.virt.DefineDomain(t, "vm1")
+	d.startOVN(t)
 	return d
 }
 

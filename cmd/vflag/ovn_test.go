@@ -103,3 +103,92 @@ func TestOVNCreatesIntegrationBridge(t *testing.T) {
 	}
 	b.mustVflag(0, "down")
 }
+
+// TestOVNNotInstalledIsDegraded: a bound port that ovn-controller does
+// not install within install_timeout (its logical port unknown to the
+// Southbound) makes up degraded, exit 1, naming the port, its logical port
+// and why; nothing is rolled back (the binding stays, vm1's port is
+// installed). Once the Southbound knows the port, up succeeds without a
+// change.
+func TestOVNNotInstalledIsDegraded(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	d.ovn.SetLSPs("lsp-vm1")
+	b := newBed(t, d, "")
+	b.useConfig(strings.Replace(ovnVariant(1).config(d), "install_timeout: 20s", "install_timeout: 300ms", 1))
+	b.initSim()
+	_, errs, code := b.vflag("up")
+	if code != 1 || !strings.Contains(errs, "host degraded") || !strings.Contains(errs, "(ovn_port lsp-vf01) not ovn-installed after 300ms: no logical port lsp-vf01 in the Southbound") {
+		t.Fatalf("up: exit %d, want 1, degraded, naming lsp-vf01's port:\n%s", code, errs)
+	}
+	if strings.Contains(errs, "lsp-vm1)") {
+		t.Errorf("the installed port is named:\n%s", errs)
+	}
+	dump := b.fullDump()
+	if !strings.Contains(dump, `iface-id="lsp-vf01", iface-status="active"}`) || !strings.Contains(dump, `iface-id="lsp-vm1", iface-status="active", ovn-installed="true"`) {
+		t.Fatalf("the bindings did not stay:\n%s", dump)
+	}
+	d.ovn.SetLSPs("lsp-vm1", "lsp-vf01")
+	if rep := upReport(t, b); rep.Error != "" || len(rep.ChangedIDs()) != 0 {
+		t.Fatalf("up once the port is known: %q, changed %v", rep.Error, rep.ChangedIDs())
+	}
+	b.mustVflag(0, "down")
+}
+
+// TestOVNRollbackAtEachStep: an up from the VLAN layout to the OVN one
+// that fails at any OVN step (each external_ids key, the bridge's move to
+// br-int with the bindings) leaves the host as before the run: the keys
+// absent, the bond back in br-lag, no br-int.
+func TestOVNRollbackAtEachStep(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	d.ovs.MustVsctl("set", "Open_vSwitch", ".", "external_ids:ovn-remote=tcp:198.51.100.1:6642")
+	b := newBed(t, d, "")
+	b.useConfig(baseVariant().config(d))
+	b.initSim()
+	b.mustVflag(2, "up", "--detailed-exit-codes")
+	before := b.fullDump()
+	b.useConfig(strings.Replace(ovnVariant(1).config(d), "system_id: chassis-1, ", "", 1))
+	steps := planSteps(t, b.mustVflag(2, "plan", "-o", "json", "--detailed-exit-codes"))
+	var tried []string
+	for _, id := range steps {
+		if !strings.HasPrefix(id, "ovn.") && id != "ovs.bridge/br-int" {
+			continue
+		}
+		tried = append(tried, id)
+		_, errs, code := b.vflag("up", "--fail-at", id)
+		if code != 1 || !strings.Contains(errs, "injected failure") {
+			t.Errorf("failure at %s: exit %d, want 1 with the injected failure:\n%s", id, code, errs)
+		}
+		if got := b.fullDump(); got != before {
+			t.Fatalf("failure at %s: after the rollback the host differs from before the run:\n%s\n%s", id, testbed.LineDiff(before, got, 10), errs)
+		}
+	}
+	if len(tried) < 8 {
+		t.Fatalf("tried %v: want the bridge and every external_ids key", tried)
+	}
+	b.mustVflag(0, "down")
+}
+
+// TestOVNSSLRowRestored: with an ssl: remote, up puts the chassis's files
+// in the SSL row in place of the ones there, and down puts those back.
+func TestOVNSSLRowRestored(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	d.ovs.MustVsctl("set-ssl", "/old/key.pem", "/old/cert.pem", "/old/ca.pem")
+	b := newBed(t, d, "")
+	b.useConfig(ovnVariant(2).config(d))
+	b.initSim()
+	baseline := b.fullDump()
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	if dump := b.fullDump(); !strings.Contains(dump, `ssl private_key="/etc/ovn/key.pem" certificate="/etc/ovn/cert.pem" ca_cert="/etc/ovn/ca.pem"`) ||
+		!strings.Contains(dump, `ovn-remote="ssl:[2001:db8::1]:6642"`) || !strings.Contains(dump, `ovn-bridge-mappings="physnet1:br-phys"`) {
+		t.Fatalf("up did not make the ssl: chassis:\n%s", dump)
+	}
+	b.mustVflag(0, "down")
+	if got := b.fullDump(); got != baseline {
+		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
+	}
+}

@@ -31,7 +31,11 @@ func simulatedExample(t *testing.T, d daemons, text string) (string, *config.Con
 	}
 	groups := m["groups"].([]any)
 	for _, g := range groups {
-		if o, ok := g.(map[string]any)["ovs"].(map[string]any); ok {
+		gm := g.(map[string]any)
+		if _, ovn := gm["ovn"]; ovn && gm["ovs"] == nil { // br-int's ovs section, for its datapath
+			gm["ovs"] = map[string]any{}
+		}
+		if o, ok := gm["ovs"].(map[string]any); ok {
 			o["datapath_type"] = "netdev"
 		}
 	}

@@ -154,8 +154,80 @@ func (ovnIDKind) Undo(ctx context.Context, e *Env, r ovnIDRecord) (string, error
 	return fmt.Sprintf("external_ids:%s -> %s", r.Key, orDash(deref(r.Prior))), nil
 }
 
-// ovnChassis is the phase: one step per key, in one batch (each key is
-// its own mutation of the row).
+// ovnSSLKind puts an ssl: remote's files in the Open_vSwitch database's
+// SSL row, which ovn-controller reads for its Southbound connection (its
+// command line naming none, as ovn-host's service runs it): the row made
+// and referenced, or the one there updated; its record the prior files
+// (nil: no row), which the undo puts back.
+//
+//	ovs-vsctl set-ssl $private_key $certificate $ca_cert
+type ovnSSLKind struct{}
+
+type ovnSSLRecord struct {
+	Endpoint string        `json:"endpoint"`
+	Value    ovs.SSLPaths  `json:"value"`
+	Prior    *ovs.SSLPaths `json:"prior"` // nil: no SSL row
+}
+
+func (ovnSSLKind) Name() string        { return "ovn.ssl" }
+func (ovnSSLKind) DependsOn() []string { return nil }
+
+func (k ovnSSLKind) step(e *Env, want ovs.SSLPaths) teardown.Step {
+	return teardown.Step{
+		Kind: k.Name(), ID: k.Name(),
+		Check: func(ctx context.Context) (teardown.Change, error) {
+			c, err := e.h.OVS(ctx)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			cur, ok, err := c.SSL(ctx)
+			if err != nil {
+				return teardown.Change{}, err
+			}
+			if ok && cur == want {
+				return teardown.Change{Summary: "SSL " + sslString(&want)}, nil
+			}
+			r := ovnSSLRecord{Endpoint: e.h.OVSDB, Value: want}
+			if ok {
+				r.Prior = &cur
+			}
+			return teardown.Change{Needed: true, Record: r,
+				Summary: fmt.Sprintf("SSL %s -> %s", sslString(r.Prior), sslString(&want)),
+				Revert:  fmt.Sprintf("SSL %s -> %s", sslString(&want), sslString(r.Prior))}, nil
+		},
+		Apply: func(ctx context.Context) error {
+			c, err := e.h.OVS(ctx)
+			if err != nil {
+				return err
+			}
+			return c.SetSSL(ctx, &want)
+		},
+	}
+}
+
+// Undo puts the prior SSL row back (drops the one vflag made).
+func (ovnSSLKind) Undo(ctx context.Context, e *Env, r ovnSSLRecord) (string, error) {
+	c, done, err := e.ovsAt(ctx, r.Endpoint)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	if err := c.SetSSL(ctx, r.Prior); err != nil {
+		return "", err
+	}
+	return "SSL -> " + sslString(r.Prior), nil
+}
+
+func sslString(p *ovs.SSLPaths) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("key %s cert %s ca %s", p.PrivateKey, p.Certificate, p.CACert)
+}
+
+// ovnChassis is the phase: with an ssl: remote the SSL row first (ovn-
+// controller takes it when ovn-remote says ssl:), then one step per key,
+// in one batch (each key is its own mutation of the row).
 func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 	g := run.g
 	o := g.OVN
@@ -163,6 +235,10 @@ func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 		return nil, nil
 	}
 	e := run.e
+	var out []batch
+	if o.SSL != nil {
+		out = append(out, batch{ovnSSLKind{}.step(e, ovs.SSLPaths{PrivateKey: o.SSL.PrivateKey, Certificate: o.SSL.Certificate, CACert: o.SSL.CACert})})
+	}
 	s := []teardown.Step{ovnIDKind{}.step(e, OVNKeySystemID, e.systemID(o))}
 	if h, err := os.Hostname(); err == nil && h != "" {
 		s = append(s, ovnIDKind{}.step(e, OVNKeyHostname, fixed(h)))
@@ -181,7 +257,7 @@ func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 	if m := o.Mappings(); m != "" {
 		s = append(s, ovnIDKind{}.step(e, OVNKeyBridgeMapping, fixed(m)))
 	}
-	return one(s...), nil
+	return append(out, s), nil
 }
 
 // stateDir is the directory of the run's journal, "" without one.

@@ -379,7 +379,19 @@ func tunnelPortSpecs(g *config.Group) []ovs.PortSpec {
 }
 
 // TunnelWant is what validate checks of a group's tunnel; nil without one.
+// A group with ovn has its underlay checked the same way (the encap
+// address on its device, its routes, the MTU chain with OVN's overhead),
+// without remotes or tunnel ports: ovn-controller makes those.
 func TunnelWant(g *config.Group) *validate.TunnelWant {
+	if o := g.OVN; o != nil && g.Tunnel == nil && g.Switchdev() {
+		w := &validate.TunnelWant{Type: "OVN " + o.EncapTypeOf(), Dev: g.UnderlayDev(), Local: o.Prefix().String(), RepMTU: g.MTU, Overhead: g.TunnelOverhead()}
+		for _, r := range o.Routes {
+			if p, err := netip.ParsePrefix(r); err == nil {
+				w.Routes = append(w.Routes, eswitch.Route{Dst: p.Masked().String(), Gw: o.Gateway, Dev: w.Dev})
+			}
+		}
+		return w
+	}
 	t := g.Tunnel
 	if t == nil || !g.Switchdev() {
 		return nil

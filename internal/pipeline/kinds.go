@@ -91,6 +91,7 @@ var Kinds = []Kind{
 	declare[tunnelRouteRecord](tunnelRouteKind{}),
 	declare[ovsRecord](ovsBridgeKind{}),
 	declare[tcBlockRecord](tcBlockKind{}),
+	declare[ovnSSLRecord](ovnSSLKind{}),
 	declare[ovnIDRecord](ovnIDKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[networkRecord](networkKind{}),

@@ -428,12 +428,13 @@ func (s *Server) dump() (string, error) {
 		"--columns=other_config,external_ids", "list", "Open_vSwitch",
 		"--", "--columns=_uuid,name,datapath_type,ports,external_ids,fail_mode,other_config", "list", "Bridge",
 		"--", "--columns=_uuid,name,tag,vlan_mode,trunks,interfaces,external_ids", "list", "Port",
-		"--", "--columns=_uuid,name,type,mtu_request,options,external_ids", "list", "Interface")
+		"--", "--columns=_uuid,name,type,mtu_request,options,external_ids", "list", "Interface",
+		"--", "--columns=private_key,certificate,ca_cert", "list", "SSL")
 	if err != nil {
 		return "", err
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
-	var tables [4][]row
+	var tables [5][]row
 	for i := range tables {
 		var t struct {
 			Headings []string `json:"headings"`
@@ -468,6 +469,9 @@ func (s *Server) dump() (string, error) {
 		if ids := without(mapOf(o["external_ids"]), "ovstest"); len(ids) > 0 {
 			fmt.Fprintf(&b, "external_ids %s\n", sortedMap(ids))
 		}
+	}
+	for _, r := range tables[4] { // an OVN chassis's ssl: files, where set
+		fmt.Fprintf(&b, "ssl private_key=%q certificate=%q ca_cert=%q\n", str(r["private_key"]), str(r["certificate"]), str(r["ca_cert"]))
 	}
 	bridges := tables[1]
 	sort.Slice(bridges, func(i, j int) bool { return str(bridges[i]["name"]) < str(bridges[j]["name"]) })
