@@ -3,6 +3,8 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vflag/vflag/eswitch"
@@ -98,6 +100,11 @@ type TunnelOffload struct {
 	// is not resolved, with its state ("" none): mlx5 offloads no encap
 	// rule towards them.
 	Unresolved map[string]string
+	// OVN: the tunnel is OVN's (ovn-controller's ovn-* ports on br-int,
+	// Geneve with OVN's option); RemoteOf maps each tunnel port to its
+	// remote_ip, for the refusals ovs-vswitchd logs naming the port.
+	OVN      bool
+	RemoteOf map[string]string
 }
 
 // encapDst is the tunnel destination a flow's actions encapsulate to
@@ -120,14 +127,17 @@ func encapDst(actions string) string {
 // FlowVerdict is one flow of the group with where it runs and why not in
 // hardware.
 type FlowVerdict struct {
-	InPort    string   `json:"in_port"`
-	Match     string   `json:"match"`
-	Packets   uint64   `json:"packets"`
-	Offloaded string   `json:"offloaded,omitempty"`
-	DP        string   `json:"dp,omitempty"`
-	Where     string   `json:"where"`
-	Reasons   []string `json:"reasons,omitempty"`
-	Actions   string   `json:"actions"`
+	InPort    string `json:"in_port"`
+	Match     string `json:"match"`
+	Packets   uint64 `json:"packets"`
+	Offloaded string `json:"offloaded,omitempty"`
+	DP        string `json:"dp,omitempty"`
+	Where     string `json:"where"`
+	// Kinds, for an OVN group's flows: encap (into the tunnel), decap
+	// (out of it), ct (through conntrack, as OVN's ACLs put them).
+	Kinds   []string `json:"kinds,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+	Actions string   `json:"actions"`
 }
 
 // OffloadData is the offload check's evidence (Check.Data).
@@ -186,14 +196,18 @@ func OffloadCheck(x OffloadFacts) Check {
 			d.Idle++
 			continue
 		}
-		v := FlowVerdict{InPort: f.InPort, Match: f.Match, Packets: f.Packets, Offloaded: f.Offloaded, DP: f.DP, Where: Where(f), Actions: f.Actions}
+		v := FlowVerdict{InPort: f.InPort, Match: f.Match, Packets: f.Packets, Offloaded: f.Offloaded, DP: f.DP, Where: Where(f), Actions: f.Actions, Kinds: flowKinds(x, f)}
 		if v.Where == WhereHW || v.Where == WherePartial {
 			d.InHW++
 			bondInHW = bondInHW || f.InPort == x.Bond
 		} else {
 			d.InSW++
 			v.Reasons = notInHWReasons(x, f)
-			bad = append(bad, fmt.Sprintf("in_port(%s) %d packets: %s: %s", f.InPort, f.Packets, v.Where, strings.Join(v.Reasons, "; ")))
+			kinds := ""
+			if len(v.Kinds) > 0 {
+				kinds = " (" + strings.Join(v.Kinds, ", ") + ")"
+			}
+			bad = append(bad, fmt.Sprintf("in_port(%s)%s %d packets: %s: %s", f.InPort, kinds, f.Packets, v.Where, strings.Join(v.Reasons, "; ")))
 		}
 		d.Flows = append(d.Flows, v)
 	}
@@ -254,6 +268,34 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	case !*p.HWTC:
 		out = append(out, fmt.Sprintf("hw-tc-offload off on %s: its driver takes no tc rule", f.InPort))
 	}
+	if x.Tunnel != nil && x.Tunnel.OVN {
+		// What keeps an OVN flow out of the NIC that the flow itself
+		// shows: conntrack (ICMP through it above all), its Geneve
+		// options, the encap refusal mlx5 logs on LAG setups.
+		if usesCT(f) {
+			if strings.Contains(f.Match, "icmp(") || strings.Contains(f.Match, "icmpv6(") {
+				out = append(out, "ICMP through conntrack (ct): mlx5 offloads no ICMP connection, its packets stay in software (TCP and UDP connections are offloaded once established)")
+			} else {
+				out = append(out, "conntrack (ct) in the path (an ACL of the logical switch): mlx5 offloads a connection only once it is established; until then, and for each new one, the packets run in software")
+			}
+		}
+		cts, zero := geneveOptions(f.Match + " " + f.Actions)
+		if len(cts) > 1 {
+			out = append(out, fmt.Sprintf("more than one Geneve option class/type (%s): mlx5 offloads one option class/type at a time", strings.Join(cts, "; ")))
+		}
+		if zero {
+			out = append(out, "a Geneve option of value 0: mlx5 does not offload a Geneve option whose value is 0")
+		}
+		dst := encapDst(f.Actions)
+		for i := len(x.Refusals) - 1; i >= 0 && dst != ""; i-- {
+			r := x.Refusals[i]
+			_, port, ok := strings.Cut(strings.TrimPrefix(r, "failed to offload flow: "), ": ovn-")
+			if ok && x.Tunnel.RemoteOf["ovn-"+port] == dst {
+				out = append(out, fmt.Sprintf("the driver refused the encap to OVN's tunnel port ovn-%s: %s (seen on LAG setups: the encap address and the route to %s must be on the LAG's bond, and the neighbour resolved)", port, r, dst))
+				break
+			}
+		}
+	}
 	if f.InPort == x.Bond && x.Block != nil && !x.Block.OK {
 		out = append(out, "port missing from the shared block: "+strings.Join(x.Block.Missing(), ", "))
 	}
@@ -305,4 +347,63 @@ func outputPorts(actions string) []string {
 		start = i + 1
 	}
 	return out
+}
+
+// flowKinds classifies an OVN group's flow: encap (its actions set a
+// tunnel), decap (in_port the datapath's tunnel port), ct (its match reads
+// ct_state or its actions send it through conntrack).
+func flowKinds(x OffloadFacts, f ovs.DPFlow) []string {
+	if x.Tunnel == nil || !x.Tunnel.OVN {
+		return nil
+	}
+	var out []string
+	if encapDst(f.Actions) != "" {
+		out = append(out, "encap")
+	}
+	if f.InPort == x.Tunnel.VPort {
+		out = append(out, "decap")
+	}
+	if usesCT(f) {
+		out = append(out, "ct")
+	}
+	return out
+}
+
+// usesCT: the flow goes through conntrack (ct(...) or recirc after ct
+// in its actions, ct_state in its match).
+func usesCT(f ovs.DPFlow) bool {
+	return strings.Contains(f.Actions, "ct(") || strings.Contains(f.Match, "ct_state(")
+}
+
+// geneveOptions are the Geneve options of a flow's match or actions as
+// the datapath prints them ("geneve({class=0x102,type=0x80,len=4,0x10002/0x7fffffff})"):
+// each option's class and type, and whether its value is 0.
+func geneveOptions(s string) (classTypes []string, zero bool) {
+	for {
+		i := strings.Index(s, "{class=")
+		if i < 0 {
+			return classTypes, zero
+		}
+		s = s[i+1:]
+		j := strings.IndexByte(s, '}')
+		if j < 0 {
+			return classTypes, zero
+		}
+		fields := strings.Split(s[:j], ",")
+		s = s[j:]
+		if len(fields) < 2 {
+			continue
+		}
+		ct := fields[0] + "," + fields[1]
+		if !slices.Contains(classTypes, ct) {
+			classTypes = append(classTypes, ct)
+		}
+		if len(fields) < 4 { // len=0: no value
+			continue
+		}
+		val, _, _ := strings.Cut(fields[3], "/")
+		if v, err := strconv.ParseUint(strings.TrimPrefix(val, "0x"), 16, 64); err == nil && v == 0 {
+			zero = true
+		}
+	}
 }

@@ -160,7 +160,7 @@ func OVNPortCheck(w OVNWant, p OVNPortWant, f OVNFacts) Check {
 	case b.Up == nil || !*b.Up:
 		return controller("bound here and ovn-installed, but the Port_Binding's up is not true: ovn-controller has not reported the port up to the Southbound")
 	}
-	return pass(name, "%s on %s: bound to %s, ovn-installed, up", p.LSP, p.Interface, w.Chassis)
+	return pass(name, "%s on %s: bound to %s, ovn-installed, up", p.LSP, p.Interface, b.Chassis)
 }
 
 // encapPreference is the order ovn-controller picks a remote chassis's

@@ -27,6 +27,10 @@ type TunnelWant struct {
 	// inner VLAN tag (vfs[0] is tagged on the default segment)"), "" without.
 	InnerVLAN string
 	Ports     []TunnelPortWant
+	// Section is the config section the underlay comes from, for the
+	// fixes: "tunnel" ("" too) or "ovn" (OVN's encap, whose remotes are
+	// the other chassis and whose tunnel ports are ovn-controller's).
+	Section string
 }
 
 // TunnelPortWant is one tunnel port of the bridge.
@@ -134,9 +138,16 @@ func tunnelMTUCheck(k eswitch.Kernel, t Target) Check {
 		return failed(TunnelMTUName, "cannot read the MTU of %s: %v", tw.Dev, err)
 	}
 	if need := reps + tw.Overhead; l.MTU < need {
-		return failed(TunnelMTUName, "%s has MTU %d, but the representors' %d plus %d bytes of tunnel headers%s need %d: full-size frames are dropped on the underlay (set tunnel.underlay_mtu to %d or more, or lower mtu)", tw.Dev, l.MTU, reps, tw.Overhead, tw.InnerVLAN, need, need)
+		return failed(TunnelMTUName, "%s has MTU %d, but the representors' %d plus %d bytes of tunnel headers%s need %d: full-size frames are dropped on the underlay (set %s.underlay_mtu to %d or more, or lower mtu)", tw.Dev, l.MTU, reps, tw.Overhead, tw.InnerVLAN, need, sectionOf(tw), need)
 	}
 	return pass(TunnelMTUName, "%s MTU %d fits the representors' %d plus %d bytes of tunnel headers%s", tw.Dev, l.MTU, reps, tw.Overhead, tw.InnerVLAN)
+}
+
+func sectionOf(tw *TunnelWant) string {
+	if tw.Section == "" {
+		return "tunnel"
+	}
+	return tw.Section
 }
 
 func tunnelPortCheck(t Target, want TunnelPortWant, facts Facts) Check {

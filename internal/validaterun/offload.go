@@ -28,6 +28,9 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	start := time.Now()
 	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType,
 		Tunnel: tunnelOffload(r.h.Kernel, g)}
+	if g.OVN != nil {
+		x.Tunnel = ovnTunnelOffload(r.h.Kernel, g, ReadOVN(ctx, r.pe.Config(), r.h, g))
+	}
 	if c, err := r.h.OVS(ctx); err != nil {
 		x.FlowsErr = err
 	} else if bs, err := c.Status(ctx, g.OVS.Bridge); err != nil {

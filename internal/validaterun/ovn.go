@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
@@ -66,9 +69,10 @@ type OVNChassisReader interface {
 
 // ReadOVNFacts reads what the OVN checks judge for w: br-int's interfaces
 // and the Open_vSwitch row from oc (ovsErr: why there is none), the
-// Southbound at w.Remote (t: an ssl: remote's files), and ovn-controller's connection-status from its
-// control socket in runDir ("": not asked). A w without a chassis name
-// (no system_id in the config) takes the Open_vSwitch row's system-id.
+// Southbound at w.Remote (t: an ssl: remote's files), and ovn-controller's
+// connection-status from its control socket in runDir ("": not asked). A
+// w without a chassis name (no system_id in the config) takes the
+// Open_vSwitch row's system-id.
 func ReadOVNFacts(ctx context.Context, w *validate.OVNWant, oc OVNChassisReader, ovsErr error, t *ovnsb.TLS, runDir string) validate.OVNFacts {
 	var f validate.OVNFacts
 	if ovsErr == nil {
@@ -162,4 +166,74 @@ func sbTLS(o *config.OVN) *ovnsb.TLS {
 		return nil
 	}
 	return &ovnsb.TLS{PrivateKey: o.SSL.PrivateKey, Certificate: o.SSL.Certificate, CACert: o.SSL.CACert}
+}
+
+// ovnTunnelOffload is what the offload check needs of an OVN group's
+// tunnel: the datapath's tunnel port (ovs-vswitchd names it
+// <type>_sys_<port>: OVN's Geneve and VXLAN use the IANA ports), the
+// ovn-* ports' remote_ip (the log's refusals name the port), and the
+// other chassis whose next hop's neighbour is unresolved.
+func ovnTunnelOffload(k eswitch.Kernel, g *config.Group, st *OVNState) *validate.TunnelOffload {
+	vport := "genev_sys_6081"
+	if g.OVN.EncapTypeOf() == config.OVNEncapVXLAN {
+		vport = "vxlan_sys_4789"
+	}
+	out := &validate.TunnelOffload{VPort: vport, OVN: true, Unresolved: map[string]string{}, RemoteOf: map[string]string{}}
+	for name, i := range st.Facts.Interfaces {
+		if ip := i.Options["remote_ip"]; strings.HasPrefix(name, "ovn-") && ip != "" {
+			out.RemoteOf[name] = ip
+		}
+	}
+	u, ok := k.(eswitch.Underlay)
+	if !ok || st.Facts.SB == nil {
+		return out
+	}
+	prefix, gw := g.OVN.Prefix(), g.OVN.Gateway
+	for _, c := range st.Facts.SB.Chassis {
+		if c.Name == st.Want.Chassis {
+			continue
+		}
+		for _, e := range c.Encaps {
+			hop := e.IP
+			if a, err := netip.ParseAddr(e.IP); err == nil && !prefix.Masked().Contains(a) && gw != "" {
+				hop = gw
+			}
+			if s, err := u.Neigh(g.UnderlayDev(), hop); err == nil && !eswitch.NeighResolved(s) {
+				out.Unresolved[e.IP] = s
+			}
+		}
+	}
+	return out
+}
+
+// ovnUnderlayWant is an OVN group's underlay as validate's tunnel checks
+// judge it: the encap address on the bond (or its VLAN interface), the
+// configured routes through the gateway, a route and a resolved neighbour
+// towards each other chassis's encap address of the configured type, and
+// the MTU chain with OVN's overhead (config.OVNOverhead: 58 bytes for
+// Geneve over IPv4). No tunnel ports: ovn-controller makes them, the
+// ovn/tunnel/<chassis> checks judge them.
+func ovnUnderlayWant(g *config.Group, st *OVNState) *validate.TunnelWant {
+	o := g.OVN
+	p := o.Prefix()
+	w := &validate.TunnelWant{Type: o.EncapTypeOf(), Dev: g.UnderlayDev(), Local: p.String(), RepMTU: g.MTU,
+		Overhead: config.OVNOverhead(o.EncapTypeOf(), p.Addr().Is6()), Section: "ovn"}
+	for _, r := range o.Routes {
+		if rp, err := netip.ParsePrefix(r); err == nil {
+			w.Routes = append(w.Routes, eswitch.Route{Dst: rp.Masked().String(), Gw: o.Gateway, Dev: w.Dev})
+		}
+	}
+	if st != nil && st.Facts.SB != nil {
+		for _, c := range st.Facts.SB.Chassis {
+			if c.Name == st.Want.Chassis {
+				continue
+			}
+			for _, e := range c.Encaps {
+				if e.Type == w.Type && !slices.Contains(w.Remotes, e.IP) {
+					w.Remotes = append(w.Remotes, e.IP)
+				}
+			}
+		}
+	}
+	return w
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/ovs"
 	"github.com/vflag/vflag/ovs/ovnsb"
@@ -119,12 +120,27 @@ func TestOVNChecksRealController(t *testing.T) {
 		t.Errorf("the tunnel port is not ovn-controller's ovn-hv2-0: %s", c.Detail)
 	}
 
+	// validate --offload's view of OVN's tunnel: genev_sys_6081, and the
+	// remote of ovn-controller's tunnel port (the log's refusals name it).
+	w := b.want
+	w.Chassis = "hv1"
+	to := ovnTunnelOffload(nil, &config.Group{OVN: &config.OVN{EncapType: "geneve", EncapIP: "10.0.0.1/24"}}, &OVNState{Want: w, Facts: f})
+	if to.VPort != "genev_sys_6081" || !to.OVN || to.RemoteOf["ovn-hv2-0"] != "10.0.0.2" {
+		t.Errorf("tunnel offload facts %+v", to)
+	}
+
 	// No logical port vm3-eth0 in the Southbound: nothing binds it.
 	b.expect("ovn/port/vm3-eth0", validate.Fail, "vm3-eth0 (groups[0].vfs[2].ovn_port): no such logical switch port in the Southbound")
 
-	// vm2-eth0 requested by hv2 and bound there: hv1 gives it up.
+	// vm2-eth0 requested by hv2 (as ovn-northd writes requested-chassis):
+	// hv1's controller releases it, then hv2 claims it.
 	uuid := b.sb.MustSbctl("--bare", "--columns=_uuid", "find", "Chassis", "name=hv2")
-	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "requested_chassis="+uuid, "chassis="+uuid)
+	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "requested_chassis="+uuid, "options:requested-chassis=hv2")
+	b.until("hv1 releases vm2-eth0", func() bool {
+		out, err := b.sb.Sbctl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port=vm2-eth0")
+		return err == nil && out == ""
+	})
+	b.sb.MustSbctl("set", "Port_Binding", "vm2-eth0", "chassis="+uuid)
 	b.expect("ovn/port/vm2-eth0", validate.Fail, "vm2-eth0 is bound to another chassis, hv2, not this one (hv1)")
 
 	// The tunnel port deleted under a stopped controller (a running one
@@ -144,7 +160,7 @@ func TestOVNChecksRealController(t *testing.T) {
 	b.expect("ovn/port/vm1-eth0", validate.Fail, "the Port_Binding is bound to no chassis")
 
 	// The Southbound unreachable.
-	w := b.want
+	w = b.want
 	w.Remote = "tcp:127.0.0.1:1"
 	f = ReadOVNFacts(context.Background(), &w, b.oc, nil, nil, "")
 	if c := validate.OVNChecks(w, f)[0]; c.Name != "ovn/southbound" || c.Verdict != validate.Fail || !strings.Contains(c.Detail, "cannot read the OVN Southbound at tcp:127.0.0.1:1") {
@@ -169,5 +185,57 @@ func TestOVNControllerNotConnected(t *testing.T) {
 	v, err := ovnsb.ControllerVersion(b.ctl.RunDir())
 	if err != nil || !strings.HasPrefix(v, "ovn-controller ") {
 		t.Errorf("version %q, %v", v, err)
+	}
+}
+
+// TestOVNWant: the config's ovn section and ports become what the checks
+// want: the encap address without its prefix, each port's representor
+// and config field; a VF without a representor keeps a name no interface
+// has.
+func TestOVNWant(t *testing.T) {
+	g := &config.Group{Name: "ovn0",
+		OVN:         &config.OVN{Remote: "ssl:192.0.2.1:6642", SystemID: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11/24", Bridge: "br-int"},
+		VFs:         []config.VFConfig{{PF: 0, VF: 0, OVNPort: "vm1-eth0"}, {PF: 0, VF: 1}},
+		Attachments: []config.Attachment{{Domain: "vm2", PF: 0, VF: 3, OVNPort: "vm2-eth0"}}}
+	w := OVNWant(g, "groups[1]", map[config.VFRef]string{{PF: 0, VF: 0}: "eth5"})
+	want := validate.OVNWant{Remote: "ssl:192.0.2.1:6642", Chassis: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11", Bridge: "br-int",
+		Ports: []validate.OVNPortWant{
+			{LSP: "vm1-eth0", Interface: "eth5", Field: "groups[1].vfs[0].ovn_port"},
+			{LSP: "vm2-eth0", Interface: "pf0vf3", Field: "groups[1].attachments[0].ovn_port"},
+		}}
+	if fmt.Sprintf("%+v", w) != fmt.Sprintf("%+v", want) {
+		t.Errorf("OVNWant:\n got %+v\nwant %+v", w, want)
+	}
+	cfg := &config.Config{Groups: []config.Group{{Name: "a"}, *g}}
+	if p := groupPath(cfg, g); p != "groups[1]" {
+		t.Errorf("groupPath = %q", p)
+	}
+	if tl := sbTLS(&config.OVN{SSL: &config.OVNSSL{PrivateKey: "k", Certificate: "c", CACert: "ca"}}); tl == nil || *tl != (ovnsb.TLS{PrivateKey: "k", Certificate: "c", CACert: "ca"}) {
+		t.Errorf("sbTLS = %+v", tl)
+	}
+}
+
+// TestOVNUnderlayWant: an OVN group's underlay is judged by the tunnel
+// checks: the encap address on the bond's VLAN interface, the configured
+// routes, a remote per other chassis's encap of the configured type (not
+// this chassis's, not another type's), OVN's 58 bytes of Geneve over IPv4
+// (78 over IPv6) in the MTU chain, the fixes naming the ovn section.
+func TestOVNUnderlayWant(t *testing.T) {
+	g := &config.Group{Name: "ovn0", Eswitch: "switchdev", MTU: 1500, Bond: config.Bond{Name: "bond0"},
+		OVN: &config.OVN{EncapType: "geneve", EncapIP: "192.0.2.11/24", UnderlayVLAN: 30, Gateway: "192.0.2.254", Routes: []string{"198.51.100.0/24"}}}
+	st := &OVNState{Want: validate.OVNWant{Chassis: "hv1"}, Facts: validate.OVNFacts{SB: &ovnsb.Snapshot{Chassis: []ovnsb.Chassis{
+		{Name: "hv1", Encaps: []ovnsb.Encap{{Type: "geneve", IP: "192.0.2.11"}}},
+		{Name: "hv2", Encaps: []ovnsb.Encap{{Type: "geneve", IP: "192.0.2.12"}}},
+		{Name: "hv3", Encaps: []ovnsb.Encap{{Type: "vxlan", IP: "10.9.9.9"}, {Type: "geneve", IP: "198.51.100.7"}}},
+	}}}}
+	w := ovnUnderlayWant(g, st)
+	got := fmt.Sprintf("%s %s %s remotes %v routes %v overhead %d section %s ports %d", w.Type, w.Dev, w.Local, w.Remotes, w.Routes, w.Overhead, w.Section, len(w.Ports))
+	want := "geneve bond0.30 192.0.2.11/24 remotes [192.0.2.12 198.51.100.7] routes [198.51.100.0/24 via 192.0.2.254 dev bond0.30] overhead 58 section ovn ports 0"
+	if got != want {
+		t.Errorf("underlay want:\n got %s\nwant %s", got, want)
+	}
+	g.OVN.EncapIP = "2001:db8::11/64"
+	if w := ovnUnderlayWant(g, nil); w.Overhead != 78 || len(w.Remotes) != 0 {
+		t.Errorf("IPv6, the Southbound unread: overhead %d remotes %v", w.Overhead, w.Remotes)
 	}
 }

@@ -185,6 +185,17 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 		t.VFNetdevs = r.vfNetdevs(gh)
 	}
 	t.Tunnel = pipeline.TunnelWant(g)
+	var ovnSt *OVNState
+	if g.OVN != nil {
+		if ovnSt = r.ovn; ovnSt == nil {
+			ovnSt = ReadOVN(ctx, r.pe.Config(), r.h, g)
+		}
+		if t.Tunnel == nil && g.Switchdev() {
+			// The bond is the underlay, in no bridge: the tunnel checks
+			// judge it (address, routes, neighbours, MTU), not ovs/port.
+			t.Tunnel = ovnUnderlayWant(g, ovnSt)
+		}
+	}
 	if g.Switchdev() {
 		for _, rg := range g.RateGroups {
 			t.RateNodes = append(t.RateNodes, validate.RateNode{Name: rg.Name, TxMax: pipeline.Mbit(rg.TxMax), TxShare: pipeline.Mbit(rg.TxShare)})
@@ -213,12 +224,8 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 	facts.Attachments = r.attachmentFacts(gh)
 	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
 	out = append(out, r.networkChecks(ctx, gh)...)
-	if g.OVN != nil {
-		st := r.ovn
-		if st == nil {
-			st = ReadOVN(ctx, r.pe.Config(), r.h, g)
-		}
-		out = append(out, st.Checks()...)
+	if ovnSt != nil {
+		out = append(out, ovnSt.Checks()...)
 	}
 	return append(out, r.drift.Checks(g.Name)...), gh, true
 }

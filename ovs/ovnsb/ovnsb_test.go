@@ -38,7 +38,7 @@ func TestReadEachRemote(t *testing.T) {
 		Bindings: map[string]ovnsb.Binding{
 			"vm1-eth0": {LogicalPort: "vm1-eth0", Chassis: "chassis-a", Up: ptr(true)},
 			"vm2-eth0": {LogicalPort: "vm2-eth0", Chassis: "chassis-b", Up: ptr(false)},
-			"vm3-eth0": {LogicalPort: "vm3-eth0"},
+			"vm3-eth0": {LogicalPort: "vm3-eth0", Up: ptr(false)}, // as ovn-northd makes it
 		},
 	}
 	for _, tc := range []struct {

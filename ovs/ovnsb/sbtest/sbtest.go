@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,7 +130,8 @@ func (s *Server) start() error {
 	}
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	s.tb.Cleanup(s.stop)
-	if err := s.until(func() bool { _, err := os.Stat(s.ctl); return err == nil }, "its control socket"); err != nil {
+	// The socket file exists from bind(); it answers from listen().
+	if err := s.until(func() bool { return answers(s.ctl) }, "its control socket"); err != nil {
 		return err
 	}
 	// One remote at a time: the log's "listening on port N" is the port
@@ -141,6 +143,16 @@ func (s *Server) start() error {
 		return err
 	}
 	return s.until(func() bool { _, err := s.Sbctl("--no-leader-only", "list", "SB_Global"); return err == nil }, "ovn-sbctl to answer")
+}
+
+// answers tells whether a unix socket accepts a connection.
+func answers(sock string) bool {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 var listeningRE = regexp.MustCompile(`listening on port (\d+)`)
@@ -382,7 +394,7 @@ func StartController(tb testbed.TB, o ovsServer) *Controller {
 	tb.Cleanup(c.Stop)
 	deadline := time.Now().Add(wait)
 	for {
-		if m, _ := filepath.Glob(filepath.Join(dir, "ovn-controller.*.ctl")); len(m) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(dir, "ovn-controller.*.ctl")); len(m) > 0 && answers(m[0]) {
 			return c
 		}
 		select {
