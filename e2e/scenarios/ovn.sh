@@ -29,7 +29,9 @@
 # named), nothing rolled back, then clean once it runs; both chassis
 # registered with their Geneve Encap; every port ovn-installed and up on
 # the right chassis; the ovn-* Geneve ports to each other; ping and iperf3
-# vm1 -> vm2 over Geneve on the bonds; a bond slave failed during iperf3
+# vm1 -> vm2 over Geneve on the bonds; validate --offload classifies
+# OVN's datapath flows (encap, decap, ct: on 6.1 none in hardware, each
+# with its reason); a bond slave failed during iperf3
 # and traffic carries on; a drop ACL takes effect and its removal restores
 # the traffic; ch2's ovn-controller stopped (validate fails the port) and
 # started again (the ports come back ovn-installed, validate passes); down
@@ -40,7 +42,7 @@
 # TIMEOUT: 900
 # EXPECT: o_central o_nb o_up1_refused o_up1 o_ids1 o_adopted o_up2_degraded o_up2 o_again
 # EXPECT: o_chassis o_bound o_installed o_tunnels o_validate
-# EXPECT: o_ping o_iperf3 o_failover o_acl_drop o_acl_restored
+# EXPECT: o_ping o_iperf3 o_offload o_failover o_acl_drop o_acl_restored
 # EXPECT: o_restart_released o_restart_validate_fails o_restart_back o_restart_validate
 # EXPECT: o_down1 o_down_baseline o_down_other
 . "$(dirname "$0")/lib.sh"
@@ -427,6 +429,30 @@ iperf() {
 	jq -r '"iperf3 vm1 -> vm2 over Geneve (bond0, slave vs1): \(.end.sum_received.bits_per_second / 1e6 | floor) Mbit/s"' "$OUT/iperf3.json"
 }
 check o_iperf3 iperf
+# offload: validate --offload on ch1 during an iperf3 classifies OVN's
+# datapath flows: the encap into genev_sys_6081 (from oa), the decap out
+# of it, conntrack (the allow-related ACL); on 6.1 none is in hardware
+# (netdevsim takes no flower rule, veth has no tc offload), each with
+# its reason.
+offload() {
+	local pid
+	ip netns exec vm2 iperf3 -s -1 -D --logfile $L/iperf3-o.log
+	sleep 0.5
+	ip netns exec vm1 iperf3 -c 10.10.0.2 -t 8 >/dev/null 2>&1 &
+	pid=$!
+	sleep 2
+	V1 validate --offload -o json --allow-skip >"$OUT/offload-V1.json" 2>"$OUT/offload-V1.err"
+	wait $pid
+	jq -r '.groups[0].checks[] | select(.name == "offload") | .data.flows[] | select(.packets > 0) |
+		"\(.in_port) \(.where) dp:\(.dp) [\(.kinds // [] | join(","))] \(.reasons[0] // "-")"' "$OUT/offload-V1.json" | sort -u
+	jq -r '.groups[0].checks[] | select(.name == "offload") | "offload: \(.verdict) \(.detail | split("\n")[0])"' "$OUT/offload-V1.json"
+	jq -e '[.groups[0].checks[] | select(.name == "offload") | .data.flows[] | select(.packets > 0)] |
+		any(.kinds // [] | index("encap")) and any(.kinds // [] | index("decap")) and any(.kinds // [] | index("ct")) and
+		all(.where != "hardware" and (.reasons | length > 0))' "$OUT/offload-V1.json" >/dev/null ||
+		{ echo "want encap, decap and ct flows, none in hardware, each with a reason"; return 1; }
+	echo "OVN's flows classified (encap, decap, ct), none in hardware on 6.1, each with its reason"
+}
+check o_offload offload
 # failover: a 10 s iperf3; 3 s in, the switch port of bond0's active
 # slave (vr1) goes down, miimon makes vs2 active; iperf3 must finish and
 # move bytes in the intervals a second or more after.
