@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vflag/vflag/internal/testbed"
+	"github.com/vflag/vflag/internal/validate"
 )
 
 func ovnVariant(n int) variant {
@@ -190,5 +191,34 @@ func TestOVNSSLRowRestored(t *testing.T) {
 	b.mustVflag(0, "down")
 	if got := b.fullDump(); got != baseline {
 		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
+	}
+}
+
+// TestOVNStatusValidate: an OVN chassis up on the simulated host has no
+// status problem and passes validate: its bond, the underlay, is no
+// bridge port and shares no tc block; the encap address, the MTU chain
+// with OVN's 58 bytes and every representor's port are checked.
+func TestOVNStatusValidate(t *testing.T) {
+	d := startDaemons(t)
+	d.virt.DefineDomain(t, "vm2")
+	b := newBed(t, d, "")
+	b.useConfig(ovnVariant(1).config(d))
+	b.initSim()
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	t.Cleanup(func() { b.mustVflag(0, "down") })
+	if problems, _ := b.statusProblems(0, "lag0"); len(problems) != 0 {
+		t.Errorf("status problems: %v", problems)
+	}
+	rep := b.validateJSON(0)
+	pass := checksBy(rep, validate.Pass)
+	for _, n := range []string{"tunnel/underlay", "tunnel/mtu", "ovs/port/pf0vf0", "ovs/hw-offload"} {
+		if _, ok := pass[n]; !ok {
+			t.Errorf("%s does not pass: %+v", n, rep)
+		}
+	}
+	if _, ok := pass["ovs/port/bond0"]; ok {
+		t.Errorf("validate wants bond0 as a bridge port: %+v", rep)
 	}
 }

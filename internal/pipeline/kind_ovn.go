@@ -502,7 +502,10 @@ func (e *Env) preflightOVN(ctx context.Context, add func(string, any, string, ..
 		if cur == "" || cur == g.OVN.SystemID {
 			continue
 		}
-		running := ovnControllerPID()
+		running := 0
+		if systemOVSDB(e.h.OVSDB) { // ovn-host's ovn-controller talks to the system's database
+			running = ovnControllerPID()
+		}
 		if ids[OVNKeyRemote] == "" && running == 0 {
 			continue // a system-id no chassis uses (ovs-ctl made it): replaced
 		}
@@ -514,6 +517,17 @@ func (e *Env) preflightOVN(ctx context.Context, add func(string, any, string, ..
 			"differs from the chassis name Open vSwitch has, %s, and %s: changing it under a running ovn-controller breaks the chassis (leave system_id out to keep %s, or stop ovn-controller, ovn-sbctl chassis-del %s, then up)",
 			cur, who, cur, cur)
 	}
+}
+
+// systemOVSDB tells whether endpoint is the system's Open vSwitch
+// database, the one ovn-host's ovn-controller connects to (not a private
+// one: a test's, the simulated host's).
+func systemOVSDB(endpoint string) bool {
+	switch endpoint {
+	case "unix:/var/run/openvswitch/db.sock", "unix:/run/openvswitch/db.sock":
+		return true
+	}
+	return false
 }
 
 // ovnControllerPIDFile is where ovn-host's ovn-controller keeps its pid.

@@ -487,6 +487,9 @@ func gatherDatapath(gs *GroupStatus, h *host.Host, g *config.Group, pfs []eswitc
 		gs.Tunnel = fmt.Sprintf("%s local %s on %s, %d port(s)", t.Type, t.Local, g.UnderlayDev(), len(g.TunnelPorts()))
 		return
 	}
+	if !g.BondInBridge() { // an OVN chassis's bond is the underlay, no port either
+		return
+	}
 	if gs.Bond != nil && gs.Bond.Mode != "absent" {
 		_, gs.SharedBlock = validate.SharedBlockCheck(h.Kernel, g.Bond.Name, netdevNames(pfs), g.OVS.HWOffload != nil && *g.OVS.HWOffload)
 	}

@@ -64,3 +64,30 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOVN: an OVN config runs on the simulated host, with the
+// logical ports its ovn_port entries name for the simulated
+// ovn-controller's Southbound.
+func TestCheckOVN(t *testing.T) {
+	ovn, err := os.ReadFile("../../../examples/ovn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	simhost, err := os.ReadFile("../../../examples/vflag-simhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, simSection, _ := strings.Cut(string(simhost), "sim:\n")
+	cfg := strings.Replace(string(ovn), "    ovn:\n", "    ovs: {datapath_type: netdev}\n    ovn:\n", 1) + "sim:\n" + simSection
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := check(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.lsps, ","); got != "vm1-eth0,vm2-eth0" || strings.Join(p.domains, ",") != "vm1,vm2" {
+		t.Fatalf("plan %+v: want logical ports vm1-eth0,vm2-eth0 and domains vm1,vm2", p)
+	}
+}

@@ -26,6 +26,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/sim"
@@ -87,6 +89,9 @@ type plan struct {
 	netns   string   // name under /run/netns
 	domains []string // sorted, unique
 	vfs     []string // every VF address the sim section's NICs can have
+	// lsps are the logical ports the config's ovn_port entries name: the
+	// simulated ovn-controller's Southbound knows them.
+	lsps []string
 }
 
 // check reads the config and says, for what the simulated host cannot run
@@ -123,7 +128,7 @@ func check(path string, hasOVSModule bool) (plan, error) {
 		}
 		netns = name
 	}
-	var domains []string
+	var domains, lsps []string
 	for i, g := range cfg.Groups {
 		if g.Switchdev() && g.OVS.DatapathType != "netdev" && !hasOVSModule {
 			dt := g.OVS.DatapathType
@@ -142,6 +147,9 @@ func check(path string, hasOVSModule bool) (plan, error) {
 				domains = append(domains, d)
 			}
 		}
+		for _, port := range g.OVNPorts("") {
+			lsps = append(lsps, port.LSP)
+		}
 	}
 	slices.Sort(domains)
 	var vfs []string
@@ -153,7 +161,7 @@ func check(path string, hasOVSModule bool) (plan, error) {
 	if len(problems) > 0 {
 		return plan{}, fmt.Errorf("config %s cannot run on the simulated host as written:\n  %s", path, strings.Join(problems, "\n  "))
 	}
-	return plan{config: abs, netns: netns, domains: domains, vfs: vfs}, nil
+	return plan{config: abs, netns: netns, domains: domains, vfs: vfs, lsps: lsps}, nil
 }
 
 // unansweredHops are the next hops of a tunnel's remotes (the remote on
@@ -223,6 +231,17 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 	}
 	if len(p.domains) > 0 {
 		fmt.Fprintf(out, "simhost: libvirtd has domain(s) %s (the config's attachments), defined and shut off\n", strings.Join(p.domains, ", "))
+	}
+	if len(p.lsps) > 0 {
+		// The config's ovn section: a model of ovn-controller whose
+		// Southbound knows every logical port the config binds.
+		o := sim.NewOVNController(srv.Endpoint(), p.lsps...)
+		o.InstallDelay = 200 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = o.Run(ctx); close(done) }()
+		r.Cleanup(func() { cancel(); <-done })
+		fmt.Fprintf(out, "simhost: a simulated ovn-controller sets ovn-installed on the representors bound to %s (the config's ovn_port entries)\n", strings.Join(p.lsps, ", "))
 	}
 	env := [][2]string{
 		{"VFLAG_CONFIG", p.config},
