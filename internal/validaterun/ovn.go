@@ -207,31 +207,28 @@ func ovnTunnelOffload(k eswitch.Kernel, g *config.Group, st *OVNState) *validate
 }
 
 // ovnUnderlayWant is an OVN group's underlay as validate's tunnel checks
-// judge it: the encap address on the bond (or its VLAN interface), the
-// configured routes through the gateway, a route and a resolved neighbour
-// towards each other chassis's encap address of the configured type, and
-// the MTU chain with OVN's overhead (config.OVNOverhead: 58 bytes for
-// Geneve over IPv4). No tunnel ports: ovn-controller makes them, the
-// ovn/tunnel/<chassis> checks judge them.
+// judge it: pipeline.TunnelWant's (the encap address on the bond or its
+// VLAN interface, the configured routes, the MTU chain with OVN's
+// overhead) with a route and a resolved neighbour towards each other
+// chassis's encap address of the configured type as remotes, and the
+// fixes naming the ovn section. No tunnel ports: ovn-controller makes
+// them, the ovn/tunnel/<chassis> checks judge them.
 func ovnUnderlayWant(g *config.Group, st *OVNState) *validate.TunnelWant {
-	o := g.OVN
-	p := o.Prefix()
-	w := &validate.TunnelWant{Type: o.EncapTypeOf(), Dev: g.UnderlayDev(), Local: p.String(), RepMTU: g.MTU,
-		Overhead: config.OVNOverhead(o.EncapTypeOf(), p.Addr().Is6()), Section: "ovn"}
-	for _, r := range o.Routes {
-		if rp, err := netip.ParsePrefix(r); err == nil {
-			w.Routes = append(w.Routes, eswitch.Route{Dst: rp.Masked().String(), Gw: o.Gateway, Dev: w.Dev})
-		}
+	w := pipeline.TunnelWant(g)
+	if w == nil {
+		return nil
 	}
-	if st != nil && st.Facts.SB != nil {
-		for _, c := range st.Facts.SB.Chassis {
-			if c.Name == st.Want.Chassis {
-				continue
-			}
-			for _, e := range c.Encaps {
-				if e.Type == w.Type && !slices.Contains(w.Remotes, e.IP) {
-					w.Remotes = append(w.Remotes, e.IP)
-				}
+	w.Section = "ovn"
+	if st == nil || st.Facts.SB == nil {
+		return w
+	}
+	for _, c := range st.Facts.SB.Chassis {
+		if c.Name == st.Want.Chassis {
+			continue
+		}
+		for _, e := range c.Encaps {
+			if e.Type == g.OVN.EncapTypeOf() && !slices.Contains(w.Remotes, e.IP) {
+				w.Remotes = append(w.Remotes, e.IP)
 			}
 		}
 	}

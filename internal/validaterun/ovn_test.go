@@ -216,10 +216,11 @@ func TestOVNWant(t *testing.T) {
 }
 
 // TestOVNUnderlayWant: an OVN group's underlay is judged by the tunnel
-// checks: the encap address on the bond's VLAN interface, the configured
-// routes, a remote per other chassis's encap of the configured type (not
-// this chassis's, not another type's), OVN's 58 bytes of Geneve over IPv4
-// (78 over IPv6) in the MTU chain, the fixes naming the ovn section.
+// checks: pipeline.TunnelWant's (the encap address on the bond's VLAN
+// interface, the configured routes, OVN's 58 bytes of Geneve over IPv4, 78
+// over IPv6, in the MTU chain) with a remote per other chassis's encap of
+// the configured type (not this chassis's, not another type's), the fixes
+// naming the ovn section.
 func TestOVNUnderlayWant(t *testing.T) {
 	g := &config.Group{Name: "ovn0", Eswitch: "switchdev", MTU: 1500, Bond: config.Bond{Name: "bond0"},
 		OVN: &config.OVN{EncapType: "geneve", EncapIP: "192.0.2.11/24", UnderlayVLAN: 30, Gateway: "192.0.2.254", Routes: []string{"198.51.100.0/24"}}}
@@ -230,7 +231,7 @@ func TestOVNUnderlayWant(t *testing.T) {
 	}}}}
 	w := ovnUnderlayWant(g, st)
 	got := fmt.Sprintf("%s %s %s remotes %v routes %v overhead %d section %s ports %d", w.Type, w.Dev, w.Local, w.Remotes, w.Routes, w.Overhead, w.Section, len(w.Ports))
-	want := "geneve bond0.30 192.0.2.11/24 remotes [192.0.2.12 198.51.100.7] routes [198.51.100.0/24 via 192.0.2.254 dev bond0.30] overhead 58 section ovn ports 0"
+	want := "OVN geneve bond0.30 192.0.2.11/24 remotes [192.0.2.12 198.51.100.7] routes [198.51.100.0/24 via 192.0.2.254 dev bond0.30] overhead 58 section ovn ports 0"
 	if got != want {
 		t.Errorf("underlay want:\n got %s\nwant %s", got, want)
 	}

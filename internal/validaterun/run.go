@@ -190,11 +190,9 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 		if ovnSt = r.ovn; ovnSt == nil {
 			ovnSt = ReadOVN(ctx, r.pe.Config(), r.h, g)
 		}
-		if t.Tunnel == nil && g.Switchdev() {
-			// The bond is the underlay, in no bridge: the tunnel checks
-			// judge it (address, routes, neighbours, MTU), not ovs/port.
-			t.Tunnel = ovnUnderlayWant(g, ovnSt)
-		}
+		// The bond is the underlay, in no bridge: the tunnel checks judge
+		// it (address, routes, neighbours towards the other chassis, MTU).
+		t.Tunnel = ovnUnderlayWant(g, ovnSt)
 	}
 	if g.Switchdev() {
 		for _, rg := range g.RateGroups {
