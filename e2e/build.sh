@@ -37,7 +37,8 @@ APT=(-q -o APT::Sandbox::User=root)
 # Debian package names (versions are resolved below, never hardcoded).
 ROOTFS_PKGS=(kmod iproute2 iputils-ping openvswitch-switch rdma-core ibverbs-utils perftest
 	rdmacm-utils iperf3 ethtool pciutils procps busybox libvirt-daemon libvirt-daemon-driver-qemu
-	libvirt-clients qemu-system-x86 jq util-linux systemd systemd-sysv udev dbus libpam-systemd network-manager)
+	libvirt-clients qemu-system-x86 jq util-linux systemd systemd-sysv udev dbus libpam-systemd network-manager
+	ovn-central ovn-host)
 HOST_PKGS=(debootstrap qemu-system-x86 e2fsprogs cpio python3 kmod gcc-12 make xz-utils zstd
 	ca-certificates debian-archive-keyring util-linux coreutils findutils)
 INITRD_MODULES=(virtio_pci virtio_blk ext4 9pnet_virtio 9p)
@@ -249,7 +250,9 @@ stage_rootfs() {
 	in_private_ns chroot "$r" sh -c 'systemctl disable openvswitch-switch.service ovsdb-server.service ovs-vswitchd.service \
 			libvirtd.service libvirtd.socket libvirtd-ro.socket libvirtd-admin.socket virtlogd.socket virtlockd.socket \
 			libvirt-guests.service NetworkManager.service NetworkManager-wait-online.service \
-			NetworkManager-dispatcher.service wpa_supplicant.service 2>&1 | grep -v "^Removed" || true
+			NetworkManager-dispatcher.service wpa_supplicant.service \
+			ovn-central.service ovn-northd.service ovn-ovsdb-server-nb.service ovn-ovsdb-server-sb.service \
+			ovn-host.service ovn-controller.service 2>&1 | grep -v "^Removed" || true
 		systemctl mask serial-getty@ttyS0.service getty@tty1.service getty-static.service \
 			systemd-timesyncd.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
 		systemctl set-default multi-user.target >/dev/null'
