@@ -288,22 +288,7 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	if g.Switchdev() && bridge != nil && bridge.Exists {
 		flows = startCountFlows(h.OVSDB)
 	}
-	static := make(chan []string, 1)
-	ovnRead := make(chan *OVNStatus, 1)
-	go func() {
-		var ps []string
-		// The OVN chassis, read once for its checks and what status shows.
-		ovn := validaterun.ReadOVN(ctx, cfg, h, g)
-		ovnRead <- ovnStatus(ovn)
-		checks := validaterun.StaticWithOVN(ctx, cfg, h, g, "", bridge, nil, ovn)
-		for _, c := range append(checks, drift().Checks(g.Name)...) {
-			if c.Verdict == validate.Fail {
-				first, _, _ := strings.Cut(c.Detail, "\n")
-				ps = append(ps, problemLine(c.Name, "%s", first))
-			}
-		}
-		static <- ps
-	}()
+	static, ovnRead := startStatic(ctx, cfg, h, g, bridge, drift)
 	gh, errs := pipeline.ResolveGroup(h.Kernel, h.FS, g)
 	gs.PFs = pfStatuses(h, g, gh, errs)
 	vc := vfSources{ports: map[string]ovs.PortStatus{}}
@@ -355,6 +340,28 @@ func gatherGroup(ctx context.Context, cfg *config.Config, h *host.Host, g *confi
 	gs.OVN = <-ovnRead
 	gs.Problems = append(<-static, gs.Problems...) // the static checks' problems first
 	return gs
+}
+
+// startStatic reads, beside the rest of status, the OVN chassis (once, for
+// its checks and what status shows) and the static checks of validate
+// with plan's drift; every failed check is a problem line.
+func startStatic(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, bridge *ovs.BridgeStatus, drift func() *validaterun.Drift) (<-chan []string, <-chan *OVNStatus) {
+	static := make(chan []string, 1)
+	ovnRead := make(chan *OVNStatus, 1)
+	go func() {
+		var ps []string
+		ovn := validaterun.ReadOVN(ctx, cfg, h, g)
+		ovnRead <- ovnStatus(ovn)
+		checks := validaterun.StaticWithOVN(ctx, cfg, h, g, "", bridge, nil, ovn)
+		for _, c := range append(checks, drift().Checks(g.Name)...) {
+			if c.Verdict == validate.Fail {
+				first, _, _ := strings.Cut(c.Detail, "\n")
+				ps = append(ps, problemLine(c.Name, "%s", first))
+			}
+		}
+		static <- ps
+	}()
+	return static, ovnRead
 }
 
 // OVNStatus is a group's OVN chassis: its name, whether the Southbound
