@@ -53,7 +53,7 @@ fuzz-short:
 
 # test: unit and integration tests (simulated NIC, real ovsdb-server/ovs-vswitchd, real libvirtd).
 test: deps vet
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 10m ./teardown/ ./internal/sim/
 
 # fuzz: every Go fuzz target (the parsers of the config, the journal, domain
