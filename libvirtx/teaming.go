@@ -131,7 +131,8 @@ func TeamedVFXML(pci, mac, alias string) (string, error) {
 // standby (<teaming type='persistent'/>) with a user alias.
 type standby struct {
 	alias, mac, bridge string
-	ovs                bool // virtualport type='openvswitch'
+	target             string // <target dev=>: its tap, the OVS port
+	ovs                bool   // virtualport type='openvswitch'
 	virtio             bool
 	vlan               Standby // its VLAN columns as its <vlan> gives them
 	def                libvirtxml.DomainInterface
@@ -170,6 +171,32 @@ func sameVLAN(have, want Standby) bool {
 	sort.Ints(b)
 	return have.VLAN == w.VLAN && have.VLANMode == w.VLANMode && slices.Equal(a, b)
 }
+
+// PortColumns are the VLAN columns libvirt gives the OVS port of a
+// standby with the VLAN s (virNetDevOpenvswitchConstructVlans): one tag is
+// tag=; trunk='yes' is trunks= with every tag, the native one too; a
+// native tag sets vlan_mode and tag. Trunks sorted.
+func PortColumns(s Standby) (tag int, mode string, trunks []int) {
+	v := vlanXML(s)
+	if v == nil {
+		return 0, "", nil
+	}
+	if v.Trunk != "yes" {
+		return int(v.Tags[0].ID), "", nil
+	}
+	for _, t := range v.Tags {
+		if t.NativeMode != "" {
+			mode, tag = "native-"+t.NativeMode, int(t.ID)
+		}
+		trunks = append(trunks, int(t.ID))
+	}
+	sort.Ints(trunks)
+	return tag, mode, trunks
+}
+
+// SameVLAN tells whether a standby's VLAN (as read back from its <vlan>)
+// is the one wanted.
+func SameVLAN(have, want Standby) bool { return sameVLAN(have, want) }
 
 // StandbyVLAN reads the VLAN columns a standby's <vlan> gives its OVS port
 // (tag, vlan_mode, trunks), for the hook and status.

@@ -329,3 +329,33 @@ func TestTeamedVFGetsStandbyVLAN(t *testing.T) {
 		t.Errorf("representor %s tag = %s, want 200 (the standby's; the config says 100)", b.rep, tag)
 	}
 }
+
+// TestSourceFreesVFAtReleaseOnly: on the source of a migration the VF
+// stays prepared (the domain's MAC, its representor's port) through every
+// event before "release end" (stopped, a started of the incoming side's
+// name, migrate of another domain): a cancelled migration plugs it back
+// as it was. release end resets it.
+func TestSourceFreesVFAtReleaseOnly(t *testing.T) {
+	b := newBed(t)
+	const vf = "0000:61:00.3" // VF 1 of ens1f0np0: b.rep, b.vfMAC
+	if err := b.event("vm-m1", uuidA, vf, macMig, "prepare", "begin", nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.vfMAC() != macMig || !b.hasPort() {
+		t.Fatalf("after prepare: VF MAC %s, port %v", b.vfMAC(), b.hasPort())
+	}
+	for _, ev := range [][2]string{{"started", "begin"}, {"stopped", "end"}, {"migrate", "end"}, {"restore", "begin"}} {
+		if err := b.event("vm-m1", uuidA, vf, macMig, ev[0], ev[1], nil); err != nil {
+			t.Fatalf("%s %s: %v", ev[0], ev[1], err)
+		}
+		if b.vfMAC() != macMig || !b.hasPort() {
+			t.Fatalf("after %s %s the VF was freed: MAC %s, port %v", ev[0], ev[1], b.vfMAC(), b.hasPort())
+		}
+	}
+	if err := b.event("vm-m1", uuidA, vf, macMig, "release", "end", nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.vfMAC() != priorMAC || b.hasPort() {
+		t.Errorf("after release: VF MAC %s (want %s), port %v", b.vfMAC(), priorMAC, b.hasPort())
+	}
+}
