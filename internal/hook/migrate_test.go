@@ -107,6 +107,9 @@ func (b *bed) event(name, uuid, pci, mac, op, sub string, mod func(*Options)) er
 // vfIn is the teaming VF of a printed XML.
 func vfIn(t *testing.T, doc string) string {
 	t.Helper()
+	if doc == "" {
+		t.Fatal("the hook printed no XML: libvirt keeps the incoming VF address")
+	}
 	vfs, err := libvirtx.TeamedVFs([]byte(doc))
 	if err != nil || len(vfs) != 1 {
 		t.Fatalf("TeamedVFs = %+v, %v\n%s", vfs, err, doc)
