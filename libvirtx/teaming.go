@@ -31,6 +31,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -352,25 +353,55 @@ type ifaceMAC struct {
 	what  string // "<interface type='network'>", for the message
 }
 
-// spliceAttrs returns the start tag tag with attribute values replaced
-// (name -> value), every other byte kept.
-func spliceAttrs(tag []byte, set map[string]string) []byte {
-	out := tag
-	for name, val := range set {
-		for _, q := range []byte{'\'', '"'} {
-			key := []byte(" " + name + "=" + string(q))
-			i := bytes.Index(out, key)
-			if i < 0 {
+// addressPCI reads an <address type='pci'> start element as libvirt (and
+// libvirtxml) read it: each attribute a number in C's notation (0x61
+// hex, 010 octal, 16 decimal), an absent one 0.
+func addressPCI(se xml.StartElement) (string, bool) {
+	var n [4]uint
+	for i, name := range [4]string{"domain", "bus", "slot", "function"} {
+		for _, a := range se.Attr {
+			if a.Name.Space != "" || a.Name.Local != name {
 				continue
 			}
-			start := i + len(key)
-			end := bytes.IndexByte(out[start:], q)
-			if end < 0 {
-				continue
+			v, err := strconv.ParseUint(a.Value, 0, 32)
+			if err != nil {
+				return "", false
 			}
-			out = append(append(append([]byte{}, out[:start]...), []byte(escapeAttr(val))...), out[start+end:]...)
-			break
+			n[i] = uint(v)
 		}
+	}
+	a, err := pciaddr.FromParts(n[0], n[1], n[2], n[3])
+	if err != nil {
+		return "", false
+	}
+	return string(a), true
+}
+
+// spliceAttrs returns the start tag tag with attribute values replaced
+// (name -> value; an attribute it lacks is added before the tag's end),
+// every other byte kept.
+func spliceAttrs(tag []byte, set map[string]string) []byte {
+	out := slices.Clone(tag)
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		val := []byte(escapeAttr(set[name]))
+		re := regexp.MustCompile(`(\s` + regexp.QuoteMeta(name) + `\s*=\s*)('[^']*'|"[^"]*")`)
+		if loc := re.FindSubmatchIndex(out); loc != nil {
+			quote := out[loc[4]]
+			repl := append(append([]byte{quote}, val...), quote)
+			out = append(append(slices.Clone(out[:loc[4]]), repl...), out[loc[5]:]...)
+			continue
+		}
+		end := len(out) - 1 // the '>'
+		if end > 0 && out[end-1] == '/' {
+			end--
+		}
+		ins := []byte(" " + name + "='" + strings.ReplaceAll(string(val), "'", "&apos;") + "'")
+		out = append(append(slices.Clone(out[:end]), ins...), out[end:]...)
 	}
 	return out
 }
@@ -473,8 +504,7 @@ func RewriteVF(doc []byte, from, to string) ([]byte, error) {
 			switch {
 			case t.Name.Local == "address" && t.Name.Space == "" && n >= 2 &&
 				stack[n-1].Name.Local == "source" && stack[n-2].Name.Local == "interface" && attr(stack[n-2], "type") == "hostdev":
-				a, ok := actualPCI(attr(t, "domain"), attr(t, "bus"), attr(t, "slot"), attr(t, "function"))
-				if ok && a == from {
+				if a, ok := addressPCI(t); ok && a == from {
 					spans = append(spans, span{start, d.InputOffset(), addrAttrs})
 					found = true
 				}
