@@ -421,9 +421,10 @@ type TeamedVF struct {
 	// Owner is the group vflag's claim for its address names, "" when
 	// vflag has no claim for it (not vflag's VF).
 	Owner string
-	// VLAN is what the standby's <vlan> makes of its OVS port; HasStandby
-	// tells that the document has that standby.
+	// VLAN is what the standby's <vlan> makes of its OVS port, Bridge its
+	// <source bridge=>; HasStandby tells that the document has that standby.
 	VLAN       Standby
+	Bridge     string
 	HasStandby bool
 }
 
@@ -445,7 +446,7 @@ func TeamedVFs(doc []byte) ([]TeamedVF, error) {
 			t.Owner = c.Owner
 		}
 		if sb, ok := v.standbyFor(i.team); ok {
-			t.VLAN, t.HasStandby = sb.vlan, true
+			t.VLAN, t.Bridge, t.HasStandby = sb.vlan, sb.bridge, true
 		}
 		out = append(out, t)
 	}

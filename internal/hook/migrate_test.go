@@ -154,10 +154,11 @@ func TestMigrateBeginRewrite(t *testing.T) {
 	if r := b.reserved(); r[got] != "vm-m1" || len(r) != 1 {
 		t.Errorf("reservations = %v, want %s for vm-m1", r, got)
 	}
-	// Not vflag's: no claim.
+	// Not vflag's: no claim, its standby on a bridge of no group.
 	o := b.optsFor("vm-foreign", "migrate", "begin")
 	doc := strings.Replace(incomingXML("vm-foreign", uuidB, srcVF, "52:54:00:aa:07:02", "lag0"), `owner="lag0"`, `owner="lag0"`, 1)
 	doc = strings.Replace(doc, `<vflag:vf pci="`+srcVF, `<vflag:vf pci="0000:81:00.6`, 1)
+	doc = strings.Replace(doc, "<source bridge='br-lag'/>", "<source bridge='br-other'/>", 1)
 	o.XML = strings.NewReader(doc)
 	var fout bytes.Buffer
 	o.Stdout = &fout
@@ -360,5 +361,28 @@ func TestSourceFreesVFAtReleaseOnly(t *testing.T) {
 	}
 	if b.vfMAC() != priorMAC || b.hasPort() {
 		t.Errorf("after release: VF MAC %s (want %s), port %v", b.vfMAC(), priorMAC, b.hasPort())
+	}
+}
+
+// TestMigrateHandWrittenPair: a pair written by hand (no vflag claim) whose
+// standby is a port of a group's bridge is that group's: its VF moves too;
+// one whose standby is on another bridge is left alone.
+func TestMigrateHandWrittenPair(t *testing.T) {
+	b := newBed(t)
+	noClaim := func(bridge string) func(*Options) {
+		return func(o *Options) {
+			doc := incomingXML("vm-h", uuidA, srcVF, macMig, "lag0")
+			doc = strings.Replace(doc, `<vflag:vf pci="`+srcVF+`"`, `<vflag:vf pci="0000:81:00.7"`, 1)
+			doc = strings.Replace(doc, "<source bridge='br-lag'/>", "<source bridge='"+bridge+"'/>", 1)
+			o.XML = strings.NewReader(doc)
+		}
+	}
+	out, err := b.migrate("vm-h", uuidA, srcVF, macMig, noClaim("br-lag"))
+	if err != nil || !strings.HasPrefix(vfIn(t, out), "0000:61:") {
+		t.Fatalf("hand-written pair on br-lag: %v\n%s", err, out)
+	}
+	out, err = b.migrate("vm-h2", uuidB, srcVF, macMig, noClaim("br-other"))
+	if err != nil || out != "" {
+		t.Errorf("hand-written pair on another bridge: %v, printed %q", err, out)
 	}
 }
