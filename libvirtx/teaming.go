@@ -208,6 +208,9 @@ func StandbyVLAN(v *libvirtxml.DomainInterfaceVLan) Standby { return vlanOf(v) }
 // A port with <target hotplug='off'/> takes no hotplug and is not counted.
 type rootPorts struct {
 	free, total int
+	// hotplug maps the bus index each PCIe port opens to whether it takes
+	// a hotplug.
+	hotplug map[int]bool
 }
 
 // scanPCI reads, from a domain document, its machine type, the PCIe
@@ -279,7 +282,9 @@ func scanPCI(doc string) (machine string, ports rootPorts, err error) {
 			}
 		}
 	}
+	ports.hotplug = map[int]bool{}
 	for _, p := range all {
+		ports.hotplug[p.index] = p.hotplug
 		if !p.hotplug {
 			continue
 		}

@@ -98,6 +98,9 @@ func testTeaming(t *testing.T, e *env) {
 	if err != nil || len(st.Standbys) != 1 || !st.Standbys[0].Owned || st.Standbys[0].VLAN.VLAN != 10 || len(st.Interfaces) != 1 || st.Interfaces[0].Standby != "ua-vflag-525400000701" {
 		t.Errorf("Domain = %+v, %v", st, err)
 	}
+	if len(st.Interfaces) == 1 && st.Interfaces[0].NotHotplug {
+		t.Errorf("libvirt put the VF on a bus without hotplug:\n%s", x)
+	}
 	if !libvirtx.IsQ35(st.Machine) {
 		t.Errorf("Machine = %q", st.Machine)
 	}

@@ -230,3 +230,32 @@ func TestPlanToggle(t *testing.T) {
 		t.Errorf("persistent plan off (-want +got):\n%s\nclaim %+v after %v", diff, cfg.claim, cfg.claimAfter)
 	}
 }
+
+// TestHotplugPort: a VF on a PCIe root port takes a hotplug (QEMU can
+// unplug it at a migration); one on the root complex (bus 0) or on a port
+// with hotplug='off' does not.
+func TestHotplugPort(t *testing.T) {
+	doc := func(bus, hotplug string) string {
+		return `<domain><os><type arch='x86_64' machine='q35'>hvm</type></os><devices>
+<controller type='pci' index='0' model='pcie-root'/>
+<controller type='pci' index='1' model='pcie-root-port'><model name='pcie-root-port'/><target chassis='1' port='0x10'` + hotplug + `/><address type='pci' domain='0x0000' bus='0x00' slot='0x02' function='0x0'/></controller>
+<interface type='hostdev' managed='yes'><mac address='52:54:00:00:00:01'/><source><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x2'/></source>
+<address type='pci' domain='0x0000' bus='` + bus + `' slot='0x00' function='0x0'/></interface></devices></domain>`
+	}
+	for _, tt := range []struct {
+		bus, hotplug string
+		want         bool
+	}{
+		{"0x01", "", true},
+		{"0x01", " hotplug='off'", false},
+		{"0x00", "", false},
+	} {
+		v, err := parseView(doc(tt.bus, tt.hotplug))
+		if err != nil || len(v.ifaces) != 1 {
+			t.Fatalf("parseView: %v %+v", err, v.ifaces)
+		}
+		if got := v.onHotplugPort(v.ifaces[0]); got != tt.want {
+			t.Errorf("bus %s%s: onHotplugPort = %v, want %v", tt.bus, tt.hotplug, got, tt.want)
+		}
+	}
+}

@@ -90,6 +90,10 @@ type HostdevIface struct {
 	// Standby is the alias its <teaming type='transient'> pairs it with;
 	// "" when it is no teaming interface.
 	Standby string
+	// NotHotplug: it sits on a guest PCI bus that takes no hotplug (not a
+	// PCIe root port, or one with hotplug='off'): QEMU cannot unplug it at
+	// a migration. Read from the persistent definition where it is there.
+	NotHotplug bool
 	// InConfig and InLive tell which definitions hold it.
 	InConfig bool
 	InLive   bool

@@ -136,7 +136,9 @@ type iface struct {
 	// team is the persistent alias of its <teaming type='transient'>: the
 	// standby it pairs with; "" when it is no teaming interface.
 	team string
-	def  libvirtxml.DomainInterface
+	// guestBus is the guest PCI bus it sits on (-1: no address yet).
+	guestBus int
+	def      libvirtxml.DomainInterface
 }
 
 // view is what one domain definition (persistent or live) says about VFs.
@@ -180,7 +182,11 @@ func parseView(doc string) (view, error) {
 			if i.Teaming != nil && i.Teaming.Type == "transient" {
 				team = i.Teaming.Persistent
 			}
-			v.ifaces = append(v.ifaces, iface{pci: pci, mac: mac, managed: i.Managed == "yes", team: team, def: i})
+			bus := -1
+			if i.Address != nil && i.Address.PCI != nil && i.Address.PCI.Bus != nil {
+				bus = int(*i.Address.PCI.Bus)
+			}
+			v.ifaces = append(v.ifaces, iface{pci: pci, mac: mac, managed: i.Managed == "yes", team: team, guestBus: bus, def: i})
 		}
 		for _, h := range d.Devices.Hostdevs {
 			if h.SubsysPCI == nil || h.SubsysPCI.Source == nil {
@@ -199,6 +205,17 @@ func parseView(doc string) (view, error) {
 		v.claims = cs
 	}
 	return v, nil
+}
+
+// onHotplugPort tells whether the interface sits on a PCIe port that takes
+// a hotplug (a PCIe root port or switch downstream port without
+// hotplug='off'); true when it has no guest address yet (libvirt gives it
+// one when it attaches it).
+func (v view) onHotplugPort(i iface) bool {
+	if i.guestBus < 0 {
+		return true
+	}
+	return v.ports.hotplug[i.guestBus]
 }
 
 // noteIface records an interface's MAC and, for a teaming standby, the

@@ -121,6 +121,8 @@ type Teaming struct {
 	StandbyVLAN, WantVLAN string // both in words, for the message
 	// VFTeam is the alias the VF's <teaming type='transient'> names ("" none).
 	VFTeam string
+	// VFNotHotplug: the VF sits on a guest bus that takes no hotplug.
+	VFNotHotplug bool
 	// Running: the domain runs; Port is its standby's OVS port then (the
 	// tap), and PortWant the VLAN columns libvirt gives it.
 	Running  bool
@@ -298,6 +300,8 @@ func teamingChecks(as []Attachment, b *Bridge) []Check {
 			problems = append(problems, fmt.Sprintf("the VF is missing from the persistent definition (libvirt/%s/pf%dvf%d)", a.Domain, a.PF, a.VF))
 		case t.VFTeam != t.Alias:
 			problems = append(problems, fmt.Sprintf("the VF is not the transient half of %s (its <teaming> names %q)", t.Alias, t.VFTeam))
+		case t.VFNotHotplug:
+			problems = append(problems, "the VF sits on a guest PCI bus that takes no hotplug (not a PCIe root port, or one with hotplug='off'): QEMU cannot unplug it at a migration; remove its guest <address> (libvirt then puts it on a free root port) or set hotplug on that port")
 		}
 		switch {
 		case !t.StandbyFound:

@@ -31,6 +31,7 @@ func TestTeamingChecks(t *testing.T) {
 		{"standby MAC", func(a *Attachment, _ *Bridge) { a.Teaming.StandbyMAC = "52:54:00:00:00:02" }, Fail, "the standby's MAC is 52:54:00:00:00:02"},
 		{"standby VLAN", func(a *Attachment, _ *Bridge) { a.Teaming.StandbyVLANOK, a.Teaming.StandbyVLAN = false, "vlan 20" }, Fail, "the standby's VLAN is vlan 20, the VF's vlan 10"},
 		{"VF not teamed", func(a *Attachment, _ *Bridge) { a.Teaming.VFTeam = "" }, Fail, "the VF is not the transient half"},
+		{"VF on a bus without hotplug", func(a *Attachment, _ *Bridge) { a.Teaming.VFNotHotplug = true }, Fail, "takes no hotplug"},
 		{"other bridge", func(a *Attachment, _ *Bridge) { a.Teaming.StandbyBridge = "br-x" }, Fail, "not an openvswitch port of br-vf"},
 		{"port missing", func(_ *Attachment, b *Bridge) { delete(b.Ports, "vnet3") }, Fail, "the standby's port vnet3 is not on bridge br-vf"},
 		{"port VLAN", func(_ *Attachment, b *Bridge) { b.Ports["vnet3"] = BridgePort{OFPort: 7, Tag: 20} }, Fail, "has tag 20"},

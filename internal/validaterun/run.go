@@ -374,17 +374,18 @@ func (r *run) attachmentFacts(gh pipeline.Group) []validate.Attachment {
 			out = append(out, va)
 			continue
 		}
-		vfPCI, vfTeam := "", ""
+		vfPCI, vfTeam, notHotplug := "", "", false
 		for _, i := range d.Interfaces {
 			if i.Owned && r.pe.VFIs(gh, at.PF, at.VF, i.PCI) {
 				va.Present = true
 				if i.InConfig || vfPCI == "" {
-					vfPCI, vfTeam = i.PCI, i.Standby
+					vfPCI, vfTeam, notHotplug = i.PCI, i.Standby, i.NotHotplug
 				}
 			}
 		}
 		if at.Migratable {
 			va.Teaming = r.teamingFacts(gh, at, d, vfPCI, vfTeam)
+			va.Teaming.VFNotHotplug = notHotplug
 		}
 		out = append(out, va)
 	}
