@@ -155,7 +155,7 @@ func TestLibvirtd(t *testing.T) {
 		}
 		wantSt := libvirtx.DomainState{Name: name, Exists: true, Persistent: true, Interfaces: []libvirtx.HostdevIface{
 			{PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Managed: true, Owned: true, InConfig: true},
-		}}
+		}, Machine: "pc-i440fx-7.2"}
 		if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).MatchString(st.UUID) || !strings.Contains(x, "<uuid>"+st.UUID+"</uuid>") {
 			t.Errorf("Domain's UUID %q is not the XML's", st.UUID)
 		}
@@ -601,6 +601,11 @@ func TestLibvirtd(t *testing.T) {
 		if diff := cmp.Diff(base, canon(e.xml(t, name))); diff != "" {
 			t.Errorf("after Detach (-base +got):\n%s", diff)
 		}
+	})
+
+	t.Run("Teaming", func(t *testing.T) {
+		t.Parallel()
+		testTeaming(t, e)
 	})
 }
 

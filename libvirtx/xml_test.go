@@ -60,7 +60,7 @@ func TestParseMAC(t *testing.T) {
 }
 
 func TestInterfaceXML(t *testing.T) {
-	x, err := interfaceXML("0000:61:1f.2", "52:54:00:00:00:01")
+	x, err := interfaceXML("0000:61:1f.2", "52:54:00:00:00:01", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestInterfaceXML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []iface{{pci: "0000:61:1f.2", mac: "52:54:00:00:00:01", managed: true}}
+	want := []iface{{pci: "0000:61:1f.2", mac: "52:54:00:00:00:01", managed: true, guestBus: -1}}
 	if diff := cmp.Diff(want, v.ifaces, cmp.AllowUnexported(iface{}), cmp.FilterPath(func(p cmp.Path) bool {
 		return p.Last().String() == ".def"
 	}, cmp.Ignore())); diff != "" {
