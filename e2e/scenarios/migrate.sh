@@ -1,0 +1,239 @@
+#!/bin/bash
+# Live migration of a domain holding an SR-IOV VF, by libvirt teaming, between
+# two "hosts" in one guest. Two emulated igb NICs (82576, real PCI VFs):
+# host A owns the first PF, host B the second. Each host is a libvirtd (with
+# its own virtlogd) in its own mount namespace, with its own /run/libvirt,
+# /var/lib/libvirt, /etc/libvirt (hooks included) and /var/log/libvirt (bind
+# mounts of /hosts/<h>/...) and a distinct host_uuid in libvirtd.conf (libvirt
+# refuses a migration to the same host by that UUID); /var/cache/libvirt
+# (QEMU's probed capabilities) is shared, so B does not probe QEMU again.
+# Both share the guest's network namespace and one Open vSwitch (bridge
+# br-mig holds both hosts' standby ports). Clients reach each daemon through
+# its own socket, qemu+unix:///system?socket=/hosts/<h>/run/libvirt-sock;
+# QEMU's migration stream goes over TCP on 127.0.0.1 (no TLS).
+#
+# Part 1, libvirt alone (hand-written XML): a q35 domain with no OS (it sits
+# in SeaBIOS) holds a teaming pair, a persistent virtio interface on br-mig
+# (VLAN 42) and a transient hostdev VF with the same MAC; `virsh migrate
+# --live` moves it A -> B (with --xml naming B's VF) and back. The guest never
+# negotiates the standby feature, so QEMU keeps the VF hidden (never plugged)
+# at both ends; libvirt still prepares each end's VF (vfio-pci, MAC, VLAN) and
+# releases the source's after the migration.
+#
+# MACHINE: igb
+# QEMU_ARGS: -netdev hubport,id=n1,hubid=0 -device igb,netdev=n1
+# TIMEOUT: 420
+# EXPECT: m_pfs m_vfs m_ovs m_hosts m_hosts_apart
+# EXPECT: m_define m_start_a m_root_port m_qemu_failover m_vf_a_prepared
+# EXPECT: m_migrate_ab m_on_b m_vf_b_prepared m_vf_a_released m_standby_b
+# EXPECT: m_migrate_ba m_on_a m_vf_a_again m_vf_b_released m_standby_a
+. "$(dirname "$0")/lib.sh"
+
+MAC=52:54:00:51:00:01
+VLAN=42
+DOM=mig1
+ZERO=00:00:00:00:00:00
+
+step "two igb PFs, one per host"
+modprobe igb && modprobe igbvf && modprobe vfio-pci && modprobe tun
+mapfile -t PFDIRS < <(pci_by_id 8086:10c9)
+pfs() {
+	[ "${#PFDIRS[@]}" = 2 ] || { echo "want 2 igb PFs, have ${#PFDIRS[@]}: ${PFDIRS[*]}"; return 1; }
+	wait_for 10 test -d "${PFDIRS[0]}/net" && wait_for 10 test -d "${PFDIRS[1]}/net" || { echo "no netdevs"; return 1; }
+	PFDIR_A=${PFDIRS[0]} PFDIR_B=${PFDIRS[1]}
+	PF_A=$(ls "$PFDIR_A/net") PF_B=$(ls "$PFDIR_B/net")
+	PCI_A=$(basename "$PFDIR_A") PCI_B=$(basename "$PFDIR_B")
+	echo "host A: $PCI_A ($PF_A), host B: $PCI_B ($PF_B)"
+}
+check m_pfs pfs || exit 0
+pfs >/dev/null
+# Part 1 makes the VFs by hand (libvirt's managed hostdev moves them to
+# vfio-pci at start and back to igbvf at release).
+vfs() {
+	local p
+	for p in "$PF_A" "$PF_B"; do ip link set "$p" up || return 1; done
+	echo 2 >"$PFDIR_A/sriov_numvfs" && echo 2 >"$PFDIR_B/sriov_numvfs" || return 1
+	echo "VF 0 of A: $(readlink "$PFDIR_A/virtfn0"), VF 0 of B: $(readlink "$PFDIR_B/virtfn0")"
+}
+check m_vfs vfs || exit 0
+VF_A=$(basename "$(readlink "$PFDIR_A/virtfn0")") VF_B=$(basename "$(readlink "$PFDIR_B/virtfn0")")
+driver_of() { basename "$(readlink "/sys/bus/pci/devices/$1/driver")" 2>/dev/null; }
+# vf_line PF N: the PF's line for VF N ("vf 0 link/ether ... vlan 42 ...").
+vf_line() { ip link show "$1" | grep -E "^ +vf $2 "; }
+vf_mac() { vf_line "$1" "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'; }
+
+ovs_br() { ovs_start && ovs-vsctl add-br br-mig && echo "bridge br-mig"; }
+check m_ovs ovs_br
+
+step "two libvirt hosts"
+# uri H: the libvirt URI of host H.
+uri() { echo "qemu+unix:///system?socket=/hosts/$1/run/libvirt-sock"; }
+VA() { virsh -c "$(uri a)" "$@"; }
+VB() { virsh -c "$(uri b)" "$@"; }
+# host_start H UUID: libvirtd and virtlogd of host H in a mount namespace of
+# their own, over copies of the image's libvirt directories.
+host_start() {
+	local h=/hosts/$1 d
+	mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /var/cache/libvirt
+	for d in run lib etc log; do mkdir -p "$h/$d"; done
+	cp -a /etc/libvirt/. "$h/etc/"
+	cp -a /var/lib/libvirt/. "$h/lib/"
+	mkdir -p "$h/etc/hooks" "$h/log/qemu"
+	printf 'host_uuid = "%s"\nlog_outputs = "3:file:/var/log/libvirt/libvirtd.log"\n' "$2" >>"$h/etc/libvirtd.conf"
+	unshare --mount --propagation private sh -ec '
+		h=$1
+		mount --bind "$h/run" /run/libvirt
+		mount --bind "$h/lib" /var/lib/libvirt
+		mount --bind "$h/etc" /etc/libvirt
+		mount --bind "$h/log" /var/log/libvirt
+		virtlogd -d -p "$h/run/virtlogd.pid"
+		libvirtd -d -p "$h/run/libvirtd.pid"' sh "$h" || return 1
+}
+UUID_A=a0a0a0a0-5151-4a00-8000-00000000000a
+UUID_B=b0b0b0b0-5151-4b00-8000-00000000000b
+hosts() {
+	# B starts once A has probed QEMU's capabilities into the shared
+	# /var/cache/libvirt (a probe takes ~15 s under TCG).
+	host_start a $UUID_A && wait_for 90 VA version && host_start b $UUID_B && wait_for 60 VB version || { tail -n 20 /hosts/*/log/libvirtd.log 2>/dev/null; echo "a daemon did not answer"; return 1; }
+	local ua ub
+	ua=$(VA capabilities | sed -n 's/.*<uuid>\(.*\)<\/uuid>.*/\1/p' | head -n 1)
+	ub=$(VB capabilities | sed -n 's/.*<uuid>\(.*\)<\/uuid>.*/\1/p' | head -n 1)
+	echo "host A: libvirtd pid $(cat /hosts/a/run/libvirtd.pid) uuid $ua; host B: libvirtd pid $(cat /hosts/b/run/libvirtd.pid) uuid $ub"
+	[ "$ua" = $UUID_A ] && [ "$ub" = $UUID_B ]
+}
+check m_hosts hosts || exit 0
+# Each daemon sees its own /etc/libvirt and /run/libvirt.
+apart() {
+	local pa pb
+	pa=$(cat /hosts/a/run/libvirtd.pid) pb=$(cat /hosts/b/run/libvirtd.pid)
+	[ "$(readlink /proc/"$pa"/ns/mnt)" != "$(readlink /proc/"$pb"/ns/mnt)" ] &&
+		[ "$(readlink /proc/"$pa"/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] || { echo "mount namespaces not apart"; return 1; }
+	grep -q " /etc/libvirt " /proc/"$pa"/mountinfo && grep -q " /run/libvirt " /proc/"$pb"/mountinfo || return 1
+	echo "libvirtd A ($pa) and B ($pb) in mount namespaces $(readlink /proc/"$pa"/ns/mnt) $(readlink /proc/"$pb"/ns/mnt)"
+}
+check m_hosts_apart apart
+
+step "part 1: a teaming pair by hand"
+# pair_xml NAME VF-PCI: a q35 domain without an OS: the standby (virtio on
+# br-mig, VLAN 42, alias ua-NAME-standby) and the VF as a transient hostdev
+# interface with the same MAC.
+pair_xml() {
+	local d=${2%%:*} rest=${2#*:}
+	local b=${rest%%:*} sf=${rest#*:}
+	cat <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+    <interface type='bridge'>
+      <mac address='$MAC'/>
+      <source bridge='br-mig'/>
+      <virtualport type='openvswitch'/>
+      <vlan><tag id='$VLAN'/></vlan>
+      <model type='virtio'/>
+      <teaming type='persistent'/>
+      <alias name='ua-$1-standby'/>
+    </interface>
+    <interface type='hostdev' managed='yes'>
+      <mac address='$MAC'/>
+      <source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source>
+      <vlan><tag id='$VLAN'/></vlan>
+      <teaming type='transient' persistent='ua-$1-standby'/>
+    </interface>
+  </devices>
+</domain>
+EOF
+}
+pair_xml $DOM "$VF_A" >/root/$DOM-a.xml
+check m_define VA define /root/$DOM-a.xml
+check m_start_a VA start $DOM
+# The VF's guest-side slot: a pcie-root-port with hotplug (libvirt's default).
+root_port() {
+	local x bus c
+	x=$(VA dumpxml $DOM) || return 1
+	bus=$(printf '%s\n' "$x" | sed -n "/<interface type='hostdev'/,/<\/interface>/p" | grep -o "<address type='pci' domain='0x0000' bus='0x[0-9a-f]*'" | tail -n 1 | sed "s/.*bus='0x\([0-9a-f]*\)'/\1/")
+	[ -n "$bus" ] || { printf '%s\n' "$x"; echo "no guest address for the hostdev"; return 1; }
+	c=$(printf '%s\n' "$x" | grep "<controller type='pci' index='$((16#$bus))' model='pcie-root-port'")
+	[ -n "$c" ] && ! echo "$c" | grep -q "hotplug='off'" || { printf '%s\n' "$x" | grep "<controller type='pci'"; echo "bus $bus is not a hotpluggable pcie-root-port"; return 1; }
+	echo "the VF sits on bus 0x$bus: $c"
+}
+check m_root_port root_port
+# qemu_cmd H: host H's QEMU command line for the domain.
+qemu_cmd() { tr '\0' ' ' <"/proc/$(cat /hosts/$1/run/qemu/$DOM.pid)/cmdline"; }
+failover() {
+	local c v p
+	c=$(qemu_cmd a) || return 1
+	v=$(echo "$c" | grep -o '[^ ]*virtio-net-pci[^ ]*' | grep 'failover')
+	p=$(echo "$c" | grep -o '[^ ]*vfio-pci[^ ]*' | grep 'failover_pair_id')
+	[ -n "$v" ] && [ -n "$p" ] || { echo "$c"; echo "no virtio-net-pci with failover or no vfio-pci with failover_pair_id"; return 1; }
+	echo "$v"
+	echo "$p"
+}
+check m_qemu_failover failover
+# prepared PF N VF-PCI: VF N of PF on vfio-pci with the domain's MAC and VLAN.
+prepared() {
+	local l
+	l=$(vf_line "$1" "$2")
+	echo "$3 on $(driver_of "$3"); $l"
+	[ "$(driver_of "$3")" = vfio-pci ] && echo "$l" | grep -q "link/ether $MAC" && echo "$l" | grep -q "vlan $VLAN"
+}
+check m_vf_a_prepared prepared "$PF_A" 0 "$VF_A"
+
+# migrate FROM TO DEST-XML PORT: virsh migrate --live, timed (the time also
+# in $OUT/migrate-FROM-TO.secs).
+migrate() {
+	local t0 t1 rc secs
+	t0=$(date +%s.%N)
+	virsh -c "$(uri "$1")" migrate --live --verbose $DOM "$(uri "$2")" "tcp://127.0.0.1:$4" --xml "$3"
+	rc=$?
+	t1=$(date +%s.%N)
+	secs=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")
+	[ $rc != 0 ] || echo "$secs" >>"$OUT/migrate-$1-$2.secs"
+	echo "virsh migrate --live $1 -> $2: exit $rc in ${secs}s"
+	return $rc
+}
+state_is() { [ "$(virsh -c "$(uri "$1")" domstate $DOM 2>&1 | head -n 1)" = "$2" ]; }
+on() { # on H OTHER: running on H, not running on OTHER
+	echo "$1: $(virsh -c "$(uri "$1")" domstate $DOM 2>&1 | head -n 1); $2: $(virsh -c "$(uri "$2")" domstate $DOM 2>&1 | head -n 1)"
+	state_is "$1" running && ! state_is "$2" running
+}
+# released PF N VF-PCI: the VF back on igbvf, not on vfio-pci.
+released() {
+	echo "$3 on $(driver_of "$3"); $(vf_line "$1" "$2")"
+	[ "$(driver_of "$3")" = igbvf ]
+}
+# standby H: the standby's tap of the domain on host H is a port of br-mig
+# with tag 42, and it is the only port of the bridge.
+standby() {
+	local tap ports
+	tap=$(virsh -c "$(uri "$1")" domiflist $DOM | awk '$2 == "bridge" {print $1}')
+	ports=$(ovs-vsctl list-ports br-mig | tr '\n' ' ')
+	echo "host $1 tap $tap, br-mig ports: $ports, tag $(ovs-vsctl get port "$tap" tag 2>&1)"
+	[ -n "$tap" ] && [ "$ports" = "$tap " ] && [ "$(ovs-vsctl get port "$tap" tag)" = $VLAN ]
+}
+
+step "migrate A -> B"
+VA dumpxml --migratable $DOM | sed "s|bus='0x${VF_A:5:2}' slot='0x${VF_A:8:2}' function='0x${VF_A:11:1}'|bus='0x${VF_B:5:2}' slot='0x${VF_B:8:2}' function='0x${VF_B:11:1}'|" >/root/$DOM-to-b.xml
+check m_migrate_ab migrate a b /root/$DOM-to-b.xml 49152
+check m_on_b on b a
+check m_vf_b_prepared prepared "$PF_B" 0 "$VF_B"
+check m_vf_a_released released "$PF_A" 0 "$VF_A"
+check m_standby_b standby b
+
+step "migrate B -> A"
+VB dumpxml --migratable $DOM | sed "s|bus='0x${VF_B:5:2}' slot='0x${VF_B:8:2}' function='0x${VF_B:11:1}'|bus='0x${VF_A:5:2}' slot='0x${VF_A:8:2}' function='0x${VF_A:11:1}'|" >/root/$DOM-to-a.xml
+check m_migrate_ba migrate b a /root/$DOM-to-a.xml 49153
+check m_on_a on a b
+check m_vf_a_again prepared "$PF_A" 0 "$VF_A"
+check m_vf_b_released released "$PF_B" 0 "$VF_B"
+check m_standby_a standby a
+VA destroy $DOM >/dev/null
+cp /hosts/a/log/libvirtd.log "$OUT/libvirtd-a.log" 2>/dev/null
+cp /hosts/b/log/libvirtd.log "$OUT/libvirtd-b.log" 2>/dev/null
+for h in a b; do cp /hosts/$h/log/qemu/$DOM.log "$OUT/qemu-$h.log" 2>/dev/null; done
+exit 0
