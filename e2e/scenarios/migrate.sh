@@ -20,13 +20,31 @@
 # at both ends; libvirt still prepares each end's VF (vfio-pci, MAC, VLAN) and
 # releases the source's after the migration.
 #
+# Part 2, vflag at both ends: each host has its own vflag config (a legacy
+# group on its PF: VF 0 for domains, VF 1 for the host's igbvf) and state dir
+# in /hosts/<h>, and vflag's qemu hook in its own hooks dir; vflag runs in
+# the host's mount namespace (nsenter). A probe hook after vflag's logs VF 0's
+# MAC of both PFs at every event and keeps the XML vflag's hook hands on at
+# "migrate begin". The pair's XML names A's VF 0 and `virsh migrate` gets no
+# --xml: vflag's hook on the destination rewrites the VF to its own free VF
+# at "migrate begin" (v_rewrite_*) and prepares it (the domain's MAC on it at
+# "prepare begin", before libvirt touches it: v_dest_prepared_*); the source
+# frees its VF after the migration (MAC back to zero, no hook state:
+# v_src_released_*); `validate` passes at both ends. A destination whose
+# probe refuses "prepare begin" fails the migration: the domain runs on at
+# the source with its VF, the destination keeps nothing (v_refused_dropped)
+# and the next migration takes that VF.
+#
 # MACHINE: igb
 # QEMU_ARGS: -netdev hubport,id=n1,hubid=0 -device igb,netdev=n1
-# TIMEOUT: 420
+# TIMEOUT: 600
 # EXPECT: m_pfs m_vfs m_ovs m_hosts m_hosts_apart
 # EXPECT: m_define m_start_a m_root_port m_qemu_failover m_vf_a_prepared
 # EXPECT: m_migrate_ab m_on_b m_vf_b_prepared m_vf_a_released m_standby_b
 # EXPECT: m_migrate_ba m_on_a m_vf_a_again m_vf_b_released m_standby_a
+# EXPECT: v_setup_a v_setup_b v_start_a v_migrate_ab v_on_b v_rewrite_b v_dest_prepared_b v_vf_b_ready v_src_released_a
+# EXPECT: v_validate_a v_validate_b v_refused v_refused_dropped
+# EXPECT: v_migrate_ba v_on_a v_rewrite_a v_dest_prepared_a v_vf_a_ready v_src_released_b v_validate_a2 v_validate_b2
 . "$(dirname "$0")/lib.sh"
 
 MAC=52:54:00:51:00:01
@@ -78,7 +96,25 @@ host_start() {
 	for d in run lib etc log; do mkdir -p "$h/$d"; done
 	cp -a /etc/libvirt/. "$h/etc/"
 	cp -a /var/lib/libvirt/. "$h/lib/"
-	mkdir -p "$h/etc/hooks" "$h/log/qemu"
+	mkdir -p "$h/etc/hooks/qemu.d" "$h/log/qemu"
+	# The probe: the last qemu hook script (qemu.d runs in name order, each
+	# script's XML output feeding the next), so it sees what vflag's hook did
+	# before libvirt acts: it logs "<domain> <op> <subop> a=<MAC> b=<MAC>"
+	# (VF 0 of each PF) in $h/events.log, keeps the XML it is given at
+	# "migrate begin" (vflag's rewrite, if any) in $h/migrate-<domain>.xml, and
+	# refuses "prepare begin" while $h/refuse exists (a destination that
+	# refuses a migration). It also makes libvirtd look for qemu hooks at all:
+	# libvirtd notes at startup whether any is there.
+	cat >"$h/etc/hooks/qemu.d/zz-probe" <<PROBE
+#!/bin/sh
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+if [ "\$2 \$3" = "migrate begin" ]; then cat >"$h/migrate-\$1.xml"; else cat >/dev/null; fi
+m() { ip link show \$1 | sed -n "s/^ *vf 0 .*link\\/ether \\([0-9a-f:]*\\).*/\\1/p"; }
+echo "\$1 \$2 \$3 a=\$(m $PF_A) b=\$(m $PF_B)" >>"$h/events.log"
+if [ "\$2 \$3" = "prepare begin" ] && [ -e "$h/refuse" ]; then echo "the test's probe refuses \$1" >&2; exit 1; fi
+exit 0
+PROBE
+	chmod 755 "$h/etc/hooks/qemu.d/zz-probe"
 	printf 'host_uuid = "%s"\nlog_outputs = "3:file:/var/log/libvirt/libvirtd.log"\n' "$2" >>"$h/etc/libvirtd.conf"
 	unshare --mount --propagation private sh -ec '
 		h=$1
@@ -233,7 +269,130 @@ check m_vf_a_again prepared "$PF_A" 0 "$VF_A"
 check m_vf_b_released released "$PF_B" 0 "$VF_B"
 check m_standby_a standby a
 VA destroy $DOM >/dev/null
-cp /hosts/a/log/libvirtd.log "$OUT/libvirtd-a.log" 2>/dev/null
-cp /hosts/b/log/libvirtd.log "$OUT/libvirtd-b.log" 2>/dev/null
-for h in a b; do cp /hosts/$h/log/qemu/$DOM.log "$OUT/qemu-$h.log" 2>/dev/null; done
+echo 0 >"$PFDIR_A/sriov_numvfs"
+echo 0 >"$PFDIR_B/sriov_numvfs"
+
+step "part 2: vflag at both ends"
+# Each host: its own vflag config (a legacy group on its PF: VF 0 for
+# domains, VF 1 for the host's igbvf) and state dir in /hosts/<h>, its hook
+# installed in its own /etc/libvirt/hooks; vflag runs in the host's mount
+# namespace (nsenter), so qemu:///system is that host's libvirtd.
+HOOK_BIN=$(dirname "$VFLAG")/vflag-hook
+[ -f "$SHARE/vflag-hook" ] && install -m 755 "$SHARE/vflag-hook" "$HOOK_BIN"
+for h in a b; do
+	pci=$PCI_A
+	[ $h = a ] || pci=$PCI_B
+	cat >/hosts/$h/vflag.yaml <<CFG
+libvirt: qemu:///system
+groups:
+  - name: igb0
+    eswitch: legacy
+    pfs: ["$pci"]
+    numvfs: 2
+    vfs:
+      - {pf: 0, vf: 1, driver: igbvf}
+CFG
+done
+# V H ARGS: vflag of host H, in its mount namespace.
+V() {
+	local h=$1
+	shift
+	nsenter -t "$(cat /hosts/$h/run/libvirtd.pid)" -m -- "$VFLAG" --config /hosts/$h/vflag.yaml --state-dir /hosts/$h/state "$@"
+}
+setup() {
+	V "$1" install-hook || return 1
+	grep -q -- "--state-dir /hosts/$1/state hook qemu" /hosts/$1/etc/hooks/qemu.d/vflag || { cat /hosts/$1/etc/hooks/qemu.d/vflag; return 1; }
+	V "$1" up || return 1
+	echo "host $1: hook in /hosts/$1/etc/hooks/qemu.d/vflag, up done"
+}
+check v_setup_a setup a || exit 0
+check v_setup_b setup b || exit 0
+VF_A=$(basename "$(readlink "$PFDIR_A/virtfn0")") VF_B=$(basename "$(readlink "$PFDIR_B/virtfn0")")
+# igb gives a new VF a random MAC: zero both, so that a MAC seen later is
+# vflag's or libvirt's doing.
+ip link set "$PF_A" vf 0 mac $ZERO
+ip link set "$PF_B" vf 0 mac $ZERO
+DOM=mig2
+pair_xml $DOM "$VF_A" >/root/$DOM-a.xml
+VA define /root/$DOM-a.xml >/dev/null
+check v_start_a VA start $DOM
+# at_event H OP SUBOP: the probe's last line for the domain at that event on host H.
+at_event() { grep "^$DOM $2 $3 " /hosts/$1/events.log | tail -n 1 | grep . || { cat /hosts/$1/events.log; echo "no '$DOM $2 $3' on host $1"; return 1; }; }
+# hostdev_of H: the PCI address of the domain's VF on host H (live XML).
+hostdev_of() {
+	virsh -c "$(uri "$1")" dumpxml $DOM | sed -n "/<interface type='hostdev'/,/<\/interface>/p" |
+		sed -n "s/.*<address type='pci' domain='0x\(....\)' bus='0x\(..\)' slot='0x\(..\)' function='0x\(.\)'.*/\1:\2:\3.\4/p" | head -n 1
+}
+# rewritten H PCI: on H the domain's VF is PCI (H's own VF 0).
+rewritten() {
+	local got
+	got=$(hostdev_of "$1")
+	echo "host $1 runs $DOM on $got; the XML after vflag's migrate begin names $(sed -n "/<interface type='hostdev'/,/<\/interface>/p" /hosts/$1/migrate-$DOM.xml 2>/dev/null | grep -o "<address type='pci'[^>]*>" | head -n 1)"
+	[ "$got" = "$2" ]
+}
+# dest_prepared H LETTER: at "prepare begin" on H, before libvirt touched
+# the VF (it sets the MAC later), VF 0 of H's PF had the domain's MAC.
+dest_prepared() { at_event "$1" prepare begin | grep -E " $2=$MAC( |$)"; }
+# src_released H PF: the VF 0 MAC is back to zero and the hook keeps no
+# state for the domain.
+src_released() {
+	local m
+	m=$(vf_mac "$2" 0)
+	echo "host $1: VF 0 MAC $m, hook state: $(ls /hosts/$1/state/hook 2>/dev/null | tr '\n' ' ')"
+	[ "$m" = $ZERO ] && ! test -e /hosts/$1/state/hook/$DOM
+}
+validate_ok() { V "$1" validate; }
+migrate_v() { # migrate_v FROM TO PORT: without --xml (vflag's hook rewrites)
+	local t0 t1 rc secs
+	t0=$(date +%s.%N)
+	virsh -c "$(uri "$1")" migrate --live --verbose $DOM "$(uri "$2")" "tcp://127.0.0.1:$3"
+	rc=$?
+	t1=$(date +%s.%N)
+	secs=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")
+	[ $rc != 0 ] || echo "$secs" >>"$OUT/migrate-vflag-$1-$2.secs"
+	echo "virsh migrate --live $1 -> $2: exit $rc in ${secs}s"
+	return $rc
+}
+
+step "vflag: migrate A -> B"
+check v_migrate_ab migrate_v a b 49154
+check v_on_b on b a
+check v_rewrite_b rewritten b "$VF_B"
+check v_dest_prepared_b dest_prepared b b
+check v_vf_b_ready prepared "$PF_B" 0 "$VF_B"
+check v_src_released_a src_released a "$PF_A"
+check v_validate_a validate_ok a
+check v_validate_b validate_ok b
+
+step "vflag: a destination that refuses"
+touch /hosts/a/refuse
+refused() {
+	local out rc
+	out=$(migrate_v b a 49155 2>&1)
+	rc=$?
+	echo "$out"
+	echo "B: $(virsh -c "$(uri b)" domstate $DOM) on $(hostdev_of b), VF 0 MAC $(vf_mac "$PF_B" 0)"
+	[ $rc != 0 ] && state_is b running && [ "$(hostdev_of b)" = "$VF_B" ] && [ "$(vf_mac "$PF_B" 0)" = $MAC ]
+}
+check v_refused refused
+rm -f /hosts/a/refuse
+# The destination's reservation and preparation are gone: A's VF 0 has no
+# MAC, no hook state for the domain (and the next migration takes VF 0).
+check v_refused_dropped src_released a "$PF_A"
+
+step "vflag: migrate B -> A"
+check v_migrate_ba migrate_v b a 49156
+check v_on_a on a b
+check v_rewrite_a rewritten a "$VF_A"
+check v_dest_prepared_a dest_prepared a a
+check v_vf_a_ready prepared "$PF_A" 0 "$VF_A"
+check v_src_released_b src_released b "$PF_B"
+check v_validate_a2 validate_ok a
+check v_validate_b2 validate_ok b
+VA destroy $DOM >/dev/null
+for h in a b; do
+	cp /hosts/$h/log/libvirtd.log "$OUT/libvirtd-$h.log" 2>/dev/null
+	cp /hosts/$h/events.log "$OUT/hook-events-$h.log" 2>/dev/null
+	for d in mig1 mig2; do cp /hosts/$h/log/qemu/$d.log "$OUT/qemu-$h-$d.log" 2>/dev/null; done
+done
 exit 0
