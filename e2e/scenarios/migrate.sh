@@ -99,8 +99,8 @@ host_start() {
 	mkdir -p "$h/etc/hooks/qemu.d" "$h/log/qemu"
 	# The probe: the last qemu hook script (qemu.d runs in name order, each
 	# script's XML output feeding the next), so it sees what vflag's hook did
-	# before libvirt acts: it logs "<domain> <op> <subop> a=<MAC> b=<MAC>"
-	# (VF 0 of each PF) in $h/events.log, keeps the XML it is given at
+	# before libvirt acts: it logs "<domain> <op> <subop> a=<MAC> b=<MAC>
+	# t=<uptime>" (VF 0 of each PF) in $h/events.log, keeps the XML it is given at
 	# "migrate begin" (vflag's rewrite, if any) in $h/migrate-<domain>.xml, and
 	# refuses "prepare begin" while $h/refuse exists (a destination that
 	# refuses a migration). It also makes libvirtd look for qemu hooks at all:
@@ -110,7 +110,7 @@ host_start() {
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 if [ "\$2 \$3" = "migrate begin" ]; then cat >"$h/migrate-\$1.xml"; else cat >/dev/null; fi
 m() { ip link show \$1 | sed -n "s/^ *vf 0 .*link\\/ether \\([0-9a-f:]*\\).*/\\1/p"; }
-echo "\$1 \$2 \$3 a=\$(m $PF_A) b=\$(m $PF_B)" >>"$h/events.log"
+echo "\$1 \$2 \$3 a=\$(m $PF_A) b=\$(m $PF_B) t=\$(cut -d' ' -f1 /proc/uptime)" >>"$h/events.log"
 if [ "\$2 \$3" = "prepare begin" ] && [ -e "$h/refuse" ]; then echo "the test's probe refuses \$1" >&2; exit 1; fi
 exit 0
 PROBE
