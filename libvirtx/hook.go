@@ -27,6 +27,12 @@ const (
 	HookPrepare
 	// HookRelease: reset what the hook did for the domain.
 	HookRelease
+	// HookMigrate: an incoming migration's domain XML, which the hook may
+	// print changed (a teaming VF moved to a free VF of this host).
+	HookMigrate
+	// HookStarted: the domain's QEMU runs (an incoming migration's
+	// reservation is the domain's from now until its release).
+	HookStarted
 )
 
 func (a HookAction) String() string {
@@ -35,6 +41,10 @@ func (a HookAction) String() string {
 		return "prepare"
 	case HookRelease:
 		return "release"
+	case HookMigrate:
+		return "migrate"
+	case HookStarted:
+		return "started"
 	}
 	return "ignore"
 }
@@ -48,15 +58,23 @@ func (a HookAction) String() string {
 //     a hostdev network pool shows as type='hostdev' with its VF's address.
 //     Prepare is repeated here (it is idempotent) to cover pools.
 //   - "release end": the domain is gone and libvirt has given its devices back.
+//   - "migrate begin": on the destination of a migration, before anything
+//     else, with the incoming XML; the XML the hook prints is used.
+//   - "started begin": QEMU runs.
 //
-// Every other event (started, stopped, migrate, restore, reconnect, attach,
-// unknown future ones) is ignored; stopped is followed by release.
+// Every other event (stopped, restore, reconnect, attach, unknown future
+// ones) is ignored; stopped is followed by release. A migration's source
+// gets no event at the VF's unplug: its VF stays prepared until release.
 func HookActionFor(op, subop string) HookAction {
 	switch op + "/" + subop {
 	case "prepare/begin", "start/begin":
 		return HookPrepare
 	case "release/end":
 		return HookRelease
+	case "migrate/begin":
+		return HookMigrate
+	case "started/begin":
+		return HookStarted
 	}
 	return HookIgnore
 }
@@ -75,6 +93,13 @@ type PassthroughDevice struct {
 	From string // FromInterface, FromHostdev or FromNetwork
 	// Network is the network name of an interface of type='network'.
 	Network string
+	// Standby is the alias of the teaming standby of a transient teaming
+	// interface ("" none), and StandbyVLAN what that standby's <vlan>
+	// makes of its OVS port (HasStandbyVLAN: the document has the standby):
+	// the VLAN the pair has, wherever it runs.
+	Standby        string
+	StandbyVLAN    Standby
+	HasStandbyVLAN bool
 }
 
 // HookDomain is what the hook reads from a domain's XML.
@@ -123,6 +148,19 @@ func ParseHookDomain(doc []byte) (HookDomain, error) {
 	}
 	var act actualXML
 	_ = xml.Unmarshal(doc, &act) // libvirtxml accepted the document; <actual> is optional
+	standbys := map[string]Standby{}
+	for _, i := range d.Devices.Interfaces {
+		if i.Teaming != nil && i.Teaming.Type == "persistent" && i.Alias != nil && i.Alias.Name != "" {
+			standbys[i.Alias.Name] = vlanOf(i.VLan)
+		}
+	}
+	team := func(dev PassthroughDevice, i libvirtxml.DomainInterface) PassthroughDevice {
+		if i.Teaming != nil && i.Teaming.Type == "transient" && i.Teaming.Persistent != "" {
+			dev.Standby = i.Teaming.Persistent
+			dev.StandbyVLAN, dev.HasStandbyVLAN = standbys[dev.Standby]
+		}
+		return dev
+	}
 	for n, i := range d.Devices.Interfaces {
 		mac := ""
 		if i.MAC != nil {
@@ -134,7 +172,7 @@ func ParseHookDomain(doc []byte) (HookDomain, error) {
 				continue // a USB hostdev interface
 			}
 			if pci := formatPCI(i.Source.Hostdev.PCI.Address); pci != "" {
-				hd.Devices = append(hd.Devices, PassthroughDevice{PCI: pci, MAC: mac, From: FromInterface})
+				hd.Devices = append(hd.Devices, team(PassthroughDevice{PCI: pci, MAC: mac, From: FromInterface}, i))
 			}
 		case i.Source != nil && i.Source.Network != nil:
 			net := i.Source.Network.Network
@@ -142,7 +180,7 @@ func ParseHookDomain(doc []byte) (HookDomain, error) {
 				if a := act.Devices.Interfaces[n].Actual; a != nil && a.Type == "hostdev" && a.Source != nil && a.Source.Address != nil {
 					ad := a.Source.Address
 					if pci, ok := actualPCI(ad.Domain, ad.Bus, ad.Slot, ad.Function); ok {
-						hd.Devices = append(hd.Devices, PassthroughDevice{PCI: pci, MAC: mac, From: FromNetwork, Network: net})
+						hd.Devices = append(hd.Devices, team(PassthroughDevice{PCI: pci, MAC: mac, From: FromNetwork, Network: net}, i))
 						continue
 					}
 				}

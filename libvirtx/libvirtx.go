@@ -25,6 +25,26 @@ type Conn struct {
 	shared    map[string]*sharedRead // Prefetch's reads, until this connection writes a domain
 	sharedAge time.Duration          // how long they answer: sharedMaxAge (tests change it)
 	reading   sync.WaitGroup         // Prefetch's reads under way (Close waits for them)
+
+	versionsOnce  sync.Once
+	libVer, qemuV uint32 // libvirt's and the hypervisor's versions, 0 unknown
+}
+
+// versions are the daemon's libvirt version and its hypervisor's (QEMU)
+// version, read once ("virsh version"); 0 where libvirt does not say.
+func (c *Conn) versions() (lib, qemu uint32) {
+	c.versionsOnce.Do(func() {
+		if c.c == nil {
+			return
+		}
+		if v, err := c.c.GetLibVersion(); err == nil {
+			c.libVer = v
+		}
+		if v, err := c.c.GetVersion(); err == nil {
+			c.qemuV = v
+		}
+	})
+	return c.libVer, c.qemuV
 }
 
 // sharedRead is one domain's read that Prefetch started.
@@ -232,22 +252,33 @@ func (c *Conn) Domain(name string) (DomainState, error) {
 		return st, fmt.Errorf("libvirt: read domain %s: %w", name, err)
 	}
 	st.Exists, st.Active, st.Persistent = true, s.active, s.persistent
+	st.Machine = s.cfg.machine
 	index := map[string]int{}
-	if s.persistent {
-		for _, i := range s.cfg.ifaces {
-			index[i.pci+"/"+i.mac] = len(st.Interfaces)
-			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: s.cfg.owned(i), InConfig: true})
-		}
-	}
-	if s.live != nil {
-		for _, i := range s.live.ifaces {
+	sbIndex := map[string]int{}
+	add := func(v view, inConfig bool) {
+		for _, i := range v.ifaces {
 			if k, ok := index[i.pci+"/"+i.mac]; ok {
 				st.Interfaces[k].InLive = true
 				continue
 			}
 			index[i.pci+"/"+i.mac] = len(st.Interfaces)
-			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: s.live.owned(i), InLive: true})
+			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: v.owned(i), Standby: i.team, InConfig: inConfig, InLive: !inConfig})
 		}
+		for _, sb := range v.standbys {
+			if k, ok := sbIndex[sb.alias]; ok {
+				st.Standbys[k].InLive = true
+				continue
+			}
+			sbIndex[sb.alias] = len(st.Standbys)
+			st.Standbys = append(st.Standbys, StandbyIface{Alias: sb.alias, MAC: sb.mac, Bridge: sb.bridge, OVS: sb.ovs, Virtio: sb.virtio, VLAN: sb.vlan,
+				Owned: v.ownsStandby(sb), InConfig: inConfig, InLive: !inConfig})
+		}
+	}
+	if s.persistent {
+		add(s.cfg, true)
+	}
+	if s.live != nil {
+		add(*s.live, false)
 	}
 	return st, nil
 }
@@ -268,11 +299,50 @@ func (c *Conn) Plan(a Attachment) (needed bool, why string, err error) {
 	if err != nil {
 		return false, "", fmt.Errorf("%s: %w", op, err)
 	}
-	p, err := makePlan(s, n)
+	lib, qemu := c.versions()
+	p, err := makePlan(s, n, lib, qemu)
 	if err != nil {
 		return false, "", fmt.Errorf("%s: %w", op, err)
 	}
-	return p.config || p.live, p.why, nil
+	return p.needed(), p.why, nil
+}
+
+// TeamingProblems are the reasons a migratable attachment cannot be made
+// on this domain (Problem.Field names the attachment's field): its
+// machine, libvirt's and QEMU's versions, a MAC another interface has,
+// the free root ports of the running domain. Only reads; nil for an
+// attachment that is not migratable or a domain libvirt does not know.
+func (c *Conn) TeamingProblems(a Attachment) ([]Problem, error) {
+	if !a.Migratable {
+		return nil, nil
+	}
+	// The VF may not exist yet (preflight, before up makes it): its
+	// address is not needed here.
+	n := norm{a}
+	var err error
+	if n.MAC, err = parseMAC(a.MAC); err != nil {
+		return nil, fmt.Errorf("%s: %w", attachOp(a), err)
+	}
+	if a.PCI != "" {
+		if n.PCI, err = parsePCI(a.PCI); err != nil {
+			return nil, fmt.Errorf("%s: %w", attachOp(a), err)
+		}
+	}
+	s, err := c.domain(n.Domain)
+	if isNoDomain(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", attachOp(n.Attachment), err)
+	}
+	newLive := 0
+	if n.Live && s.live != nil {
+		if lp, err := planDef(*s.live, n, "live", false); err == nil {
+			newLive = lp.pcie()
+		}
+	}
+	lib, qemu := c.versions()
+	return teamingProblems(s, n, lib, qemu, newLive), nil
 }
 
 func setClaims(d *libvirt.Domain, cs []claim, impact libvirt.DomainModificationImpact) error {
@@ -308,19 +378,16 @@ func (c *Conn) Attach(a Attachment) (Record, bool, error) {
 	if err != nil {
 		return Record{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	p, err := makePlan(s, n)
+	lib, qemu := c.versions()
+	p, err := makePlan(s, n, lib, qemu)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	rec := Record{Domain: n.Domain, PCI: n.PCI, MAC: n.MAC, Live: p.liveWanted, Owner: n.Owner}
-	if !p.config && !p.live {
+	rec := n.Attachment.Record()
+	rec.Live = p.liveWanted
+	if !p.needed() {
 		return rec, false, nil
 	}
-	dev, err := interfaceXML(n.PCI, n.MAC)
-	if err != nil {
-		return Record{}, false, fmt.Errorf("%s: build device XML: %w", op, err)
-	}
-	cl := claim{PCI: n.PCI, MAC: n.MAC, Owner: n.Owner}
 
 	// undo holds what this call did, to roll it back in reverse.
 	var undo []func() error
@@ -336,44 +403,107 @@ func (c *Conn) Attach(a Attachment) (Record, bool, error) {
 		}
 		return Record{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-
-	if p.config {
-		prior := s.cfg.claims
-		if err := setClaims(d, withClaim(prior, cl), libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
-			return fail(fmt.Errorf("record ownership in persistent metadata: %w", err))
-		}
-		undo = append(undo, func() error {
-			if err := setClaims(d, prior, libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
-				return fmt.Errorf("restore persistent metadata: %w", err)
-			}
-			return nil
-		})
-		if err := lvErr(wrote("attach device (config)", d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG))); err != nil {
-			return fail(fmt.Errorf("persistent: %w", err))
-		}
-		undo = append(undo, func() error {
-			if err := detachIface(d, n.PCI, n.MAC, libvirt.DOMAIN_XML_INACTIVE, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG); err != nil {
-				return fmt.Errorf("detach from persistent definition: %w", err)
-			}
-			return nil
-		})
+	if err := applyDef(d, s.cfg, p.config, n, "persistent", libvirt.DOMAIN_XML_INACTIVE, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG, libvirt.DOMAIN_AFFECT_CONFIG, &undo); err != nil {
+		return fail(err)
 	}
-	if p.live {
-		prior := s.live.claims
-		if err := setClaims(d, withClaim(prior, cl), libvirt.DOMAIN_AFFECT_LIVE); err != nil {
-			return fail(fmt.Errorf("record ownership in live metadata: %w", err))
-		}
-		undo = append(undo, func() error {
-			if err := setClaims(d, prior, libvirt.DOMAIN_AFFECT_LIVE); err != nil {
-				return fmt.Errorf("restore live metadata: %w", err)
-			}
-			return nil
-		})
-		if err := lvErr(wrote("attach device (live)", d.AttachDeviceFlags(dev, libvirt.DOMAIN_DEVICE_MODIFY_LIVE))); err != nil {
-			return fail(fmt.Errorf("live: %w", err))
+	if s.live != nil {
+		if err := applyDef(d, *s.live, p.live, n, "live", 0, libvirt.DOMAIN_DEVICE_MODIFY_LIVE, libvirt.DOMAIN_AFFECT_LIVE, &undo); err != nil {
+			return fail(err)
 		}
 	}
 	return rec, true, nil
+}
+
+// applyDef carries out one definition's plan: the claim before the
+// devices (after them when it drops a standby: a device of vflag's never
+// exists without its claim), each device change, and for each an undo.
+func applyDef(d *libvirt.Domain, v view, dp defPlan, n norm, where string, read libvirt.DomainXMLFlags, modify libvirt.DomainDeviceModifyFlags, impact libvirt.DomainModificationImpact, undo *[]func() error) error {
+	if dp.empty() {
+		return nil
+	}
+	prior := v.claims
+	setClaim := func() error {
+		if err := setClaims(d, withClaim(prior, *dp.claim), impact); err != nil {
+			return fmt.Errorf("record ownership in %s metadata: %w", where, err)
+		}
+		*undo = append(*undo, func() error {
+			if err := setClaims(d, prior, impact); err != nil {
+				return fmt.Errorf("restore %s metadata: %w", where, err)
+			}
+			return nil
+		})
+		return nil
+	}
+	if dp.claim != nil && !dp.claimAfter {
+		if err := setClaim(); err != nil {
+			return err
+		}
+	}
+	for _, o := range dp.ops {
+		switch {
+		case o.detach:
+			if err := lvErr(wrote("detach device ("+where+")", d.DetachDeviceFlags(o.xml, modify))); err != nil {
+				return fmt.Errorf("%s: %s: %w", where, o.what, err)
+			}
+			x := o.xml
+			*undo = append(*undo, func() error {
+				if err := lvErr(d.AttachDeviceFlags(x, modify)); err != nil {
+					return fmt.Errorf("attach again (%s): %w", where, err)
+				}
+				return nil
+			})
+		case o.update:
+			if err := lvErr(wrote("update device ("+where+")", d.UpdateDeviceFlags(o.xml, modify))); err != nil {
+				return fmt.Errorf("%s: %s: %w", where, o.what, err)
+			}
+			old := o.old
+			*undo = append(*undo, func() error {
+				if err := lvErr(d.UpdateDeviceFlags(old, modify)); err != nil {
+					return fmt.Errorf("update back (%s): %w", where, err)
+				}
+				return nil
+			})
+		default:
+			if err := lvErr(wrote("attach device ("+where+")", d.AttachDeviceFlags(o.xml, modify))); err != nil {
+				return fmt.Errorf("%s: %s: %w", where, o.what, err)
+			}
+			sb := o.standby
+			*undo = append(*undo, func() error {
+				var err error
+				if sb != "" {
+					err = detachStandby(d, sb, read, modify)
+				} else {
+					err = detachIface(d, n.PCI, n.MAC, read, modify)
+				}
+				if err != nil {
+					return fmt.Errorf("detach from %s definition: %w", where, err)
+				}
+				return nil
+			})
+		}
+	}
+	if dp.claim != nil && dp.claimAfter {
+		return setClaim()
+	}
+	return nil
+}
+
+// detachStandby removes the standby with this alias from one definition,
+// found afresh. Absent = success.
+func detachStandby(d *libvirt.Domain, alias string, read libvirt.DomainXMLFlags, modify libvirt.DomainDeviceModifyFlags) error {
+	v, err := readView(d, read)
+	if err != nil {
+		return err
+	}
+	sb, ok := v.standbyFor(alias)
+	if !ok {
+		return nil
+	}
+	x, err := sb.def.Marshal()
+	if err != nil {
+		return err
+	}
+	return lvErr(wrote("detach device", d.DetachDeviceFlags(x, modify)))
 }
 
 // detachIface removes the interface with this PCI address and MAC from one
@@ -435,12 +565,12 @@ func (c *Conn) Detach(r Record) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if r.Live && s.live != nil {
-		if err := detachFrom(d, *s.live, pci, mac, r.Owner, "live", 0, libvirt.DOMAIN_DEVICE_MODIFY_LIVE, libvirt.DOMAIN_AFFECT_LIVE); err != nil {
+		if err := detachFrom(d, *s.live, pci, mac, r.Owner, r.Standby, "live", 0, libvirt.DOMAIN_DEVICE_MODIFY_LIVE, libvirt.DOMAIN_AFFECT_LIVE); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	if s.persistent {
-		if err := detachFrom(d, s.cfg, pci, mac, r.Owner, "persistent", libvirt.DOMAIN_XML_INACTIVE, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG, libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
+		if err := detachFrom(d, s.cfg, pci, mac, r.Owner, r.Standby, "persistent", libvirt.DOMAIN_XML_INACTIVE, libvirt.DOMAIN_DEVICE_MODIFY_CONFIG, libvirt.DOMAIN_AFFECT_CONFIG); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -448,8 +578,10 @@ func (c *Conn) Detach(r Record) error {
 }
 
 // detachFrom removes vflag's interface for pci from one definition (read
-// with the read flags), checks that it is gone, then drops the claim.
-func detachFrom(d *libvirt.Domain, v view, pci, mac, owner, where string, read libvirt.DomainXMLFlags, modify libvirt.DomainDeviceModifyFlags, impact libvirt.DomainModificationImpact) error {
+// with the read flags), then the pair's standby (its claim's alias, else
+// standbyAlias) when vflag made it, checks that they are gone, then drops
+// the claim.
+func detachFrom(d *libvirt.Domain, v view, pci, mac, owner, standbyAlias, where string, read libvirt.DomainXMLFlags, modify libvirt.DomainDeviceModifyFlags, impact libvirt.DomainModificationImpact) error {
 	cl, claimed := v.claimFor(pci)
 	found := v.ifacesFor(pci)
 	if claimed {
@@ -477,7 +609,25 @@ func detachFrom(d *libvirt.Domain, v view, pci, mac, owner, where string, read l
 			return fmt.Errorf("%s definition: %w", where, err)
 		}
 	}
-	if len(found) > 0 {
+	// The pair's standby goes after its VF (the VF's teaming names it).
+	alias := cl.Standby
+	if alias == "" {
+		alias = standbyAlias
+	}
+	sb, haveSB := v.standbyFor(alias)
+	if haveSB && !v.ownsStandby(sb) {
+		haveSB = false // not vflag's: left in place
+	}
+	if haveSB {
+		x, err := sb.def.Marshal()
+		if err != nil {
+			return fmt.Errorf("%s definition: %w", where, err)
+		}
+		if err := lvErr(wrote("detach device", d.DetachDeviceFlags(x, modify))); err != nil && !hasCode(err, libvirt.ERR_DEVICE_MISSING) && !isNoDomain(err) {
+			return fmt.Errorf("%s definition: standby %s: %w", where, alias, err)
+		}
+	}
+	if len(found) > 0 || haveSB {
 		after, err := readView(d, read)
 		if err != nil {
 			return fmt.Errorf("%s definition: re-read: %w", where, err)
@@ -486,6 +636,9 @@ func detachFrom(d *libvirt.Domain, v view, pci, mac, owner, where string, read l
 			if i.mac == cl.MAC {
 				return fmt.Errorf("%s definition: the interface is still there after the detach request (a live PCI unplug needs the guest's cooperation); retry later", where)
 			}
+		}
+		if _, still := after.standbyFor(alias); haveSB && still {
+			return fmt.Errorf("%s definition: standby %s is still there after the detach request (a live unplug needs the guest's cooperation); retry later", where, alias)
 		}
 	}
 	if claimed {

@@ -155,7 +155,7 @@ func TestLibvirtd(t *testing.T) {
 		}
 		wantSt := libvirtx.DomainState{Name: name, Exists: true, Persistent: true, Interfaces: []libvirtx.HostdevIface{
 			{PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Managed: true, Owned: true, InConfig: true},
-		}}
+		}, Machine: "pc-i440fx-7.2"}
 		if diff := cmp.Diff(wantSt, st); diff != "" {
 			t.Errorf("Domain (-want +got):\n%s", diff)
 		}
@@ -597,6 +597,11 @@ func TestLibvirtd(t *testing.T) {
 		if diff := cmp.Diff(base, canon(e.xml(t, name))); diff != "" {
 			t.Errorf("after Detach (-base +got):\n%s", diff)
 		}
+	})
+
+	t.Run("Teaming", func(t *testing.T) {
+		t.Parallel()
+		testTeaming(t, e)
 	})
 }
 

@@ -35,6 +35,9 @@ func (c *Conn) Plan(a Attachment) (needed bool, why string, err error) {
 	return false, "", ErrNotLinked
 }
 
+// TeamingProblems fails (ErrNotLinked).
+func (c *Conn) TeamingProblems(a Attachment) ([]Problem, error) { return nil, ErrNotLinked }
+
 // Attach fails (ErrNotLinked).
 func (c *Conn) Attach(a Attachment) (Record, bool, error) { return Record{}, false, ErrNotLinked }
 

@@ -11,6 +11,20 @@ type Attachment struct {
 	Live bool
 	// Owner is the LAG group name, stored in vflag's domain metadata.
 	Owner string
+	// Migratable makes the VF the transient half of a teaming pair whose
+	// standby (a virtio interface on Standby.Bridge, alias StandbyAlias(MAC))
+	// vflag makes too.
+	Migratable bool
+	Standby    Standby
+}
+
+// Record is the attachment's record (what Detach needs).
+func (a Attachment) Record() Record {
+	r := Record{Domain: a.Domain, PCI: a.PCI, MAC: a.MAC, Live: a.Live, Owner: a.Owner}
+	if a.Migratable {
+		r.Standby = StandbyAlias(a.MAC)
+	}
+	return r
 }
 
 // Record is what Attach did, enough to undo it without the configuration;
@@ -24,6 +38,10 @@ type Record struct {
 	// live too.
 	Live  bool   `json:"live"`
 	Owner string `json:"owner"`
+	// Standby is the alias of the teaming standby vflag made with the VF
+	// (a migratable attachment); Detach removes it too. Detach also finds
+	// it in vflag's claim, so a record from before it is enough.
+	Standby string `json:"standby,omitempty"`
 }
 
 // DomainState is what libvirt says about one domain.
@@ -38,6 +56,25 @@ type DomainState struct {
 	// the persistent definition and, when the domain runs, of the live one
 	// (merged by PCI address; the persistent one wins).
 	Interfaces []HostdevIface
+	// Standbys are the teaming standbys (<teaming type='persistent'/>)
+	// of the definitions, merged by alias like Interfaces.
+	Standbys []StandbyIface
+	// Machine is the persistent definition's machine type ("pc-q35-7.2").
+	Machine string
+}
+
+// StandbyIface is a teaming standby interface of a domain.
+type StandbyIface struct {
+	Alias  string
+	MAC    string
+	Bridge string // <source bridge=>; "" when it is not a bridge interface
+	// OVS: <virtualport type='openvswitch'/>; Virtio: <model type='virtio'/>.
+	OVS, Virtio bool
+	// VLAN is what its <vlan> makes of its OVS port's VLAN columns.
+	VLAN Standby
+	// Owned: vflag made it (its claim names the alias).
+	Owned            bool
+	InConfig, InLive bool
 }
 
 // HostdevIface is one <interface type='hostdev'> of a domain.
@@ -47,6 +84,9 @@ type HostdevIface struct {
 	Managed bool
 	// Owned tells that vflag attached it (its metadata says so).
 	Owned bool
+	// Standby is the alias its <teaming type='transient'> pairs it with;
+	// "" when it is no teaming interface.
+	Standby string
 	// InConfig and InLive tell which definitions hold it.
 	InConfig bool
 	InLive   bool

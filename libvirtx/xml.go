@@ -60,8 +60,9 @@ func formatPCI(p *libvirtxml.DomainAddressPCI) string {
 	return string(a)
 }
 
-// interfaceXML builds the device XML for one VF.
-func interfaceXML(pci, mac string) (string, error) {
+// interfaceXML builds the device XML for one VF; with a standby alias, as
+// the transient half of a teaming pair.
+func interfaceXML(pci, mac, standbyAlias string) (string, error) {
 	dom, bus, slot, fn := pciaddr.Addr(pci).Parts()
 	iface := libvirtxml.DomainInterface{
 		Managed: "yes",
@@ -74,6 +75,9 @@ func interfaceXML(pci, mac string) (string, error) {
 			},
 		},
 	}
+	if standbyAlias != "" {
+		iface.Teaming = &libvirtxml.DomainInterfaceTeaming{Type: "transient", Persistent: standbyAlias}
+	}
 	return iface.Marshal()
 }
 
@@ -83,6 +87,9 @@ type claim struct {
 	PCI   string `xml:"pci,attr"`
 	MAC   string `xml:"mac,attr"`
 	Owner string `xml:"owner,attr"`
+	// Standby is the alias of the pair's standby interface, which vflag
+	// made too (migratable attachments); "" for a plain VF.
+	Standby string `xml:"standby,attr,omitempty"`
 }
 
 // claimsElement is the metadata element as SetMetadata takes it: without a
@@ -126,7 +133,10 @@ type iface struct {
 	pci     string
 	mac     string
 	managed bool
-	def     libvirtxml.DomainInterface
+	// team is the persistent alias of its <teaming type='transient'>: the
+	// standby it pairs with; "" when it is no teaming interface.
+	team string
+	def  libvirtxml.DomainInterface
 }
 
 // view is what one domain definition (persistent or live) says about VFs.
@@ -134,6 +144,12 @@ type view struct {
 	ifaces   []iface
 	hostdevs []string // PCI sources of <hostdev mode='subsystem' type='pci'>
 	claims   []claim
+	// standbys are the teaming standbys (<teaming type='persistent'/>).
+	standbys []standby
+	// macs are all its interfaces' MACs, for the pair's MAC check.
+	macs    []ifaceMAC
+	machine string
+	ports   rootPorts
 }
 
 func parseView(doc string) (view, error) {
@@ -142,8 +158,13 @@ func parseView(doc string) (view, error) {
 		return view{}, fmt.Errorf("parse domain XML: %w", err)
 	}
 	var v view
+	var err error
+	if v.machine, v.ports, err = scanPCI(doc); err != nil {
+		return view{}, err
+	}
 	if d.Devices != nil {
 		for _, i := range d.Devices.Interfaces {
+			v.noteIface(i)
 			if i.Source == nil || i.Source.Hostdev == nil || i.Source.Hostdev.PCI == nil {
 				continue
 			}
@@ -155,7 +176,11 @@ func parseView(doc string) (view, error) {
 			if i.MAC != nil {
 				mac = strings.ToLower(i.MAC.Address)
 			}
-			v.ifaces = append(v.ifaces, iface{pci: pci, mac: mac, managed: i.Managed == "yes", def: i})
+			team := ""
+			if i.Teaming != nil && i.Teaming.Type == "transient" {
+				team = i.Teaming.Persistent
+			}
+			v.ifaces = append(v.ifaces, iface{pci: pci, mac: mac, managed: i.Managed == "yes", team: team, def: i})
 		}
 		for _, h := range d.Devices.Hostdevs {
 			if h.SubsysPCI == nil || h.SubsysPCI.Source == nil {
@@ -174,6 +199,55 @@ func parseView(doc string) (view, error) {
 		v.claims = cs
 	}
 	return v, nil
+}
+
+// noteIface records an interface's MAC and, for a teaming standby, the
+// standby.
+func (v *view) noteIface(i libvirtxml.DomainInterface) {
+	m := ifaceMAC{what: "an <interface>"}
+	if i.MAC != nil {
+		m.mac = strings.ToLower(i.MAC.Address)
+	}
+	if i.Alias != nil {
+		m.alias = i.Alias.Name
+	}
+	if i.Source != nil {
+		switch {
+		case i.Source.Hostdev != nil && i.Source.Hostdev.PCI != nil:
+			m.pci = formatPCI(i.Source.Hostdev.PCI.Address)
+			m.what = "<interface type='hostdev'> of " + m.pci
+		case i.Source.Bridge != nil:
+			m.what = "<interface type='bridge'> on " + i.Source.Bridge.Bridge
+		case i.Source.Network != nil:
+			m.what = "<interface type='network'> of " + i.Source.Network.Network
+		}
+	}
+	if m.alias != "" {
+		m.what += " alias " + m.alias
+	}
+	if m.mac != "" {
+		v.macs = append(v.macs, m)
+	}
+	if i.Teaming == nil || i.Teaming.Type != "persistent" || m.alias == "" {
+		return
+	}
+	sb := standby{alias: m.alias, mac: m.mac, def: i, vlan: vlanOf(i.VLan)}
+	if i.Source != nil && i.Source.Bridge != nil {
+		sb.bridge = i.Source.Bridge.Bridge
+	}
+	sb.ovs = i.VirtualPort != nil && i.VirtualPort.Params != nil && i.VirtualPort.Params.OpenVSwitch != nil
+	sb.virtio = i.Model != nil && i.Model.Type == "virtio"
+	v.standbys = append(v.standbys, sb)
+}
+
+// standbyFor is the standby with the alias.
+func (v view) standbyFor(alias string) (standby, bool) {
+	for _, s := range v.standbys {
+		if alias != "" && s.alias == alias {
+			return s, true
+		}
+	}
+	return standby{}, false
 }
 
 func (v view) claimFor(pci string) (claim, bool) {
@@ -208,6 +282,16 @@ func (v view) hasHostdev(pci string) bool {
 func (v view) owned(i iface) bool {
 	c, ok := v.claimFor(i.pci)
 	return ok && c.MAC == i.mac
+}
+
+// ownsStandby: a claim names the standby's alias, with its MAC.
+func (v view) ownsStandby(sb standby) bool {
+	for _, c := range v.claims {
+		if c.Standby != "" && c.Standby == sb.alias && c.MAC == sb.mac {
+			return true
+		}
+	}
+	return false
 }
 
 // withClaim returns the claims with c added (replacing an entry for its PCI).

@@ -219,6 +219,11 @@ type Attachment struct {
 	VF     int    `mapstructure:"vf"`
 	MAC    string `mapstructure:"mac"`  // default: the VF's configured MAC
 	Live   bool   `mapstructure:"live"` // also attach to the running domain
+	// Migratable makes the VF live-migratable (libvirt teaming): vflag
+	// gives the domain a persistent virtio interface on the group's bridge
+	// (the standby, with the VF's VLAN and MAC) and attaches the VF as its
+	// transient partner. switchdev groups only.
+	Migratable bool `mapstructure:"migratable"`
 }
 
 // VFRef names a VF by the index of its PF in the group's pfs and its index.
@@ -237,6 +242,11 @@ type Network struct {
 	// switchdev group (the network hook), on the VF through the PF by
 	// libvirt in a legacy group (one access VLAN there).
 	Portgroups []Portgroup `mapstructure:"portgroups"`
+	// Migratable is refused: vflag does not write the interfaces of a
+	// pool's domains (they name the network themselves), so it has no
+	// pair to make for them; the field exists to say so (see
+	// docs/migration.md for the pair a pool's domain carries itself).
+	Migratable *bool `mapstructure:"migratable"`
 }
 
 // NetworkVF is one VF of a pool.
@@ -758,6 +768,42 @@ func (v *validator) validateAttachments(gc groupCheck) {
 		} else if g.VFMAC(a.PF, a.VF) == "" && !badVFEntryFor(gc, a.PF, a.VF) {
 			v.add(ap+".mac", "", "is required: set it here or in vfs for pf %d vf %d", a.PF, a.VF)
 		}
+		if a.Migratable {
+			v.validateMigratable(gc, ap, a)
+		}
+	}
+}
+
+// validateMigratable checks a migratable attachment: a switchdev group
+// (the standby is a port of the group's bridge) and a MAC no earlier
+// attachment of its domain has (the guest's net_failover pairs the VF and
+// the standby by MAC: a second interface with it breaks the pair).
+func (v *validator) validateMigratable(gc groupCheck, ap string, a Attachment) {
+	g := gc.g
+	if gc.legacy {
+		v.add(ap+".migratable", true, "needs eswitch switchdev: the standby virtio interface of the teaming pair is a port of the group's bridge, which a legacy group does not have")
+		return
+	}
+	mac := strings.ToLower(a.MAC)
+	if mac == "" {
+		mac = strings.ToLower(g.VFMAC(a.PF, a.VF))
+	}
+	if mac == "" {
+		return
+	}
+	for ai, o := range g.Attachments {
+		op := fmt.Sprintf("%s.attachments[%d]", gc.p, ai)
+		if op == ap {
+			break
+		}
+		omac := strings.ToLower(o.MAC)
+		if omac == "" {
+			omac = strings.ToLower(g.VFMAC(o.PF, o.VF))
+		}
+		if o.Domain == a.Domain && omac == mac {
+			v.add(ap+".mac", mac, "is also the MAC of %s in domain %s: the guest pairs a teaming pair's VF and virtio standby by MAC, so each pair needs a MAC of its own", op, a.Domain)
+			return
+		}
 	}
 }
 
@@ -821,6 +867,9 @@ func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool
 	// knows the devices (pipeline.EmptyPool).
 	if len(n.VFs) == 0 && pfsOK && numvfsOK && len(g.PoolVFs()) == 0 {
 		add(np+".vfs", "", "the pool would be empty: every VF goes to the host (vfs[].driver) or an attachment")
+	}
+	if n.Migratable != nil {
+		add(np+".migratable", *n.Migratable, "is not a setting of a VF pool: vflag does not write the interfaces of the domains that take a VF from the pool (each names the network itself), so it makes no teaming pair for them; give such a domain the pair in its own XML (a virtio <interface> with <teaming type='persistent'/> and the pool's <interface type='network'> with <teaming type='transient' persistent='ua-...'/>, see the migration guide), or use attachments[].migratable")
 	}
 	names := map[string]int{}
 	defaults := -1

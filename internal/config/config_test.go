@@ -316,3 +316,50 @@ func TestAttachmentDomains(t *testing.T) {
 		t.Errorf("no attachments: %q", got)
 	}
 }
+
+// TestMigratable: an attachment may be migratable in a switchdev group; a
+// legacy group (no bridge for the standby), a second interface of the
+// domain with the pair's MAC and a pool's migratable are refused, each
+// naming its field.
+func TestMigratable(t *testing.T) {
+	c := validConfig()
+	c.Groups[0].Attachments[0].Migratable = true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("migratable attachment refused: %v", err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		want   string
+	}{
+		{"legacy group", func(c *Config) {
+			*c = *legacyConfig()
+			c.Groups[0].Attachments[0].Migratable = true
+		}, `groups[0].attachments[0].migratable: "true" needs eswitch switchdev`},
+		{"the MAC of another attachment of the domain", func(c *Config) {
+			c.Groups[0].Attachments[0].Migratable = true
+			c.Groups[0].Attachments = append(c.Groups[0].Attachments, Attachment{Domain: "vm1", PF: 1, VF: 0, MAC: "52:54:00:00:00:01", Migratable: true})
+		}, `groups[0].attachments[1].mac: "52:54:00:00:00:01" is also the MAC of groups[0].attachments[0] in domain vm1`},
+		{"pool", func(c *Config) {
+			on := true
+			c.Groups[0].Network = &Network{Migratable: &on}
+		}, `groups[0].network.migratable: "true" is not a setting of a VF pool`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.mutate(c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// The same MAC in two domains is two pairs, one per guest.
+	c = validConfig()
+	c.Groups[0].Attachments = append(c.Groups[0].Attachments, Attachment{Domain: "vm2", PF: 1, VF: 0, MAC: "52:54:00:00:00:01", Migratable: true})
+	c.Groups[0].Attachments[0].Migratable = true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("one MAC in two domains refused: %v", err)
+	}
+}

@@ -51,6 +51,13 @@ type Options struct {
 	// Autostart tells whether libvirt autostarts the domain (default: its
 	// link in AutostartDir; the hook must not ask libvirt).
 	Autostart func(domain string) bool
+	// Stdout receives the domain XML "migrate begin" changed (libvirt uses
+	// it; nothing printed: the XML as it came).
+	Stdout io.Writer
+	// BootID and Now are this boot's id and the time (default: the
+	// kernel's boot_id, the clock), for the VF reservations of migrations.
+	BootID func() (string, error)
+	Now    func() time.Time
 }
 
 // AutostartDir is where the system qemu driver of libvirt keeps the links
@@ -63,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
 	}
 	if o.Config == nil {
 		o.Config = func() (*config.Config, error) { return nil, nil }
@@ -124,6 +134,20 @@ func Run(ctx context.Context, o Options) error {
 	}
 	name, dir, nameErr := o.domainName(d)
 	d.Name = name
+	switch action {
+	case libvirtx.HookMigrate:
+		return migrateBegin(ctx, o, doc, d)
+	case libvirtx.HookStarted:
+		if err := markStarted(ctx, o, name, d.UUID); err != nil {
+			fmt.Fprintf(o.Stderr, "vflag hook: domain %s: VF reservation: %v\n", name, err)
+		}
+		return nil
+	case libvirtx.HookRelease:
+		// Before anything else: a migration that failed leaves no VF reserved.
+		if err := dropReservations(ctx, o, name, d.UUID); err != nil {
+			fmt.Fprintf(o.Stderr, "vflag hook: release of %s: VF reservation: %v\n", name, err)
+		}
+	}
 	if action == libvirtx.HookRelease {
 		if nameErr != nil {
 			// No journal can exist under a name that has no path: nothing

@@ -77,6 +77,9 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 	if err := p.refuseHeld(d.Name, tasks); err != nil { // held.go
 		return err
 	}
+	if err := refuseReserved(ctx, o, d, tasks); err != nil { // migrate.go
+		return err
+	}
 	if nameErr != nil {
 		// Its changes could not be journaled, nor released: it must not
 		// take vflag's VFs.
@@ -170,6 +173,13 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 	want := ovs.PortSpec{Name: rep}
 	if key, ok := m.key(); ok {
 		want = pipeline.RepPortSpec(m.Group, key, rep)
+		if t.Device.HasStandbyVLAN {
+			// A teaming pair's VF carries its standby's VLAN: the pair's,
+			// which came with the domain (a migrated domain's VF of this
+			// host may have other settings, or none, in the config).
+			sb := t.Device.StandbyVLAN
+			want.Tag, want.VLANMode, want.Trunks = sb.VLAN, sb.VLANMode, sb.Trunks
+		}
 	}
 	return p.ensurePort(ctx, m, want, reads)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vflag/vflag/eswitch"
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/teardown"
 )
@@ -45,7 +46,7 @@ func (k attachKind) step(e *Env, id string, a libvirtx.Attachment) teardown.Step
 				return teardown.Change{}, err
 			}
 			return teardown.Change{Needed: needed, Summary: why,
-				Record: attachRecord{URI: e.h.Libvirt, Attachment: libvirtx.Record(a)}}, nil
+				Record: attachRecord{URI: e.h.Libvirt, Attachment: a.Record()}}, nil
 		},
 		Apply: func(ctx context.Context) error {
 			c, err := e.h.Virt()
@@ -73,6 +74,23 @@ func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) (string, err
 	return fmt.Sprintf("domain %s: detach VF %s", r.Attachment.Domain, r.Attachment.PCI), nil
 }
 
+// AttachmentOf is the libvirtx attachment of a config attachment whose VF
+// is at pci: the MAC (the attachment's, else the VF's), and for a
+// migratable one the standby on the group's bridge with the VLAN columns
+// the VF's representor port has (RepPortSpec).
+func AttachmentOf(g *config.Group, a config.Attachment, pci string) libvirtx.Attachment {
+	mac := a.MAC
+	if mac == "" {
+		mac = g.VFMAC(a.PF, a.VF)
+	}
+	att := libvirtx.Attachment{Domain: a.Domain, PCI: pci, MAC: mac, Live: a.Live, Owner: g.Name, Migratable: a.Migratable}
+	if a.Migratable {
+		ps := RepPortSpec(g, VFKey{a.PF, a.VF}, "")
+		att.Standby = libvirtx.Standby{Bridge: g.OVS.Bridge, VLAN: ps.Tag, VLANMode: ps.VLANMode, Trunks: ps.Trunks}
+	}
+	return att
+}
+
 // attach: one domain at a time (libvirt serialises them anyway).
 func (run *groupRun) attach(context.Context) ([]batch, error) {
 	vfs, err := run.namedVFs()
@@ -91,11 +109,15 @@ func (run *groupRun) attach(context.Context) ([]batch, error) {
 		pci, ok := vfs[VFKey{a.PF, a.VF}]
 		switch {
 		case ok:
-			att := libvirtx.Attachment{Domain: a.Domain, PCI: string(pci), MAC: mac, Live: a.Live, Owner: g.Name}
+			att := AttachmentOf(g.Group, a, string(pci))
 			out = append(out, batch{attachKind{}.step(run.e, id, att)})
 		case run.dry:
+			what := "attach VF"
+			if a.Migratable {
+				what = "attach the teaming pair (standby " + libvirtx.StandbyAlias(mac) + " on " + g.OVS.Bridge + ") of VF"
+			}
 			out = append(out, batch{predicted(attachKind{}.Name(), id,
-				fmt.Sprintf("domain %s: attach VF %d of %s mac %s (after VF creation)", a.Domain, a.VF, pf.Netdev, mac))})
+				fmt.Sprintf("domain %s: %s %d of %s mac %s (after VF creation)", a.Domain, what, a.VF, pf.Netdev, mac))})
 		default:
 			return nil, fmt.Errorf("attachment of pf %d vf %d: the VF does not exist", a.PF, a.VF)
 		}

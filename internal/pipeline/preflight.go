@@ -92,8 +92,12 @@ func (es *HostErrors) add(path string, v any, format string, args ...any) {
 	*es = append(*es, config.FieldError{Path: path, Value: v, Msg: fmt.Sprintf(format, args...)})
 }
 
-// domainRef is an attachment's domain and the field naming it.
-type domainRef struct{ path, name string }
+// domainRef is an attachment's domain and the field naming it; for a
+// migratable attachment, the attachment (its field path is path's parent).
+type domainRef struct {
+	path, name string
+	teaming    *libvirtx.Attachment
+}
 
 // preflightGroup resolves group gi and checks its PFs, its bond and its
 // VF pools on the host; it returns the group (with only its usable PFs)
@@ -132,7 +136,12 @@ func (e *Env) preflightGroup(gi int, add func(string, any, string, ...any)) (Gro
 	}
 	var domains []domainRef
 	for i, a := range g.Attachments {
-		domains = append(domains, domainRef{fmt.Sprintf("%s.attachments[%d].domain", p, i), a.Domain})
+		ref := domainRef{path: fmt.Sprintf("%s.attachments[%d].domain", p, i), name: a.Domain}
+		if a.Migratable {
+			att := AttachmentOf(cg, a, "")
+			ref.teaming = &att
+		}
+		domains = append(domains, ref)
 	}
 	return g, domains
 }
@@ -219,7 +228,17 @@ func (e *Env) preflightDomains(c *libvirtx.Conn, domains []domainRef, add func(s
 	}
 	c.Prefetch(names...)
 	checked := map[string]bool{}
+	var teaming []domainRef
+	defer func() {
+		// After the domains' own checks: a domain that is missing is said once.
+		for _, d := range teaming {
+			e.preflightTeaming(c, d, add)
+		}
+	}()
 	for _, d := range domains {
+		if d.teaming != nil {
+			teaming = append(teaming, d)
+		}
 		if checked[d.name] {
 			continue
 		}
@@ -235,6 +254,31 @@ func (e *Env) preflightDomains(c *libvirtx.Conn, domains []domainRef, add func(s
 			// changed the host: say it before any write.
 			add(d.path, d.name, "is a transient domain of libvirt %s: vflag attaches VFs only to defined (persistent) domains; define it (virsh define), or drop the attachment", e.h.Libvirt)
 		}
+	}
+}
+
+// preflightTeaming refuses, before any write, a migratable attachment
+// libvirt could not make a teaming pair of (libvirtx.TeamingProblems): the
+// domain's machine, libvirt's and QEMU's versions, a MAC another interface
+// of the domain has, the running domain's free PCIe root ports.
+func (e *Env) preflightTeaming(c *libvirtx.Conn, d domainRef, add func(string, any, string, ...any)) {
+	base := strings.TrimSuffix(d.path, ".domain")
+	probs, err := c.TeamingProblems(*d.teaming)
+	if err != nil {
+		add(base+".migratable", true, "%v", err)
+		return
+	}
+	for _, pr := range probs {
+		var v any = true
+		switch pr.Field {
+		case "domain":
+			v = d.name
+		case "mac":
+			v = d.teaming.MAC
+		case "live":
+			v = d.teaming.Live
+		}
+		add(base+"."+pr.Field, v, "%s", pr.Msg)
 	}
 }
 

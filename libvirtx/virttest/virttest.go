@@ -291,22 +291,33 @@ var domainNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // vCPU, no disks, no graphics) called name, without starting it.
 func (d *Daemon) DefineDomain(t testbed.TB, name string) {
 	t.Helper()
+	d.DefineDomainMachine(t, name, "pc")
+}
+
+// DefineDomainMachine is DefineDomain with another machine type ("q35":
+// libvirt gives the domain a PCIe root complex and root ports as it needs
+// them).
+func (d *Daemon) DefineDomainMachine(t testbed.TB, name, machine string) {
+	t.Helper()
 	if !domainNameRE.MatchString(name) {
 		t.Fatalf("virttest: bad domain name %q", name)
+	}
+	if !domainNameRE.MatchString(machine) {
+		t.Fatalf("virttest: bad machine type %q", machine)
 	}
 	doc := fmt.Sprintf(`<domain type='qemu'>
   <name>%s</name>
   <memory unit='MiB'>32</memory>
   <vcpu>1</vcpu>
   <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
+    <type arch='x86_64' machine='%s'>hvm</type>
   </os>
   <on_poweroff>destroy</on_poweroff>
   <devices>
     <emulator>%s</emulator>
   </devices>
 </domain>
-`, name, d.emulator)
+`, name, machine, d.emulator)
 	dir := filepath.Join(d.base, "domains")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatalf("virttest: %v", err)

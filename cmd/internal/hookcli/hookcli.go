@@ -55,7 +55,9 @@ func Command(e Env) *cobra.Command {
 On "prepare begin" and "start begin" it makes the host side of every VF vflag manages that the
 domain uses ready: PF up, VF MAC = the domain's MAC (through the PF), representor up and in the
 group's bridge with the VF's VLAN tag. It refuses (exit 1, reason on stderr: libvirt aborts the
-start) when that is impossible. On "release end" it resets what it did. Domains without a VF of
+start) when that is impossible. On "release end" it resets what it did. On "migrate begin" (the
+destination of a live migration) it moves each VF of a teaming pair vflag made to a free VF of
+this host's group, reserved, and prints the changed XML on stdout. Domains without a VF of
 vflag's pass at once, silently. It never calls libvirt.`,
 		Args: cobra.RangeArgs(3, 4),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,7 +72,7 @@ vflag's pass at once, silently. It never calls libvirt.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hook.Timeout)
 			defer cancel()
-			return RunQemu(ctx, e, args[0], args[1], args[2], in)
+			return RunQemu(ctx, e, args[0], args[1], args[2], in, cmd.OutOrStdout())
 		},
 	}
 	qemu.Flags().String("domain-xml", "-", "read the domain XML from this file instead of stdin (testing, debugging)")
@@ -102,12 +104,13 @@ never calls libvirt.`,
 	return hookCmd
 }
 
-// RunQemu is the qemu hook for one event.
-func RunQemu(ctx context.Context, e Env, domain, op, subop string, in io.Reader) error {
+// RunQemu is the qemu hook for one event; out gets the domain XML a
+// "migrate begin" changed (libvirt reads it from the hook's stdout).
+func RunQemu(ctx context.Context, e Env, domain, op, subop string, in io.Reader, out io.Writer) error {
 	gate := bootgate.New(e.StateDir())
 	return hook.Run(ctx, hook.Options{
 		Gate:     &gate,
-		StateDir: e.StateDir(), Domain: domain, Op: op, SubOp: subop, XML: in,
+		StateDir: e.StateDir(), Domain: domain, Op: op, SubOp: subop, XML: in, Stdout: out,
 		Config: func() (*config.Config, error) { return e.LoadConfig(true) },
 		Host: func(cfg *config.Config) (*host.Host, error) {
 			envCfg := cfg

@@ -1,0 +1,172 @@
+package libvirtx
+
+import (
+	"encoding/xml"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// children lists the child elements of the root of an XML document, each
+// with its attributes: "teaming type=transient persistent=ua-x".
+func children(t *testing.T, doc string) (root string, out []string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(doc))
+	depth := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			break
+		}
+		switch se := tok.(type) {
+		case xml.StartElement:
+			s := se.Name.Local
+			for _, a := range se.Attr {
+				s += " " + a.Name.Local + "=" + a.Value
+			}
+			switch depth {
+			case 0:
+				root = s
+			case 1:
+				out = append(out, s)
+			}
+			depth++
+		case xml.EndElement:
+			depth--
+		}
+	}
+	return root, out
+}
+
+// TestTeamingPairXML holds the pair vflag makes against the shape of
+// libvirt's own teaming test files (tests/qemuxml2argvdata/net-virtio-
+// teaming.xml, net-virtio-teaming-network.xml and their formatted
+// qemuxml2xmloutdata copies): the persistent interface has the MAC, a
+// virtio model, <teaming type='persistent'/> and a user alias "ua-...";
+// the hostdev interface is managed, has the same MAC and <teaming
+// type='transient' persistent='ua-...'/> naming that alias; children in
+// the order libvirt formats them (mac, source, vlan, virtualport, model,
+// teaming, alias).
+func TestTeamingPairXML(t *testing.T) {
+	sb, err := StandbyXML("52:54:00:00:00:01", Standby{Bridge: "br-vf", VLAN: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, kids := children(t, sb)
+	if root != "interface type=bridge" {
+		t.Errorf("standby root = %q\n%s", root, sb)
+	}
+	want := []string{
+		"mac address=52:54:00:00:00:01",
+		"source bridge=br-vf",
+		"vlan",
+		"virtualport type=openvswitch",
+		"model type=virtio",
+		"teaming type=persistent",
+		"alias name=ua-vflag-525400000001",
+	}
+	if diff := cmp.Diff(want, kids); diff != "" {
+		t.Errorf("standby's children (-want +got):\n%s\n%s", diff, sb)
+	}
+	if !strings.HasPrefix(StandbyAlias("52:54:00:00:00:01"), "ua-") {
+		t.Error("the alias is not a user alias (libvirt wants ua- for teaming)")
+	}
+	vf, err := TeamedVFXML("0000:61:00.2", "52:54:00:00:00:01", StandbyAlias("52:54:00:00:00:01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, kids = children(t, vf)
+	if root != "interface type=hostdev managed=yes" {
+		t.Errorf("VF root = %q\n%s", root, vf)
+	}
+	want = []string{
+		"mac address=52:54:00:00:00:01",
+		"source",
+		"teaming type=transient persistent=ua-vflag-525400000001",
+	}
+	if diff := cmp.Diff(want, kids); diff != "" {
+		t.Errorf("VF's children (-want +got):\n%s\n%s", diff, vf)
+	}
+	// A plain VF has no teaming.
+	plain, _ := interfaceXML("0000:61:00.2", "52:54:00:00:00:01", "")
+	if strings.Contains(plain, "teaming") {
+		t.Errorf("plain VF has teaming:\n%s", plain)
+	}
+}
+
+// TestStandbyVLAN: the standby's <vlan> gives its OVS port the columns
+// the VF's representor port has, as libvirt's openvswitch driver turns a
+// <vlan> into columns (one tag: tag=; trunk='yes': trunks=; a tag with
+// nativeMode: vlan_mode native-*), and reads back to the same.
+func TestStandbyVLAN(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Standby
+		want string // the <vlan> element, "" none
+	}{
+		{"access", Standby{VLAN: 10}, `<vlan><tag id="10"></tag></vlan>`},
+		{"access untagged only", Standby{VLANMode: "access"}, `<vlan><tag id="0"></tag></vlan>`},
+		{"default port: every VLAN", Standby{}, ""},
+		{"trunk", Standby{VLANMode: "trunk", Trunks: []int{20, 30}}, `<vlan trunk="yes"><tag id="20"></tag><tag id="30"></tag></vlan>`},
+		{"trunk of every VLAN", Standby{VLANMode: "trunk"}, ""},
+		{"native-untagged", Standby{VLANMode: "native-untagged", VLAN: 10, Trunks: []int{20}}, `<vlan trunk="yes"><tag id="10" nativeMode="untagged"></tag><tag id="20"></tag></vlan>`},
+		{"native-tagged", Standby{VLANMode: "native-tagged", VLAN: 10}, `<vlan trunk="yes"><tag id="10" nativeMode="tagged"></tag></vlan>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if v := vlanXML(tt.in); v != nil {
+				b, err := xml.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = strings.Replace(string(b), "DomainInterfaceVLan", "vlan", 2)
+			}
+			if got != tt.want {
+				t.Errorf("vlanXML = %s, want %s", got, tt.want)
+			}
+			if !sameVLAN(vlanOf(vlanXML(tt.in)), tt.in) {
+				t.Errorf("read back as %+v, not the same as %+v", vlanOf(vlanXML(tt.in)), tt.in)
+			}
+		})
+	}
+	if sameVLAN(vlanOf(vlanXML(Standby{VLAN: 10})), Standby{VLAN: 20}) {
+		t.Error("vlan 10 and 20 compare the same")
+	}
+}
+
+// TestRewriteVF: the incoming domain's VF moves to another address in the
+// hostdev interface's <source> and in vflag's claim, and nowhere else: the
+// guest address, the other namespace's element, every other byte stay.
+func TestRewriteVF(t *testing.T) {
+	doc, err := os.ReadFile("testdata/teaming/incoming.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vfs, err := TeamedVFs(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TeamedVF{{PCI: "0000:61:00.2", MAC: "52:54:00:00:07:01", Standby: "ua-vflag-525400000701", Owner: "lag0", VLAN: Standby{VLAN: 10}, HasStandby: true}}
+	if diff := cmp.Diff(want, vfs); diff != "" {
+		t.Errorf("TeamedVFs (-want +got):\n%s", diff)
+	}
+	out, err := RewriteVF(doc, "0000:61:00.2", "0000:81:01.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDoc := strings.Replace(string(doc), `<address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x2'/>`, `<address type='pci' domain='0x0000' bus='0x81' slot='0x01' function='0x3'/>`, 1)
+	wantDoc = strings.Replace(wantDoc, `<vflag:vf pci="0000:61:00.2"`, `<vflag:vf pci="0000:81:01.3"`, 1)
+	if diff := cmp.Diff(wantDoc, string(out)); diff != "" {
+		t.Errorf("RewriteVF (-want +got):\n%s", diff)
+	}
+	vfs, err = TeamedVFs(out)
+	if err != nil || len(vfs) != 1 || vfs[0].PCI != "0000:81:01.3" || vfs[0].Owner != "lag0" {
+		t.Errorf("after the rewrite: %+v, %v (the claim must follow the VF)", vfs, err)
+	}
+	if _, err := RewriteVF(doc, "0000:61:00.7", "0000:81:01.3"); err == nil {
+		t.Error("RewriteVF of an address no interface has: no error")
+	}
+}
