@@ -14,26 +14,31 @@
 #
 # Part 1, libvirt alone (hand-written XML): a q35 domain with no OS (it sits
 # in SeaBIOS) holds a teaming pair, a persistent virtio interface on br-mig
-# (VLAN 42) and a transient hostdev VF with the same MAC; `virsh migrate
-# --live` moves it A -> B (with --xml naming B's VF) and back. The guest never
-# negotiates the standby feature, so QEMU keeps the VF hidden (never plugged)
-# at both ends; libvirt still prepares each end's VF (vfio-pci, MAC, VLAN) and
-# releases the source's after the migration.
+# (VLAN 42) and a transient hostdev VF with the same MAC on a hotpluggable
+# pcie-root-port; `virsh migrate --live` moves it A -> B with --xml naming
+# B's VF. The guest never negotiates the standby feature, so QEMU keeps the
+# VF hidden (never plugged) at both ends; libvirt still prepares each end's
+# VF (vfio-pci, MAC, VLAN) and releases the source's after the migration.
 #
 # Part 2, vflag at both ends: each host has its own vflag config (a legacy
-# group on its PF: VF 0 for domains, VF 1 for the host's igbvf) and state dir
-# in /hosts/<h>, and vflag's qemu hook in its own hooks dir; vflag runs in
-# the host's mount namespace (nsenter). A probe hook after vflag's logs VF 0's
-# MAC of both PFs at every event and keeps the XML vflag's hook hands on at
-# "migrate begin". The pair's XML names A's VF 0 and `virsh migrate` gets no
-# --xml: vflag's hook on the destination rewrites the VF to its own free VF
-# at "migrate begin" (v_rewrite_*) and prepares it (the domain's MAC on it at
-# "prepare begin", before libvirt touches it: v_dest_prepared_*); the source
-# frees its VF after the migration (MAC back to zero, no hook state:
-# v_src_released_*); `validate` passes at both ends. A destination whose
-# probe refuses "prepare begin" fails the migration: the domain runs on at
-# the source with its VF, the destination keeps nothing (v_refused_dropped)
-# and the next migration takes that VF.
+# group igb0 on its PF: VF 0 for domains, VF 1 for the host's igbvf) and
+# state dir in /hosts/<h>, and vflag's qemu hook in its own hooks dir; vflag
+# runs in the host's mount namespace (nsenter). A probe hook after vflag's
+# logs VF 0's MAC of both PFs at every event and keeps the XML vflag's hook
+# hands on at "migrate begin". The pair's XML names A's VF 0 and carries
+# vflag's claim of it for igb0, as vflag writes it for a migratable
+# attachment (the bed's igb VFs are legacy, and vflag makes the pair for
+# switchdev groups only). `virsh migrate` gets no --xml: vflag's hook on the
+# destination rewrites the VF to its own free VF at "migrate begin"
+# (v_rewrite_*), reserves it (v_reserved_*) and prepares it (the domain's MAC
+# on it at "prepare begin", before libvirt touches it: v_dest_prepared_*);
+# the source frees its VF after the migration (MAC back to zero, no hook
+# state, no reservation: v_src_released_*); `validate` passes at both ends.
+# A destination whose probe refuses "prepare begin" fails the migration: the
+# domain runs on at the source with its VF, the destination keeps nothing
+# (v_refused_dropped), and the next migration, back to it, takes that VF.
+#
+# migrate.part1=skip in VFLAG_E2E_APPEND leaves part 1 out (runs by hand).
 #
 # MACHINE: igb
 # QEMU_ARGS: -netdev hubport,id=n1,hubid=0 -device igb,netdev=n1
@@ -41,10 +46,9 @@
 # EXPECT: m_pfs m_vfs m_ovs m_hosts m_hosts_apart
 # EXPECT: m_define m_start_a m_root_port m_qemu_failover m_vf_a_prepared
 # EXPECT: m_migrate_ab m_on_b m_vf_b_prepared m_vf_a_released m_standby_b
-# EXPECT: m_migrate_ba m_on_a m_vf_a_again m_vf_b_released m_standby_a
-# EXPECT: v_setup_a v_setup_b v_start_a v_migrate_ab v_on_b v_rewrite_b v_dest_prepared_b v_vf_b_ready v_src_released_a
+# EXPECT: v_setup_a v_setup_b v_start_a v_migrate_ab v_on_b v_rewrite_b v_dest_prepared_b v_vf_b_ready v_reserved_b v_failover_b v_standby_b v_src_released_a
 # EXPECT: v_validate_a v_validate_b v_refused v_refused_dropped
-# EXPECT: v_migrate_ba v_on_a v_rewrite_a v_dest_prepared_a v_vf_a_ready v_src_released_b v_validate_a2 v_validate_b2
+# EXPECT: v_migrate_ba v_on_a v_rewrite_a v_dest_prepared_a v_vf_a_ready v_reserved_a v_standby_a v_src_released_b v_validate_a2 v_validate_b2
 . "$(dirname "$0")/lib.sh"
 
 MAC=52:54:00:51:00:01
@@ -149,16 +153,20 @@ apart() {
 }
 check m_hosts_apart apart
 
-step "part 1: a teaming pair by hand"
-# pair_xml NAME VF-PCI: a q35 domain without an OS: the standby (virtio on
-# br-mig, VLAN 42, alias ua-NAME-standby) and the VF as a transient hostdev
-# interface with the same MAC.
+# ---- part 1 and 2's helpers
+# pair_xml NAME VF-PCI [GROUP]: a q35 domain without an OS: the standby
+# (virtio on br-mig, VLAN 42, alias ua-NAME-standby) and the VF as a
+# transient hostdev interface with the same MAC; with GROUP, vflag's claim
+# of the VF for that group in <metadata>, as vflag writes it for a
+# migratable attachment.
 pair_xml() {
 	local d=${2%%:*} rest=${2#*:}
-	local b=${rest%%:*} sf=${rest#*:}
+	local b=${rest%%:*} sf=${rest#*:} meta=
+	[ -z "${3:-}" ] || meta="<metadata><vflag:vflag xmlns:vflag='https://vflag.dev/xmlns/vflag/1'><vflag:vf pci='$2' mac='$MAC' owner='$3' standby='ua-$1-standby'/></vflag:vflag></metadata>"
 	cat <<EOF
 <domain type='qemu'>
   <name>$1</name>
+  $meta
   <memory unit='MiB'>64</memory>
   <vcpu>1</vcpu>
   <os><type arch='x86_64' machine='q35'>hvm</type></os>
@@ -185,9 +193,6 @@ pair_xml() {
 </domain>
 EOF
 }
-pair_xml $DOM "$VF_A" >/root/$DOM-a.xml
-check m_define VA define /root/$DOM-a.xml
-check m_start_a VA start $DOM
 # The VF's guest-side slot: a pcie-root-port with hotplug (libvirt's default).
 root_port() {
 	local x bus c
@@ -198,19 +203,19 @@ root_port() {
 	[ -n "$c" ] && ! echo "$c" | grep -q "hotplug='off'" || { printf '%s\n' "$x" | grep "<controller type='pci'"; echo "bus $bus is not a hotpluggable pcie-root-port"; return 1; }
 	echo "the VF sits on bus 0x$bus: $c"
 }
-check m_root_port root_port
 # qemu_cmd H: host H's QEMU command line for the domain.
 qemu_cmd() { tr '\0' ' ' <"/proc/$(cat /hosts/$1/run/qemu/$DOM.pid)/cmdline"; }
+# failover H PCI: H's QEMU has the standby with failover on and the VF at
+# PCI paired with it.
 failover() {
 	local c v p
-	c=$(qemu_cmd a) || return 1
+	c=$(qemu_cmd "$1") || return 1
 	v=$(echo "$c" | grep -o '[^ ]*virtio-net-pci[^ ]*' | grep 'failover')
-	p=$(echo "$c" | grep -o '[^ ]*vfio-pci[^ ]*' | grep 'failover_pair_id')
-	[ -n "$v" ] && [ -n "$p" ] || { echo "$c"; echo "no virtio-net-pci with failover or no vfio-pci with failover_pair_id"; return 1; }
+	p=$(echo "$c" | grep -o '[^ ]*vfio-pci[^ ]*' | grep 'failover_pair_id' | grep "$2")
+	[ -n "$v" ] && [ -n "$p" ] || { echo "$c"; echo "no virtio-net-pci with failover or no vfio-pci of $2 with failover_pair_id"; return 1; }
 	echo "$v"
 	echo "$p"
 }
-check m_qemu_failover failover
 # prepared PF N VF-PCI: VF N of PF on vfio-pci with the domain's MAC and VLAN.
 prepared() {
 	local l
@@ -218,7 +223,6 @@ prepared() {
 	echo "$3 on $(driver_of "$3"); $l"
 	[ "$(driver_of "$3")" = vfio-pci ] && echo "$l" | grep -q "link/ether $MAC" && echo "$l" | grep -q "vlan $VLAN"
 }
-check m_vf_a_prepared prepared "$PF_A" 0 "$VF_A"
 
 # migrate FROM TO DEST-XML PORT: virsh migrate --live, timed (the time also
 # in $OUT/migrate-FROM-TO.secs).
@@ -253,6 +257,16 @@ standby() {
 	[ -n "$tap" ] && [ "$ports" = "$tap " ] && [ "$(ovs-vsctl get port "$tap" tag)" = $VLAN ]
 }
 
+# migrate.part1=skip on the kernel command line (VFLAG_E2E_APPEND) leaves
+# part 1 out: quicker runs of part 2 by hand (its checks are then missing).
+if ! grep -qw migrate.part1=skip /proc/cmdline; then
+step "part 1: a teaming pair by hand"
+pair_xml $DOM "$VF_A" >/root/$DOM-a.xml
+check m_define VA define /root/$DOM-a.xml
+check m_start_a VA start $DOM
+check m_root_port root_port
+check m_qemu_failover failover a "$VF_A"
+check m_vf_a_prepared prepared "$PF_A" 0 "$VF_A"
 step "migrate A -> B"
 VA dumpxml --migratable $DOM | sed "s|bus='0x${VF_A:5:2}' slot='0x${VF_A:8:2}' function='0x${VF_A:11:1}'|bus='0x${VF_B:5:2}' slot='0x${VF_B:8:2}' function='0x${VF_B:11:1}'|" >/root/$DOM-to-b.xml
 check m_migrate_ab migrate a b /root/$DOM-to-b.xml 49152
@@ -261,14 +275,9 @@ check m_vf_b_prepared prepared "$PF_B" 0 "$VF_B"
 check m_vf_a_released released "$PF_A" 0 "$VF_A"
 check m_standby_b standby b
 
-step "migrate B -> A"
-VB dumpxml --migratable $DOM | sed "s|bus='0x${VF_B:5:2}' slot='0x${VF_B:8:2}' function='0x${VF_B:11:1}'|bus='0x${VF_A:5:2}' slot='0x${VF_A:8:2}' function='0x${VF_A:11:1}'|" >/root/$DOM-to-a.xml
-check m_migrate_ba migrate b a /root/$DOM-to-a.xml 49153
-check m_on_a on a b
-check m_vf_a_again prepared "$PF_A" 0 "$VF_A"
-check m_vf_b_released released "$PF_B" 0 "$VF_B"
-check m_standby_a standby a
-VA destroy $DOM >/dev/null
+# The way back is part 2's (with vflag's rewrite instead of --xml).
+VB destroy $DOM >/dev/null
+fi
 echo 0 >"$PFDIR_A/sriov_numvfs"
 echo 0 >"$PFDIR_B/sriov_numvfs"
 
@@ -313,7 +322,7 @@ VF_A=$(basename "$(readlink "$PFDIR_A/virtfn0")") VF_B=$(basename "$(readlink "$
 ip link set "$PF_A" vf 0 mac $ZERO
 ip link set "$PF_B" vf 0 mac $ZERO
 DOM=mig2
-pair_xml $DOM "$VF_A" >/root/$DOM-a.xml
+pair_xml $DOM "$VF_A" igb0 >/root/$DOM-a.xml
 VA define /root/$DOM-a.xml >/dev/null
 check v_start_a VA start $DOM
 # at_event H OP SUBOP: the probe's last line for the domain at that event on host H.
@@ -333,13 +342,21 @@ rewritten() {
 # dest_prepared H LETTER: at "prepare begin" on H, before libvirt touched
 # the VF (it sets the MAC later), VF 0 of H's PF had the domain's MAC.
 dest_prepared() { at_event "$1" prepare begin | grep -E " $2=$MAC( |$)"; }
-# src_released H PF: the VF 0 MAC is back to zero and the hook keeps no
-# state for the domain.
+# src_released H PF: the VF 0 MAC is back to zero, the hook keeps no state
+# for the domain and H holds no VF reservation.
 src_released() {
-	local m
+	local m r
 	m=$(vf_mac "$2" 0)
-	echo "host $1: VF 0 MAC $m, hook state: $(ls /hosts/$1/state/hook 2>/dev/null | tr '\n' ' ')"
-	[ "$m" = $ZERO ] && ! test -e /hosts/$1/state/hook/$DOM
+	r=$(ls /hosts/$1/state/hook/reserved/*.json 2>/dev/null)
+	echo "host $1: VF 0 MAC $m, hook state: $(ls /hosts/$1/state/hook 2>/dev/null | tr '\n' ' '), reservations: ${r:-none}"
+	[ "$m" = $ZERO ] && ! test -e /hosts/$1/state/hook/$DOM && [ -z "$r" ]
+}
+# reserved H PCI: H's hook reserved its VF PCI for the domain, and marked
+# the reservation started (QEMU runs): it lasts until the domain's release.
+reserved() {
+	local f=/hosts/$1/state/hook/reserved/$2.json
+	cat "$f" || { ls -la /hosts/$1/state/hook/reserved; return 1; }
+	jq -e --arg d $DOM '.domain == $d and .started == true' "$f" >/dev/null
 }
 validate_ok() { V "$1" validate; }
 migrate_v() { # migrate_v FROM TO PORT: without --xml (vflag's hook rewrites)
@@ -360,6 +377,9 @@ check v_on_b on b a
 check v_rewrite_b rewritten b "$VF_B"
 check v_dest_prepared_b dest_prepared b b
 check v_vf_b_ready prepared "$PF_B" 0 "$VF_B"
+check v_reserved_b reserved b "$VF_B"
+check v_failover_b failover b "$VF_B"
+check v_standby_b standby b
 check v_src_released_a src_released a "$PF_A"
 check v_validate_a validate_ok a
 check v_validate_b validate_ok b
@@ -386,6 +406,8 @@ check v_on_a on a b
 check v_rewrite_a rewritten a "$VF_A"
 check v_dest_prepared_a dest_prepared a a
 check v_vf_a_ready prepared "$PF_A" 0 "$VF_A"
+check v_reserved_a reserved a "$VF_A"
+check v_standby_a standby a
 check v_src_released_b src_released b "$PF_B"
 check v_validate_a2 validate_ok a
 check v_validate_b2 validate_ok b
