@@ -12,48 +12,44 @@
 # its own socket, qemu+unix:///system?socket=/hosts/<h>/run/libvirt-sock;
 # QEMU's migration stream goes over TCP on 127.0.0.1 (no TLS).
 #
-# Part 1, libvirt alone (hand-written XML): a q35 domain with no OS (it sits
-# in SeaBIOS) holds a teaming pair, a persistent virtio interface on br-mig
-# (VLAN 42) and a transient hostdev VF with the same MAC on a hotpluggable
-# pcie-root-port; `virsh migrate --live` moves it A -> B with --xml naming
-# B's VF. The guest never negotiates the standby feature, so QEMU keeps the
-# VF hidden (never plugged) at both ends; libvirt still prepares each end's
-# VF (vfio-pci, MAC, VLAN) and releases the source's after the migration.
+# Each host has its own vflag config (a legacy group igb0 on its PF: VF 0 for
+# domains, VF 1 for the host's igbvf) and state dir in /hosts/<h>, and
+# vflag's qemu hook in its own hooks dir; vflag runs in the host's mount
+# namespace (nsenter). A probe hook after vflag's logs VF 0's MAC of both
+# PFs at every event and keeps the XML vflag's hook hands on at "migrate
+# begin".
 #
-# Part 2, vflag at both ends: each host has its own vflag config (a legacy
-# group igb0 on its PF: VF 0 for domains, VF 1 for the host's igbvf) and
-# state dir in /hosts/<h>, and vflag's qemu hook in its own hooks dir; vflag
-# runs in the host's mount namespace (nsenter). A probe hook after vflag's
-# logs VF 0's MAC of both PFs at every event and keeps the XML vflag's hook
-# hands on at "migrate begin". The pair's XML names A's VF 0 and carries
-# vflag's claim of it for igb0, as vflag writes it for a migratable
-# attachment (the bed's igb VFs are legacy, and vflag makes the pair for
-# switchdev groups only). `virsh migrate` gets no --xml: vflag's hook on the
+# The domain: q35, no OS (it sits in SeaBIOS), a teaming pair: a persistent
+# virtio interface on br-mig (VLAN 42) and A's VF 0 as a transient hostdev
+# interface with the same MAC, on a hotpluggable pcie-root-port, with
+# vflag's claim of the VF for igb0 in <metadata> as vflag writes it for a
+# migratable attachment (the bed's igb VFs are legacy, and vflag makes the
+# pair for switchdev groups only). The guest never negotiates the standby
+# feature, so QEMU keeps the VF hidden (never plugged) at both ends; libvirt
+# still prepares each end's VF (vfio-pci, MAC, VLAN) and releases the
+# source's. `virsh migrate --live` A -> B, without --xml: vflag's hook on the
 # destination rewrites the VF to its own free VF at "migrate begin"
 # (v_rewrite_*), reserves it (v_reserved_*) and prepares it (the domain's MAC
 # on it at "prepare begin", before libvirt touches it: v_dest_prepared_*);
 # the source frees its VF after the migration (MAC back to zero, no hook
 # state, no reservation: v_src_released_*); `validate` passes at both ends.
-# A destination whose probe refuses "prepare begin" fails the migration: the
-# domain runs on at the source with its VF, the destination keeps nothing
-# (v_refused_dropped), and the next migration, back to it, takes that VF.
-#
-# migrate.part1=skip in VFLAG_E2E_APPEND leaves part 1 out (runs by hand).
+# Then a migration back to a destination whose probe refuses "prepare
+# begin": it fails, the domain runs on at B with its VF, A keeps nothing
+# (v_refused_dropped); and the migration back, which takes that VF.
 #
 # MACHINE: igb
 # QEMU_ARGS: -netdev hubport,id=n1,hubid=0 -device igb,netdev=n1
-# TIMEOUT: 600
-# EXPECT: m_pfs m_vfs m_ovs m_hosts m_hosts_apart
-# EXPECT: m_define m_start_a m_root_port m_qemu_failover m_vf_a_prepared
-# EXPECT: m_migrate_ab m_on_b m_vf_b_prepared m_vf_a_released m_standby_b
-# EXPECT: v_setup_a v_setup_b v_start_a v_migrate_ab v_on_b v_rewrite_b v_dest_prepared_b v_vf_b_ready v_reserved_b v_failover_b v_standby_b v_src_released_a
+# TIMEOUT: 900
+# EXPECT: m_pfs m_ovs m_hosts m_hosts_apart
+# EXPECT: v_setup_a v_setup_b v_define v_start_a m_root_port m_qemu_failover m_vf_a_prepared
+# EXPECT: v_migrate_ab v_on_b v_rewrite_b v_dest_prepared_b v_vf_b_ready v_reserved_b v_failover_b v_standby_b v_src_released_a
 # EXPECT: v_validate_a v_validate_b v_refused v_refused_dropped
 # EXPECT: v_migrate_ba v_on_a v_rewrite_a v_dest_prepared_a v_vf_a_ready v_reserved_a v_standby_a v_src_released_b v_validate_a2 v_validate_b2
 . "$(dirname "$0")/lib.sh"
 
 MAC=52:54:00:51:00:01
 VLAN=42
-DOM=mig1
+DOM=mig
 ZERO=00:00:00:00:00:00
 
 step "two igb PFs, one per host"
@@ -69,16 +65,8 @@ pfs() {
 }
 check m_pfs pfs || exit 0
 pfs >/dev/null
-# Part 1 makes the VFs by hand (libvirt's managed hostdev moves them to
-# vfio-pci at start and back to igbvf at release).
-vfs() {
-	local p
-	for p in "$PF_A" "$PF_B"; do ip link set "$p" up || return 1; done
-	echo 2 >"$PFDIR_A/sriov_numvfs" && echo 2 >"$PFDIR_B/sriov_numvfs" || return 1
-	echo "VF 0 of A: $(readlink "$PFDIR_A/virtfn0"), VF 0 of B: $(readlink "$PFDIR_B/virtfn0")"
-}
-check m_vfs vfs || exit 0
-VF_A=$(basename "$(readlink "$PFDIR_A/virtfn0")") VF_B=$(basename "$(readlink "$PFDIR_B/virtfn0")")
+# libvirt refuses a VF whose PF is down (vflag's hook would set it up).
+ip link set "$PF_A" up && ip link set "$PF_B" up
 driver_of() { basename "$(readlink "/sys/bus/pci/devices/$1/driver")" 2>/dev/null; }
 # vf_line PF N: the PF's line for VF N ("vf 0 link/ether ... vlan 42 ...").
 vf_line() { ip link show "$1" | grep -E "^ +vf $2 "; }
@@ -88,6 +76,16 @@ ovs_br() { ovs_start && ovs-vsctl add-br br-mig && echo "bridge br-mig"; }
 check m_ovs ovs_br
 
 step "two libvirt hosts"
+# The hosts' logs go to $OUT however the scenario ends.
+save_logs() {
+	local h
+	for h in a b; do
+		cp /hosts/$h/log/libvirtd.log "$OUT/libvirtd-$h.log" 2>/dev/null
+		cp /hosts/$h/events.log "$OUT/hook-events-$h.log" 2>/dev/null
+		cp /hosts/$h/log/qemu/$DOM.log "$OUT/qemu-$h.log" 2>/dev/null
+	done
+}
+trap save_logs EXIT
 # uri H: the libvirt URI of host H.
 uri() { echo "qemu+unix:///system?socket=/hosts/$1/run/libvirt-sock"; }
 VA() { virsh -c "$(uri a)" "$@"; }
@@ -153,7 +151,6 @@ apart() {
 }
 check m_hosts_apart apart
 
-# ---- part 1 and 2's helpers
 # pair_xml NAME VF-PCI [GROUP]: a q35 domain without an OS: the standby
 # (virtio on br-mig, VLAN 42, alias ua-NAME-standby) and the VF as a
 # transient hostdev interface with the same MAC; with GROUP, vflag's claim
@@ -224,28 +221,10 @@ prepared() {
 	[ "$(driver_of "$3")" = vfio-pci ] && echo "$l" | grep -q "link/ether $MAC" && echo "$l" | grep -q "vlan $VLAN"
 }
 
-# migrate FROM TO DEST-XML PORT: virsh migrate --live, timed (the time also
-# in $OUT/migrate-FROM-TO.secs).
-migrate() {
-	local t0 t1 rc secs
-	t0=$(date +%s.%N)
-	virsh -c "$(uri "$1")" migrate --live --verbose $DOM "$(uri "$2")" "tcp://127.0.0.1:$4" --xml "$3"
-	rc=$?
-	t1=$(date +%s.%N)
-	secs=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")
-	[ $rc != 0 ] || echo "$secs" >>"$OUT/migrate-$1-$2.secs"
-	echo "virsh migrate --live $1 -> $2: exit $rc in ${secs}s"
-	return $rc
-}
 state_is() { [ "$(virsh -c "$(uri "$1")" domstate $DOM 2>&1 | head -n 1)" = "$2" ]; }
 on() { # on H OTHER: running on H, not running on OTHER
 	echo "$1: $(virsh -c "$(uri "$1")" domstate $DOM 2>&1 | head -n 1); $2: $(virsh -c "$(uri "$2")" domstate $DOM 2>&1 | head -n 1)"
 	state_is "$1" running && ! state_is "$2" running
-}
-# released PF N VF-PCI: the VF back on igbvf, not on vfio-pci.
-released() {
-	echo "$3 on $(driver_of "$3"); $(vf_line "$1" "$2")"
-	[ "$(driver_of "$3")" = igbvf ]
 }
 # standby H: the standby's tap of the domain on host H is a port of br-mig
 # with tag 42, and it is the only port of the bridge.
@@ -257,31 +236,7 @@ standby() {
 	[ -n "$tap" ] && [ "$ports" = "$tap " ] && [ "$(ovs-vsctl get port "$tap" tag)" = $VLAN ]
 }
 
-# migrate.part1=skip on the kernel command line (VFLAG_E2E_APPEND) leaves
-# part 1 out: quicker runs of part 2 by hand (its checks are then missing).
-if ! grep -qw migrate.part1=skip /proc/cmdline; then
-step "part 1: a teaming pair by hand"
-pair_xml $DOM "$VF_A" >/root/$DOM-a.xml
-check m_define VA define /root/$DOM-a.xml
-check m_start_a VA start $DOM
-check m_root_port root_port
-check m_qemu_failover failover a "$VF_A"
-check m_vf_a_prepared prepared "$PF_A" 0 "$VF_A"
-step "migrate A -> B"
-VA dumpxml --migratable $DOM | sed "s|bus='0x${VF_A:5:2}' slot='0x${VF_A:8:2}' function='0x${VF_A:11:1}'|bus='0x${VF_B:5:2}' slot='0x${VF_B:8:2}' function='0x${VF_B:11:1}'|" >/root/$DOM-to-b.xml
-check m_migrate_ab migrate a b /root/$DOM-to-b.xml 49152
-check m_on_b on b a
-check m_vf_b_prepared prepared "$PF_B" 0 "$VF_B"
-check m_vf_a_released released "$PF_A" 0 "$VF_A"
-check m_standby_b standby b
-
-# The way back is part 2's (with vflag's rewrite instead of --xml).
-VB destroy $DOM >/dev/null
-fi
-echo 0 >"$PFDIR_A/sriov_numvfs"
-echo 0 >"$PFDIR_B/sriov_numvfs"
-
-step "part 2: vflag at both ends"
+step "vflag at both ends"
 # Each host: its own vflag config (a legacy group on its PF: VF 0 for
 # domains, VF 1 for the host's igbvf) and state dir in /hosts/<h>, its hook
 # installed in its own /etc/libvirt/hooks; vflag runs in the host's mount
@@ -321,10 +276,12 @@ VF_A=$(basename "$(readlink "$PFDIR_A/virtfn0")") VF_B=$(basename "$(readlink "$
 # vflag's or libvirt's doing.
 ip link set "$PF_A" vf 0 mac $ZERO
 ip link set "$PF_B" vf 0 mac $ZERO
-DOM=mig2
 pair_xml $DOM "$VF_A" igb0 >/root/$DOM-a.xml
-VA define /root/$DOM-a.xml >/dev/null
+check v_define VA define /root/$DOM-a.xml
 check v_start_a VA start $DOM
+check m_root_port root_port
+check m_qemu_failover failover a "$VF_A"
+check m_vf_a_prepared prepared "$PF_A" 0 "$VF_A"
 # at_event H OP SUBOP: the probe's last line for the domain at that event on host H.
 at_event() { grep "^$DOM $2 $3 " /hosts/$1/events.log | tail -n 1 | grep . || { cat /hosts/$1/events.log; echo "no '$DOM $2 $3' on host $1"; return 1; }; }
 # hostdev_of H: the PCI address of the domain's VF on host H (live XML).
@@ -366,7 +323,7 @@ migrate_v() { # migrate_v FROM TO PORT: without --xml (vflag's hook rewrites)
 	rc=$?
 	t1=$(date +%s.%N)
 	secs=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")
-	[ $rc != 0 ] || echo "$secs" >>"$OUT/migrate-vflag-$1-$2.secs"
+	[ $rc != 0 ] || echo "$secs" >>"$OUT/migrate-$1-$2.secs"
 	echo "virsh migrate --live $1 -> $2: exit $rc in ${secs}s"
 	return $rc
 }
@@ -412,9 +369,4 @@ check v_src_released_b src_released b "$PF_B"
 check v_validate_a2 validate_ok a
 check v_validate_b2 validate_ok b
 VA destroy $DOM >/dev/null
-for h in a b; do
-	cp /hosts/$h/log/libvirtd.log "$OUT/libvirtd-$h.log" 2>/dev/null
-	cp /hosts/$h/events.log "$OUT/hook-events-$h.log" 2>/dev/null
-	for d in mig1 mig2; do cp /hosts/$h/log/qemu/$d.log "$OUT/qemu-$h-$d.log" 2>/dev/null; done
-done
 exit 0
