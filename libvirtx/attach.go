@@ -106,6 +106,18 @@ func planDef(v view, n norm, where string, replace bool) (defPlan, error) {
 	if n.Migratable {
 		alias = StandbyAlias(n.MAC)
 	}
+	if !replace && len(found) == 1 && found[0].team != alias {
+		// The running domain has the VF in the other form (plain, or a
+		// pair's): it keeps it, and no standby is added or removed beside
+		// it (a standby with the MAC of a VF that is no failover primary
+		// would share the MAC on the bridge with its representor).
+		what := "its plain VF " + n.PCI
+		if found[0].team != "" {
+			what = "its teaming pair (standby " + found[0].team + ")"
+		}
+		p.notes = append(p.notes, "keeps "+what+" until its next start")
+		return p, nil
+	}
 	// The standby vflag made before (its claim names it), and the one wanted.
 	oldSB, haveOld := standby{}, false
 	if claimed && c.Standby != "" {

@@ -3,6 +3,7 @@ package libvirtx
 import (
 	"bytes"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -154,6 +155,47 @@ func FuzzParseNetworkHook(f *testing.F) {
 		}
 		if h.Port != nil && h.Port.PCI != "" {
 			checkPCI(t, "port", h.Port.PCI)
+		}
+	})
+}
+
+// FuzzRewriteVF: whatever the incoming domain XML, each teaming VF
+// TeamedVFs finds can be moved by RewriteVF, and the result reads back
+// with that VF at its new address, its MAC and standby kept, and as many
+// teaming VFs as before.
+func FuzzRewriteVF(f *testing.F) {
+	if doc, err := os.ReadFile("testdata/teaming/incoming.xml"); err == nil {
+		f.Add(string(doc))
+	}
+	f.Add(`<domain><devices><interface type='hostdev'><mac address='52:54:00:00:00:01'/><source><address type="pci" bus = "0x61" slot='0' function='2'/></source><teaming type='transient' persistent='ua-x'/></interface></devices></domain>`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		vfs, err := TeamedVFs([]byte(doc))
+		if err != nil {
+			return
+		}
+		const to = "0000:81:01.3"
+		for _, v := range vfs {
+			if v.PCI == to {
+				continue
+			}
+			out, err := RewriteVF([]byte(doc), v.PCI, to)
+			if err != nil {
+				t.Fatalf("RewriteVF of %s: %v", v.PCI, err)
+			}
+			back, err := TeamedVFs(out)
+			if err != nil {
+				t.Fatalf("the rewritten XML does not parse: %v\n%s", err, out)
+			}
+			if len(back) != len(vfs) {
+				t.Fatalf("%d teaming VFs before, %d after\n%s", len(vfs), len(back), out)
+			}
+			found := false
+			for _, b := range back {
+				found = found || b.PCI == to && b.MAC == v.MAC && b.Standby == v.Standby
+			}
+			if !found {
+				t.Fatalf("no teaming VF at %s with MAC %s after the rewrite\n%s", to, v.MAC, out)
+			}
 		}
 	})
 }

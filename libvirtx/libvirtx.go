@@ -267,11 +267,15 @@ func (c *Conn) Domain(name string) (DomainState, error) {
 		for _, sb := range v.standbys {
 			if k, ok := sbIndex[sb.alias]; ok {
 				st.Standbys[k].InLive = true
+				st.Standbys[k].Target = sb.target
 				continue
 			}
 			sbIndex[sb.alias] = len(st.Standbys)
 			st.Standbys = append(st.Standbys, StandbyIface{Alias: sb.alias, MAC: sb.mac, Bridge: sb.bridge, OVS: sb.ovs, Virtio: sb.virtio, VLAN: sb.vlan,
 				Owned: v.ownsStandby(sb), InConfig: inConfig, InLive: !inConfig})
+			if !inConfig {
+				st.Standbys[len(st.Standbys)-1].Target = sb.target
+			}
 		}
 	}
 	if s.persistent {

@@ -31,6 +31,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -131,7 +132,8 @@ func TeamedVFXML(pci, mac, alias string) (string, error) {
 // standby (<teaming type='persistent'/>) with a user alias.
 type standby struct {
 	alias, mac, bridge string
-	ovs                bool // virtualport type='openvswitch'
+	target             string // <target dev=>: its tap, the OVS port
+	ovs                bool   // virtualport type='openvswitch'
 	virtio             bool
 	vlan               Standby // its VLAN columns as its <vlan> gives them
 	def                libvirtxml.DomainInterface
@@ -170,6 +172,32 @@ func sameVLAN(have, want Standby) bool {
 	sort.Ints(b)
 	return have.VLAN == w.VLAN && have.VLANMode == w.VLANMode && slices.Equal(a, b)
 }
+
+// PortColumns are the VLAN columns libvirt gives the OVS port of a
+// standby with the VLAN s (virNetDevOpenvswitchConstructVlans): one tag is
+// tag=; trunk='yes' is trunks= with every tag, the native one too; a
+// native tag sets vlan_mode and tag. Trunks sorted.
+func PortColumns(s Standby) (tag int, mode string, trunks []int) {
+	v := vlanXML(s)
+	if v == nil {
+		return 0, "", nil
+	}
+	if v.Trunk != "yes" {
+		return int(v.Tags[0].ID), "", nil
+	}
+	for _, t := range v.Tags {
+		if t.NativeMode != "" {
+			mode, tag = "native-"+t.NativeMode, int(t.ID)
+		}
+		trunks = append(trunks, int(t.ID))
+	}
+	sort.Ints(trunks)
+	return tag, mode, trunks
+}
+
+// SameVLAN tells whether a standby's VLAN (as read back from its <vlan>)
+// is the one wanted.
+func SameVLAN(have, want Standby) bool { return sameVLAN(have, want) }
 
 // StandbyVLAN reads the VLAN columns a standby's <vlan> gives its OVS port
 // (tag, vlan_mode, trunks), for the hook and status.
@@ -325,25 +353,55 @@ type ifaceMAC struct {
 	what  string // "<interface type='network'>", for the message
 }
 
-// spliceAttrs returns the start tag tag with attribute values replaced
-// (name -> value), every other byte kept.
-func spliceAttrs(tag []byte, set map[string]string) []byte {
-	out := tag
-	for name, val := range set {
-		for _, q := range []byte{'\'', '"'} {
-			key := []byte(" " + name + "=" + string(q))
-			i := bytes.Index(out, key)
-			if i < 0 {
+// addressPCI reads an <address type='pci'> start element as libvirt (and
+// libvirtxml) read it: each attribute a number in C's notation (0x61
+// hex, 010 octal, 16 decimal), an absent one 0.
+func addressPCI(se xml.StartElement) (string, bool) {
+	var n [4]uint
+	for i, name := range [4]string{"domain", "bus", "slot", "function"} {
+		for _, a := range se.Attr {
+			if a.Name.Space != "" || a.Name.Local != name {
 				continue
 			}
-			start := i + len(key)
-			end := bytes.IndexByte(out[start:], q)
-			if end < 0 {
-				continue
+			v, err := strconv.ParseUint(a.Value, 0, 32)
+			if err != nil {
+				return "", false
 			}
-			out = append(append(append([]byte{}, out[:start]...), []byte(escapeAttr(val))...), out[start+end:]...)
-			break
+			n[i] = uint(v)
 		}
+	}
+	a, err := pciaddr.FromParts(n[0], n[1], n[2], n[3])
+	if err != nil {
+		return "", false
+	}
+	return string(a), true
+}
+
+// spliceAttrs returns the start tag tag with attribute values replaced
+// (name -> value; an attribute it lacks is added before the tag's end),
+// every other byte kept.
+func spliceAttrs(tag []byte, set map[string]string) []byte {
+	out := slices.Clone(tag)
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		val := []byte(escapeAttr(set[name]))
+		re := regexp.MustCompile(`(\s` + regexp.QuoteMeta(name) + `\s*=\s*)('[^']*'|"[^"]*")`)
+		if loc := re.FindSubmatchIndex(out); loc != nil {
+			quote := out[loc[4]]
+			repl := append(append([]byte{quote}, val...), quote)
+			out = append(append(slices.Clone(out[:loc[4]]), repl...), out[loc[5]:]...)
+			continue
+		}
+		end := len(out) - 1 // the '>'
+		if end > 0 && out[end-1] == '/' {
+			end--
+		}
+		ins := []byte(" " + name + "='" + strings.ReplaceAll(string(val), "'", "&apos;") + "'")
+		out = append(append(slices.Clone(out[:end]), ins...), out[end:]...)
 	}
 	return out
 }
@@ -363,9 +421,10 @@ type TeamedVF struct {
 	// Owner is the group vflag's claim for its address names, "" when
 	// vflag has no claim for it (not vflag's VF).
 	Owner string
-	// VLAN is what the standby's <vlan> makes of its OVS port; HasStandby
-	// tells that the document has that standby.
+	// VLAN is what the standby's <vlan> makes of its OVS port, Bridge its
+	// <source bridge=>; HasStandby tells that the document has that standby.
 	VLAN       Standby
+	Bridge     string
 	HasStandby bool
 }
 
@@ -387,7 +446,7 @@ func TeamedVFs(doc []byte) ([]TeamedVF, error) {
 			t.Owner = c.Owner
 		}
 		if sb, ok := v.standbyFor(i.team); ok {
-			t.VLAN, t.HasStandby = sb.vlan, true
+			t.VLAN, t.Bridge, t.HasStandby = sb.vlan, sb.bridge, true
 		}
 		out = append(out, t)
 	}
@@ -446,8 +505,7 @@ func RewriteVF(doc []byte, from, to string) ([]byte, error) {
 			switch {
 			case t.Name.Local == "address" && t.Name.Space == "" && n >= 2 &&
 				stack[n-1].Name.Local == "source" && stack[n-2].Name.Local == "interface" && attr(stack[n-2], "type") == "hostdev":
-				a, ok := actualPCI(attr(t, "domain"), attr(t, "bus"), attr(t, "slot"), attr(t, "function"))
-				if ok && a == from {
+				if a, ok := addressPCI(t); ok && a == from {
 					spans = append(spans, span{start, d.InputOffset(), addrAttrs})
 					found = true
 				}

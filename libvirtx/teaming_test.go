@@ -169,6 +169,20 @@ func testTeaming(t *testing.T, e *env) {
 	if canon(e.xml(t, pc.Domain)) != pcBase {
 		t.Error("a refused Attach changed the domain")
 	}
+	// A running q35 domain as libvirt 9.0 defines it has one spare root port: a
+	// live pair is refused, naming live; config only is fine.
+	e.d.DefineDomainMachine(t, "vm-team-run", "q35")
+	e.d.StartDomain(t, "vm-team-run")
+	run := a
+	run.Domain, run.Live = "vm-team-run", true
+	probs, perr = e.c.TeamingProblems(run)
+	if perr != nil || len(probs) != 1 || probs[0].Field != "live" || !strings.Contains(probs[0].Msg, "has 1 free hotpluggable PCIe root port(s), the pair needs 2") {
+		t.Errorf("TeamingProblems(running, live) = %+v, %v", probs, perr)
+	}
+	run.Live = false
+	if probs, perr = e.c.TeamingProblems(run); perr != nil || len(probs) != 0 {
+		t.Errorf("TeamingProblems(running, config only) = %+v, %v", probs, perr)
+	}
 	e.attachForeignBridge(t, name, "52:54:00:00:07:01")
 	withForeign := e.xml(t, name)
 	_, _, err = e.c.Attach(a)

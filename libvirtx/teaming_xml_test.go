@@ -149,7 +149,7 @@ func TestRewriteVF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []TeamedVF{{PCI: "0000:61:00.2", MAC: "52:54:00:00:07:01", Standby: "ua-vflag-525400000701", Owner: "lag0", VLAN: Standby{VLAN: 10}, HasStandby: true}}
+	want := []TeamedVF{{PCI: "0000:61:00.2", MAC: "52:54:00:00:07:01", Standby: "ua-vflag-525400000701", Owner: "lag0", VLAN: Standby{VLAN: 10}, Bridge: "br-vf", HasStandby: true}}
 	if diff := cmp.Diff(want, vfs); diff != "" {
 		t.Errorf("TeamedVFs (-want +got):\n%s", diff)
 	}
@@ -168,5 +168,65 @@ func TestRewriteVF(t *testing.T) {
 	}
 	if _, err := RewriteVF(doc, "0000:61:00.7", "0000:81:01.3"); err == nil {
 		t.Error("RewriteVF of an address no interface has: no error")
+	}
+}
+
+// TestPlanToggle: turning migratable on for a VF vflag attached plain
+// changes the persistent definition (the standby, then the VF again as its
+// transient) and leaves the running domain's plain VF alone, adding no
+// standby beside it (it would share the VF's MAC on the bridge).
+func TestPlanToggle(t *testing.T) {
+	doc := `<domain><name>vm1</name><metadata><vflag:vflag xmlns:vflag="https://vflag.dev/xmlns/vflag/1"><vflag:vf pci="0000:61:00.2" mac="52:54:00:00:00:01" owner="lag0"/></vflag:vflag></metadata>
+<os><type arch='x86_64' machine='pc-q35-7.2'>hvm</type></os><devices>
+<interface type='hostdev' managed='yes'><mac address='52:54:00:00:00:01'/><source><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x2'/></source></interface>
+</devices></domain>`
+	v, err := parseView(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := norm{Attachment{Domain: "vm1", PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Owner: "lag0", Migratable: true, Standby: Standby{Bridge: "br-vf", VLAN: 10}}}
+	cfg, err := planDef(v, n, "persistent", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whats []string
+	for _, o := range cfg.ops {
+		whats = append(whats, o.what)
+	}
+	want := []string{
+		"attach standby ua-vflag-525400000001 (virtio on br-vf, vlan 10)",
+		"detach VF 0000:61:00.2",
+		"attach VF 0000:61:00.2 (mac 52:54:00:00:00:01, group lag0) as the transient of ua-vflag-525400000001",
+	}
+	if diff := cmp.Diff(want, whats); diff != "" || cfg.claim == nil || cfg.claim.Standby != "ua-vflag-525400000001" || cfg.claimAfter {
+		t.Errorf("persistent plan (-want +got):\n%s\nclaim %+v after %v", diff, cfg.claim, cfg.claimAfter)
+	}
+	live, err := planDef(v, n, "live", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !live.empty() || len(live.notes) != 1 || !strings.Contains(live.notes[0], "keeps its plain VF 0000:61:00.2 until its next start") {
+		t.Errorf("live plan: ops %+v claim %+v notes %q", live.ops, live.claim, live.notes)
+	}
+	// And off again from the pair: the VF plain again, then the standby
+	// goes, then the claim drops it.
+	pairDoc := strings.Replace(doc, `owner="lag0"/>`, `owner="lag0" standby="ua-vflag-525400000001"/>`, 1)
+	pairDoc = strings.Replace(pairDoc, `</source></interface>`, `</source><teaming type='transient' persistent='ua-vflag-525400000001'/></interface>
+<interface type='bridge'><mac address='52:54:00:00:00:01'/><source bridge='br-vf'/><vlan><tag id='10'/></vlan><virtualport type='openvswitch'/><model type='virtio'/><teaming type='persistent'/><alias name='ua-vflag-525400000001'/></interface>`, 1)
+	if v, err = parseView(pairDoc); err != nil {
+		t.Fatal(err)
+	}
+	n.Migratable = false
+	cfg, err = planDef(v, n, "persistent", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whats = nil
+	for _, o := range cfg.ops {
+		whats = append(whats, o.what)
+	}
+	want = []string{"detach VF 0000:61:00.2", "attach VF 0000:61:00.2 (mac 52:54:00:00:00:01, group lag0)", "detach standby ua-vflag-525400000001"}
+	if diff := cmp.Diff(want, whats); diff != "" || cfg.claim == nil || cfg.claim.Standby != "" || !cfg.claimAfter {
+		t.Errorf("persistent plan off (-want +got):\n%s\nclaim %+v after %v", diff, cfg.claim, cfg.claimAfter)
 	}
 }

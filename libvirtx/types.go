@@ -75,6 +75,9 @@ type StandbyIface struct {
 	// Owned: vflag made it (its claim names the alias).
 	Owned            bool
 	InConfig, InLive bool
+	// Target is its tap device in the live definition (<target dev=>),
+	// the name of its OVS port while the domain runs; "" otherwise.
+	Target string
 }
 
 // HostdevIface is one <interface type='hostdev'> of a domain.

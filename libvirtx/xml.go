@@ -232,6 +232,9 @@ func (v *view) noteIface(i libvirtxml.DomainInterface) {
 		return
 	}
 	sb := standby{alias: m.alias, mac: m.mac, def: i, vlan: vlanOf(i.VLan)}
+	if i.Target != nil {
+		sb.target = i.Target.Dev
+	}
 	if i.Source != nil && i.Source.Bridge != nil {
 		sb.bridge = i.Source.Bridge.Bridge
 	}

@@ -128,8 +128,12 @@ func Run(ctx context.Context, o Options) error {
 	d, err := libvirtx.ParseHookDomain(doc)
 	if err != nil {
 		// Not knowing the devices, the hook cannot tell whether the domain is
-		// vflag's; it must not fail a domain that is not.
-		fmt.Fprintf(o.Stderr, "vflag hook: domain %s: %v; not checked\n", o.Domain, err)
+		// vflag's; it must not fail a domain that is not. A migration's XML
+		// it cannot read is left as it is, silently (nothing printed: libvirt
+		// takes its own).
+		if action == libvirtx.HookPrepare || action == libvirtx.HookRelease {
+			fmt.Fprintf(o.Stderr, "vflag hook: domain %s: %v; not checked\n", o.Domain, err)
+		}
 		return nil
 	}
 	name, dir, nameErr := o.domainName(d)

@@ -193,9 +193,11 @@ func migrateBegin(ctx context.Context, o Options, doc []byte, d libvirtx.HookDom
 		fmt.Fprintf(o.Stderr, "vflag hook: migration of %s: %v; XML left as it is\n", d.Name, err)
 		return nil
 	}
+	// vflag's: its claim names the group, or (a pair written by hand) its
+	// standby is an openvswitch port of a bridge of this host's groups.
 	var ours []libvirtx.TeamedVF
 	for _, t := range teamed {
-		if t.Owner != "" {
+		if t.Owner != "" || t.HasStandby && t.Bridge != "" {
 			ours = append(ours, t)
 		}
 	}
@@ -231,7 +233,12 @@ func migrateBegin(ctx context.Context, o Options, doc []byte, d libvirtx.HookDom
 	var taken []string
 	for _, t := range ours {
 		grp := configGroup(cfg, t.Owner)
-		if grp == nil {
+		switch {
+		case t.Owner == "":
+			if grp = bridgeGroup(cfg, t.Bridge); grp == nil {
+				continue // not vflag's: no claim, its standby on no bridge of vflag's
+			}
+		case grp == nil:
 			fmt.Fprintf(o.Stderr, "vflag hook: migration of %s: VF %s is of group %q, which this host's config does not have; left at the source's address\n", d.Name, t.PCI, t.Owner)
 			continue
 		}
@@ -263,6 +270,17 @@ func configGroup(cfg *config.Config, name string) *config.Group {
 	for i := range cfg.Groups {
 		if cfg.Groups[i].Name == name {
 			return &cfg.Groups[i]
+		}
+	}
+	return nil
+}
+
+// bridgeGroup is the switchdev group of cfg whose bridge is bridge, nil
+// when none.
+func bridgeGroup(cfg *config.Config, bridge string) *config.Group {
+	for i := range cfg.Groups {
+		if g := &cfg.Groups[i]; g.Switchdev() && g.OVS.Bridge == bridge {
+			return g
 		}
 	}
 	return nil

@@ -107,6 +107,9 @@ func (b *bed) event(name, uuid, pci, mac, op, sub string, mod func(*Options)) er
 // vfIn is the teaming VF of a printed XML.
 func vfIn(t *testing.T, doc string) string {
 	t.Helper()
+	if doc == "" {
+		t.Fatal("the hook printed no XML: libvirt keeps the incoming VF address")
+	}
 	vfs, err := libvirtx.TeamedVFs([]byte(doc))
 	if err != nil || len(vfs) != 1 {
 		t.Fatalf("TeamedVFs = %+v, %v\n%s", vfs, err, doc)
@@ -151,10 +154,11 @@ func TestMigrateBeginRewrite(t *testing.T) {
 	if r := b.reserved(); r[got] != "vm-m1" || len(r) != 1 {
 		t.Errorf("reservations = %v, want %s for vm-m1", r, got)
 	}
-	// Not vflag's: no claim.
+	// Not vflag's: no claim, its standby on a bridge of no group.
 	o := b.optsFor("vm-foreign", "migrate", "begin")
 	doc := strings.Replace(incomingXML("vm-foreign", uuidB, srcVF, "52:54:00:aa:07:02", "lag0"), `owner="lag0"`, `owner="lag0"`, 1)
 	doc = strings.Replace(doc, `<vflag:vf pci="`+srcVF, `<vflag:vf pci="0000:81:00.6`, 1)
+	doc = strings.Replace(doc, "<source bridge='br-lag'/>", "<source bridge='br-other'/>", 1)
 	o.XML = strings.NewReader(doc)
 	var fout bytes.Buffer
 	o.Stdout = &fout
@@ -327,5 +331,58 @@ func TestTeamedVFGetsStandbyVLAN(t *testing.T) {
 	}
 	if tag := strings.TrimSpace(b.srv.MustVsctl("get", "Port", b.rep, "tag")); tag != "200" {
 		t.Errorf("representor %s tag = %s, want 200 (the standby's; the config says 100)", b.rep, tag)
+	}
+}
+
+// TestSourceFreesVFAtReleaseOnly: on the source of a migration the VF
+// stays prepared (the domain's MAC, its representor's port) through every
+// event before "release end" (stopped, a started of the incoming side's
+// name, migrate of another domain): a cancelled migration plugs it back
+// as it was. release end resets it.
+func TestSourceFreesVFAtReleaseOnly(t *testing.T) {
+	b := newBed(t)
+	const vf = "0000:61:00.3" // VF 1 of ens1f0np0: b.rep, b.vfMAC
+	if err := b.event("vm-m1", uuidA, vf, macMig, "prepare", "begin", nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.vfMAC() != macMig || !b.hasPort() {
+		t.Fatalf("after prepare: VF MAC %s, port %v", b.vfMAC(), b.hasPort())
+	}
+	for _, ev := range [][2]string{{"started", "begin"}, {"stopped", "end"}, {"migrate", "end"}, {"restore", "begin"}} {
+		if err := b.event("vm-m1", uuidA, vf, macMig, ev[0], ev[1], nil); err != nil {
+			t.Fatalf("%s %s: %v", ev[0], ev[1], err)
+		}
+		if b.vfMAC() != macMig || !b.hasPort() {
+			t.Fatalf("after %s %s the VF was freed: MAC %s, port %v", ev[0], ev[1], b.vfMAC(), b.hasPort())
+		}
+	}
+	if err := b.event("vm-m1", uuidA, vf, macMig, "release", "end", nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.vfMAC() != priorMAC || b.hasPort() {
+		t.Errorf("after release: VF MAC %s (want %s), port %v", b.vfMAC(), priorMAC, b.hasPort())
+	}
+}
+
+// TestMigrateHandWrittenPair: a pair written by hand (no vflag claim) whose
+// standby is a port of a group's bridge is that group's: its VF moves too;
+// one whose standby is on another bridge is left alone.
+func TestMigrateHandWrittenPair(t *testing.T) {
+	b := newBed(t)
+	noClaim := func(bridge string) func(*Options) {
+		return func(o *Options) {
+			doc := incomingXML("vm-h", uuidA, srcVF, macMig, "lag0")
+			doc = strings.Replace(doc, `<vflag:vf pci="`+srcVF+`"`, `<vflag:vf pci="0000:81:00.7"`, 1)
+			doc = strings.Replace(doc, "<source bridge='br-lag'/>", "<source bridge='"+bridge+"'/>", 1)
+			o.XML = strings.NewReader(doc)
+		}
+	}
+	out, err := b.migrate("vm-h", uuidA, srcVF, macMig, noClaim("br-lag"))
+	if err != nil || !strings.HasPrefix(vfIn(t, out), "0000:61:") {
+		t.Fatalf("hand-written pair on br-lag: %v\n%s", err, out)
+	}
+	out, err = b.migrate("vm-h2", uuidB, srcVF, macMig, noClaim("br-other"))
+	if err != nil || out != "" {
+		t.Errorf("hand-written pair on another bridge: %v, printed %q", err, out)
 	}
 }

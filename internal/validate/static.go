@@ -98,6 +98,39 @@ type Attachment struct {
 	VF      int
 	Present bool   // the domain's persistent XML has vflag's interface for the VF
 	Err     string // why it could not be read
+	// Teaming is the pair of a migratable attachment; nil otherwise.
+	Teaming *Teaming
+}
+
+// VLAN is a port's VLAN columns: OVS's tag, vlan_mode and trunks (sorted).
+type VLAN struct {
+	Tag    int
+	Mode   string
+	Trunks []int
+}
+
+// Teaming is a migratable attachment's pair as the caller found it.
+type Teaming struct {
+	MAC, Alias string // the pair's MAC and the standby's alias
+	Bridge     string // the group's bridge
+	// Standby: the persistent definition's interface with Alias.
+	StandbyFound          bool
+	StandbyMAC            string
+	StandbyBridge         string
+	StandbyOVS, Virtio    bool
+	StandbyVLANOK         bool   // its <vlan> gives the VF's VLAN columns
+	StandbyVLAN, WantVLAN string // both in words, for the message
+	// VFTeam is the alias the VF's <teaming type='transient'> names ("" none).
+	VFTeam string
+	// Running: the domain runs; Port is its standby's OVS port then (the
+	// tap), and PortWant the VLAN columns libvirt gives it.
+	Running  bool
+	Port     string
+	PortWant VLAN
+	// Plugged: QEMU holds the VF (the guest negotiated the standby feature
+	// and QEMU plugged it); PluggedErr: who holds it could not be read.
+	Plugged    bool
+	PluggedErr string
 }
 
 // Facts are what the caller read from OVSDB and libvirt.
@@ -176,6 +209,7 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	add(ovsChecks(k, f, t, facts)...)
 	add(rateChecks(k, t)...)
 	add(attachmentChecks(facts.Attachments)...)
+	add(teamingChecks(facts.Attachments, facts.Bridge)...)
 	return append(out, rdmaChecks(f, t, lag)...)
 }
 
@@ -249,6 +283,85 @@ func attachmentChecks(as []Attachment) []Check {
 		}
 	}
 	return out
+}
+
+// teamingChecks: each migratable attachment's pair is consistent (the
+// standby with the VF's MAC, a virtio port of the group's bridge with the
+// VF's VLAN, the VF's teaming naming it), its standby's port is on the
+// bridge with that VLAN while the domain runs, and the VF is plugged (the
+// guest negotiated the standby feature) rather than hidden
+// (teaming/<domain>/pf<n>vf<m>).
+func teamingChecks(as []Attachment, b *Bridge) []Check {
+	var out []Check
+	for _, a := range as {
+		t := a.Teaming
+		if t == nil {
+			continue
+		}
+		name := fmt.Sprintf("teaming/%s/pf%dvf%d", a.Domain, a.PF, a.VF)
+		var problems []string
+		switch {
+		case a.Err != "":
+			out = append(out, skip(name, "domain %s not read: %s", a.Domain, a.Err))
+			continue
+		case !a.Present:
+			problems = append(problems, fmt.Sprintf("the VF is missing from the persistent definition (libvirt/%s/pf%dvf%d)", a.Domain, a.PF, a.VF))
+		case t.VFTeam != t.Alias:
+			problems = append(problems, fmt.Sprintf("the VF is not the transient half of %s (its <teaming> names %q)", t.Alias, t.VFTeam))
+		}
+		switch {
+		case !t.StandbyFound:
+			problems = append(problems, fmt.Sprintf("no standby %s in the persistent definition", t.Alias))
+		default:
+			if t.StandbyMAC != t.MAC {
+				problems = append(problems, fmt.Sprintf("the standby's MAC is %s, the VF's %s (the guest pairs them by MAC)", t.StandbyMAC, t.MAC))
+			}
+			if t.StandbyBridge != t.Bridge || !t.StandbyOVS {
+				problems = append(problems, fmt.Sprintf("the standby is not an openvswitch port of %s (bridge %q)", t.Bridge, t.StandbyBridge))
+			}
+			if !t.Virtio {
+				problems = append(problems, "the standby's model is not virtio")
+			}
+			if !t.StandbyVLANOK {
+				problems = append(problems, fmt.Sprintf("the standby's VLAN is %s, the VF's %s", orDash(t.StandbyVLAN), orDash(t.WantVLAN)))
+			}
+		}
+		if len(problems) > 0 {
+			out = append(out, failed(name, "domain %s: %s; `vflag up` makes the pair again (a running domain takes it at its next start)", a.Domain, strings.Join(problems, "; ")))
+			continue
+		}
+		if !t.Running {
+			out = append(out, pass(name, "domain %s (not running): standby %s on %s%s with the VF's MAC %s", a.Domain, t.Alias, t.Bridge, vlanSuffix(t.WantVLAN), t.MAC))
+			continue
+		}
+		if t.Port != "" && b != nil && b.Exists {
+			p, ok := b.Ports[t.Port]
+			switch {
+			case !ok:
+				out = append(out, failed(name, "domain %s: the standby's port %s is not on bridge %s: the VM has no network while its VF is away (a migration); restart the domain, or `virsh domif-setlink` it down and up", a.Domain, t.Port, t.Bridge))
+				continue
+			case p.Tag != t.PortWant.Tag || p.VLANMode != t.PortWant.Mode || !slices.Equal(p.Trunks, t.PortWant.Trunks):
+				out = append(out, failed(name, "domain %s: the standby's port %s has tag %d vlan_mode %s trunks %v, its <vlan> wants tag %d vlan_mode %s trunks %v: restart the domain (libvirt sets the port's VLAN when QEMU starts)", a.Domain, t.Port, p.Tag, orDash(p.VLANMode), p.Trunks, t.PortWant.Tag, orDash(t.PortWant.Mode), t.PortWant.Trunks))
+				continue
+			}
+		}
+		switch {
+		case t.PluggedErr != "":
+			out = append(out, skip(name, "domain %s: pair consistent; whether its VF is plugged not read: %s", a.Domain, t.PluggedErr))
+		case !t.Plugged:
+			out = append(out, failed(name, "domain %s: pair consistent, but the VF is hidden: the guest has not negotiated the standby feature, and the VM runs on the standby, in software. Fix: a guest kernel 4.18 or later with virtio_net and net_failover (CONFIG_NET_FAILOVER) in its initramfs; a guest still in its firmware or boot loader plugs it when virtio_net loads", a.Domain))
+		default:
+			out = append(out, pass(name, "domain %s: standby %s (port %s) on %s%s, VF plugged", a.Domain, t.Alias, orDash(t.Port), t.Bridge, vlanSuffix(t.WantVLAN)))
+		}
+	}
+	return out
+}
+
+func vlanSuffix(words string) string {
+	if words == "" {
+		return ""
+	}
+	return " " + words
 }
 
 // numVFsChecks: each PF that owns VFs has the configured number

@@ -14,14 +14,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/config"
+	"github.com/vflag/vflag/internal/holders"
 	"github.com/vflag/vflag/internal/host"
 	"github.com/vflag/vflag/internal/pipeline"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/libvirtx"
 	"github.com/vflag/vflag/ovs"
 )
 
@@ -371,12 +374,74 @@ func (r *run) attachmentFacts(gh pipeline.Group) []validate.Attachment {
 			out = append(out, va)
 			continue
 		}
+		vfPCI, vfTeam := "", ""
 		for _, i := range d.Interfaces {
-			va.Present = va.Present || i.Owned && r.pe.VFIs(gh, at.PF, at.VF, i.PCI)
+			if i.Owned && r.pe.VFIs(gh, at.PF, at.VF, i.PCI) {
+				va.Present = true
+				if i.InConfig || vfPCI == "" {
+					vfPCI, vfTeam = i.PCI, i.Standby
+				}
+			}
+		}
+		if at.Migratable {
+			va.Teaming = r.teamingFacts(gh, at, d, vfPCI, vfTeam)
 		}
 		out = append(out, va)
 	}
 	return out
+}
+
+// teamingFacts reads a migratable attachment's pair from the domain (d)
+// and, while it runs, whether QEMU holds its VF at vfPCI (plugged) or not
+// (hidden: QEMU realizes a failover primary only once the guest has
+// negotiated the standby feature, so nothing opens its vfio group before).
+func (r *run) teamingFacts(gh pipeline.Group, at config.Attachment, d libvirtx.DomainState, vfPCI, vfTeam string) *validate.Teaming {
+	want := pipeline.AttachmentOf(gh.Group, at, vfPCI)
+	mac := strings.ToLower(want.MAC)
+	t := &validate.Teaming{MAC: mac, Alias: libvirtx.StandbyAlias(mac), Bridge: want.Standby.Bridge, VFTeam: vfTeam, Running: d.Active,
+		WantVLAN: standbyWords(want.Standby)}
+	tag, mode, trunks := libvirtx.PortColumns(want.Standby)
+	t.PortWant = validate.VLAN{Tag: tag, Mode: mode, Trunks: trunks}
+	for _, sb := range d.Standbys {
+		if sb.Alias != t.Alias || !sb.InConfig && !sb.InLive {
+			continue
+		}
+		t.StandbyFound = true
+		t.StandbyMAC, t.StandbyBridge, t.StandbyOVS, t.Virtio = strings.ToLower(sb.MAC), sb.Bridge, sb.OVS, sb.Virtio
+		t.StandbyVLANOK = libvirtx.SameVLAN(sb.VLAN, want.Standby)
+		t.StandbyVLAN = standbyWords(sb.VLAN)
+		t.Port = sb.Target
+	}
+	if d.Active && vfPCI != "" {
+		held, err := holders.Kernel{FS: r.h.FS, Links: r.h.Kernel}.Read([]string{vfPCI})
+		if err != nil {
+			t.PluggedErr = err.Error()
+		}
+		for _, h := range held[vfPCI] {
+			t.Plugged = t.Plugged || h.PID != 0
+		}
+	}
+	return t
+}
+
+// standbyWords says a standby's VLAN columns: "vlan 10", "vlan_mode trunk
+// trunks 20,30"; "" for OVS's default port.
+func standbyWords(s libvirtx.Standby) string {
+	var w []string
+	if s.VLANMode != "" {
+		w = append(w, "vlan_mode "+s.VLANMode)
+	}
+	if s.VLAN != 0 {
+		w = append(w, fmt.Sprintf("vlan %d", s.VLAN))
+	}
+	if len(s.Trunks) > 0 {
+		ts := make([]string, len(s.Trunks))
+		for i, v := range s.Trunks {
+			ts[i] = fmt.Sprint(v)
+		}
+		w = append(w, "trunks "+strings.Join(ts, ","))
+	}
+	return strings.Join(w, " ")
 }
 
 func (r *run) duration(v config.ValidateConfig) time.Duration {

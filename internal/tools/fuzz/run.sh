@@ -37,6 +37,7 @@ TARGETS='
 ./libvirtx/             FuzzParseHookDomain
 ./libvirtx/             FuzzParseNetworkHook
 ./libvirtx/             FuzzParseView
+./libvirtx/             FuzzRewriteVF
 ./ovs/                  FuzzParseDumpFlows
 ./ovs/                  FuzzModelFromWire
 ./ovs/                  FuzzSplitSelectResults
