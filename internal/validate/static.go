@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/sysfs"
@@ -141,26 +142,35 @@ type Facts struct {
 	Attachments []Attachment
 }
 
+// eswitchCheck is pf/<pf>/eswitch: the PF's eswitch is in the group's mode
+// ("devlink dev eswitch show pci/$pf"). In a legacy group, a PF whose driver
+// has no devlink instance or no eswitch (igb, ixgbe: legacy SR-IOV only)
+// passes: it cannot be anything but legacy.
+func eswitchCheck(k eswitch.Kernel, pf eswitch.PF, switchdev bool) Check {
+	name := "pf/" + pf.Netdev + "/eswitch"
+	want := eswitch.ModeLegacy
+	if switchdev {
+		want = eswitch.ModeSwitchdev
+	}
+	m, err := k.EswitchMode(pf.Devlink)
+	switch {
+	case err != nil && !switchdev && (errors.Is(err, syscall.ENODEV) || errors.Is(err, eswitch.ErrNotSupported)):
+		return pass(name, "%s has no devlink eswitch: its driver has legacy SR-IOV only", pf.Devlink)
+	case err != nil:
+		return failed(name, "cannot read the eswitch mode of %s: %v", pf.Devlink, err)
+	case m != want:
+		return failed(name, "%s is in %s mode, want %s", pf.Devlink, m, want)
+	}
+	return pass(name, "%s in %s mode", pf.Devlink, m)
+}
+
 // Static runs the static checks of one group.
 func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	var out []Check
 	add := func(c ...Check) { out = append(out, c...) }
 
-	want := eswitch.ModeLegacy
-	if t.Switchdev {
-		want = eswitch.ModeSwitchdev
-	}
 	for _, pf := range t.PFs {
-		name := "pf/" + pf.Netdev + "/eswitch"
-		m, err := k.EswitchMode(pf.Devlink)
-		switch {
-		case err != nil:
-			add(failed(name, "cannot read the eswitch mode of %s: %v", pf.Devlink, err))
-		case m != want:
-			add(failed(name, "%s is in %s mode, want %s", pf.Devlink, m, want))
-		default:
-			add(pass(name, "%s in %s mode", pf.Devlink, m))
-		}
+		add(eswitchCheck(k, pf, t.Switchdev))
 	}
 	add(numVFsChecks(f, t)...)
 	if t.MTU != 0 {

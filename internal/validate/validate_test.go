@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -680,5 +681,42 @@ func TestRDMAToolsOfTheRoCEDocs(t *testing.T) {
 		if ch.Verdict != tc.verdict || !strings.Contains(ch.Detail, tc.detail) {
 			t.Errorf("%s: %s %q, want %s with %q", tc.r.Tool, ch.Verdict, ch.Detail, tc.verdict, tc.detail)
 		}
+	}
+}
+
+// modeKernel answers EswitchMode only (the eswitch check reads nothing else).
+type modeKernel struct {
+	eswitch.Kernel
+	mode string
+	err  error
+}
+
+func (k modeKernel) EswitchMode(eswitch.Devlink) (string, error) { return k.mode, k.err }
+
+func TestEswitchCheck(t *testing.T) {
+	noDev := fmt.Errorf("devlink dev pci/0000:00:02.0: %w", syscall.ENODEV)
+	noEsw := fmt.Errorf("devlink dev pci/0000:00:02.0 has no eswitch: %w", eswitch.ErrNotSupported)
+	other := errors.New("netlink: permission denied")
+	for _, tc := range []struct {
+		name      string
+		k         modeKernel
+		switchdev bool
+		want      string
+	}{
+		{"legacy group, legacy eswitch", modeKernel{mode: "legacy"}, false, "pass pci/0000:00:02.0 in legacy mode"},
+		{"legacy group, switchdev eswitch", modeKernel{mode: "switchdev"}, false, "fail pci/0000:00:02.0 is in switchdev mode, want legacy"},
+		{"legacy group, no devlink instance (igb)", modeKernel{err: noDev}, false, "pass pci/0000:00:02.0 has no devlink eswitch: its driver has legacy SR-IOV only"},
+		{"legacy group, devlink without eswitch", modeKernel{err: noEsw}, false, "pass pci/0000:00:02.0 has no devlink eswitch: its driver has legacy SR-IOV only"},
+		{"legacy group, other error", modeKernel{err: other}, false, "fail cannot read the eswitch mode of pci/0000:00:02.0: netlink: permission denied"},
+		{"switchdev group, no devlink instance", modeKernel{err: noDev}, true, "fail cannot read the eswitch mode of pci/0000:00:02.0: devlink dev pci/0000:00:02.0: no such device"},
+		{"switchdev group, switchdev eswitch", modeKernel{mode: "switchdev"}, true, "pass pci/0000:00:02.0 in switchdev mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pf := eswitch.PF{Netdev: "eth0", Dev: "pci/0000:00:02.0", Devlink: eswitch.Devlink{Bus: "pci", Device: "0000:00:02.0"}}
+			c := eswitchCheck(tc.k, pf, tc.switchdev)
+			if got := fmt.Sprintf("%s %s", c.Verdict, c.Detail); c.Name != "pf/eth0/eswitch" || got != tc.want {
+				t.Errorf("%s: %q, want pf/eth0/eswitch %q", c.Name, got, tc.want)
+			}
+		})
 	}
 }
