@@ -801,6 +801,10 @@ func (v *validator) validateMigratable(gc groupCheck, ap string, a Attachment) {
 		v.add(ap+".migratable", true, "needs eswitch switchdev: the standby virtio interface of the teaming pair is a port of the group's bridge, which a legacy group does not have")
 		return
 	}
+	if g.OVN != nil {
+		v.add(ap+".migratable", true, "is refused with ovn: the standby virtio interface would have to be bound to the same logical port as the VF's representor, and ovn-controller binds one interface per logical port on a chassis; keep the domain's VF without the pair, or put it in a group without ovn")
+		return
+	}
 	mac := strings.ToLower(a.MAC)
 	if mac == "" {
 		mac = strings.ToLower(g.VFMAC(a.PF, a.VF))

@@ -340,6 +340,10 @@ func TestMigratable(t *testing.T) {
 			c.Groups[0].Attachments[0].Migratable = true
 			c.Groups[0].Attachments = append(c.Groups[0].Attachments, Attachment{Domain: "vm1", PF: 1, VF: 0, MAC: "52:54:00:00:00:01", Migratable: true})
 		}, `groups[0].attachments[1].mac: "52:54:00:00:00:01" is also the MAC of groups[0].attachments[0] in domain vm1`},
+		{"ovn group", func(c *Config) {
+			*c = *ovnConfig()
+			c.Groups[0].Attachments[0].Migratable = true
+		}, `groups[0].attachments[0].migratable: "true" is refused with ovn`},
 		{"pool", func(c *Config) {
 			on := true
 			c.Groups[0].Network = &Network{Migratable: &on}
