@@ -3,11 +3,13 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/internal/validate"
+	"github.com/vflag/vflag/ovs/ovnsb/sbtest"
 )
 
 func ovnVariant(n int) variant {
@@ -199,16 +201,30 @@ func TestOVNSSLRowRestored(t *testing.T) {
 	}
 }
 
-// TestOVNStatusValidate: an OVN chassis up on the simulated host has no
-// status problem and passes validate: its bond, the underlay, is no
-// bridge port and shares no tc block; the encap address, the MTU chain
-// with OVN's 58 bytes and every representor's port are checked.
+// TestOVNStatusValidate: an OVN chassis up on the simulated host, with a
+// real Southbound that has it registered and its ports bound (what
+// ovn-northd and ovn-controller write there, written by the test), has no
+// status problem and passes validate: its bond, the underlay, is no bridge
+// port and shares no tc block; the encap address, the MTU chain with OVN's
+// 58 bytes, every representor's port and the Southbound's view of the
+// chassis and its ports are checked. The same host with a port bound to
+// another chassis fails that port's check, in status too.
 func TestOVNStatusValidate(t *testing.T) {
 	d := startDaemons(t)
 	d.startOVN(t)
 	d.virt.DefineDomain(t, "vm2")
+	sb := sbtest.Start(t)
+	sb.AddChassis("chassis-1", "geneve", "192.0.2.11")
+	for _, lsp := range []string{"lsp-vf01", "lsp-vm1"} {
+		sb.AddPort(lsp)
+		sb.Bind(lsp, "chassis-1", true)
+	}
 	b := newBed(t, d, "")
-	b.useConfig(ovnVariant(1).config(d))
+	cfg := ovnVariant(1).config(d)
+	if !strings.Contains(cfg, `"tcp:192.0.2.1:6642"`) {
+		t.Fatalf("the OVN variant's remote moved:\n%s", cfg)
+	}
+	b.useConfig(strings.Replace(cfg, `"tcp:192.0.2.1:6642"`, `"`+sb.Endpoint()+`"`, 1))
 	b.initSim()
 	if rep := upReport(t, b); rep.Error != "" {
 		t.Fatalf("up: %s", rep.Error)
@@ -226,5 +242,26 @@ func TestOVNStatusValidate(t *testing.T) {
 	}
 	if _, ok := pass["ovs/port/bond0"]; ok {
 		t.Errorf("validate wants bond0 as a bridge port: %+v", rep)
+	}
+	for _, n := range []string{"ovn/southbound", "ovn/chassis", "ovn/port/lsp-vf01", "ovn/port/lsp-vm1"} {
+		if _, ok := pass[n]; !ok {
+			t.Errorf("%s does not pass: %+v", n, rep)
+		}
+	}
+	sb.AddChassis("chassis-2", "geneve", "192.0.2.12")
+	sb.Bind("lsp-vf01", "", false)
+	sb.Bind("lsp-vf01", "chassis-2", true)
+	// (chassis-2 also wants a tunnel port and a resolved neighbour: the
+	// simulated ovn-controller makes no tunnels; those checks fail too.)
+	fail := checksBy(b.validateJSON(1), validate.Fail)
+	if !strings.Contains(fail["ovn/port/lsp-vf01"].Detail, "bound to another chassis, chassis-2") {
+		t.Errorf("lsp-vf01 bound to chassis-2: validate fails %v, want ovn/port/lsp-vf01 naming chassis-2", names(fail))
+	}
+	if _, ok := fail["ovn/port/lsp-vm1"]; ok {
+		t.Errorf("lsp-vm1, still bound here, fails: %v", fail["ovn/port/lsp-vm1"])
+	}
+	problems, _ := b.statusProblems(4, "lag0")
+	if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, "ovn/port/lsp-vf01: ") }) {
+		t.Errorf("lsp-vf01 bound to chassis-2: status problems %v", problems)
 	}
 }
