@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,32 +73,51 @@ func (b *bed) ifaceIDs() string {
 // config's MAC), journaled in the domain's journal; release puts back the
 // Interface's keys exactly as they were (the prior iface-id and
 // iface-status, attached-mac and vm-uuid absent again, a key vflag never
-// sets untouched).
+// sets untouched). A representor whose port is missing is added, bound,
+// and removed again at release.
 func TestOVNBindPrepareRelease(t *testing.T) {
-	b, prior := newOVNBed(t)
-	ctx := context.Background()
-	if err := Run(ctx, b.opts("prepare", "begin")); err != nil {
-		t.Fatalf("prepare: %v", err)
-	}
-	want := `{attached-mac="52:54:00:10:00:01", iface-id=lsp-a, iface-status=active, other=keep, vflag-owner=lag0, vm-uuid="` + vmAUUID + `"}`
-	if got := b.ifaceIDs(); got != want {
-		t.Fatalf("after prepare: external_ids %s, want %s", got, want)
-	}
-	var kinds []string
-	for _, e := range b.journal("vm-a") {
-		kinds = append(kinds, e.Kind)
-	}
-	if !strings.Contains(strings.Join(kinds, " "), "ovn.bind") {
-		t.Fatalf("the binding is not in the domain's journal: %v", kinds)
-	}
-	if err := Run(ctx, b.opts("release", "end")); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	if got := b.ifaceIDs(); got != prior {
-		t.Fatalf("after release: external_ids %s, want as before %s", got, prior)
-	}
-	if _, err := os.Stat(b.dir("vm-a")); !os.IsNotExist(err) {
-		t.Errorf("hook journal directory left after release: %v", err)
+	for _, tc := range []struct {
+		name    string
+		delPort bool
+	}{
+		{"port on br-int", false},
+		{"port missing", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, prior := newOVNBed(t)
+			want := `{attached-mac="52:54:00:10:00:01", iface-id=lsp-a, iface-status=active, other=keep, vflag-owner=lag0, vm-uuid="` + vmAUUID + `"}`
+			if tc.delPort {
+				b.srv.MustVsctl("del-port", "br-int", b.rep)
+				want = `{attached-mac="52:54:00:10:00:01", iface-id=lsp-a, iface-status=active, vflag-owner=lag0, vm-uuid="` + vmAUUID + `"}`
+			}
+			ctx := context.Background()
+			if err := Run(ctx, b.opts("prepare", "begin")); err != nil {
+				t.Fatalf("prepare: %v", err)
+			}
+			if got := b.ifaceIDs(); got != want {
+				t.Fatalf("after prepare: external_ids %s, want %s", got, want)
+			}
+			var kinds []string
+			for _, e := range b.journal("vm-a") {
+				kinds = append(kinds, e.Kind)
+			}
+			if !strings.Contains(strings.Join(kinds, " "), "ovn.bind") {
+				t.Fatalf("the binding is not in the domain's journal: %v", kinds)
+			}
+			if err := Run(ctx, b.opts("release", "end")); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if tc.delPort {
+				if ports := b.srv.MustVsctl("list-ports", "br-int"); slices.Contains(strings.Fields(ports), b.rep) {
+					t.Fatalf("release left port %s on br-int: %s", b.rep, ports)
+				}
+			} else if got := b.ifaceIDs(); got != prior {
+				t.Fatalf("after release: external_ids %s, want as before %s", got, prior)
+			}
+			if _, err := os.Stat(b.dir("vm-a")); !os.IsNotExist(err) {
+				t.Errorf("hook journal directory left after release: %v", err)
+			}
+		})
 	}
 }
 
