@@ -3,7 +3,10 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	lmodel "github.com/ovn-kubernetes/libovsdb/model"
@@ -373,38 +376,70 @@ func (c *Client) Bridge(ctx context.Context, name string) (BridgeSettings, error
 //
 //	ovs-vsctl set Interface $iface external_ids:$key=$value   (remove Interface $iface external_ids $key)
 func (c *Client) SetInterfaceID(ctx context.Context, iface, key string, value *string) error {
-	if iface == "" || key == "" {
+	if key == "" {
 		return fmt.Errorf("ovs: set interface external_ids: empty interface or key")
+	}
+	return c.SetInterfaceIDs(ctx, iface, map[string]*string{key: value})
+}
+
+// SetInterfaceIDs sets several external_ids keys of the Interface named
+// iface in one transaction: each key to *value, a nil value removing the
+// key; guarded by the interface still having that name. An interface that
+// does not exist is no error; keys already as wanted are not written.
+//
+//	ovs-vsctl set Interface $iface external_ids:$k1=$v1 ... -- remove Interface $iface external_ids $k2 ...
+func (c *Client) SetInterfaceIDs(ctx context.Context, iface string, values map[string]*string) error {
+	what := "external_ids:" + strings.Join(slices.Sorted(maps.Keys(values)), ",")
+	if iface == "" || len(values) == 0 {
+		return fmt.Errorf("ovs: set interface external_ids: empty interface or keys")
+	}
+	for k := range values {
+		if k == "" {
+			return fmt.Errorf("ovs: set interface external_ids: empty key")
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st, err := c.readWhere(ctx, view{model.OpenvSwitchTable: {"_uuid"}, model.InterfaceTable: ifaceIDsView[model.InterfaceTable]},
 		map[string][]ovsdb.Condition{model.InterfaceTable: {ovsdb.NewCondition("name", ovsdb.ConditionEqual, iface)}})
 	if err != nil {
-		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, err)
+		return fmt.Errorf("ovs: set %s of %s: %w", what, iface, err)
 	}
 	f := st.ifaces[iface]
 	if f == nil {
 		return nil
 	}
-	if cur, ok := f.ExternalIDs[key]; (value == nil && !ok) || (value != nil && ok && cur == *value) {
+	var del []string
+	ins := map[string]string{}
+	for k, v := range values {
+		cur, ok := f.ExternalIDs[k]
+		if (v == nil && !ok) || (v != nil && ok && cur == *v) {
+			continue
+		}
+		del = append(del, k)
+		if v != nil {
+			ins[k] = *v
+		}
+	}
+	if len(del) == 0 {
 		return nil
 	}
+	sort.Strings(del)
 	uuid := f.UUID
 	t := &txn{}
 	t.add(-1, func(api client.API) ([]ovsdb.Operation, error) {
 		m := &model.Interface{}
-		muts := []lmodel.Mutation{{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationDelete, Value: []string{key}}}
-		if value != nil {
-			muts = append(muts, lmodel.Mutation{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{key: *value}})
+		muts := []lmodel.Mutation{{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationDelete, Value: del}}
+		if len(ins) > 0 {
+			muts = append(muts, lmodel.Mutation{Field: &m.ExternalIDs, Mutator: ovsdb.MutateOperationInsert, Value: ins})
 		}
 		return guarded(2)(api.WhereAll(m, is(&m.UUID, uuid), is(&m.Name, iface)).Mutate(m, muts...))
 	})
 	if st.root == nil {
-		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, errNoRoot)
+		return fmt.Errorf("ovs: set %s of %s: %w", what, iface, errNoRoot)
 	}
 	if err := c.commit(ctx, t, st.root.UUID); err != nil {
-		return fmt.Errorf("ovs: set external_ids:%s of %s: %w", key, iface, err)
+		return fmt.Errorf("ovs: set %s of %s: %w", what, iface, err)
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/vflag/vflag/internal/status"
 	"github.com/vflag/vflag/internal/testbed"
 	"github.com/vflag/vflag/internal/validate"
 	"github.com/vflag/vflag/ovs/ovnsb/sbtest"
@@ -263,5 +265,81 @@ func TestOVNStatusValidate(t *testing.T) {
 	problems, _ := b.statusProblems(4, "lag0")
 	if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, "ovn/port/lsp-vf01: ") }) {
 		t.Errorf("lsp-vf01 bound to chassis-2: status problems %v", problems)
+	}
+}
+
+// TestOVNHookLifecycle: the qemu hook in an OVN group binds like up. After
+// up, vm1's prepare (its XML as libvirt passes it) finds vm1's port bound
+// as up bound it: nothing journaled. With the binding removed (as a
+// release leaves it), prepare binds it again with vm1's UUID, an up then
+// changes nothing (up and the hook agree), release removes exactly the
+// keys it set, and down leaves the host as before up.
+func TestOVNHookLifecycle(t *testing.T) {
+	d := startDaemons(t)
+	d.startOVN(t)
+	d.virt.DefineDomain(t, "vm2")
+	b := newBed(t, d, "")
+	b.useConfig(ovnVariant(1).config(d))
+	b.initSim()
+	baseline := b.fullDump()
+	if rep := upReport(t, b); rep.Error != "" {
+		t.Fatalf("up: %s", rep.Error)
+	}
+	xml := b.virt.DomainXML(t, "vm1")
+	if !strings.Contains(xml, "<uuid>") || !strings.Contains(xml, "hostdev") {
+		t.Fatalf("vm1's XML lacks its UUID or its VF:\n%s", xml)
+	}
+	bound := b.ovs.Dump()
+	const binding = `iface-id="lsp-vm1", iface-status="active", ovn-installed="true", vm-uuid="`
+	if !strings.Contains(bound, binding) {
+		t.Fatalf("up did not bind vm1's port:\n%s", bound)
+	}
+	hook := func(op, sub string) {
+		t.Helper()
+		if out, errs, code := b.hook(nil, "vm1", op, sub, xml); code != 0 {
+			t.Fatalf("hook %s %s: exit %d\n%s\n%s", op, sub, code, out, errs)
+		}
+	}
+	hook("prepare", "begin")
+	if b.hookStateExists("vm1") {
+		t.Fatalf("prepare changed up's binding (the hook journaled changes):\n%s", b.ovs.Dump())
+	}
+	hook("release", "end")
+
+	var hs status.HostStatus
+	if err := json.Unmarshal([]byte(b.statusAny("-o", "json")), &hs); err != nil {
+		t.Fatal(err)
+	}
+	rep0 := ""
+	for _, v := range hs.Groups[0].VFs {
+		if v.PCI == "0000:61:00.2" {
+			rep0 = v.Representor
+		}
+	}
+	b.ovs.MustVsctl("remove", "Interface", rep0, "external_ids", "iface-id", "attached-mac", "vm-uuid", "iface-status")
+	unbound := b.ovs.Dump()
+	if strings.Contains(unbound, `iface-id="lsp-vm1"`) {
+		t.Fatalf("binding not removed:\n%s", unbound)
+	}
+	hook("prepare", "begin")
+	if got := b.ovs.Dump(); !strings.Contains(got, `iface-id="lsp-vm1", iface-status="active"`) || !b.hookStateExists("vm1") {
+		t.Fatalf("prepare did not bind vm1's port (journal %v):\n%s", b.hookStateExists("vm1"), got)
+	}
+	if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
+		t.Errorf("up after the hook's prepare changed %v", again)
+	}
+	if got := b.ovs.Dump(); !strings.Contains(got, binding) || got != bound {
+		t.Errorf("after prepare and up the OVSDB is not as up made it:\n%s", testbed.LineDiff(bound, got, 10))
+	}
+	hook("release", "end")
+	if b.hookStateExists("vm1") {
+		t.Error("the hook's journal is left after release")
+	}
+	if got := b.ovs.Dump(); strings.Contains(got, `iface-id="lsp-vm1"`) {
+		t.Errorf("release left the binding:\n%s", got)
+	}
+	b.mustVflag(0, "down")
+	if got := b.fullDump(); got != baseline {
+		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
 	}
 }

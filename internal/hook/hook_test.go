@@ -67,14 +67,23 @@ type bed struct {
 	simDir string
 	state  string
 	rep    string // representor of VF 1 of ens1f0np0
+	uuid   string // the domain XML's <uuid> ("": none)
 }
 
 // newBed is a simulated host after up, with VF 1's representor port
 // removed from the bridge (the hook must add it back).
 func newBed(t *testing.T) *bed {
+	b := upBed(t, testConfig)
+	b.srv.MustVsctl("del-port", "br-lag", b.rep)
+	return b
+}
+
+// upBed is a simulated host after up with the config text; rep is VF 1's
+// representor.
+func upBed(t *testing.T, text string) *bed {
 	srv := ovstest.Start(t)
 	dir := t.TempDir()
-	cfg, err := config.Parse([]byte(testbed.PointConfig(testConfig, srv.Endpoint(), "qemu:///none", srv.Netns())))
+	cfg, err := config.Parse([]byte(testbed.PointConfig(text, srv.Endpoint(), "qemu:///none", srv.Netns())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +115,6 @@ func newBed(t *testing.T) *bed {
 		t.Fatalf("representors: %v %v", reps, err)
 	}
 	b.rep = reps[1]
-	srv.MustVsctl("del-port", "br-lag", b.rep)
 	return b
 }
 
@@ -129,7 +137,11 @@ func (b *bed) optsFor(name, op, sub string) Options {
 		esc.Reset()
 		esc.WriteString("unnamed")
 	}
-	xml := `<domain type='kvm'><name>` + esc.String() + `</name><devices>
+	uuid := ""
+	if b.uuid != "" {
+		uuid = "<uuid>" + b.uuid + "</uuid>"
+	}
+	xml := `<domain type='kvm'><name>` + esc.String() + `</name>` + uuid + `<devices>
     <interface type='hostdev' managed='yes'>
       <mac address='` + domMAC + `'/>
       <source><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x3'/></source>

@@ -29,6 +29,8 @@ type preparer struct {
 	// The domain's devices looked up so far (managed).
 	vfs   map[sriov.Addr]managedVF
 	notVF map[sriov.Addr]bool
+	// The domain's name and UUID (its XML's): an OVN port's vm-uuid.
+	domain, uuid string
 }
 
 func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, nameErr error) error {
@@ -50,7 +52,8 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 		return err
 	}
 	defer h.Close()
-	p := &preparer{o: o, e: pipeline.New(cfg, h, o.Log), h: h, vfs: map[sriov.Addr]managedVF{}, notVF: map[sriov.Addr]bool{}}
+	p := &preparer{o: o, e: pipeline.New(cfg, h, o.Log), h: h, vfs: map[sriov.Addr]managedVF{}, notVF: map[sriov.Addr]bool{},
+		domain: d.Name, uuid: d.UUID}
 	p.index(cfg, j, jErr)
 	if len(p.cfgPFs) == 0 && len(p.journalPFs) == 0 {
 		return nil
@@ -129,7 +132,8 @@ func hostConflict(m managedVF) error {
 // prepareVF makes one VF's host side ready: the PF up, then, in
 // switchdev, the representor found and set up, the VF's MAC, and the
 // representor's port in the bridge (its read runs beside the MAC's
-// journaled write).
+// journaled write), then, for a VF an attachment with ovn_port gives to
+// the domain, the port's OVN binding (ovnBind).
 func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTask) error {
 	k := p.h.Kernel
 	if err := hostConflict(m); err != nil {
@@ -181,7 +185,29 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 			want.Tag, want.VLANMode, want.Trunks = sb.VLAN, sb.VLANMode, sb.Trunks
 		}
 	}
-	return p.ensurePort(ctx, m, want, reads)
+	if err := p.ensurePort(ctx, m, want, reads); err != nil {
+		return err
+	}
+	return p.ovnBind(ctx, m, rep)
+}
+
+// ovnBind binds the representor rep of m's VF to its logical port in a
+// group with ovn, where an attachment with ovn_port gives the VF to this
+// domain: the Interface's iface-id, attached-mac (the config's MAC of the
+// VF), vm-uuid (the domain's UUID, from its XML) and iface-status=active,
+// as up's bridge step sets them (pipeline.OVNBindFor), through the domain's
+// journal: release puts back what was there before, and a binding up made
+// already is no change (nothing journaled, nothing released).
+func (p *preparer) ovnBind(ctx context.Context, m managedVF, rep string) error {
+	k, ok := m.key()
+	if !ok || m.Group.OVN == nil {
+		return nil
+	}
+	want, ok := pipeline.OVNBindFor(m.Group, k, p.domain, p.uuid)
+	if !ok {
+		return nil
+	}
+	return p.do(ctx, p.e.OVNBindStep(p.h.OVSDB, rep, want))
 }
 
 // representorUp finds the representor of m's VF on its PF, in switchdev,

@@ -93,6 +93,7 @@ var Kinds = []Kind{
 	declare[tcBlockRecord](tcBlockKind{}),
 	declare[ovnSSLRecord](ovnSSLKind{}),
 	declare[ovnIDRecord](ovnIDKind{}),
+	declare[ovnBindRecord](ovnBindKind{}),
 	declare[attachRecord](attachKind{}),
 	declare[networkRecord](networkKind{}),
 	declare[ovsPortRecord](ovsPortKind{}),
