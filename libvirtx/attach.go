@@ -81,26 +81,9 @@ func (d defPlan) pcie() int {
 // definition only; the running domain keeps its devices until it restarts.
 func planDef(v view, n norm, where string, replace bool) (defPlan, error) {
 	var p defPlan
-	if v.hasHostdev(n.PCI) {
-		return p, fmt.Errorf("the %s definition has a <hostdev> with this PCI address that vflag did not create; not touching it", where)
-	}
-	found := v.ifacesFor(n.PCI)
-	for _, i := range found {
-		if !v.owned(i) {
-			return p, fmt.Errorf("the %s definition has an <interface type='hostdev'> with this PCI address (mac %s) that vflag did not attach; not touching it", where, i.mac)
-		}
-	}
-	if len(found) > 1 {
-		return p, fmt.Errorf("the %s definition has %d interfaces with this PCI address", where, len(found))
-	}
-	c, claimed := v.claimFor(n.PCI)
-	if claimed && len(found) == 1 {
-		if c.Owner != n.Owner {
-			return p, fmt.Errorf("vflag attached it for LAG group %q, not %q", c.Owner, n.Owner)
-		}
-		if c.MAC != n.MAC {
-			return p, fmt.Errorf("vflag attached it with MAC %s, want %s; detach it first", c.MAC, n.MAC)
-		}
+	found, c, claimed, err := vflagsAt(v, n, where)
+	if err != nil {
+		return p, err
 	}
 	alias := ""
 	if n.Migratable {
@@ -141,32 +124,8 @@ func planDef(v view, n norm, where string, replace bool) (defPlan, error) {
 		vfWhat = fmt.Sprintf("VF %s (mac %s, group %s) as the transient of %s", n.PCI, n.MAC, n.Owner, alias)
 	}
 	if alias != "" {
-		sbXML, err := StandbyXML(n.MAC, n.Standby)
-		if err != nil {
+		if err := p.planStandby(n, alias, sb, haveSB, replace); err != nil {
 			return p, err
-		}
-		sbWhat := fmt.Sprintf("standby %s (virtio on %s%s)", alias, n.Standby.Bridge, vlanWords(n.Standby))
-		switch {
-		case !haveSB:
-			p.ops = append(p.ops, devOp{xml: sbXML, what: "attach " + sbWhat, pcie: true, standby: alias})
-		case sb.bridge != n.Standby.Bridge || !sameVLAN(sb.vlan, n.Standby) || !sb.ovs || !sb.virtio:
-			if replace {
-				old, err := sb.def.Marshal()
-				if err != nil {
-					return p, err
-				}
-				// libvirt finds the device by MAC and guest address: the VF
-				// has the MAC too.
-				upd := standbyDef(n.MAC, n.Standby)
-				upd.Address = sb.def.Address
-				x, err := upd.Marshal()
-				if err != nil {
-					return p, err
-				}
-				p.ops = append(p.ops, devOp{update: true, xml: x, old: old, what: "update " + sbWhat})
-			} else {
-				p.notes = append(p.notes, sbWhat+" at the next start")
-			}
 		}
 	}
 	switch {
@@ -198,6 +157,69 @@ func planDef(v view, n norm, where string, replace bool) (defPlan, error) {
 		p.claim = nil // the running domain keeps what it has; its claim too
 	}
 	return p, nil
+}
+
+// vflagsAt is what the definition has at the attachment's PCI address:
+// the VF's interface vflag made (at most one), and vflag's claim on it.
+// Anything there vflag did not make, or made for another group or MAC, is
+// an error: never touched.
+func vflagsAt(v view, n norm, where string) (found []iface, c claim, claimed bool, err error) {
+	if v.hasHostdev(n.PCI) {
+		return nil, c, false, fmt.Errorf("the %s definition has a <hostdev> with this PCI address that vflag did not create; not touching it", where)
+	}
+	found = v.ifacesFor(n.PCI)
+	for _, i := range found {
+		if !v.owned(i) {
+			return nil, c, false, fmt.Errorf("the %s definition has an <interface type='hostdev'> with this PCI address (mac %s) that vflag did not attach; not touching it", where, i.mac)
+		}
+	}
+	if len(found) > 1 {
+		return nil, c, false, fmt.Errorf("the %s definition has %d interfaces with this PCI address", where, len(found))
+	}
+	c, claimed = v.claimFor(n.PCI)
+	if claimed && len(found) == 1 {
+		if c.Owner != n.Owner {
+			return nil, c, false, fmt.Errorf("vflag attached it for LAG group %q, not %q", c.Owner, n.Owner)
+		}
+		if c.MAC != n.MAC {
+			return nil, c, false, fmt.Errorf("vflag attached it with MAC %s, want %s; detach it first", c.MAC, n.MAC)
+		}
+	}
+	return found, c, claimed, nil
+}
+
+// planStandby plans the teaming pair's standby (alias): attached when the
+// definition lacks it; updated in place (replace) when its bridge or VLAN
+// differs, else left for the next start.
+func (p *defPlan) planStandby(n norm, alias string, sb standby, haveSB, replace bool) error {
+	sbXML, err := StandbyXML(n.MAC, n.Standby)
+	if err != nil {
+		return err
+	}
+	sbWhat := fmt.Sprintf("standby %s (virtio on %s%s)", alias, n.Standby.Bridge, vlanWords(n.Standby))
+	switch {
+	case !haveSB:
+		p.ops = append(p.ops, devOp{xml: sbXML, what: "attach " + sbWhat, pcie: true, standby: alias})
+	case sb.bridge != n.Standby.Bridge || !sameVLAN(sb.vlan, n.Standby) || !sb.ovs || !sb.virtio:
+		if !replace {
+			p.notes = append(p.notes, sbWhat+" at the next start")
+			return nil
+		}
+		old, err := sb.def.Marshal()
+		if err != nil {
+			return err
+		}
+		// libvirt finds the device by MAC and guest address: the VF has
+		// the MAC too.
+		upd := standbyDef(n.MAC, n.Standby)
+		upd.Address = sb.def.Address
+		x, err := upd.Marshal()
+		if err != nil {
+			return err
+		}
+		p.ops = append(p.ops, devOp{update: true, xml: x, old: old, what: "update " + sbWhat})
+	}
+	return nil
 }
 
 // vlanWords says a standby's VLAN: ", vlan 10", ", trunks 10,20".
