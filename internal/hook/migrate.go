@@ -392,45 +392,18 @@ func pickVF(o Options, h *host.Host, grp *config.Group, d libvirtx.HookDomain, t
 // markStarted marks the domain's reservations started ("started begin"):
 // they hold until its release, whatever the time.
 func markStarted(ctx context.Context, o Options, domain, uuid string) error {
-	if !hasReservations(o.StateDir) {
-		return nil
-	}
-	res, err := openReservations(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer res.close()
-	all, err := res.live()
-	if err != nil {
-		return err
-	}
-	for _, r := range of(all, domain, uuid) {
+	return eachReservation(ctx, o, domain, uuid, func(res *reservations, r reservation) error {
 		if r.Started {
-			continue
+			return nil
 		}
 		r.Started = true
-		if err := res.write(r); err != nil {
-			return err
-		}
-	}
-	return nil
+		return res.write(r)
+	})
 }
 
 // dropReservations removes the domain's reservations (its release).
 func dropReservations(ctx context.Context, o Options, domain, uuid string) error {
-	if !hasReservations(o.StateDir) {
-		return nil
-	}
-	res, err := openReservations(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer res.close()
-	all, err := res.live()
-	if err != nil {
-		return err
-	}
-	for _, r := range of(all, domain, uuid) {
+	return eachReservation(ctx, o, domain, uuid, func(res *reservations, r reservation) error {
 		path, err := res.path(r.PCI)
 		if err != nil {
 			return err
@@ -439,6 +412,29 @@ func dropReservations(ctx context.Context, o Options, domain, uuid string) error
 			return err
 		}
 		o.Log.Info("migration: VF reservation dropped", "domain", domain, "vf", r.PCI)
+		return nil
+	})
+}
+
+// eachReservation runs fn on each live reservation of the domain, under
+// the reservations' lock; nothing when no reservation was ever made.
+func eachReservation(ctx context.Context, o Options, domain, uuid string, fn func(*reservations, reservation) error) error {
+	if !hasReservations(o.StateDir) {
+		return nil
+	}
+	res, err := openReservations(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer res.close()
+	all, err := res.live()
+	if err != nil {
+		return err
+	}
+	for _, r := range of(all, domain, uuid) {
+		if err := fn(res, r); err != nil {
+			return err
+		}
 	}
 	return nil
 }
