@@ -314,6 +314,20 @@ func newRunner(t *testing.T, h *fakeHost, dir string) *Runner {
 // does (apply.Up), before it reads the file as the next process would.
 var liveJournals sync.Map
 
+// openTestJournal opens dir's journal as a new process would: the previous
+// process on dir ended (its journal flushed), and this one is flushed at
+// the test's end, before its TempDir is removed.
+func openTestJournal(t *testing.T, dir string) *Journal {
+	t.Helper()
+	endRun(t, dir)
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatalf("OpenJournal: %v", err)
+	}
+	endRunWith(t, dir, j)
+	return j
+}
+
 // endRunWith registers j as dir's journal in use, flushed by reopen and at
 // the test's end (before its TempDir is removed).
 func endRunWith(t *testing.T, dir string, j *Journal) {

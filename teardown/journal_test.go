@@ -125,10 +125,7 @@ func TestJournalUnreadable(t *testing.T) {
 
 func TestJournalPersistence(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	add := func(id string) error {
 		return j.update(func(es []Entry) ([]Entry, bool, error) {
 			return append(es, Entry{Kind: "k", ID: id, Record: []byte(`{"a":"b"}`), State: StatePending, Run: "r"}), true, nil
@@ -215,10 +212,7 @@ func TestJournalPersistence(t *testing.T) {
 // is the journal in memory.
 func TestWriteBehindNeverGoesBack(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	const n = 60
 	counter := func(v int) Entry {
 		return Entry{Kind: "ctr", ID: "ctr/0", Record: []byte(strconv.Itoa(v)), State: StateApplied, Run: "r"}

@@ -113,10 +113,7 @@ func lanesUp(ctx context.Context, r *Runner, h *laneHost, groups []string, n int
 // take against one lane is make bench's several-NICs row.)
 func TestLanesRunSideBySide(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	h := &laneHost{v: map[string]string{}, lat: 10 * time.Millisecond, meet: newMeeting(2)}
 	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
 	if err := lanesUp(context.Background(), r, h, []string{"a", "b"}, 4); err != nil {
@@ -165,13 +162,10 @@ func checkReverse(t *testing.T, log []string, g string) {
 // TestLanesFailureRollsBackEveryLane: a failure in one group's middle step
 // stops the other group and rolls back both, once, each in reverse.
 func TestLanesFailureRollsBackEveryLane(t *testing.T) {
-	j, err := OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, t.TempDir())
 	h := &laneHost{v: map[string]string{}, lat: 10 * time.Millisecond}
 	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t), FailAt: "val/b.2"}
-	err = lanesUp(context.Background(), r, h, []string{"a", "b"}, 4)
+	err := lanesUp(context.Background(), r, h, []string{"a", "b"}, 4)
 	if !errors.Is(err, ErrInjected) || !errors.Is(err, ErrRolledBack) {
 		t.Fatalf("err = %v, want the injected failure, rolled back", err)
 	}
@@ -277,10 +271,7 @@ func TestTogetherWithSharedNoDeadlock(t *testing.T) {
 // lane a key's first byte; h's log starts empty after.
 func journaled(t *testing.T, h *laneHost, keys []string) *Journal {
 	t.Helper()
-	j, err := OpenJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, t.TempDir())
 	r := &Runner{Journal: j, Undo: h.undoers(), Log: testLogger(t)}
 	for _, k := range keys {
 		if err := r.Do(context.Background(), h.step(k[:1], k)); err != nil {

@@ -69,10 +69,7 @@ func redoFrom(t *testing.T, h *fakeHost, r *Runner, batches [][]Step, asked *[]R
 // the forward runner's Prior.
 func planPrior(t *testing.T, h *fakeHost, dir string, batches [][]Step) map[string]Capture {
 	t.Helper()
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	pr := &Runner{Journal: j, DryRun: true, Log: testLogger(t)}
 	for _, b := range batches {
 		if err := pr.Do(t.Context(), b...); err != nil {
@@ -378,13 +375,7 @@ func TestSettle(t *testing.T) {
 
 func reopenJournal(t *testing.T, dir string) *Journal {
 	t.Helper()
-	endRun(t, dir)
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	endRunWith(t, dir, j)
-	return j
+	return openTestJournal(t, dir)
 }
 
 // TestRedoBringsBackRemoved: an entry a prune removed whose object a

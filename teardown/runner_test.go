@@ -952,10 +952,7 @@ func TestStopAfterInsideConcurrentBatch(t *testing.T) {
 // "revert: " and the forward summary.
 func TestUndoSummaryReadsBackwards(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	step := func(id, revert string) Step {
 		return Step{Kind: "k", ID: id,
 			Check: func(context.Context) (Change, error) {
@@ -969,10 +966,7 @@ func TestUndoSummaryReadsBackwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dry := range []bool{true, false} {
-		j, err := OpenJournal(dir) // what Revert a reopened journal keeps
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := openTestJournal(t, dir) // what Revert a reopened journal keeps
 		r := &Runner{Journal: j, Undo: undo, DryRun: dry}
 		if err := r.Down(t.Context()); err != nil {
 			t.Fatal(err)
@@ -1007,10 +1001,7 @@ func TestConvergedRecheckFollowsDependsOn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			j, err := OpenJournal(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j := openTestJournal(t, dir)
 			endRunWith(t, dir, j)
 			undo := func(context.Context, json.RawMessage) (string, error) { return "", nil }
 			r := &Runner{Journal: j, Undo: Undoers{"a": undo, "b": undo, "c": undo, "d": undo}, Log: testLogger(t), DependsOn: tc.deps}
@@ -1059,10 +1050,7 @@ func TestPlannedChangeApplied(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			j, err := OpenJournal(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j := openTestJournal(t, dir)
 			endRunWith(t, dir, j)
 			undo := func(context.Context, json.RawMessage) (string, error) { return "", nil }
 			undoers := Undoers{"br": undo, "other": undo, "dep": undo}
@@ -1125,14 +1113,11 @@ func TestPlannedChangeApplied(t *testing.T) {
 // changes stay; Cause gives the step's own error, and leaves others alone.
 func TestCauseBeneathNoRollback(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	endRunWith(t, dir, j)
 	boom := errors.New("boom")
 	r := &Runner{Journal: j, NoRollback: true, Log: testLogger(t), Undo: Undoers{"a": func(context.Context, json.RawMessage) (string, error) { return "", nil }}}
-	err = r.Do(t.Context(), Step{Kind: "a", ID: "a/1",
+	err := r.Do(t.Context(), Step{Kind: "a", ID: "a/1",
 		Check: func(context.Context) (Change, error) { return Change{Needed: true, Record: struct{}{}}, nil },
 		Apply: func(context.Context) error { return boom }})
 	if err == nil || !strings.Contains(err.Error(), "no rollback: this run's changes stay in journal") {
@@ -1151,10 +1136,7 @@ func TestCauseBeneathNoRollback(t *testing.T) {
 // place of the entry's revert, failed or not; "" keeps the revert.
 func TestUndoerSaysWhatItDid(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openTestJournal(t, dir)
 	endRunWith(t, dir, j)
 	type said struct {
 		Said string `json:"said"`
