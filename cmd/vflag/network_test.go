@@ -39,12 +39,16 @@ func (b *bed) point(text string) {
 	b.useConfig(testbed.PointConfig(text, b.ovs.Endpoint(), b.virt.URI(), b.ovs.Netns()))
 }
 
-// networkConfig is the example config with a VF pool for libvirt.
+// networkConfig is the example config with a VF pool for libvirt. The
+// pool takes pf 0 vf 1, whose own vlan goes: a default portgroup would
+// shadow it (config refuses that).
 func networkConfig(t *testing.T, network string) string {
 	t.Helper()
-	cfg := strings.Replace(exampleConfig, "    attachments:\n", network+"    attachments:\n", 1)
-	if cfg == exampleConfig {
-		t.Fatal("example config has no attachments to put the network before")
+	const vf1 = `mac: "52:54:00:10:00:01", vlan: 100}`
+	cfg := strings.Replace(exampleConfig, vf1, `mac: "52:54:00:10:00:01"}`, 1)
+	cfg = strings.Replace(cfg, "    attachments:\n", network+"    attachments:\n", 1)
+	if !strings.Contains(exampleConfig, vf1) || !strings.Contains(cfg, network) {
+		t.Fatal("example config changed: no vf 1 line or no attachments to put the network before")
 	}
 	return cfg
 }

@@ -892,6 +892,7 @@ func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool
 	if n.Migratable != nil {
 		add(np+".migratable", *n.Migratable, "is not a setting of a VF pool: vflag does not write the interfaces of the domains that take a VF from the pool (each names the network itself), so it makes no teaming pair for them; give such a domain the pair in its own XML (a virtio <interface> with <teaming type='persistent'/> and the pool's <interface type='network'> with <teaming type='transient' persistent='ua-...'/>, see the migration guide), or use attachments[].migratable")
 	}
+	shadowedVLANs(g, p, add)
 	names := map[string]int{}
 	defaults := -1
 	for i, pg := range n.Portgroups {
@@ -922,6 +923,43 @@ func validateNetwork(g *Group, p string, switchdev, legacy, pfsOK, numvfsOK bool
 			if len(pg.Trunks) > 0 {
 				add(pp+".trunks", fmt.Sprint(pg.Trunks), "need eswitch switchdev: libvirt puts one access VLAN on a legacy VF")
 			}
+		}
+	}
+}
+
+// shadowedVLANs refuses a vfs[] VLAN setting (vlan, vlan_mode, trunks) on
+// a VF of the pool when the network has a default portgroup: every domain
+// port that holds the VF then takes a portgroup's VLAN (libvirt's, and the
+// network hook's on the representor), so the setting would apply only
+// while no domain uses the VF. Without a default portgroup it is the VLAN
+// of a port that names no portgroup, and is kept.
+func shadowedVLANs(g *Group, p string, add func(string, any, string, ...any)) {
+	def := ""
+	for _, pg := range g.Network.Portgroups {
+		if pg.Default {
+			def = pg.Name
+		}
+	}
+	if def == "" {
+		return
+	}
+	pool := map[VFRef]bool{}
+	for _, r := range g.PoolVFs() {
+		pool[r] = true
+	}
+	for i, v := range g.VFs {
+		if !pool[VFRef{v.PF, v.VF}] {
+			continue
+		}
+		vp := fmt.Sprintf("%s.vfs[%d]", p, i)
+		why := fmt.Sprintf("is shadowed: pf %d vf %d is in the pool of %s.network, whose default portgroup %q gives every domain port that holds it a portgroup's VLAN; set the VLAN in network.portgroups, or take the VF out of the pool (an attachment, or network.vfs without it)", v.PF, v.VF, p, def)
+		switch {
+		case v.VLAN != 0:
+			add(vp+".vlan", v.VLAN, "%s", why)
+		case v.VLANMode != "":
+			add(vp+".vlan_mode", v.VLANMode, "%s", why)
+		case len(v.Trunks) > 0:
+			add(vp+".trunks", fmt.Sprint(v.Trunks), "%s", why)
 		}
 	}
 }

@@ -45,6 +45,13 @@ func TestValidateNetwork(t *testing.T) {
 	if err := withNetwork(legacyConfig(), Network{Portgroups: []Portgroup{{Name: "a", VLAN: 5}}}).Validate(); err != nil {
 		t.Fatalf("valid legacy network refused: %v", err)
 	}
+	// A pool VF's own VLAN is the VLAN of a port that names no portgroup
+	// when there is no default one: kept.
+	unshadowed := withNetwork(validConfig(), Network{Portgroups: []Portgroup{{Name: "a", VLAN: 5}}})
+	unshadowed.Groups[0].VFs = append(unshadowed.Groups[0].VFs, VFConfig{PF: 1, VF: 2, VLAN: 7})
+	if err := unshadowed.Validate(); err != nil {
+		t.Fatalf("pool VF's VLAN without a default portgroup refused: %v", err)
+	}
 	tests := []struct {
 		name  string
 		c     *Config
@@ -76,6 +83,16 @@ func TestValidateNetwork(t *testing.T) {
 		{"trunk VLAN out of range", withNetwork(validConfig(), Network{Portgroups: []Portgroup{{Name: "a", VLANMode: "trunk", Trunks: []int{5000}}}}), "groups[0].network.portgroups[0].trunks[0]", "5000"},
 		{"legacy trunks", withNetwork(legacyConfig(), Network{Portgroups: []Portgroup{{Name: "a", Trunks: []int{5}}}}), "groups[0].network.portgroups[0].trunks", "[5]"},
 		{"legacy vlan_mode", withNetwork(legacyConfig(), Network{Portgroups: []Portgroup{{Name: "a", VLANMode: "trunk"}}}), "groups[0].network.portgroups[0].vlan_mode", "trunk"},
+		{"VLAN a default portgroup shadows", func() *Config {
+			c := withNetwork(validConfig(), Network{Portgroups: []Portgroup{{Name: "a", Default: true, VLAN: 5}}})
+			c.Groups[0].VFs = append(c.Groups[0].VFs, VFConfig{PF: 1, VF: 2, VLAN: 7})
+			return c
+		}(), "groups[0].vfs[1].vlan", "7"},
+		{"trunks a default portgroup shadows", func() *Config {
+			c := withNetwork(validConfig(), Network{Portgroups: []Portgroup{{Name: "a", Default: true, VLAN: 5}}})
+			c.Groups[0].VFs = append(c.Groups[0].VFs, VFConfig{PF: 1, VF: 2, VLANMode: "trunk", Trunks: []int{8}})
+			return c
+		}(), "groups[0].vfs[1].vlan_mode", "trunk"},
 		{"two groups, one network name", func() *Config {
 			c := withNetwork(validConfig(), Network{Name: "pool"})
 			g2 := c.Groups[0]
@@ -100,6 +117,7 @@ func TestValidateNetwork(t *testing.T) {
 
 func TestParseNetwork(t *testing.T) {
 	text := strings.Replace(exampleText(t), "    attachments:", `    network:
+      vfs: [{pf: 0, vf: 2}, {pf: 1, vf: 2}]   # not pf 0 vf 1: its own vlan would be shadowed
       portgroups:
         - {name: tenant-a, vlan: 100, default: true}
         - {name: trunk, vlan_mode: trunk, trunks: [10, 20]}
