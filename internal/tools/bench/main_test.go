@@ -107,7 +107,7 @@ func (m machine) verdicts(regress time.Duration) map[string]string {
 // was missed on the slow one), and 20 ms more CPU work in the no-op path
 // misses the no-op, status and hook targets on both; a down 100 ms of CPU
 // work slower (its extra on the fast machine tripled) misses its target on
-// both. What a run is judged against is the
+// both, and an up whose extra grew by half misses on the fast machine. What a run is judged against is the
 // machine's yardstick, not a figure of another machine.
 func TestVerdictsFollowTheMachine(t *testing.T) {
 	for _, m := range machines {
@@ -125,6 +125,12 @@ func TestVerdictsFollowTheMachine(t *testing.T) {
 			}
 			if st := m.verdicts(100 * time.Millisecond)["down"]; st != "MISS" {
 				t.Errorf("100 ms more CPU in down: %s, want MISS", st)
+			}
+			// What up adds above its bound grown by half (160 ms of
+			// the fast machine's 320) misses where it is largest in
+			// starts, on the fast machine.
+			if st := m.verdicts(160 * time.Millisecond)["up"]; m.name == "fast" && st != "MISS" {
+				t.Errorf("up's extra grown by half: %s, want MISS", st)
 			}
 		})
 	}
