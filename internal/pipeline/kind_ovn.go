@@ -41,12 +41,7 @@ import (
 //	ovs-vsctl set Open_vSwitch . external_ids:$key=$value
 type ovnIDKind struct{}
 
-type ovnIDRecord struct {
-	Endpoint string  `json:"endpoint"`
-	Key      string  `json:"key"`
-	Value    string  `json:"value"`
-	Prior    *string `json:"prior"` // nil: the key was absent
-}
+type ovnIDRecord = rowKeyRecord
 
 func (ovnIDKind) Name() string { return KindOVNExternalIDs }
 
@@ -74,84 +69,12 @@ const (
 // name vflag made (config ovn.system_id absent, Open vSwitch without one).
 const SystemIDFile = "ovn-system-id"
 
-func (k ovnIDKind) id(key string) string { return k.Name() + "/" + key }
-
-// ovnValue is a key's wanted value given the current one (ok: the key is
-// set); persist, when set, is what Apply does before the write (keep a
-// made system-id in the state directory).
-type ovnValue func(cur string, ok bool) (want string, note string, persist func() error, err error)
-
-func fixed(v string) ovnValue {
-	return func(string, bool) (string, string, func() error, error) { return v, "", nil, nil }
+func (k ovnIDKind) step(e *Env, key string, value rowValue) teardown.Step {
+	return rowKeyStep(e, k.Name(), externalIDsColumn, key, value)
 }
 
-func (k ovnIDKind) step(e *Env, key string, value ovnValue) teardown.Step {
-	var (
-		mu      sync.Mutex
-		want    string
-		persist func() error
-	)
-	return teardown.Step{
-		Kind: k.Name(), ID: k.id(key),
-		Check: func(ctx context.Context) (teardown.Change, error) {
-			c, err := e.h.OVS(ctx)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			ids, err := c.ExternalIDs(ctx)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			cur, ok := ids[key]
-			w, note, p, err := value(cur, ok)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			mu.Lock()
-			want, persist = w, p
-			mu.Unlock()
-			if ok && cur == w {
-				return teardown.Change{Summary: fmt.Sprintf("external_ids:%s=%s", key, w)}, nil
-			}
-			r := ovnIDRecord{Endpoint: e.h.OVSDB, Key: key, Value: w}
-			if ok {
-				r.Prior = &cur
-			}
-			return teardown.Change{Needed: true, Record: r,
-				Summary: fmt.Sprintf("external_ids:%s %s -> %s%s", key, orDash(cur), w, note),
-				Revert:  fmt.Sprintf("external_ids:%s %s -> %s", key, w, orDash(cur))}, nil
-		},
-		Apply: func(ctx context.Context) error {
-			mu.Lock()
-			w, p := want, persist
-			mu.Unlock()
-			if p != nil {
-				if err := p(); err != nil {
-					return err
-				}
-			}
-			c, err := e.h.OVS(ctx)
-			if err != nil {
-				return err
-			}
-			return c.SetExternalID(ctx, key, &w, nil)
-		},
-	}
-}
-
-// Undo puts the prior value back (removes a key that was absent),
-// unconditionally: the journal keeps the record of the first change, and
-// a later up may have set another value (a new remote) since.
 func (ovnIDKind) Undo(ctx context.Context, e *Env, r ovnIDRecord) (string, error) {
-	c, done, err := e.ovsAt(ctx, r.Endpoint)
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	if err := c.SetExternalID(ctx, r.Key, r.Prior, nil); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("external_ids:%s -> %s", r.Key, orDash(deref(r.Prior))), nil
+	return undoRowKey(ctx, e, externalIDsColumn, r)
 }
 
 // ovnSSLKind puts an ssl: remote's files in the Open_vSwitch database's
@@ -271,27 +194,27 @@ func (e *Env) stateDir() string {
 // systemID is the chassis name's value: the config's; else the one Open
 // vSwitch has (left as it is); else the one vflag made before (kept in
 // the state directory); else a new one, which Apply keeps there first.
-func (e *Env) systemID(o *config.OVN) ovnValue {
-	return func(cur string, ok bool) (string, string, func() error, error) {
+func (e *Env) systemID(o *config.OVN) rowValue {
+	return func(cur string, ok bool, _ map[string]string) (string, string, func() error, string, error) {
 		if o.SystemID != "" {
-			return o.SystemID, "", nil, nil
+			return o.SystemID, "", nil, "", nil
 		}
 		if ok && cur != "" {
-			return cur, "", nil, nil
+			return cur, "", nil, "", nil
 		}
 		dir := e.stateDir()
 		if dir != "" {
 			b, err := os.ReadFile(filepath.Join(dir, SystemIDFile))
 			if err == nil && strings.TrimSpace(string(b)) != "" {
-				return strings.TrimSpace(string(b)), " (kept in " + filepath.Join(dir, SystemIDFile) + ")", nil, nil
+				return strings.TrimSpace(string(b)), " (kept in " + filepath.Join(dir, SystemIDFile) + ")", nil, "", nil
 			}
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return "", "", nil, fmt.Errorf("read the chassis name vflag made: %w", err)
+				return "", "", nil, "", fmt.Errorf("read the chassis name vflag made: %w", err)
 			}
 		}
 		id := e.newSystemID()
 		if dir == "" {
-			return id, " (made now)", nil, nil
+			return id, " (made now)", nil, "", nil
 		}
 		path := filepath.Join(dir, SystemIDFile)
 		return id, " (made now, kept in " + path + ")", func() error {
@@ -299,7 +222,7 @@ func (e *Env) systemID(o *config.OVN) ovnValue {
 				return fmt.Errorf("%s appeared since the check: run up again", path)
 			}
 			return atomicfile.WriteFile(path, []byte(id+"\n"), 0o644)
-		}, nil
+		}, "", nil
 	}
 }
 

@@ -24,12 +24,7 @@ import (
 //	ovs-vsctl set Open_vSwitch . other_config:$key=$value
 type ovsConfigKind struct{}
 
-type ovsConfigRecord struct {
-	Endpoint string  `json:"endpoint"`
-	Key      string  `json:"key"`
-	Value    string  `json:"value"`
-	Prior    *string `json:"prior"` // nil: the key was absent
-}
+type ovsConfigRecord = rowKeyRecord
 
 func (ovsConfigKind) Name() string        { return "ovs.other-config" }
 func (ovsConfigKind) DependsOn() []string { return nil }
@@ -40,59 +35,19 @@ const (
 	OVSKeyMaxIdle  = "max-idle"
 )
 
-func (k ovsConfigKind) id(key string) string { return k.Name() + "/" + key }
-
 func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
-	return teardown.Step{
-		Kind: k.Name(), ID: k.id(key),
-		Check: func(ctx context.Context) (teardown.Change, error) {
-			c, err := e.h.OVS(ctx)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			oc, err := c.OtherConfig(ctx)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			cur, ok := oc[key]
-			if ok && cur == value {
-				return teardown.Change{Summary: fmt.Sprintf("other_config:%s=%s", key, value)}, nil
-			}
-			if key == OVSKeyTCPolicy && oc[ovs.HWOffloadKey] == "true" {
-				e.log.Warn("tc-policy differs but hw-offload is already on: changing it needs a restart of ovs-vswitchd; vflag never restarts OVS",
-					"tc-policy", orDash(cur), "want", value)
-				return teardown.Change{Summary: fmt.Sprintf("other_config:%s %s left alone: hw-offload is on, %s needs a restart of ovs-vswitchd", key, orDash(cur), value)}, nil
-			}
-			r := ovsConfigRecord{Endpoint: e.h.OVSDB, Key: key, Value: value}
-			if ok {
-				r.Prior = &cur
-			}
-			return teardown.Change{Needed: true, Record: r,
-				Summary: fmt.Sprintf("other_config:%s %s -> %s", key, orDash(cur), value),
-				Revert:  fmt.Sprintf("other_config:%s %s -> %s", key, value, orDash(cur))}, nil
-		},
-		Apply: func(ctx context.Context) error {
-			c, err := e.h.OVS(ctx)
-			if err != nil {
-				return err
-			}
-			return c.SetOtherConfig(ctx, key, &value, nil)
-		},
-	}
+	return rowKeyStep(e, k.Name(), otherConfigColumn, key, func(cur string, ok bool, row map[string]string) (string, string, func() error, string, error) {
+		if key == OVSKeyTCPolicy && (!ok || cur != value) && row[ovs.HWOffloadKey] == "true" {
+			e.log.Warn("tc-policy differs but hw-offload is already on: changing it needs a restart of ovs-vswitchd; vflag never restarts OVS",
+				"tc-policy", orDash(cur), "want", value)
+			return value, "", nil, fmt.Sprintf("other_config:%s %s left alone: hw-offload is on, %s needs a restart of ovs-vswitchd", key, orDash(cur), value), nil
+		}
+		return value, "", nil, "", nil
+	})
 }
 
 func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) (string, error) {
-	c, done, err := e.ovsAt(ctx, r.Endpoint)
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	// Unconditional: the journal keeps the record of the first change, and a
-	// later up may have set another value (max-idle changed live) since.
-	if err := c.SetOtherConfig(ctx, r.Key, r.Prior, nil); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("other_config:%s -> %s", r.Key, orDash(deref(r.Prior))), nil
+	return undoRowKey(ctx, e, otherConfigColumn, r)
 }
 
 // ovsConfig: the global other_config keys of the group's ovs: section,
