@@ -342,13 +342,14 @@ func (run *groupRun) ovnBindings() map[VFKey]ovnBinding {
 }
 
 // ovnBind is the Interface external_ids of VF k's representor in an OVN
-// group: its binding (ovs.PortSpec.Bind), an empty map for a VF that
-// none binds (its keys removed), nil outside OVN (left alone).
-func (run *groupRun) ovnBind(k VFKey) map[string]string {
+// group, given the group's bindings (ovnBindings, read once for all its
+// VFs): its binding (ovs.PortSpec.Bind), an empty map for a VF that none
+// binds (its keys removed), nil outside OVN (left alone).
+func (run *groupRun) ovnBind(bindings map[VFKey]ovnBinding, k VFKey) map[string]string {
 	if run.g.OVN == nil {
 		return nil
 	}
-	b, ok := run.ovnBindings()[k]
+	b, ok := bindings[k]
 	if !ok {
 		return map[string]string{}
 	}
