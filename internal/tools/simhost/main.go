@@ -4,20 +4,25 @@
 // config's sim.mirror_netns names (there vflag mirrors the simulated
 // netdevs, so ovs-vswitchd can open them), and a private libvirtd with
 // every domain the config's attachments name, defined and shut off, which
-// sees the sim NICs' VF addresses as SR-IOV VFs (for VF pools).
+// sees the sim NICs' VF addresses as SR-IOV VFs (for VF pools). For a
+// config with an ovn section (ovn.go), also a real OVN: a central
+// (Northbound, Southbound on the unix socket ovn.remote names,
+// ovn-northd) with the config's logical ports, and ovn-controller against
+// the private Open vSwitch.
 //
 //	make simhost CONFIG=my.yaml    # or: simhost -config my.yaml [-sim DIR] [-env FILE]
 //
 // It checks the config first and says what to change: a sim section, its
-// mirror_netns (/run/netns/NAME), and datapath_type netdev where the kernel
-// has no openvswitch module. Once the daemons answer it prints the
-// environment vflag needs and writes it to -env FILE (default
-// vflag-simhost.env next to the config):
+// mirror_netns (/run/netns/NAME), datapath_type netdev where the kernel
+// has no openvswitch module, and an ovn.remote it can serve (unix:PATH).
+// Once the daemons answer it prints the environment vflag needs and
+// writes it to -env FILE (default vflag-simhost.env next to the config):
 //
 //	export VFLAG_CONFIG=/abs/my.yaml
 //	export VFLAG_SIM=/tmp/vflag-simhost-.../sim     the simulated host (--sim)
 //	export VFLAG_OVSDB=unix:/tmp/ovst.../db.sock    OVSDB endpoint (config key ovsdb)
 //	export VFLAG_LIBVIRT=qemu+unix:///system?socket=...
+//	export OVN_RUNDIR=... OVN_NB_DB=... OVN_SB_DB=...  with an ovn section
 //
 // and waits. In another shell, `. vflag-simhost.env` and bin/vflag runs
 // against them. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the daemons,
