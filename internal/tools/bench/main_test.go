@@ -182,10 +182,10 @@ func TestLastInstalled(t *testing.T) {
 	lines := `2026-11-29T11:11:06.341Z|00001|vlog|INFO|opened log file
 2026-11-29T11:11:09.000Z|00010|binding|INFO|Setting lport p1 ovn-installed in OVS
 2026-11-29T11:11:11.990Z|00026|binding|INFO|Claiming lport p1 for this chassis.
-2026-11-29T11:11:12.044Z|00039|binding|INFO|Setting lport p1 ovn-installed in OVS
-2026-11-29T11:11:12.044Z|00040|binding|INFO|Setting lport p1 up in Southbound
-2026-11-29T11:11:12.300Z|00041|binding|INFO|Setting lport other ovn-installed in OVS
-2026-11-29T11:11:12.500Z|00042|binding|INFO|Setting lport p2 ovn-installed in OVS
+2026-11-29T11:11:12.500Z|00039|binding|INFO|Setting lport p2 ovn-installed in OVS
+2026-11-29T11:11:12.800Z|00040|binding|INFO|Setting lport p1 ovn-installed in OVS
+2026-11-29T11:11:12.800Z|00041|binding|INFO|Setting lport p1 up in Southbound
+2026-11-29T11:11:12.900Z|00042|binding|INFO|Setting lport other ovn-installed in OVS
 2026-11-29T11:11:13.000Z|00043|binding|INFO|Setting lport p1 ovn-installed in OVS
 `
 	if err := os.WriteFile(log, []byte(lines), 0o600); err != nil {
@@ -193,8 +193,8 @@ func TestLastInstalled(t *testing.T) {
 	}
 	since := time.Date(2026, 11, 29, 11, 11, 10, 0, time.UTC)
 	got, err := lastInstalled(log, since, []string{"p1", "p2"})
-	if err != nil || got != 2500*time.Millisecond {
-		t.Errorf("lastInstalled = %v, %v; want 2.5s (p2's line)", got, err)
+	if err != nil || got != 2800*time.Millisecond {
+		t.Errorf("lastInstalled = %v, %v; want 2.8s (p1's first line after the start)", got, err)
 	}
 	if _, err := lastInstalled(log, since, []string{"p1", "p3"}); err == nil || !strings.Contains(err.Error(), "no ovn-installed for p3") {
 		t.Errorf("a port never installed: %v", err)
