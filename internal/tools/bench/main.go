@@ -872,15 +872,21 @@ func (b *bencher) scaling() {
 // or an Ansible pass meets it, not one whose switch is still busy with
 // the up before; the wait is logged.
 func (b *bencher) quiesceOVS(what string) {
-	pidText, err := os.ReadFile(filepath.Join(b.srv.Dir(), "ovs-vswitchd.pid"))
+	b.quiesce(what, "ovs-vswitchd", filepath.Join(b.srv.Dir(), "ovs-vswitchd.pid"))
+}
+
+// quiesce waits until the daemon whose pid file is pidFile is idle, as
+// quiesceOVS does for ovs-vswitchd.
+func (b *bencher) quiesce(what, daemon, pidFile string) {
+	pidText, err := os.ReadFile(pidFile)
 	if err != nil {
-		b.r.Fatalf("ovs-vswitchd's pid: %v", err)
+		b.r.Fatalf("%s's pid: %v", daemon, err)
 	}
 	stat := "/proc/" + strings.TrimSpace(string(pidText)) + "/stat"
 	ticks := func() int64 {
 		data, err := os.ReadFile(stat)
 		if err != nil {
-			b.r.Fatalf("ovs-vswitchd's CPU: %v", err)
+			b.r.Fatalf("%s's CPU: %v", daemon, err)
 		}
 		// Fields after the command's closing parenthesis: state is 3,
 		// utime 14 and stime 15 (proc(5)).
@@ -900,7 +906,7 @@ func (b *bencher) quiesceOVS(what string) {
 		}
 		last = now
 	}
-	progress(fmt.Sprintf("%s: ovs-vswitchd idle after %s", what, time.Since(start).Round(10*time.Millisecond)))
+	progress(fmt.Sprintf("%s: %s idle after %s", what, daemon, time.Since(start).Round(10*time.Millisecond)))
 }
 
 // settleOVS waits, untimed, until ovs-vswitchd has applied every change

@@ -65,7 +65,10 @@ func (b *bencher) ovnPath() {
 	b.quiesceOVS("up " + name)
 	install := b.ovnInstallYardstick()
 	b.add(judgeExtraOVN("critical path", fmt.Sprintf("up %s, %d ports bound", name, len(lsps)), p, s.upBound(), install, upStarts))
+	// ovn-controller too: it reports the ports up in the Southbound after
+	// their flows are in, and the no-op meets a host at rest.
 	b.quiesceOVS("OVN install yardstick")
+	b.quiesce("OVN install yardstick", "ovn-controller", filepath.Join(ctl.RunDir(), "ovn-controller.pid"))
 	noop, p, fp := s.noopWithFloor("up")
 	b.add(judgeFloor("no-op re-run", fmt.Sprintf("up %s (converged, median of %d)", name, floorRounds), noop, p, fp.String(), noopFactor, true))
 	down := s.vflag("down")
