@@ -85,7 +85,7 @@ func fixed(v string) ovnValue {
 	return func(string, bool) (string, string, func() error, error) { return v, "", nil, nil }
 }
 
-func (k ovnIDKind) step(e *Env, key string, value ovnValue) teardown.Step {
+func (k ovnIDKind) step(e *Env, key string, value ovnValue, row *rootIDs) teardown.Step {
 	var (
 		mu      sync.Mutex
 		want    string
@@ -94,11 +94,7 @@ func (k ovnIDKind) step(e *Env, key string, value ovnValue) teardown.Step {
 	return teardown.Step{
 		Kind: k.Name(), ID: k.id(key),
 		Check: func(ctx context.Context) (teardown.Change, error) {
-			c, err := e.h.OVS(ctx)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			ids, err := c.ExternalIDs(ctx)
+			ids, err := row.get(ctx)
 			if err != nil {
 				return teardown.Change{}, err
 			}
@@ -134,9 +130,47 @@ func (k ovnIDKind) step(e *Env, key string, value ovnValue) teardown.Step {
 			if err != nil {
 				return err
 			}
+			defer row.forget()
 			return c.SetExternalID(ctx, key, &w, nil)
 		},
 	}
+}
+
+// rootIDs is the Open_vSwitch row's external_ids as the checks of one
+// batch of ovnIDKind steps read it: once for all of them (they run
+// together, before any applies; one read instead of one per key, each a
+// round trip to ovsdb-server), again after a step of the batch wrote.
+//
+//	ovs-vsctl get Open_vSwitch . external_ids
+type rootIDs struct {
+	e   *Env
+	mu  sync.Mutex
+	ids map[string]string // nil: not read since the last write
+}
+
+func (r *rootIDs) get(ctx context.Context) (map[string]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids != nil {
+		return r.ids, nil
+	}
+	c, err := r.e.h.OVS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := c.ExternalIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.ids = ids
+	return ids, nil
+}
+
+// forget drops what was read: a step of the batch wrote the row.
+func (r *rootIDs) forget() {
+	r.mu.Lock()
+	r.ids = nil
+	r.mu.Unlock()
 }
 
 // Undo puts the prior value back (removes a key that was absent),
@@ -239,9 +273,10 @@ func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 	if o.SSL != nil {
 		out = append(out, batch{ovnSSLKind{}.step(e, ovs.SSLPaths{PrivateKey: o.SSL.PrivateKey, Certificate: o.SSL.Certificate, CACert: o.SSL.CACert})})
 	}
-	s := []teardown.Step{ovnIDKind{}.step(e, OVNKeySystemID, e.systemID(o))}
+	row := &rootIDs{e: e}
+	s := []teardown.Step{ovnIDKind{}.step(e, OVNKeySystemID, e.systemID(o), row)}
 	if h, err := os.Hostname(); err == nil && h != "" {
-		s = append(s, ovnIDKind{}.step(e, OVNKeyHostname, fixed(h)))
+		s = append(s, ovnIDKind{}.step(e, OVNKeyHostname, fixed(h), row))
 	}
 	for _, kv := range [][2]string{
 		{OVNKeyRemote, o.Remote},
@@ -252,10 +287,10 @@ func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 		{OVNKeySetLocalIP, "true"},
 		{OVNKeyBridge, o.Bridge},
 	} {
-		s = append(s, ovnIDKind{}.step(e, kv[0], fixed(kv[1])))
+		s = append(s, ovnIDKind{}.step(e, kv[0], fixed(kv[1]), row))
 	}
 	if m := o.Mappings(); m != "" {
-		s = append(s, ovnIDKind{}.step(e, OVNKeyBridgeMapping, fixed(m)))
+		s = append(s, ovnIDKind{}.step(e, OVNKeyBridgeMapping, fixed(m), row))
 	}
 	return append(out, s), nil
 }
