@@ -72,7 +72,8 @@ demo: build
 # simhost: the real daemons the simulated host needs, for CONFIG (README "Try it
 # on the simulated host"): a private ovsdb-server/ovs-vswitchd in the network
 # namespace CONFIG's sim.mirror_netns names and a private libvirtd with the
-# domains CONFIG's attachments name; writes the environment for bin/vflag to
+# domains CONFIG's attachments name (with an ovn section, an OVN central with
+# CONFIG's logical ports and ovn-controller, docs/ovn.md); writes the environment for bin/vflag to
 # vflag-simhost.env next to CONFIG and runs until Ctrl-C. In the background
 # (nohup make simhost &), stop it with SIGTERM to make's pid: make passes
 # SIGTERM on to its recipe, SIGINT not (README).

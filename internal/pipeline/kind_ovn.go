@@ -69,8 +69,8 @@ const (
 // name vflag made (config ovn.system_id absent, Open vSwitch without one).
 const SystemIDFile = "ovn-system-id"
 
-func (k ovnIDKind) step(e *Env, key string, value rowValue) teardown.Step {
-	return rowKeyStep(e, k.Name(), externalIDsColumn, key, value)
+func (k ovnIDKind) step(e *Env, key string, value rowValue, row *rowRead) teardown.Step {
+	return rowKeyStep(e, k.Name(), row, key, value)
 }
 
 func (ovnIDKind) Undo(ctx context.Context, e *Env, r ovnIDRecord) (string, error) {
@@ -162,9 +162,10 @@ func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 	if o.SSL != nil {
 		out = append(out, batch{ovnSSLKind{}.step(e, ovs.SSLPaths{PrivateKey: o.SSL.PrivateKey, Certificate: o.SSL.Certificate, CACert: o.SSL.CACert})})
 	}
-	s := []teardown.Step{ovnIDKind{}.step(e, OVNKeySystemID, e.systemID(o))}
+	row := newRowRead(e, externalIDsColumn)
+	s := []teardown.Step{ovnIDKind{}.step(e, OVNKeySystemID, e.systemID(o), row)}
 	if h, err := os.Hostname(); err == nil && h != "" {
-		s = append(s, ovnIDKind{}.step(e, OVNKeyHostname, fixed(h)))
+		s = append(s, ovnIDKind{}.step(e, OVNKeyHostname, fixed(h), row))
 	}
 	for _, kv := range [][2]string{
 		{OVNKeyRemote, o.Remote},
@@ -175,10 +176,10 @@ func (run *groupRun) ovnChassis(context.Context) ([]batch, error) {
 		{OVNKeySetLocalIP, "true"},
 		{OVNKeyBridge, o.Bridge},
 	} {
-		s = append(s, ovnIDKind{}.step(e, kv[0], fixed(kv[1])))
+		s = append(s, ovnIDKind{}.step(e, kv[0], fixed(kv[1]), row))
 	}
 	if m := o.Mappings(); m != "" {
-		s = append(s, ovnIDKind{}.step(e, OVNKeyBridgeMapping, fixed(m)))
+		s = append(s, ovnIDKind{}.step(e, OVNKeyBridgeMapping, fixed(m), row))
 	}
 	return append(out, s), nil
 }
@@ -265,13 +266,14 @@ func (run *groupRun) ovnBindings() map[VFKey]ovnBinding {
 }
 
 // ovnBind is the Interface external_ids of VF k's representor in an OVN
-// group: its binding (ovs.PortSpec.Bind), an empty map for a VF that
-// none binds (its keys removed), nil outside OVN (left alone).
-func (run *groupRun) ovnBind(k VFKey) map[string]string {
+// group, given the group's bindings (ovnBindings, read once for all its
+// VFs): its binding (ovs.PortSpec.Bind), an empty map for a VF that none
+// binds (its keys removed), nil outside OVN (left alone).
+func (run *groupRun) ovnBind(bindings map[VFKey]ovnBinding, k VFKey) map[string]string {
 	if run.g.OVN == nil {
 		return nil
 	}
-	b, ok := run.ovnBindings()[k]
+	b, ok := bindings[k]
 	if !ok {
 		return map[string]string{}
 	}

@@ -359,6 +359,7 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 		spec.Ports = append(spec.Ports, ovs.PortSpec{Name: g.Bond.Name, MTURequest: g.MTU})
 	}
 	spec.Ports = append(spec.Ports, tunnelPortSpecs(g.Group)...)
+	bindings := run.ovnBindings()
 	for _, pf := range g.Owners {
 		for vf := 0; vf < g.NumVFs; vf++ {
 			k := VFKey{pf, vf}
@@ -366,7 +367,7 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 			if pg, held := run.poolPorts[k]; held {
 				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
 			}
-			ps.Bind = run.ovnBind(k)
+			ps.Bind = run.ovnBind(bindings, k)
 			spec.Ports = append(spec.Ports, ps)
 		}
 	}

@@ -35,8 +35,8 @@ const (
 	OVSKeyMaxIdle  = "max-idle"
 )
 
-func (k ovsConfigKind) step(e *Env, key, value string) teardown.Step {
-	return rowKeyStep(e, k.Name(), otherConfigColumn, key, func(cur string, ok bool, row map[string]string) (string, string, func() error, string, error) {
+func (k ovsConfigKind) step(e *Env, key, value string, row *rowRead) teardown.Step {
+	return rowKeyStep(e, k.Name(), row, key, func(cur string, ok bool, row map[string]string) (string, string, func() error, string, error) {
 		if key == OVSKeyTCPolicy && (!ok || cur != value) && row[ovs.HWOffloadKey] == "true" {
 			e.log.Warn("tc-policy differs but hw-offload is already on: changing it needs a restart of ovs-vswitchd; vflag never restarts OVS",
 				"tc-policy", orDash(cur), "want", value)
@@ -55,6 +55,7 @@ func (ovsConfigKind) Undo(ctx context.Context, e *Env, r ovsConfigRecord) (strin
 func (run *groupRun) ovsConfig(context.Context) ([]batch, error) {
 	g := run.g
 	var s []teardown.Step
+	row := newRowRead(run.e, otherConfigColumn)
 	first := func(has func(o *config.OVSConfig) bool) bool {
 		if run.e.cfg == nil {
 			return true
@@ -68,10 +69,10 @@ func (run *groupRun) ovsConfig(context.Context) ([]batch, error) {
 		return true
 	}
 	if g.OVS.TCPolicy != "" && first(func(o *config.OVSConfig) bool { return o.TCPolicy != "" }) {
-		s = append(s, ovsConfigKind{}.step(run.e, OVSKeyTCPolicy, g.OVS.TCPolicy))
+		s = append(s, ovsConfigKind{}.step(run.e, OVSKeyTCPolicy, g.OVS.TCPolicy, row))
 	}
 	if g.OVS.MaxIdle != 0 && first(func(o *config.OVSConfig) bool { return o.MaxIdle != 0 }) {
-		s = append(s, ovsConfigKind{}.step(run.e, OVSKeyMaxIdle, strconv.Itoa(g.OVS.MaxIdle)))
+		s = append(s, ovsConfigKind{}.step(run.e, OVSKeyMaxIdle, strconv.Itoa(g.OVS.MaxIdle), row))
 	}
 	return one(s...), nil
 }

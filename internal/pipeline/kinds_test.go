@@ -101,7 +101,7 @@ func stepCases() []stepCase {
 		{name: ovsBridgeKind{}.Name(), real: true, setup: setupBridge},
 		{name: ovsBridgeKind{}.Name() + " with mtu_request and trunks", real: true, setup: setupBridgeMTUTrunks},
 		{name: ovsConfigKind{}.Name() + " tc-policy", real: true, setup: func(t *testing.T, se *stepEnv) teardown.Step {
-			return ovsConfigKind{}.step(se.Env, OVSKeyTCPolicy, "skip_sw")
+			return ovsConfigKind{}.step(se.Env, OVSKeyTCPolicy, "skip_sw", newRowRead(se.Env, otherConfigColumn))
 		}},
 		{name: ovsConfigKind{}.Name() + " max-idle over a prior value", real: true, setup: setupMaxIdleOverPrior},
 		{name: attachKind{}.Name(), real: true, setup: setupAttach},
@@ -248,7 +248,7 @@ func setupBridgeMTUTrunks(t *testing.T, se *stepEnv) teardown.Step {
 func setupMaxIdleOverPrior(t *testing.T, se *stepEnv) teardown.Step {
 	se.bed.d.ovs.MustVsctl("set", "Open_vSwitch", ".", "other_config:max-idle=10000")
 	t.Cleanup(func() { se.bed.d.ovs.MustVsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle") })
-	return ovsConfigKind{}.step(se.Env, OVSKeyMaxIdle, "2000")
+	return ovsConfigKind{}.step(se.Env, OVSKeyMaxIdle, "2000", newRowRead(se.Env, otherConfigColumn))
 }
 
 func setupAttach(t *testing.T, se *stepEnv) teardown.Step {

@@ -62,8 +62,50 @@ func fixed(v string) rowValue {
 	}
 }
 
-// rowKeyStep is the step of kind that sets key of col to value's want.
-func rowKeyStep(e *Env, kind string, col rowColumn, key string, value rowValue) teardown.Step {
+// rowRead is a column of the Open_vSwitch row as the checks of one batch
+// of rowKey steps read it: once for all of them (they run together,
+// before any applies; one read instead of one per key, each a round trip
+// to ovsdb-server), again after a step of the batch wrote.
+//
+//	ovs-vsctl get Open_vSwitch . $column
+type rowRead struct {
+	e   *Env
+	col rowColumn
+	mu  sync.Mutex
+	row map[string]string // nil: not read since the last write
+}
+
+func newRowRead(e *Env, col rowColumn) *rowRead { return &rowRead{e: e, col: col} }
+
+func (r *rowRead) get(ctx context.Context) (map[string]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.row != nil {
+		return r.row, nil
+	}
+	c, err := r.e.h.OVS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	row, err := r.col.read(c, ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.row = row
+	return row, nil
+}
+
+// forget drops what was read: a step of the batch wrote the row.
+func (r *rowRead) forget() {
+	r.mu.Lock()
+	r.row = nil
+	r.mu.Unlock()
+}
+
+// rowKeyStep is the step of kind that sets key of the column row reads to
+// value's want.
+func rowKeyStep(e *Env, kind string, row *rowRead, key string, value rowValue) teardown.Step {
+	col := row.col
 	var (
 		mu      sync.Mutex
 		want    string
@@ -72,16 +114,12 @@ func rowKeyStep(e *Env, kind string, col rowColumn, key string, value rowValue) 
 	return teardown.Step{
 		Kind: kind, ID: kind + "/" + key,
 		Check: func(ctx context.Context) (teardown.Change, error) {
-			c, err := e.h.OVS(ctx)
+			ids, err := row.get(ctx)
 			if err != nil {
 				return teardown.Change{}, err
 			}
-			row, err := col.read(c, ctx)
-			if err != nil {
-				return teardown.Change{}, err
-			}
-			cur, ok := row[key]
-			w, note, p, leave, err := value(cur, ok, row)
+			cur, ok := ids[key]
+			w, note, p, leave, err := value(cur, ok, ids)
 			if err != nil {
 				return teardown.Change{}, err
 			}
@@ -115,6 +153,7 @@ func rowKeyStep(e *Env, kind string, col rowColumn, key string, value rowValue) 
 			if err != nil {
 				return err
 			}
+			defer row.forget()
 			return col.set(c, ctx, key, &w)
 		},
 	}

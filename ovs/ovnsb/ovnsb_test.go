@@ -133,3 +133,29 @@ func TestEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// A Central's ovn-northd writes the Port_Bindings of the logical ports
+// created in its Northbound (AddSwitch returns once it has), unbound and
+// not up, as Read finds them; the Southbound also answers on a socket
+// added with Listen.
+func TestCentralNorthdWritesBindings(t *testing.T) {
+	t.Parallel()
+	c := sbtest.StartCentral(t)
+	if err := c.AddSwitch("ls0", "p1", "p2"); err != nil {
+		t.Fatal(err)
+	}
+	sock := t.TempDir() + "/sb.sock"
+	if err := c.SB.Listen("punix:" + sock); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := ovnsb.Read(ctx, "unix:"+sock, nil, []string{"p1", "p2", "p3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ovnsb.Binding{"p1": {LogicalPort: "p1", Up: ptr(false)}, "p2": {LogicalPort: "p2", Up: ptr(false)}}
+	if d := cmp.Diff(want, got.Bindings); d != "" {
+		t.Errorf("bindings (-want +got):\n%s", d)
+	}
+}

@@ -75,7 +75,7 @@ func main() {
 	lagAct := flag.Duration("lag-activation", 5*time.Second, "latency: hardware LAG activation (mlx5: up to ~10 s)")
 	skipHW := flag.Bool("skip-hw", false, "skip the runs with hardware latencies (about 4 minutes)")
 	skipOVS := flag.Bool("skip-ovs", false, "skip the OVS stage comparison")
-	only := flag.String("only", "", "run only these sections, comma-separated: critical, several, hook, scaling, ovs, transitions (default: all)")
+	only := flag.String("only", "", "run only these sections, comma-separated: critical, several, hook, scaling, ovs, transitions, ovn (default: all)")
 	reps := flag.Int("reps", 7, "transitions: timed runs of each fast transition (the median is reported)")
 	filter := flag.String("transition", "", "transitions: run only those whose name contains this")
 	slowReps := flag.Int("slow-reps", 1, "transitions: timed runs of the numvfs transition (~16 s each at hardware latencies)")
@@ -90,12 +90,12 @@ func main() {
 	}
 	b := &bencher{r: r, bin: abs, verbose: *verbose,
 		hw: sim.Latency{VFCreate: *vfCreate, ModeChange: *modeChange, LAGActivation: *lagAct}}
-	sections := map[string]bool{"critical": !*skipHW, "several": !*skipHW, "hook": true, "scaling": true, "ovs": !*skipOVS, "transitions": true}
+	sections := map[string]bool{"critical": !*skipHW, "several": !*skipHW, "ovn": !*skipHW, "hook": true, "scaling": true, "ovs": !*skipOVS, "transitions": true}
 	if *only != "" {
 		want := map[string]bool{}
 		for _, name := range strings.Split(*only, ",") {
 			if _, ok := sections[name]; !ok {
-				r.Fatalf("-only: unknown section %q (critical, several, hook, scaling, ovs, transitions)", name)
+				r.Fatalf("-only: unknown section %q (critical, several, hook, scaling, ovs, transitions, ovn)", name)
 			}
 			want[name] = true
 		}
@@ -174,6 +174,11 @@ func (b *bencher) run(sections map[string]bool) int {
 	if sections["transitions"] {
 		b.transitions(b.reps, b.slowReps)
 	}
+	if sections["ovn"] {
+		// Last: its ovn-controller and br-int stay on the shared Open
+		// vSwitch until the end.
+		b.ovnPath()
+	}
 	return b.report(os.Stdout)
 }
 
@@ -209,6 +214,10 @@ type scenario struct {
 	nics      int      // several NICs (multi): that many cards, one group each
 	// tunnel gives the switchdev group a VXLAN tunnel (tunnelConfig).
 	tunnel bool
+	// ovn makes the switchdev group an OVN chassis whose Southbound is
+	// this remote (ovnConfig); env is added to vflag's environment.
+	ovn string
+	env []string
 }
 
 func (b *bencher) scenario(switchdev bool, numvfs int, lat sim.Latency) *scenario {
@@ -235,8 +244,12 @@ func (s *scenario) config() string {
     numvfs: %d
     flow_steering_mode: smfs
     bond: {name: bond0, mode: 802.3ad, miimon: 100, lacp_rate: fast, xmit_hash_policy: layer3+4}
-    ovs: {bridge: br-lag, hw_offload: true, datapath_type: netdev}
 `, s.numvfs)
+		if s.ovn != "" {
+			c.WriteString(s.ovnConfig())
+		} else {
+			c.WriteString("    ovs: {bridge: br-lag, hw_offload: true, datapath_type: netdev}\n")
+		}
 		if s.tunnel {
 			c.WriteString(tunnelConfig)
 		}
@@ -247,10 +260,15 @@ func (s *scenario) config() string {
     numvfs: %d
 `, s.numvfs)
 	}
-	c.WriteString(`    vfs:
+	if s.ovn != "" {
+		c.WriteString(s.ovnVFs())
+	} else {
+		c.WriteString(`    vfs:
       - {pf: 0, vf: 0, mac: "52:54:00:10:00:00"}
       - {pf: 1, vf: 0, mac: "52:54:00:10:01:00"}
-    attachments:
+`)
+	}
+	c.WriteString(`    attachments:
       - {domain: vm1, pf: 0, vf: 0}
       - {domain: vm1, pf: 1, vf: 0}
 `)
@@ -303,6 +321,7 @@ func (s *scenario) downBound() time.Duration {
 // result is one vflag invocation.
 type result struct {
 	wall    time.Duration
+	started time.Time     // when the process was started
 	maxRSS  int64         // KiB
 	cpu     time.Duration // user + system time of the process
 	code    int
@@ -399,12 +418,15 @@ func (s *scenario) vflag(args ...string) result {
 	if len(s.wrap) > 0 { // profiling (transitions, VFLAG_BENCH_WRAP): the wall includes the wrapper's
 		cmd = exec.Command(s.wrap[0], append(append(s.wrap[1:], s.b.bin), all...)...)
 	}
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	t0 := time.Now()
 	err := cmd.Run()
 	wall := time.Since(t0)
-	res := result{wall: wall, stdout: out.String(), stderr: errb.String(), command: strings.Join(args, " ")}
+	res := result{wall: wall, started: t0, stdout: out.String(), stderr: errb.String(), command: strings.Join(args, " ")}
 	if ee, ok := err.(*exec.ExitError); ok {
 		res.code = ee.ExitCode()
 	} else if err != nil {
@@ -850,15 +872,21 @@ func (b *bencher) scaling() {
 // or an Ansible pass meets it, not one whose switch is still busy with
 // the up before; the wait is logged.
 func (b *bencher) quiesceOVS(what string) {
-	pidText, err := os.ReadFile(filepath.Join(b.srv.Dir(), "ovs-vswitchd.pid"))
+	b.quiesce(what, "ovs-vswitchd", filepath.Join(b.srv.Dir(), "ovs-vswitchd.pid"))
+}
+
+// quiesce waits until the daemon whose pid file is pidFile is idle, as
+// quiesceOVS does for ovs-vswitchd.
+func (b *bencher) quiesce(what, daemon, pidFile string) {
+	pidText, err := os.ReadFile(pidFile)
 	if err != nil {
-		b.r.Fatalf("ovs-vswitchd's pid: %v", err)
+		b.r.Fatalf("%s's pid: %v", daemon, err)
 	}
 	stat := "/proc/" + strings.TrimSpace(string(pidText)) + "/stat"
 	ticks := func() int64 {
 		data, err := os.ReadFile(stat)
 		if err != nil {
-			b.r.Fatalf("ovs-vswitchd's CPU: %v", err)
+			b.r.Fatalf("%s's CPU: %v", daemon, err)
 		}
 		// Fields after the command's closing parenthesis: state is 3,
 		// utime 14 and stime 15 (proc(5)).
@@ -878,7 +906,7 @@ func (b *bencher) quiesceOVS(what string) {
 		}
 		last = now
 	}
-	progress(fmt.Sprintf("%s: ovs-vswitchd idle after %s", what, time.Since(start).Round(10*time.Millisecond)))
+	progress(fmt.Sprintf("%s: %s idle after %s", what, daemon, time.Since(start).Round(10*time.Millisecond)))
 }
 
 // settleOVS waits, untimed, until ovs-vswitchd has applied every change

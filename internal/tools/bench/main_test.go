@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,11 @@ func TestBenchCardsCanEnterVFLAG(t *testing.T) {
 	if !strings.Contains(configs["scenario switchdev with a tunnel"], "    tunnel: {type: vxlan") {
 		t.Errorf("the tunnel scenario's config has no tunnel:\n%s", configs["scenario switchdev with a tunnel"])
 	}
+	ovn := &scenario{b: b, switchdev: true, numvfs: 64, ovn: "unix:/sb.sock"}
+	configs["scenario switchdev as an OVN chassis"] = ovn.config()
+	if c := configs["scenario switchdev as an OVN chassis"]; !strings.Contains(c, "    ovn: {remote: unix:/sb.sock") || strings.Count(c, "ovn_port: lsp-p") != 128 || strings.Contains(c, "br-lag") {
+		t.Errorf("the OVN scenario's config lacks its ovn section or its 128 bound ports, or has the VLAN layout's bridge:\n%s", c)
+	}
 	for _, n := range []int{2, 4} {
 		s := &scenario{b: b, switchdev: true, numvfs: 64 / (n / 2), nics: n}
 		configs[fmt.Sprintf("several NICs: %d", n)] = s.multiConfig()
@@ -169,5 +176,33 @@ func TestBenchCardsCanEnterVFLAG(t *testing.T) {
 	}
 	if over, err := testbed.LAGCardsOver(strings.Replace(configs["transitions"], "total_vfs: 64", "total_vfs: 127", 1), eswitch.LAGMaxTotalVFs); len(over) != 1 {
 		t.Errorf("a card with 127 VFs is not found: %v %v", over, err)
+	}
+}
+
+// TestLastInstalled: the time from up's start to the last of the ports
+// ovn-controller's log says it set ovn-installed, counting each port's
+// first line at or after the start (an earlier run's lines and other
+// ports' are not), and an error naming a port the log never installs.
+func TestLastInstalled(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "ovn-controller.log")
+	lines := `2026-11-29T11:11:06.341Z|00001|vlog|INFO|opened log file
+2026-11-29T11:11:09.000Z|00010|binding|INFO|Setting lport p1 ovn-installed in OVS
+2026-11-29T11:11:11.990Z|00026|binding|INFO|Claiming lport p1 for this chassis.
+2026-11-29T11:11:12.500Z|00039|binding|INFO|Setting lport p2 ovn-installed in OVS
+2026-11-29T11:11:12.800Z|00040|binding|INFO|Setting lport p1 ovn-installed in OVS
+2026-11-29T11:11:12.800Z|00041|binding|INFO|Setting lport p1 up in Southbound
+2026-11-29T11:11:12.900Z|00042|binding|INFO|Setting lport other ovn-installed in OVS
+2026-11-29T11:11:13.000Z|00043|binding|INFO|Setting lport p1 ovn-installed in OVS
+`
+	if err := os.WriteFile(log, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 11, 29, 11, 11, 10, 0, time.UTC)
+	got, err := lastInstalled(log, since, []string{"p1", "p2"})
+	if err != nil || got != 2800*time.Millisecond {
+		t.Errorf("lastInstalled = %v, %v; want 2.8s (p1's first line after the start)", got, err)
+	}
+	if _, err := lastInstalled(log, since, []string{"p1", "p3"}); err == nil || !strings.Contains(err.Error(), "no ovn-installed for p3") {
+		t.Errorf("a port never installed: %v", err)
 	}
 }

@@ -65,10 +65,13 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestCheckOVN: an OVN config runs on the simulated host, with the
-// logical ports its ovn_port entries name for the simulated
-// ovn-controller's Southbound.
-func TestCheckOVN(t *testing.T) {
+// ovnExample is examples/ovn.yaml made to run on the simulated host, as
+// simhost's check asks: the userspace datapath, the Southbound on the unix
+// socket sock (its ssl section gone), examples/vflag-simhost.yaml's sim
+// section with mirror_netns /run/netns/netns. With sock "" the remote and
+// ssl stay as written.
+func ovnExample(t *testing.T, sock, netns string) string {
+	t.Helper()
 	ovn, err := os.ReadFile("../../../examples/ovn.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -78,16 +81,69 @@ func TestCheckOVN(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, simSection, _ := strings.Cut(string(simhost), "sim:\n")
-	cfg := strings.Replace(string(ovn), "    ovn:\n", "    ovs: {datapath_type: netdev}\n    ovn:\n", 1) + "sim:\n" + simSection
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+	simSection = strings.Replace(simSection, "/run/netns/vflag-sim", "/run/netns/"+netns, 1)
+	var lines []string
+	for _, l := range strings.SplitAfter(string(ovn), "\n") {
+		trimmed := strings.TrimSpace(l)
+		switch {
+		case sock == "":
+		case strings.HasPrefix(trimmed, "remote:"):
+			l = "      remote: unix:" + sock + "\n"
+		case trimmed == "ssl:", strings.HasPrefix(trimmed, "private_key:"), strings.HasPrefix(trimmed, "certificate:"), strings.HasPrefix(trimmed, "ca_cert:"):
+			continue
+		}
+		if trimmed == "ovn:" {
+			lines = append(lines, "    ovs: {datapath_type: netdev}\n")
+		}
+		lines = append(lines, l)
 	}
-	p, err := check(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(p.lsps, ","); got != "vm1-eth0,vm2-eth0" || strings.Join(p.domains, ",") != "vm1,vm2" {
-		t.Fatalf("plan %+v: want logical ports vm1-eth0,vm2-eth0 and domains vm1,vm2", p)
+	return strings.Join(lines, "") + "sim:\n" + simSection
+}
+
+// TestCheckOVN: an OVN config runs on the simulated host with its
+// Southbound on a unix socket simhost can make, and the logical ports its
+// ovn_port entries name for the Northbound; a remote simhost cannot serve
+// is named with the fix.
+func TestCheckOVN(t *testing.T) {
+	dir := t.TempDir()
+	const field = "groups[0].ovn.remote: "
+	for _, tt := range []struct {
+		name string
+		cfg  string
+		want string // the problem; "": runs
+	}{
+		{name: "unix socket", cfg: ovnExample(t, filepath.Join(dir, "sb.sock"), "vflag-sim")},
+		{name: "examples/ovn.yaml's ssl remote", cfg: ovnExample(t, "", "vflag-sim"),
+			want: field + "ssl:192.0.2.1:6642: simhost runs the OVN Southbound on this machine and serves it on the unix socket ovn.remote names (ovn-controller runs in the private ovs-vswitchd's network namespace, which reaches no address of this one): set `remote: unix:/tmp/vflag-simhost-ovnsb.sock` under groups[0].ovn and remove its ssl"},
+		{name: "tcp remote", cfg: strings.Replace(ovnExample(t, "/x", "vflag-sim"), "unix:/x", "tcp:127.0.0.1:6642", 1),
+			want: field + "tcp:127.0.0.1:6642: simhost runs the OVN Southbound on this machine and serves it on the unix socket ovn.remote names (ovn-controller runs in the private ovs-vswitchd's network namespace, which reaches no address of this one): set `remote: unix:/tmp/vflag-simhost-ovnsb.sock` under groups[0].ovn"},
+		{name: "the machine's OVN run directory", cfg: ovnExample(t, "/var/run/ovn/ovnsb_db.sock", "vflag-sim"),
+			want: field + "unix:/var/run/ovn/ovnsb_db.sock is in /var/run/ovn, the machine's own run directory (a real OVN or Open vSwitch uses it): name a socket elsewhere, such as unix:/tmp/vflag-simhost-ovnsb.sock"},
+		{name: "no such directory", cfg: ovnExample(t, filepath.Join(dir, "nodir", "sb.sock"), "vflag-sim"),
+			want: field + "unix:" + dir + "/nodir/sb.sock: its directory " + dir + "/nodir does not exist (simhost makes the socket, not the directory)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(path, []byte(tt.cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p, err := check(path, false)
+			if tt.want != "" {
+				want := "config " + path + " cannot run on the simulated host as written:\n  " + tt.want
+				if err == nil || err.Error() != want {
+					t.Fatalf("error:\n%v\nwant:\n%s", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(p.lsps, ","); got != "vm1-eth0,vm2-eth0" || strings.Join(p.domains, ",") != "vm1,vm2" {
+				t.Fatalf("plan %+v: want logical ports vm1-eth0,vm2-eth0 and domains vm1,vm2", p)
+			}
+			if p.ovn == nil || p.ovn.sock != filepath.Join(dir, "sb.sock") || !p.ovn.netdev || p.ovn.logicals != "ls-ovn0" {
+				t.Fatalf("ovn plan %+v: want the socket %s/sb.sock, netdev, switch ls-ovn0", p.ovn, dir)
+			}
+		})
 	}
 }

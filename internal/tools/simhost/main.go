@@ -4,20 +4,25 @@
 // config's sim.mirror_netns names (there vflag mirrors the simulated
 // netdevs, so ovs-vswitchd can open them), and a private libvirtd with
 // every domain the config's attachments name, defined and shut off, which
-// sees the sim NICs' VF addresses as SR-IOV VFs (for VF pools).
+// sees the sim NICs' VF addresses as SR-IOV VFs (for VF pools). For a
+// config with an ovn section (ovn.go), also a real OVN: a central
+// (Northbound, Southbound on the unix socket ovn.remote names,
+// ovn-northd) with the config's logical ports, and ovn-controller against
+// the private Open vSwitch.
 //
 //	make simhost CONFIG=my.yaml    # or: simhost -config my.yaml [-sim DIR] [-env FILE]
 //
 // It checks the config first and says what to change: a sim section, its
-// mirror_netns (/run/netns/NAME), and datapath_type netdev where the kernel
-// has no openvswitch module. Once the daemons answer it prints the
-// environment vflag needs and writes it to -env FILE (default
-// vflag-simhost.env next to the config):
+// mirror_netns (/run/netns/NAME), datapath_type netdev where the kernel
+// has no openvswitch module, and an ovn.remote it can serve (unix:PATH).
+// Once the daemons answer it prints the environment vflag needs and
+// writes it to -env FILE (default vflag-simhost.env next to the config):
 //
 //	export VFLAG_CONFIG=/abs/my.yaml
 //	export VFLAG_SIM=/tmp/vflag-simhost-.../sim     the simulated host (--sim)
 //	export VFLAG_OVSDB=unix:/tmp/ovst.../db.sock    OVSDB endpoint (config key ovsdb)
 //	export VFLAG_LIBVIRT=qemu+unix:///system?socket=...
+//	export OVN_RUNDIR=... OVN_NB_DB=... OVN_SB_DB=...  with an ovn section
 //
 // and waits. In another shell, `. vflag-simhost.env` and bin/vflag runs
 // against them. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the daemons,
@@ -26,7 +31,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,7 +42,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/internal/sim"
@@ -89,9 +92,56 @@ type plan struct {
 	netns   string   // name under /run/netns
 	domains []string // sorted, unique
 	vfs     []string // every VF address the sim section's NICs can have
-	// lsps are the logical ports the config's ovn_port entries name: the
-	// simulated ovn-controller's Southbound knows them.
+	// lsps are the logical ports the config's ovn_port entries name:
+	// simhost creates them in its OVN central's Northbound.
 	lsps []string
+	// ovn is the config's ovn section as simhost serves it; nil without.
+	ovn *ovnPlan
+}
+
+// ovnPlan is what an ovn section asks of simhost: an OVN central whose
+// Southbound listens on the unix socket ovn.remote names, and an
+// ovn-controller against the private Open vSwitch.
+type ovnPlan struct {
+	field    string // "groups[N].ovn"
+	sock     string // the path of ovn.remote's unix:PATH
+	netdev   bool   // br-int on the userspace datapath (ovs.datapath_type netdev)
+	logicals string // the logical switch simhost creates the lsps in
+}
+
+// simhostSBSocket is the Southbound socket simhost proposes for a config
+// whose ovn.remote it cannot serve.
+const simhostSBSocket = "/tmp/vflag-simhost-ovnsb.sock"
+
+// systemRunDirs are the machine's own Open vSwitch and OVN run
+// directories: simhost never puts a socket there.
+var systemRunDirs = []string{"/run/ovn", "/var/run/ovn", "/run/openvswitch", "/var/run/openvswitch"}
+
+// ovnProblems says what of group i's ovn section simhost cannot serve as
+// written: its Southbound runs on this machine, served on the unix socket
+// ovn.remote names (ovn-controller runs in the network namespace of the
+// private ovs-vswitchd, where the machine's loopback addresses do not
+// reach).
+func ovnProblems(i int, o *config.OVN) (sock string, problems []string) {
+	field := fmt.Sprintf("groups[%d].ovn", i)
+	path, ok := strings.CutPrefix(strings.TrimSpace(o.Remote), "unix:")
+	if !ok || strings.Contains(o.Remote, ",") {
+		fix := fmt.Sprintf("set `remote: unix:%s` under %s", simhostSBSocket, field)
+		if o.SSL != nil {
+			fix += " and remove its ssl"
+		}
+		return "", []string{fmt.Sprintf("%s.remote: %s: simhost runs the OVN Southbound on this machine and serves it on the unix socket ovn.remote names (ovn-controller runs in the private ovs-vswitchd's network namespace, which reaches no address of this one): %s", field, o.Remote, fix)}
+	}
+	path = filepath.Clean(path)
+	for _, d := range systemRunDirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return path, []string{fmt.Sprintf("%s.remote: %s is in %s, the machine's own run directory (a real OVN or Open vSwitch uses it): name a socket elsewhere, such as unix:%s", field, o.Remote, d, simhostSBSocket)}
+		}
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		problems = append(problems, fmt.Sprintf("%s.remote: %s: its directory %s does not exist (simhost makes the socket, not the directory)", field, o.Remote, filepath.Dir(path)))
+	}
+	return path, problems
 }
 
 // check reads the config and says, for what the simulated host cannot run
@@ -129,6 +179,7 @@ func check(path string, hasOVSModule bool) (plan, error) {
 		netns = name
 	}
 	var domains, lsps []string
+	var ovn *ovnPlan
 	for i, g := range cfg.Groups {
 		if g.Switchdev() && g.OVS.DatapathType != "netdev" && !hasOVSModule {
 			dt := g.OVS.DatapathType
@@ -150,6 +201,12 @@ func check(path string, hasOVSModule bool) (plan, error) {
 		for _, port := range g.OVNPorts("") {
 			lsps = append(lsps, port.LSP)
 		}
+		if g.OVN != nil {
+			sock, ps := ovnProblems(i, g.OVN)
+			problems = append(problems, ps...)
+			// config.Validate allows one ovn section.
+			ovn = &ovnPlan{field: fmt.Sprintf("groups[%d].ovn", i), sock: sock, netdev: g.OVS.DatapathType == "netdev", logicals: "ls-" + g.Name}
+		}
 	}
 	slices.Sort(domains)
 	var vfs []string
@@ -161,7 +218,7 @@ func check(path string, hasOVSModule bool) (plan, error) {
 	if len(problems) > 0 {
 		return plan{}, fmt.Errorf("config %s cannot run on the simulated host as written:\n  %s", path, strings.Join(problems, "\n  "))
 	}
-	return plan{config: abs, netns: netns, domains: domains, vfs: vfs, lsps: lsps}, nil
+	return plan{config: abs, netns: netns, domains: domains, vfs: vfs, lsps: lsps, ovn: ovn}, nil
 }
 
 // unansweredHops are the next hops of a tunnel's remotes (the remote on
@@ -201,9 +258,26 @@ func hasOVSModule() bool {
 }
 
 func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, sigs <-chan os.Signal) error {
-	p, err := check(cfgPath, hasOVSModule())
+	envFile, _, err := start(r, out, cfgPath, simDir, envFile)
 	if err != nil {
 		return err
+	}
+	fmt.Fprintf(out, "simhost: ready. In another shell: . %s; then bin/vflag plan, up, status, validate, down. Ctrl-C here stops the daemons\n", envFile)
+	<-sigs
+	fmt.Fprintln(out, "simhost: stopping the daemons")
+	if r.Failed() {
+		return errors.New("a daemon failed (run with -v for its log)")
+	}
+	return nil
+}
+
+// start checks the config, starts the daemons it needs (stopped by tb's
+// cleanups), writes the environment for vflag to envFile ("": next to the
+// config) and returns that file and the environment.
+func start(r testbed.TB, out io.Writer, cfgPath, simDir, envFile string) (string, [][2]string, error) {
+	p, err := check(cfgPath, hasOVSModule())
+	if err != nil {
+		return "", nil, err
 	}
 	if envFile == "" {
 		envFile = filepath.Join(filepath.Dir(p.config), "vflag-simhost.env")
@@ -212,12 +286,12 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 	if owned {
 		d, err := os.MkdirTemp("", "vflag-simhost-")
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		r.Cleanup(func() { _ = os.RemoveAll(d) })
 		simDir = filepath.Join(d, "sim")
 	} else if simDir, err = filepath.Abs(simDir); err != nil {
-		return err
+		return "", nil, err
 	}
 
 	fmt.Fprintf(out, "simhost: starting ovsdb-server and ovs-vswitchd in network namespace %s (sim.mirror_netns), libvirtd\n", p.netns)
@@ -232,16 +306,11 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 	if len(p.domains) > 0 {
 		fmt.Fprintf(out, "simhost: libvirtd has domain(s) %s (the config's attachments), defined and shut off\n", strings.Join(p.domains, ", "))
 	}
-	if len(p.lsps) > 0 {
-		// The config's ovn section: a model of ovn-controller whose
-		// Southbound knows every logical port the config binds.
-		o := sim.NewOVNController(srv.Endpoint(), p.lsps...)
-		o.InstallDelay = 200 * time.Millisecond
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = o.Run(ctx); close(done) }()
-		r.Cleanup(func() { cancel(); <-done })
-		fmt.Fprintf(out, "simhost: a simulated ovn-controller sets ovn-installed on the representors bound to %s (the config's ovn_port entries)\n", strings.Join(p.lsps, ", "))
+	var ovnEnv [][2]string
+	if p.ovn != nil {
+		if ovnEnv, err = startOVN(r, out, srv, p); err != nil {
+			return "", nil, err
+		}
 	}
 	env := [][2]string{
 		{"VFLAG_CONFIG", p.config},
@@ -249,6 +318,7 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 		{"VFLAG_OVSDB", srv.Endpoint()},
 		{"VFLAG_LIBVIRT", virt.URI()},
 	}
+	env = append(env, ovnEnv...)
 	var b strings.Builder
 	b.WriteString("# vflag on the simulated host (internal/tools/simhost); valid while simhost runs\n")
 	for _, kv := range env {
@@ -256,10 +326,10 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 	}
 	tmp := envFile + ".tmp"
 	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
-		return err
+		return "", nil, err
 	}
 	if err := os.Rename(tmp, envFile); err != nil {
-		return err
+		return "", nil, err
 	}
 	r.Cleanup(func() { _ = os.Remove(envFile) })
 
@@ -270,13 +340,7 @@ func serve(r *testbed.Runner, out io.Writer, cfgPath, simDir, envFile string, si
 		fmt.Fprint(out, " (kept: run vflag down before simhost stops, its OVSDB and libvirtd go with it)")
 	}
 	fmt.Fprintf(out, "\nsimhost: the environment for vflag, also in %s:\n%s", envFile, b.String())
-	fmt.Fprintf(out, "simhost: ready. In another shell: . %s; then bin/vflag plan, up, status, validate, down. Ctrl-C here stops the daemons\n", envFile)
-	<-sigs
-	fmt.Fprintln(out, "simhost: stopping the daemons")
-	if r.Failed() {
-		return errors.New("a daemon failed (run with -v for its log)")
-	}
-	return nil
+	return envFile, env, nil
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
