@@ -350,7 +350,8 @@ func columnsOnly(ch ovs.Change) bool {
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
 // the VLAN columns of its VF; with the group's mtu, every interface's
-// mtu_request.
+// mtu_request; under OVN each representor's binding, but for a pool VF a
+// domain holds (the hook's).
 func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	g := run.g
 	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload,
@@ -363,10 +364,13 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 		for vf := 0; vf < g.NumVFs; vf++ {
 			k := VFKey{pf, vf}
 			ps := RepPortSpec(g.Group, k, run.reps[k])
+			ps.Bind = run.ovnBind(k)
 			if pg, held := run.poolPorts[k]; held {
 				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
+				// Under OVN the qemu hook bound it to the logical port its
+				// domain names (journaled per domain): left as it is.
+				ps.Bind = nil
 			}
-			ps.Bind = run.ovnBind(k)
 			spec.Ports = append(spec.Ports, ps)
 		}
 	}
