@@ -364,12 +364,14 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 		for vf := 0; vf < g.NumVFs; vf++ {
 			k := VFKey{pf, vf}
 			ps := RepPortSpec(g.Group, k, run.reps[k])
-			ps.Bind = run.ovnBind(k)
-			if pg, held := run.poolPorts[k]; held {
+			pg, held := run.poolPorts[k]
+			if held {
 				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
-				// Under OVN the qemu hook bound it to the logical port its
-				// domain names (journaled per domain): left as it is.
-				ps.Bind = nil
+			} else {
+				// A held pool port's binding (Bind nil: left as it is) is
+				// the qemu hook's: the logical port its domain names,
+				// journaled per domain.
+				ps.Bind = run.ovnBind(k)
 			}
 			spec.Ports = append(spec.Ports, ps)
 		}
