@@ -300,8 +300,18 @@ func (v *validator) validateOVN(gc groupCheck) {
 
 // validateOVNPool checks a pool in a group with ovn: its ports are bound
 // by the qemu hook to the logical port each domain names in its metadata
-// (docs/ovn.md), and carry no VLAN on br-int, so a portgroup sets none.
+// (docs/ovn.md), so no vfs entry binds a pool VF, and carry no VLAN on
+// br-int, so a portgroup sets none.
 func (v *validator) validateOVNPool(g *Group, p string) {
+	pool := map[VFRef]bool{}
+	for _, r := range g.PoolVFs() {
+		pool[r] = true
+	}
+	for _, port := range g.OVNPorts(p) {
+		if port.Domain == "" && pool[port.VF] {
+			v.add(port.Path, port.LSP, "binds pf %d vf %d, a VF of the pool %s: the domain that takes a pool VF names its logical port (its metadata, see ovn.md); leave the VF out of network.vfs or drop ovn_port", port.VF.PF, port.VF.VF, g.NetworkName())
+		}
+	}
 	for i, pg := range g.Network.Portgroups {
 		pp := fmt.Sprintf("%s.network.portgroups[%d]", p, i)
 		if pg.VLAN != 0 {

@@ -99,6 +99,8 @@ func TestValidateOVN(t *testing.T) {
 		{"pool portgroup VLAN", func(c *Config) {
 			c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 1, VF: 3}}, Portgroups: []Portgroup{{Name: "web", VLAN: 10}}}
 		}, "groups[0].network.portgroups[0].vlan", "10", "not allowed with ovn"},
+		{"pool VF bound by vfs", func(c *Config) { c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 0, VF: 0}}} },
+			"groups[0].vfs[0].ovn_port", "lsp-vm1", "binds pf 0 vf 0, a VF of the pool vflag-lag0"},
 		{"pool portgroup trunks", func(c *Config) {
 			c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 1, VF: 3}}, Portgroups: []Portgroup{{Name: "web", VLANMode: "trunk", Trunks: []int{10, 20}}}}
 		}, "groups[0].network.portgroups[0].trunks", "[10 20]", "not allowed with ovn"},
