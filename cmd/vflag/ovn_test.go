@@ -345,7 +345,7 @@ func TestOVNHookLifecycle(t *testing.T) {
 }
 
 // ovnPoolPort: the group's VF pool (pf 0 vf 2 and 3). A domain's port
-// takes a pool VF, and the qemu hook at "start begin" binds its
+// takes a pool VF (the network hook changes nothing), and the qemu hook at "start begin" binds its
 // representor to the logical port the domain's metadata names for the
 // interface's MAC (with the domain's UUID); an up then changes nothing
 // (the binding is the hook's), validate checks the port as
@@ -358,6 +358,13 @@ func ovnPoolPort(t *testing.T, b *bed) {
 	const port = "aaaaaaaa-0000-0000-0000-0000000000b2"
 	pci := createPort(t, b, "vflag-lag0", port, "vm2", "")
 	up := b.ovs.Dump()
+	// The network hook has no VLAN to put on an OVN pool port: nothing.
+	if _, errs, code := b.netHook("vflag-lag0", "port-created", "begin", hookData(t, b, "vflag-lag0", port)); code != 0 {
+		t.Fatalf("network hook port-created: exit %d\n%s", code, errs)
+	}
+	if got := b.ovs.Dump(); got != up {
+		t.Fatalf("the network hook changed OVSDB:\n%s", testbed.LineDiff(up, got, 10))
+	}
 	bus, slot, fn := pci[5:7], pci[8:10], pci[11:]
 	xml := `<domain type='kvm'><name>vm2</name><uuid>0f3c2a51-6b7d-4e8f-9a0b-0000000000b2</uuid>
   <metadata><vflag-ovn:ovn xmlns:vflag-ovn="https://vflag.dev/xmlns/vflag-ovn/1"><vflag-ovn:interface mac="52:54:00:ab:00:01" ovn_port="vm2-eth0"/></vflag-ovn:ovn></metadata>
