@@ -20,6 +20,11 @@ const (
 type OVNWant struct {
 	// Remote is the Southbound's remote (for the messages).
 	Remote string
+	// Pool are the representors of the group's pool VFs: one a domain
+	// holds has the iface-id of the logical port the domain's metadata
+	// names (the qemu hook set it), and is checked as a port of Ports
+	// (ReadOVNFacts adds it there); a free one has none.
+	Pool []OVNPoolWant
 	// Chassis is this chassis's name: the Open_vSwitch row's
 	// external_ids:system-id.
 	Chassis string
@@ -30,11 +35,6 @@ type OVNWant struct {
 	Bridge string
 	// Ports are the logical switch ports the config binds here.
 	Ports []OVNPortWant
-	// Pool are the representors of the group's pool VFs: one a domain
-	// holds has the iface-id of the logical port the domain's metadata
-	// names (the qemu hook set it), and is checked as a port of Ports
-	// (ReadOVNFacts adds it there); a free one has none.
-	Pool []OVNPoolWant
 }
 
 // OVNPoolWant is one pool VF's representor.
