@@ -350,8 +350,7 @@ func columnsOnly(ch ovs.Change) bool {
 
 // bridgeSpec is the group's bridge: the bond plus every representor, with
 // the VLAN columns of its VF; with the group's mtu, every interface's
-// mtu_request; under OVN each representor's binding, but for a pool VF a
-// domain holds (the hook's).
+// mtu_request.
 func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 	g := run.g
 	spec := ovs.BridgeSpec{Owner: g.Name, Bridge: g.OVS.Bridge, DatapathType: g.OVS.DatapathType, HWOffload: *g.OVS.HWOffload,
@@ -364,15 +363,10 @@ func (run *groupRun) bridgeSpec() ovs.BridgeSpec {
 		for vf := 0; vf < g.NumVFs; vf++ {
 			k := VFKey{pf, vf}
 			ps := RepPortSpec(g.Group, k, run.reps[k])
-			pg, held := run.poolPorts[k]
-			if held {
+			if pg, held := run.poolPorts[k]; held {
 				ps = PoolPortSpec(g.Group, k, run.reps[k], pg)
-			} else {
-				// A held pool port's binding (Bind nil: left as it is) is
-				// the qemu hook's: the logical port its domain names,
-				// journaled per domain.
-				ps.Bind = run.ovnBind(k)
 			}
+			ps.Bind = run.ovnBind(k)
 			spec.Ports = append(spec.Ports, ps)
 		}
 	}
