@@ -344,9 +344,6 @@ func (run *groupRun) ovnBindings() map[VFKey]ovnBinding {
 // ovnBind is the Interface external_ids of VF k's representor in an OVN
 // group: its binding (ovs.PortSpec.Bind), an empty map for a VF that
 // none binds (its keys removed), nil outside OVN (left alone).
-//
-// A pool VF a domain holds is left alone too (nil): its binding is the
-// qemu hook's.
 func (run *groupRun) ovnBind(k VFKey) map[string]string {
 	if run.g.OVN == nil {
 		return nil
