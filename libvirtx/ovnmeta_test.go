@@ -31,6 +31,8 @@ func TestParseOVNMetadata(t *testing.T) {
 		{"none", claims + other, nil, nil},
 		{"two entries beside others", claims + ovnMeta(e("52:54:00:30:00:01", "vm3-eth0"), e("52:54:00:30:00:02", "sw0/vm3:1")) + other,
 			map[string]string{"52:54:00:30:00:01": "vm3-eth0", "52:54:00:30:00:02": "sw0/vm3:1"}, nil},
+		{"children without a prefix, as virsh metadata --set leaves them", `<vflag-ovn:ovn xmlns:vflag-ovn="https://vflag.dev/xmlns/vflag-ovn/1"><interface mac="52:54:00:30:00:01" ovn_port="vm3-eth0"/></vflag-ovn:ovn>`,
+			map[string]string{"52:54:00:30:00:01": "vm3-eth0"}, nil},
 		{"upper-case MAC", ovnMeta(e("52:54:00:AB:00:01", "p")), map[string]string{"52:54:00:ab:00:01": "p"}, nil},
 		{"missing mac", ovnMeta(`<vflag-ovn:interface ovn_port="p"/>`), nil,
 			[]string{`/domain/metadata/vflag-ovn:ovn/interface[1]/@mac: "" is missing`}},
