@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -345,7 +346,8 @@ func TestOVNHookLifecycle(t *testing.T) {
 }
 
 // ovnPoolPort: the group's VF pool (pf 0 vf 2 and 3). A domain's port
-// takes a pool VF (the network hook changes nothing), and the qemu hook at "start begin" binds its
+// takes a pool VF (the network hook changes nothing); the domain's
+// metadata is set as ovn.md says (virsh metadata --set), and the qemu hook at "start begin" binds its
 // representor to the logical port the domain's metadata names for the
 // interface's MAC (with the domain's UUID); an up then changes nothing
 // (the binding is the hook's), validate checks the port as
@@ -365,9 +367,19 @@ func ovnPoolPort(t *testing.T, b *bed) {
 	if got := b.ovs.Dump(); got != up {
 		t.Fatalf("the network hook changed OVSDB:\n%s", testbed.LineDiff(up, got, 10))
 	}
+	// The domain's metadata as ovn.md has the operator write it, and as
+	// libvirt then hands it to the hook.
+	if out, err := b.virt.Virsh("metadata", "vm2", "--config", "--uri", "https://vflag.dev/xmlns/vflag-ovn/1", "--key", "vflag-ovn",
+		"--set", `<ovn><interface mac="52:54:00:ab:00:01" ovn_port="vm2-eth0"/></ovn>`); err != nil {
+		t.Fatalf("virsh metadata: %v\n%s", err, out)
+	}
+	meta := regexp.MustCompile(`(?s)<metadata>.*</metadata>`).FindString(b.virt.DomainXML(t, "vm2"))
+	if !strings.Contains(meta, "https://vflag.dev/xmlns/vflag-ovn/1") {
+		t.Fatalf("vm2's metadata lacks the OVN element: %q", meta)
+	}
 	bus, slot, fn := pci[5:7], pci[8:10], pci[11:]
 	xml := `<domain type='kvm'><name>vm2</name><uuid>0f3c2a51-6b7d-4e8f-9a0b-0000000000b2</uuid>
-  <metadata><vflag-ovn:ovn xmlns:vflag-ovn="https://vflag.dev/xmlns/vflag-ovn/1"><vflag-ovn:interface mac="52:54:00:ab:00:01" ovn_port="vm2-eth0"/></vflag-ovn:ovn></metadata>
+  ` + meta + `
   <devices><interface type='hostdev' managed='yes'><mac address='52:54:00:ab:00:01'/>
     <source><address type='pci' domain='0x0000' bus='0x` + bus + `' slot='0x` + slot + `' function='0x` + fn + `'/></source></interface></devices></domain>`
 	if out, errs, code := b.hook(nil, "vm2", "start", "begin", xml); code != 0 {
@@ -395,5 +407,8 @@ func ovnPoolPort(t *testing.T, b *bed) {
 	}
 	if _, err := b.virt.Virsh("net-port-delete", "vflag-lag0", port); err != nil {
 		t.Fatal(err)
+	}
+	if out, err := b.virt.Virsh("metadata", "vm2", "--config", "--uri", "https://vflag.dev/xmlns/vflag-ovn/1", "--remove"); err != nil {
+		t.Fatalf("virsh metadata --remove: %v\n%s", err, out)
 	}
 }
