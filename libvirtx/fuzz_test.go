@@ -20,8 +20,10 @@ func checkPCI(t *testing.T, what, s string) {
 }
 
 // FuzzParseHookDomain: whatever the domain XML, the hook's reading of it
-// does not panic; every device it finds has a canonical PCI address, and
-// every task PlanHook makes of them has a unicast MAC in canonical form.
+// does not panic; every device it finds has a canonical PCI address,
+// every entry of its OVN metadata a canonical unicast MAC and a logical
+// port of its own, and every task PlanHook makes of them has a unicast MAC
+// in canonical form.
 func FuzzParseHookDomain(f *testing.F) {
 	for _, doc := range [][]byte{
 		domainXML(),
@@ -35,6 +37,8 @@ func FuzzParseHookDomain(f *testing.F) {
 		[]byte(`<domain><devices><hostdev mode='subsystem' type='pci'><source><address domain='0x10000' bus='0x00' slot='0x00' function='0x0'/></source></hostdev></devices></domain>`),
 		[]byte(`<domain><name>x</name></domain>`),
 		[]byte(`not xml`),
+		[]byte(strings.Replace(string(domainXML(poolIfaceStarted)), "</metadata>", ovnMeta(`<vflag-ovn:interface mac="52:54:00:10:00:07" ovn_port="vm1-eth1"/><vflag-ovn:interface mac="52:54:00:10:00:07" ovn_port="b"/><vflag-ovn:x/>`)+"</metadata>", 1)),
+		[]byte(`<domain><metadata><o:ovn xmlns:o="https://vflag.dev/xmlns/vflag-ovn/1"><o:interface mac="52:54:00:AA:00:01" ovn_port="a"/><interface mac="zz"/></o:ovn></metadata></domain>`),
 	} {
 		f.Add(doc)
 	}
@@ -42,6 +46,15 @@ func FuzzParseHookDomain(f *testing.F) {
 		d, err := ParseHookDomain(doc)
 		if err != nil {
 			return
+		}
+		// The OVN metadata: each entry keyed by a canonical unicast MAC,
+		// naming a logical port, no logical port twice.
+		lsps := map[string]bool{}
+		for mac, lsp := range d.OVNPorts {
+			if m, err := parseMAC(mac); err != nil || m != mac || lsp == "" || lsps[lsp] {
+				t.Fatalf("OVN metadata entry %q -> %q (%v; seen %v)", mac, lsp, err, lsps[lsp])
+			}
+			lsps[lsp] = true
 		}
 		for _, dev := range d.Devices {
 			checkPCI(t, "ParseHookDomain", dev.PCI)

@@ -112,6 +112,13 @@ type HookDomain struct {
 	// has not chosen yet (prepare runs before network allocation): the hook
 	// sees them again, resolved, at "start begin".
 	Pending []string
+	// OVNPorts maps an interface's MAC (lower case) to the logical switch
+	// port the domain's OVN metadata names for it (ParseOVNMetadata), and
+	// OVNProblems says what is wrong with that metadata, each problem
+	// naming its place. The hook needs them, and refuses the start for a
+	// problem, only for a VF of a pool in a group with ovn.
+	OVNPorts    map[string]string
+	OVNProblems []string
 }
 
 // actualXML reads what libvirtxml does not model: the <actual> element libvirt
@@ -143,6 +150,9 @@ func ParseHookDomain(doc []byte) (HookDomain, error) {
 		return HookDomain{}, fmt.Errorf("parse domain XML: %w", err)
 	}
 	hd := HookDomain{Name: d.Name, UUID: d.UUID}
+	if d.Metadata != nil {
+		hd.OVNPorts, hd.OVNProblems = ParseOVNMetadata(d.Metadata.XML)
+	}
 	if d.Devices == nil {
 		return hd, nil
 	}

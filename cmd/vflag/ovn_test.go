@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -273,13 +274,12 @@ func TestOVNStatusValidate(t *testing.T) {
 // as up bound it: nothing journaled. With the binding removed (as a
 // release leaves it), prepare binds it again with vm1's UUID, an up then
 // changes nothing (up and the hook agree), release removes exactly the
-// keys it set, and down leaves the host as before up.
+// keys it set, and down leaves the host as before up. Then a pool port (ovnPoolPort).
 func TestOVNHookLifecycle(t *testing.T) {
-	d := startDaemons(t)
-	d.startOVN(t)
+	d := poolDaemons(t) // the OVN controller too
 	d.virt.DefineDomain(t, "vm2")
 	b := newBed(t, d, "")
-	b.useConfig(ovnVariant(1).config(d))
+	b.useConfig(strings.Replace(ovnVariant(1).config(d), "    attachments:\n", "    network: {vfs: [{pf: 0, vf: 2}, {pf: 0, vf: 3}]}\n    attachments:\n", 1))
 	b.initSim()
 	baseline := b.fullDump()
 	if rep := upReport(t, b); rep.Error != "" {
@@ -338,8 +338,77 @@ func TestOVNHookLifecycle(t *testing.T) {
 	if got := b.ovs.Dump(); strings.Contains(got, `iface-id="lsp-vm1"`) {
 		t.Errorf("release left the binding:\n%s", got)
 	}
+	ovnPoolPort(t, b)
 	b.mustVflag(0, "down")
 	if got := b.fullDump(); got != baseline {
 		t.Fatalf("down does not give the host from before:\n%s", testbed.LineDiff(baseline, got, 10))
+	}
+}
+
+// ovnPoolPort: the group's VF pool (pf 0 vf 2 and 3). A domain's port
+// takes a pool VF (the network hook changes nothing); the domain's
+// metadata is set as ovn.md says (virsh metadata --set), and the qemu hook at "start begin" binds its
+// representor to the logical port the domain's metadata names for the
+// interface's MAC (with the domain's UUID); an up then changes nothing
+// (the binding is the hook's), validate checks the port as
+// ovn/port/<lsp>; release removes exactly the keys the hook set.
+func ovnPoolPort(t *testing.T, b *bed) {
+	t.Helper()
+	if rep := upReport(t, b); rep.Error != "" { // vm1's port bound again
+		t.Fatalf("up: %s", rep.Error)
+	}
+	const port = "aaaaaaaa-0000-0000-0000-0000000000b2"
+	pci := createPort(t, b, "vflag-lag0", port, "vm2", "")
+	up := b.ovs.Dump()
+	// The network hook has no VLAN to put on an OVN pool port: nothing.
+	if _, errs, code := b.netHook("vflag-lag0", "port-created", "begin", hookData(t, b, "vflag-lag0", port)); code != 0 {
+		t.Fatalf("network hook port-created: exit %d\n%s", code, errs)
+	}
+	if got := b.ovs.Dump(); got != up {
+		t.Fatalf("the network hook changed OVSDB:\n%s", testbed.LineDiff(up, got, 10))
+	}
+	// The domain's metadata as ovn.md has the operator write it, and as
+	// libvirt then hands it to the hook.
+	if out, err := b.virt.Virsh("metadata", "vm2", "--config", "--uri", "https://vflag.dev/xmlns/vflag-ovn/1", "--key", "vflag-ovn",
+		"--set", `<ovn><interface mac="52:54:00:ab:00:01" ovn_port="vm2-eth0"/></ovn>`); err != nil {
+		t.Fatalf("virsh metadata: %v\n%s", err, out)
+	}
+	meta := regexp.MustCompile(`(?s)<metadata>.*</metadata>`).FindString(b.virt.DomainXML(t, "vm2"))
+	if !strings.Contains(meta, "https://vflag.dev/xmlns/vflag-ovn/1") {
+		t.Fatalf("vm2's metadata lacks the OVN element: %q", meta)
+	}
+	bus, slot, fn := pci[5:7], pci[8:10], pci[11:]
+	xml := `<domain type='kvm'><name>vm2</name><uuid>0f3c2a51-6b7d-4e8f-9a0b-0000000000b2</uuid>
+  ` + meta + `
+  <devices><interface type='hostdev' managed='yes'><mac address='52:54:00:ab:00:01'/>
+    <source><address type='pci' domain='0x0000' bus='0x` + bus + `' slot='0x` + slot + `' function='0x` + fn + `'/></source></interface></devices></domain>`
+	if out, errs, code := b.hook(nil, "vm2", "start", "begin", xml); code != 0 {
+		t.Fatalf("hook start begin: exit %d\n%s\n%s", code, out, errs)
+	}
+	const binding = `attached-mac="52:54:00:ab:00:01", iface-id="vm2-eth0", iface-status="active"`
+	bound := b.ovs.Dump()
+	if !strings.Contains(bound, binding) || !strings.Contains(bound, `vm-uuid="0f3c2a51-6b7d-4e8f-9a0b-0000000000b2"`) {
+		t.Fatalf("the hook did not bind %s's representor:\n%s", pci, testbed.LineDiff(up, bound, 10))
+	}
+	if again := upReport(t, b).ChangedIDs(); len(again) != 0 {
+		t.Errorf("up with the pool port bound changed %v:\n%s", again, testbed.LineDiff(bound, b.ovs.Dump(), 10))
+	}
+	if got := b.ovs.Dump(); !strings.Contains(got, binding) {
+		t.Errorf("up removed the pool port's binding:\n%s", testbed.LineDiff(bound, got, 10))
+	}
+	if out, _, _ := b.vflag("validate"); !strings.Contains(out, "ovn/port/vm2-eth0") {
+		t.Errorf("validate has no check of the bound pool port:\n%s", out)
+	}
+	if out, errs, code := b.hook(nil, "vm2", "release", "end", xml); code != 0 {
+		t.Fatalf("hook release end: exit %d\n%s\n%s", code, out, errs)
+	}
+	if got := b.ovs.Dump(); strings.Contains(got, `iface-id="vm2-eth0"`) {
+		t.Errorf("release left the binding:\n%s", testbed.LineDiff(up, got, 10))
+	}
+	if _, err := b.virt.Virsh("net-port-delete", "vflag-lag0", port); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := b.virt.Virsh("metadata", "vm2", "--config", "--uri", "https://vflag.dev/xmlns/vflag-ovn/1", "--remove"); err != nil {
+		t.Fatalf("virsh metadata --remove: %v\n%s", err, out)
 	}
 }

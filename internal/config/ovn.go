@@ -234,7 +234,7 @@ func (g *Group) applyOVNDefaults() {
 }
 
 // validateOVN checks a group's ovn section: the layout it excludes
-// (tunnel, the bond in a bridge, pools), the remote and its SSL files, the
+// (tunnel, the bond in a bridge, a pool's VLANs), the remote and its SSL files, the
 // encap address and its device, routes and MTU chain, the chassis name,
 // the bridges, and one chassis per host.
 func (v *validator) validateOVN(gc groupCheck) {
@@ -259,7 +259,7 @@ func (v *validator) validateOVN(gc groupCheck) {
 		v.add(p+".ovs.bridge", g.OVS.Bridge, "is the VLAN layout's bridge, with the bond in it: with ovn the bond is in no bridge and the representors go on ovn.bridge %s (leave ovs.bridge out)", o.Bridge)
 	}
 	if g.Network != nil {
-		v.add(p+".network", g.NetworkName(), "is not supported with ovn yet: a pool's ports have no logical switch port vflag could bind (give each VM's VF an attachments entry with ovn_port)")
+		v.validateOVNPool(g, p)
 	}
 	v.validateOVNRemote(o, op)
 	switch o.EncapType {
@@ -296,6 +296,53 @@ func (v *validator) validateOVN(gc groupCheck) {
 	}
 	v.validateUnderlayMTU(gc, localOK && local.Addr().Is6())
 	v.validateOVNPorts(gc)
+}
+
+// validateOVNPool checks a pool in a group with ovn: its ports are bound
+// by the qemu hook to the logical port each domain names in its metadata
+// (docs/ovn.md), so no vfs entry binds a pool VF, and carry no VLAN on
+// br-int, so a portgroup sets none.
+func (v *validator) validateOVNPool(g *Group, p string) {
+	pool := map[VFRef]bool{}
+	for _, r := range g.PoolVFs() {
+		pool[r] = true
+	}
+	for _, port := range g.OVNPorts(p) {
+		if port.Domain == "" && pool[port.VF] {
+			v.add(port.Path, port.LSP, "binds pf %d vf %d, a VF of the pool %s: the domain that takes a pool VF names its logical port (its metadata, see ovn.md); leave the VF out of network.vfs or drop ovn_port", port.VF.PF, port.VF.VF, g.NetworkName())
+		}
+	}
+	for i, pg := range g.Network.Portgroups {
+		pp := fmt.Sprintf("%s.network.portgroups[%d]", p, i)
+		if pg.VLAN != 0 {
+			v.add(pp+".vlan", pg.VLAN, "is not allowed with ovn: br-int's ports carry no tag (give the logical switch a localnet port with tag_request, or the LSP a tag)")
+		}
+		if pg.VLANMode != "" {
+			v.add(pp+".vlan_mode", pg.VLANMode, "is not allowed with ovn: br-int's ports carry no VLAN columns")
+		}
+		if len(pg.Trunks) > 0 {
+			v.add(pp+".trunks", fmt.Sprint(pg.Trunks), "are not allowed with ovn: br-int's ports carry no VLAN columns")
+		}
+	}
+}
+
+// ValidOVNPort tells whether name can be a logical switch port's name as
+// vflag takes it, from the config (ovn_port) or from a domain's metadata
+// (the qemu hook): 1-255 characters of [A-Za-z0-9_.:@/+-], not starting
+// with one of ".:@/+-".
+func ValidOVNPort(name string) bool { return ovnPortRE().MatchString(name) }
+
+// OVNPortField is the config field that binds the logical port lsp in
+// any group of c ("groups[0].attachments[1].ovn_port"), "" when none does.
+func (c *Config) OVNPortField(lsp string) string {
+	for i := range c.Groups {
+		for _, p := range c.Groups[i].OVNPorts(fmt.Sprintf("groups[%d]", i)) {
+			if p.LSP == lsp {
+				return p.Path
+			}
+		}
+	}
+	return ""
 }
 
 // validateOVNRemote checks ovn.remote and ovn.ssl: every endpoint's

@@ -96,7 +96,14 @@ func TestValidateOVN(t *testing.T) {
 		},
 			"groups[0].ovn", "tcp:192.0.2.1:6642", "exclusive with groups[0].tunnel"},
 		{"bond-in-bridge layout", func(c *Config) { c.Groups[0].OVS.Bridge = "br-lag" }, "groups[0].ovs.bridge", "br-lag", "VLAN layout's bridge"},
-		{"pool", func(c *Config) { c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 1, VF: 3}}} }, "groups[0].network", "vflag-lag0", "not supported with ovn"},
+		{"pool portgroup VLAN", func(c *Config) {
+			c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 1, VF: 3}}, Portgroups: []Portgroup{{Name: "web", VLAN: 10}}}
+		}, "groups[0].network.portgroups[0].vlan", "10", "not allowed with ovn"},
+		{"pool VF bound by vfs", func(c *Config) { c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 0, VF: 0}}} },
+			"groups[0].vfs[0].ovn_port", "lsp-vm1", "binds pf 0 vf 0, a VF of the pool vflag-lag0"},
+		{"pool portgroup trunks", func(c *Config) {
+			c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 1, VF: 3}}, Portgroups: []Portgroup{{Name: "web", VLANMode: "trunk", Trunks: []int{10, 20}}}}
+		}, "groups[0].network.portgroups[0].trunks", "[10 20]", "not allowed with ovn"},
 		{"legacy", func(c *Config) {
 			o := c.Groups[0].OVN
 			*c = *legacyConfig()
@@ -161,6 +168,28 @@ func TestValidateOVN(t *testing.T) {
 				t.Fatalf("error does not name %s ... %s: %v", want, tt.msg, err)
 			}
 		})
+	}
+}
+
+// A pool in a group with ovn is accepted (the hook binds its ports to
+// the logical ports the domains name), and OVNPortField finds the config
+// field of a logical port in any group.
+func TestOVNPool(t *testing.T) {
+	c := ovnConfig()
+	c.Groups[0].Network = &Network{VFs: []NetworkVF{{PF: 1, VF: 3}}, Portgroups: []Portgroup{{Name: "any", Default: true}}}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("pool with ovn refused: %v", err)
+	}
+	if f := c.OVNPortField("lsp-vm1"); f != "groups[0].vfs[0].ovn_port" {
+		t.Errorf("OVNPortField(lsp-vm1) = %q", f)
+	}
+	if f := c.OVNPortField("lsp-none"); f != "" {
+		t.Errorf("OVNPortField(lsp-none) = %q", f)
+	}
+	for name, ok := range map[string]bool{"lsp-a": true, "sw0/port_1:x@y+z": true, "": false, "-lsp": false, "a b": false, "a\x00b": false, strings.Repeat("a", 256): false} {
+		if ValidOVNPort(name) != ok {
+			t.Errorf("ValidOVNPort(%q) = %v, want %v", name, !ok, ok)
+		}
 	}
 }
 

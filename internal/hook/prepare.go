@@ -31,6 +31,9 @@ type preparer struct {
 	notVF map[sriov.Addr]bool
 	// The domain's name and UUID (its XML's): an OVN port's vm-uuid.
 	domain, uuid string
+	// poolLSP is the logical port of each VF the domain takes from a pool
+	// of a group with ovn, from its metadata (poolPorts), by PCI address.
+	poolLSP map[sriov.Addr]poolPort
 }
 
 func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, nameErr error) error {
@@ -76,6 +79,9 @@ func prepare(ctx context.Context, o Options, d libvirtx.HookDomain, dir string, 
 	}
 	if len(conflicts) > 0 {
 		return fmt.Errorf("refusing to start domain %s: VF not ready: %s (see `vflag status`)", d.Name, strings.Join(conflicts, "; "))
+	}
+	if err := p.poolPorts(cfg, d, tasks); err != nil { // ovnpool.go
+		return err
 	}
 	if err := p.refuseHeld(d.Name, tasks); err != nil { // held.go
 		return err
@@ -193,7 +199,8 @@ func (p *preparer) prepareVF(ctx context.Context, m managedVF, t libvirtx.HookTa
 
 // ovnBind binds the representor rep of m's VF to its logical port in a
 // group with ovn, where an attachment with ovn_port gives the VF to this
-// domain: the Interface's iface-id, attached-mac (the config's MAC of the
+// domain, or where the domain took it from the group's pool and names
+// its logical port in its metadata (poolPorts, bindPool): the Interface's iface-id, attached-mac (the config's MAC of the
 // VF), vm-uuid (the domain's UUID, from its XML) and iface-status=active,
 // as up's bridge step sets them (pipeline.OVNBindFor), through the domain's
 // journal: release puts back what was there before, and a binding up made
@@ -205,7 +212,7 @@ func (p *preparer) ovnBind(ctx context.Context, m managedVF, rep string) error {
 	}
 	want, ok := pipeline.OVNBindFor(m.Group, k, p.domain, p.uuid)
 	if !ok {
-		return nil
+		return p.bindPool(ctx, m, rep)
 	}
 	return p.do(ctx, p.e.OVNBindStep(p.h.OVSDB, rep, want))
 }

@@ -275,6 +275,11 @@ func (run *groupRun) ovnBind(bindings map[VFKey]ovnBinding, k VFKey) map[string]
 	}
 	b, ok := bindings[k]
 	if !ok {
+		if _, held := run.poolPorts[k]; held {
+			// A pool VF a domain's port holds: the qemu hook bound it to
+			// the logical port the domain names (journaled per domain).
+			return nil
+		}
 		return map[string]string{}
 	}
 	u := ""

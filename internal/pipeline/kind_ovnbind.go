@@ -56,6 +56,13 @@ func OVNBindFor(g *config.Group, k VFKey, domain, uuid string) (map[string]strin
 	return nil, false
 }
 
+// OVNPoolBind is the binding the hook gives a pool VF while a domain
+// (whose UUID is uuid) holds it through its interface with MAC mac: the
+// logical port lsp the domain's metadata names for that interface.
+func OVNPoolBind(lsp, mac, uuid string) map[string]string {
+	return bindIDs(ovnBinding{LSP: lsp, MAC: mac}, uuid)
+}
+
 // OVNBindStep sets the binding keys want on the Interface iface (a
 // representor of the run's OVSDB endpoint). Its Check reads the Interface
 // and records the keys that differ; an Interface that does not exist is

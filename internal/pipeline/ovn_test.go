@@ -76,3 +76,30 @@ func TestOVNPreflight(t *testing.T) {
 		t.Fatalf("preflight without system_id (keeps the chassis's): %v", err)
 	}
 }
+
+// TestOVNBridgeSpecPool: up's bridge leaves the binding of a pool VF a
+// domain's port holds to the qemu hook (Bind nil: the hook bound it to the
+// logical port the domain names, journaled per domain), gives a free pool
+// VF no binding (its keys removed), and binds a configured port as before.
+func TestOVNBridgeSpecPool(t *testing.T) {
+	cg := &config.Group{Name: "lag0", NumVFs: 3, VFs: []config.VFConfig{{PF: 0, VF: 0, OVNPort: "lsp-vm1"}},
+		OVS:     config.OVSConfig{Bridge: "br-int", HWOffload: new(true)},
+		Network: &config.Network{VFs: []config.NetworkVF{{PF: 0, VF: 1}, {PF: 0, VF: 2}}},
+		OVN:     &config.OVN{Remote: "tcp:192.0.2.1:6642", EncapIP: "192.0.2.11/24"}}
+	run := &groupRun{g: Group{Group: cg, Owners: []int{0}},
+		reps:      map[VFKey]string{{0, 0}: "eth0", {0, 1}: "eth1", {0, 2}: "eth2"},
+		poolPorts: map[VFKey]string{{0, 1}: ""}, domUUID: map[string]string{}}
+	bind := map[string]map[string]string{}
+	for _, ps := range run.bridgeSpec().Ports {
+		bind[ps.Name] = ps.Bind
+	}
+	if b := bind["eth0"]; b["iface-id"] != "lsp-vm1" {
+		t.Errorf("configured port eth0: Bind %v, want iface-id lsp-vm1", b)
+	}
+	if b, ok := bind["eth1"]; !ok || b != nil {
+		t.Errorf("held pool port eth1: Bind %v (present %v), want nil (the hook's)", b, ok)
+	}
+	if b := bind["eth2"]; b == nil || len(b) != 0 {
+		t.Errorf("free pool port eth2: Bind %v, want empty (no binding)", b)
+	}
+}

@@ -126,7 +126,7 @@ func newMetricFamilies() *metricFamilies {
 		blockOn:    fam("vflag_shared_block_member", "1 when this device (the bond or one of its PFs) is on the bond's shared tc ingress block, 0 when not."),
 		flowsFam:   fam("vflag_ovs_flows", "ovs-vswitchd's datapath flows with traffic whose in_port is the bond or a representor of the group's bridge, by where they run: hardware (offloaded:yes or partial), tc_software (dp:tc, not in hardware), kernel_datapath (dp:ovs); idle: flows without packets. vflag validate --offload says why a flow is not in hardware."),
 		ovnReg:     fam("vflag_ovn_chassis_registered", "1 when the OVN Southbound has this host's chassis (the group's system-id) with an Encap of the configured type and address, 0 when not or when the Southbound cannot be read; groups with an ovn section only."),
-		ovnPorts:   fam("vflag_ovn_ports", "The group's configured OVN ports (ovn_port), by state: configured (all of them), bound (the Southbound's Port_Binding is bound to this chassis), installed (the representor's Interface has external_ids:ovn-installed=true: ovn-controller's flows are in); groups with an ovn section only."),
+		ovnPorts:   fam("vflag_ovn_ports", "The group's OVN ports (ovn_port, and the pool ports domains bound), by state: configured (all of them), bound (the Southbound's Port_Binding is bound to this chassis), installed (the representor's Interface has external_ids:ovn-installed=true: ovn-controller's flows are in); groups with an ovn section only."),
 		blockRules: fam("vflag_shared_block_rules", "Rules (tc filters) in the bond's shared block, by where they run: hw (some device holds it in hardware), hw_all_pfs (every PF of the bond does: in_hw_count), sw (no device does: software only)."),
 	}
 }

@@ -20,6 +20,11 @@ const (
 type OVNWant struct {
 	// Remote is the Southbound's remote (for the messages).
 	Remote string
+	// Pool are the representors of the group's pool VFs: one a domain
+	// holds has the iface-id of the logical port the domain's metadata
+	// names (the qemu hook set it), and is checked as a port of Ports
+	// (ReadOVNFacts adds it there); a free one has none.
+	Pool []OVNPoolWant
 	// Chassis is this chassis's name: the Open_vSwitch row's
 	// external_ids:system-id.
 	Chassis string
@@ -30,6 +35,30 @@ type OVNWant struct {
 	Bridge string
 	// Ports are the logical switch ports the config binds here.
 	Ports []OVNPortWant
+}
+
+// OVNPoolWant is one pool VF's representor.
+type OVNPoolWant struct {
+	Interface string
+	// Field names the VF in the config ("groups[0].network pf 0 vf 3").
+	Field string
+}
+
+// PoolPorts are the ports of the pool's representors that interfaces
+// binds (an iface-id on the Interface), as OVNPortWant: the logical port,
+// and a Field that names the pool VF and the domain's UUID (vm-uuid).
+func (w OVNWant) PoolPorts(interfaces map[string]OVNInterface) []OVNPortWant {
+	var out []OVNPortWant
+	for _, p := range w.Pool {
+		ifc, ok := interfaces[p.Interface]
+		lsp := ifc.ExternalIDs["iface-id"]
+		if !ok || lsp == "" {
+			continue
+		}
+		out = append(out, OVNPortWant{LSP: lsp, Interface: p.Interface,
+			Field: fmt.Sprintf("%s, bound by the metadata of domain %s", p.Field, orDash(ifc.ExternalIDs["vm-uuid"]))})
+	}
+	return out
 }
 
 // OVNPortWant is one configured port: the logical switch port and the

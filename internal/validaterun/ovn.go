@@ -88,6 +88,7 @@ func ReadOVNFacts(ctx context.Context, w *validate.OVNWant, oc OVNChassisReader,
 			if w.Chassis == "" {
 				w.Chassis = v.ExternalIDs["system-id"]
 			}
+			w.Ports = append(w.Ports, w.PoolPorts(f.Interfaces)...)
 		}
 	} else {
 		f.BridgeErr = ovsErr
@@ -115,7 +116,8 @@ func ReadOVNFacts(ctx context.Context, w *validate.OVNWant, oc OVNChassisReader,
 
 // OVNWant is the chassis group g's config wants: reps maps each VF to
 // its representor (a VF without one keeps the name "pf<i>vf<n>", which
-// no interface of br-int has: its check fails naming it).
+// no interface of br-int has: its check fails naming it); the pool's VFs
+// with a representor, whose bound ports ReadOVNFacts adds.
 func OVNWant(g *config.Group, path string, reps map[config.VFRef]string) validate.OVNWant {
 	o := g.OVN
 	w := validate.OVNWant{Remote: o.Remote, Chassis: o.SystemID, EncapType: o.EncapTypeOf(), Bridge: o.Bridge}
@@ -128,6 +130,11 @@ func OVNWant(g *config.Group, path string, reps map[config.VFRef]string) validat
 			rep = fmt.Sprintf("pf%dvf%d", p.VF.PF, p.VF.VF)
 		}
 		w.Ports = append(w.Ports, validate.OVNPortWant{LSP: p.LSP, Interface: rep, Field: p.Path})
+	}
+	for _, r := range g.PoolVFs() {
+		if rep, ok := reps[r]; ok {
+			w.Pool = append(w.Pool, validate.OVNPoolWant{Interface: rep, Field: fmt.Sprintf("%s.network pf %d vf %d", path, r.PF, r.VF)})
+		}
 	}
 	return w
 }

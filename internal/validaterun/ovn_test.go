@@ -45,6 +45,18 @@ func newOVNBed(t *testing.T) *ovnBed {
 		b.ovs.MustVsctl("add-port", "br-int", rep, "--", "set", "Interface", rep, "external_ids:iface-id="+lsp)
 		b.want.Ports = append(b.want.Ports, validate.OVNPortWant{LSP: lsp, Interface: rep, Field: fmt.Sprintf("groups[0].vfs[%d].ovn_port", i)})
 	}
+	// Two pool VFs' representors: rep3 held by a domain whose metadata
+	// names vm4-eth0 (the hook bound it), rep4 free.
+	for i, ids := range []string{"external_ids:iface-id=vm4-eth0 external_ids:vm-uuid=0f3c2a51-6b7d-4e8f-9a0b-1c2d3e4f5a6b", ""} {
+		rep := fmt.Sprintf("rep%d", 3+i)
+		b.ovs.AddVeth(rep, rep+"p")
+		args := []string{"add-port", "br-int", rep}
+		if ids != "" {
+			args = append(append(args, "--", "set", "Interface", rep), strings.Fields(ids)...)
+		}
+		b.ovs.MustVsctl(args...)
+		b.want.Pool = append(b.want.Pool, validate.OVNPoolWant{Interface: rep, Field: fmt.Sprintf("groups[0].network pf 0 vf %d", 3+i)})
+	}
 	b.want.Remote, b.want.EncapType, b.want.EncapIP, b.want.Bridge = b.sb.Endpoint(), "geneve", "10.0.0.1", "br-int"
 	var err error
 	if b.oc, err = ovs.Connect(context.Background(), b.ovs.Endpoint()); err != nil {
@@ -112,7 +124,19 @@ func TestOVNChecksRealController(t *testing.T) {
 	b.expect("ovn/port/vm1-eth0", validate.Pass, "vm1-eth0 on rep0: bound to hv1, ovn-installed, up")
 	b.expect("ovn/port/vm2-eth0", validate.Pass, "bound to hv1")
 	b.expect("ovn/tunnel/hv2", validate.Pass, "geneve to 10.0.0.2")
+	// A pool VF a domain holds is checked as a configured port; a free
+	// one has no check.
+	b.expect("ovn/port/vm4-eth0", validate.Pass, "vm4-eth0 on rep3: bound to hv1, ovn-installed, up")
 	cs, f := b.checks()
+	var pool []string
+	for name := range cs {
+		if strings.HasPrefix(name, "ovn/port/") {
+			pool = append(pool, name)
+		}
+	}
+	if len(pool) != 4 {
+		t.Errorf("port checks %v, want the three configured ports' and the held pool port's", pool)
+	}
 	if f.Controller != "connected" {
 		t.Errorf("connection-status %q, want connected", f.Controller)
 	}
@@ -131,6 +155,8 @@ func TestOVNChecksRealController(t *testing.T) {
 
 	// No logical port vm3-eth0 in the Southbound: nothing binds it.
 	b.expect("ovn/port/vm3-eth0", validate.Fail, "vm3-eth0 (groups[0].vfs[2].ovn_port): no such logical switch port in the Southbound")
+	b.ovs.MustVsctl("set", "Interface", "rep4", "external_ids:iface-id=vm5-eth0")
+	b.expect("ovn/port/vm5-eth0", validate.Fail, "vm5-eth0 (groups[0].network pf 0 vf 4, bound by the metadata of domain -): no such logical switch port in the Southbound")
 
 	// vm2-eth0 requested by hv2 (as ovn-northd writes requested-chassis):
 	// hv1's controller releases it, then hv2 claims it.
@@ -196,13 +222,15 @@ func TestOVNWant(t *testing.T) {
 	g := &config.Group{Name: "ovn0",
 		OVN:         &config.OVN{Remote: "ssl:192.0.2.1:6642", SystemID: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11/24", Bridge: "br-int"},
 		VFs:         []config.VFConfig{{PF: 0, VF: 0, OVNPort: "vm1-eth0"}, {PF: 0, VF: 1}},
-		Attachments: []config.Attachment{{Domain: "vm2", PF: 0, VF: 3, OVNPort: "vm2-eth0"}}}
-	w := OVNWant(g, "groups[1]", map[config.VFRef]string{{PF: 0, VF: 0}: "eth5"})
+		Attachments: []config.Attachment{{Domain: "vm2", PF: 0, VF: 3, OVNPort: "vm2-eth0"}},
+		Network:     &config.Network{VFs: []config.NetworkVF{{PF: 0, VF: 1}, {PF: 0, VF: 2}}}}
+	w := OVNWant(g, "groups[1]", map[config.VFRef]string{{PF: 0, VF: 0}: "eth5", {PF: 0, VF: 1}: "eth6"})
 	want := validate.OVNWant{Remote: "ssl:192.0.2.1:6642", Chassis: "hv1", EncapType: "vxlan", EncapIP: "192.0.2.11", Bridge: "br-int",
 		Ports: []validate.OVNPortWant{
 			{LSP: "vm1-eth0", Interface: "eth5", Field: "groups[1].vfs[0].ovn_port"},
 			{LSP: "vm2-eth0", Interface: "pf0vf3", Field: "groups[1].attachments[0].ovn_port"},
-		}}
+		},
+		Pool: []validate.OVNPoolWant{{Interface: "eth6", Field: "groups[1].network pf 0 vf 1"}}}
 	if fmt.Sprintf("%+v", w) != fmt.Sprintf("%+v", want) {
 		t.Errorf("OVNWant:\n got %+v\nwant %+v", w, want)
 	}
