@@ -39,6 +39,9 @@
 // $XDG_CACHE_HOME/vflag-virttest/qemu-capabilities, "off" disables it);
 // libvirt itself checks each cached entry against the emulator binary,
 // libvirtd, the kernel and the CPU, and probes again when it is stale.
+// The CPUID libvirt compares names the CPU that reads it (its x2APIC id), so
+// libvirtd starts on the lowest CPU the test may use, the same every time,
+// and may use them all once it answers.
 //
 // Mount points that do not exist on the host (for example /run/libvirt when
 // no libvirt daemon package is installed) are created there as empty
@@ -51,8 +54,8 @@
 // networks (libvirt refuses a pool address without a physfn link).
 //
 // Start needs root and the binaries libvirtd, virtlogd, virsh, unshare,
-// setpriv, mount and qemu-system-x86_64; when any is missing the test fails
-// (it never skips).
+// setpriv, mount, taskset and qemu-system-x86_64; when any is missing the
+// test fails (it never skips).
 package virttest
 
 import (
@@ -141,7 +144,7 @@ func Start(t testbed.TB, opts ...Option) *Daemon {
 	}
 	bins := map[string]string{}
 	var missing []string
-	for _, name := range []string{"libvirtd", "virtlogd", "virsh", "unshare", "setpriv", "mount", "qemu-system-x86_64"} {
+	for _, name := range []string{"libvirtd", "virtlogd", "virsh", "unshare", "setpriv", "mount", "taskset", "qemu-system-x86_64"} {
 		p, err := lookBin(name)
 		if err != nil {
 			missing = append(missing, name)
@@ -209,7 +212,16 @@ func Start(t testbed.TB, opts ...Option) *Daemon {
 		t.Fatalf("virttest: %v", err)
 	}
 	defer func() { _ = logf.Close() }()
-	d.cmd = exec.Command(bins["unshare"], args...)
+	// The daemons start on one CPU, the first this process may use:
+	// libvirt keeps the host's CPUID in the capabilities cache and probes
+	// the emulator again (4 s) when the CPU reading it differs, and leaf
+	// 0x1f gives each CPU's own x2APIC id. Once the cache is checked,
+	// libvirtd's threads may run anywhere again (unpin).
+	mask, err := pinCPU()
+	if err != nil {
+		t.Fatalf("virttest: %v", err)
+	}
+	d.cmd = exec.Command(bins["taskset"], append([]string{"--cpu-list", mask, bins["unshare"]}, args...)...)
 	d.cmd.Stdout = logf
 	d.cmd.Stderr = logf
 	d.cmd.Env = daemonEnv(bins)
@@ -242,6 +254,9 @@ func Start(t testbed.TB, opts ...Option) *Daemon {
 		t.Fatalf("virttest: libvirtd does not answer: %v\n%s", err, d.logTail())
 	}
 	d.readyAfter = time.Since(started)
+	if err := unpin(d.cmd.Process.Pid); err != nil {
+		t.Logf("virttest: libvirtd stays on CPU %s: %v", mask, err)
+	}
 	t.Logf("virttest: libvirtd socket after %v, qemu driver ready after %v (%s)",
 		d.socketAfter.Round(time.Millisecond), d.readyAfter.Round(time.Millisecond), d.uri)
 	if cacheDir != "" {

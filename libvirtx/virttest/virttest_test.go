@@ -3,6 +3,7 @@ package virttest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -145,4 +146,66 @@ func TestOptionsRefuseBadInput(t *testing.T) {
 	if err := d.prepareFakeVFs([]string{"61:00.2"}); err == nil {
 		t.Error("prepareFakeVFs accepted an address without a domain")
 	}
+}
+
+// TestCapabilitiesCacheStaysValid: daemons started one after the other
+// from the cache the first left find it valid (libvirt probes no emulator
+// again: the file it keeps is byte for byte the cached one), because each
+// reads the host's CPUID on the same CPU; once ready, libvirtd may run on
+// every CPU the test may.
+func TestCapabilitiesCacheStaysValid(t *testing.T) {
+	cache := t.TempDir()
+	if user := capsCacheDir(); user != "" {
+		if _, err := copyXMLFiles(user, cache); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("VIRTTEST_QEMU_CAPS_CACHE", cache)
+	first := Start(t)
+	want := cacheFiles(t, first.capsDir())
+	ours := cpusAllowed(t, os.Getpid())
+	for i := range 3 {
+		d := Start(t)
+		if got := cacheFiles(t, d.capsDir()); got != want {
+			t.Fatalf("daemon %d rewrote the capabilities cache (it found it stale and probed the emulator again)", i+2)
+		}
+		if got := cpusAllowed(t, d.cmd.Process.Pid); got != ours {
+			t.Errorf("daemon %d: libvirtd runs on CPUs %s, the test on %s", i+2, got, ours)
+		}
+		d.stop()
+	}
+}
+
+// cacheFiles is the content of the *.xml files in dir.
+func cacheFiles(t *testing.T, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.xml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no capabilities cache in %s (%v)", dir, err)
+	}
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString(f[len(dir):] + "\n" + string(b))
+	}
+	return all.String()
+}
+
+// cpusAllowed is the Cpus_allowed_list of process pid's main thread.
+func cpusAllowed(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no Cpus_allowed_list for %d", pid)
+	return ""
 }
