@@ -251,6 +251,7 @@ func (b *bed) useConfig(text string) {
 // and at every transition) plan predicts exactly what up changes: the same
 // step ids, as many.
 func TestConvergeTransitions(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	d.startOVN(t) // the OVN variants
 	d.virt.DefineDomain(t, "vm2")
