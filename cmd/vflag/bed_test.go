@@ -27,6 +27,15 @@ func TestMain(m *testing.M) {
 	ovstest.Main(m)
 }
 
+// Parallel tests: the longest tests of the package (table walks, the crash
+// and rollback properties, the Ctrl-C windows of seconds) call t.Parallel.
+// Each starts daemons of its own and spends most of its time waiting (the
+// simulated hardware's latencies, subprocesses, polls), so two at a time
+// (go test's -parallel, GOMAXPROCS: 2 on the build machine) take about half
+// the time on two cores. go test runs them after every sequential test has
+// returned, so they never overlap a test that sets the environment
+// (t.Setenv, which a parallel test may not call).
+
 // runMainEnv makes the test binary run main (see TestMain).
 const runMainEnv = "VFLAG_TEST_RUN_MAIN"
 

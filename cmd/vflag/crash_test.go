@@ -112,6 +112,7 @@ func lastWrite(writes []string) string {
 // transition at every N, each way (hours); VFLAG_CRASH_ONLY="base -> vlan"
 // runs that one transition at every N, each way, and nothing else.
 func TestCrashTransitions(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	d.startOVN(t) // the OVN variants
 	d.virt.DefineDomain(t, "vm2")

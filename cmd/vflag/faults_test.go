@@ -33,6 +33,7 @@ func appliedIDs(t *testing.T, d daemons) []string {
 // change half-happened) and checks that the run rolls itself back to the
 // baseline, leaving an empty journal.
 func TestRollbackAtEveryStep(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	for _, id := range appliedIDs(t, d) {
 		t.Run(id, func(t *testing.T) {
@@ -88,6 +89,7 @@ func TestNoRollbackThenDown(t *testing.T) {
 // (the same as an uninterrupted up), and down from the stopped state returns
 // the baseline.
 func TestResumeAfterKill(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	ids := appliedIDs(t, d)
 	// The converged state of an uninterrupted run, for comparison.

@@ -233,6 +233,7 @@ func TestGroupsFailureFromConverged(t *testing.T) {
 // TestGroupsCtrlC: Ctrl-C while both NICs change eswitch mode rolls back
 // both groups.
 func TestGroupsCtrlC(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	b := newBed(t, d, twoGroupsConfig(3*time.Second))
 	b.initSim()

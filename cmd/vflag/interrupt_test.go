@@ -141,6 +141,7 @@ func (p *ptyRun) exitCode() int {
 // host is as before. A second Ctrl-C stops the rollback: the journal keeps
 // what is left, and down cleans up.
 func TestCtrlCDuringUp(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	slow := strings.Replace(exampleConfig, "mode_change: 20ms", "mode_change: 3s", 1)
 	if slow == exampleConfig {
@@ -233,6 +234,7 @@ func TestCtrlCDuringUp(t *testing.T) {
 // wait against lag_timeout. With -o json (or off a terminal: every other
 // test) there is no progress line.
 func TestLiveProgressOnTerminal(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	slow := strings.NewReplacer("vf_create: 2ms", "vf_create: 400ms", "lag_activation: 50ms", "lag_activation: 1500ms").Replace(exampleConfig)
 	if slow == exampleConfig {

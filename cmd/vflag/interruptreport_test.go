@@ -13,6 +13,7 @@ import (
 // rolled back, and the report's header says the host ended as it was, not
 // "changed N step(s)"; the undo line says the restore it made (6 -> 4).
 func TestCtrlCDuringNumVFsReport(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	slow := strings.Replace(exampleConfig, "vf_create: 2ms", "vf_create: 400ms", 1)
 	if slow == exampleConfig {

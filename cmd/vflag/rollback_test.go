@@ -40,6 +40,7 @@ func planSteps(t *testing.T, out string) []string {
 // chosen at random among the run's changes (seed logged;
 // VFLAG_ROLLBACK_SEED replays it); VFLAG_ROLLBACK_FULL=1 tries every step.
 func TestRollbackTransitions(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	d.startOVN(t) // the OVN variants
 	d.virt.DefineDomain(t, "vm2")

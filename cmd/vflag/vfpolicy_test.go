@@ -76,6 +76,7 @@ func policyConfig(d daemons, x policyVariant, nic string) string {
 // every up, on the clean host and at every transition, plan predicts
 // exactly the steps up changes (the same ids, as many).
 func TestConvergeLegacyVFPolicy(t *testing.T) {
+	t.Parallel() // long and mostly waiting (bed_test.go: parallel tests)
 	d := startDaemons(t)
 	vs := policyVariants()
 	fresh := map[string]string{}
