@@ -140,7 +140,12 @@ func (k tunnelVLANKind) step(e *Env, want tunnelVLANRecord, mtu int) teardown.St
 		} else if l.Alias != want.Alias || parent != want.Parent || id != want.ID {
 			return true, nil, fmt.Errorf("%s exists and is not vflag's VLAN %d on %s (alias %q, VLAN %d on %q): vflag leaves it alone", want.Name, want.ID, want.Parent, l.Alias, id, parent)
 		}
-		if mtu != 0 && l.MTU != mtu {
+		// Above mtu, the bond's MTU step (before this one, to the same
+		// mtu) lowers it: the kernel never lets a VLAN's MTU exceed its
+		// parent's and lowers it with the parent's (net/8021q/vlan.c,
+		// vlan_device_event NETDEV_CHANGEMTU), so a plan would predict a
+		// change that up never makes. Below mtu, nothing raises it.
+		if mtu != 0 && l.MTU < mtu {
 			todo = append(todo, fmt.Sprintf("mtu %d -> %d", l.MTU, mtu))
 		}
 		if !l.AdminUp {

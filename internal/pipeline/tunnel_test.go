@@ -145,3 +145,33 @@ func TestTunnelPlanSummary(t *testing.T) {
 		t.Fatalf("plan's bridge line %q, want the %d tunnel port(s) and no bond port", summary, ports)
 	}
 }
+
+// TestTunnelVLANMTUFollowsTheBond: the underlay's MTU lowered, the bond's
+// step lowers the VLAN interface's with it (the kernel's rule, which the
+// simulated host models), so the plan names no change of the VLAN
+// interface and up makes none; raised, the VLAN interface is raised by its
+// own step, in the plan and in up alike.
+func TestTunnelVLANMTUFollowsTheBond(t *testing.T) {
+	d := startDaemons(t)
+	at := func(mtu int) bedConfig {
+		return exampleBed(t).with(withTunnel, func(c *config.Config) { c.Groups[0].Tunnel.UnderlayMTU = mtu })
+	}
+	b := newConvergeBed(t, &d, at(9100))
+	b.up(at(9100), false)
+	for _, tc := range []struct {
+		mtu      int
+		vlanStep bool
+	}{{9060, false}, {9100, true}} {
+		plan := changed(b.up(at(tc.mtu), true))
+		up := changed(b.up(at(tc.mtu), false))
+		if !slices.Equal(plan, up) {
+			t.Errorf("underlay_mtu %d: plan %v, up %v", tc.mtu, plan, up)
+		}
+		if got := slices.Contains(up, "tunnel.vlan/bond0.30"); got != tc.vlanStep {
+			t.Errorf("underlay_mtu %d: tunnel.vlan/bond0.30 changed %v, want %v (changes %v)", tc.mtu, got, tc.vlanStep, up)
+		}
+		if l, err := b.h.Kernel.Link("bond0.30"); err != nil || l.MTU != tc.mtu {
+			t.Errorf("underlay_mtu %d: bond0.30 %+v %v", tc.mtu, l, err)
+		}
+	}
+}
