@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vflag/vflag/internal/testbed"
 )
 
 // TestCheck: simhost says what a config lacks to run on the simulated host
@@ -98,6 +100,34 @@ func ovnExample(t *testing.T, sock, netns string) string {
 		lines = append(lines, l)
 	}
 	return strings.Join(lines, "") + "sim:\n" + simSection
+}
+
+// ovnSimhostHeader is what examples/ovn-simhost.yaml says above the
+// lines of examples/ovn.yaml.
+const ovnSimhostHeader = `# examples/ovn.yaml made ready for the simulated host (make simhost
+# CONFIG=examples/ovn-simhost.yaml; docs/ovn.md, "Trying it on the simulated
+# host"): the Southbound on a unix socket simhost serves, no ssl section,
+# the userspace datapath (ovs datapath_type netdev), and the sim section of
+# examples/vflag-simhost.yaml. A test keeps it equal to ovn.yaml with those
+# changes.
+#
+`
+
+// TestOVNSimhostExample: examples/ovn-simhost.yaml is examples/ovn.yaml
+// with the changes the simulated host needs, and nothing else: a change
+// of either example shows here until the other follows.
+func TestOVNSimhostExample(t *testing.T) {
+	got, err := os.ReadFile("../../../examples/ovn-simhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ovnSimhostHeader + ovnExample(t, "/tmp/vflag-simhost-ovnsb.sock", "vflag-sim")
+	if string(got) != want {
+		t.Errorf("examples/ovn-simhost.yaml is not examples/ovn.yaml with simhost's changes:\n%s", testbed.LineDiff(want, string(got), 10))
+	}
+	if _, err := check("../../../examples/ovn-simhost.yaml", false); err != nil {
+		t.Errorf("simhost refuses examples/ovn-simhost.yaml: %v", err)
+	}
 }
 
 // TestCheckOVN: an OVN config runs on the simulated host with its
