@@ -30,6 +30,9 @@ type OVNWant struct {
 	Bridge string
 	// Ports are the logical switch ports the config binds here.
 	Ports []OVNPortWant
+	// Extra are more logical ports whose bindings are read (the OVN
+	// traffic check's destination).
+	Extra []string
 }
 
 // OVNPortWant is one configured port: the logical switch port and the

@@ -26,6 +26,14 @@ const DefaultVswitchdLog = ovs.DefaultVswitchdLog
 // refusals.
 func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Group) validate.Check {
 	start := time.Now()
+	c := validate.OffloadCheck(r.offloadFacts(ctx, g, gh, nil))
+	c.Duration = time.Since(start)
+	return c
+}
+
+// offloadFacts reads what the offload check judges; keep, when set,
+// selects the flows judged (the OVN traffic check's path).
+func (r *run) offloadFacts(ctx context.Context, g *config.Group, gh pipeline.Group, keep func([]ovs.DPFlow) []ovs.DPFlow) validate.OffloadFacts {
 	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType,
 		Tunnel: tunnelOffload(r.h.Kernel, g)}
 	if g.OVN != nil {
@@ -46,6 +54,9 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	if x.FlowsErr == nil {
 		x.Flows, x.FlowsErr = dumpFlows(ovs.RunDirOf(r.h.OVSDB))
 	}
+	if keep != nil {
+		x.Flows = keep(x.Flows)
+	}
 	if sb, err := eswitch.ReadSharedBlock(r.h.Kernel, g.Bond.Name, netdevs(gh.PFs)); err == nil {
 		x.Block = &sb
 	}
@@ -59,9 +70,7 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 		logPath = DefaultVswitchdLog
 	}
 	x.Refusals, x.FlowAPI, x.LogErr = readVswitchdLog(logPath)
-	c := validate.OffloadCheck(x)
-	c.Duration = time.Since(start)
-	return c
+	return x
 }
 
 func netdevs(pfs []eswitch.PF) []string {
