@@ -511,10 +511,10 @@ vtraffic() {
 	got=$(jq -r --arg n "ovn/traffic/$1" '.groups[0].checks[] | select(.name == $n) | "\(.verdict) \(.detail)"' "$OUT/vtraffic-$1.json")
 	echo "ovn/traffic/$1: ${got:-no such check}"
 	case "$got" in "$2 "*) ;; *) return 1 ;; esac
-	[ -z "$3" ] || grep -q -- "$3" <<<"$got" || { echo "the detail lacks '$3'"; return 1; }
+	[ -z "$3" ] || tr '\n' ' ' <<<"$got" | grep -q -- "$3" || { echo "the detail lacks '$3'"; return 1; }
 }
 ip -d link show "$REP1" | head -n 2
-check o_vtraffic_remote vtraffic vm2 pass "on chassis ch2 over ovn-"
+check o_vtraffic_remote vtraffic vm2 pass "on chassis ch2 over ovn-.*in_port(genev_sys_6081) (decap"
 check o_vtraffic_local vtraffic vm1 pass "on this chassis"
 P1DROP='inport == "p1" && ip4.dst == 10.10.0.2'
 vtraffic_acl() {
@@ -530,7 +530,7 @@ check o_vtraffic_acl vtraffic_acl
 P1DROPTO='ip4.src == 10.10.0.11'
 vtraffic_acl_to() {
 	nb --wait=hv acl-add ls0 to-lport 1002 "$P1DROPTO" drop || return 1
-	vtraffic vm2 fail "^fail ACL drop suspected: .*genev_sys_6081.*chassis ch2"
+	vtraffic vm2 fail "^fail ACL drop suspected: .*set(tunnel(.*dst=192.0.2.12.*in chassis ch2"
 	local r=$?
 	nb --wait=hv acl-del ls0 to-lport 1002 "$P1DROPTO" || return 1
 	vtraffic vm2 pass || { echo "not back after the ACL's removal"; return 1; }

@@ -129,17 +129,27 @@ func TestOVNTrafficCheck(t *testing.T) {
 		}, Fail, []string{"no path: vm3-eth0 (groups[0].validate.ovn_to) is bound to no chassis"}},
 		{"no tunnel", func(_ *OVNTrafficWant, f *OVNFacts, _ *OVNTrafficFacts) { delete(f.Interfaces, "ovn-hv2-0") }, Fail,
 			[]string{"no path: vm3-eth0 is on chassis hv2 (encaps geneve 10.0.0.2), and br-int has no tunnel port ovn-* to it: ovn/tunnel/hv2 says why"}},
-		{"Southbound unread", func(_ *OVNTrafficWant, f *OVNFacts, _ *OVNTrafficFacts) { f.SB, f.SBErr = nil, errors.New("connection refused") }, Fail,
+		{"Southbound unread", func(_ *OVNTrafficWant, f *OVNFacts, _ *OVNTrafficFacts) {
+			f.SB, f.SBErr = nil, errors.New("connection refused")
+		}, Fail,
 			[]string{"no path: cannot read the OVN Southbound: connection refused"}},
-		{"probe error", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) { x.Probe = &OVNProbe{Err: errors.New("openflow packet-out: refused")} }, Fail,
+		{"probe error", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) {
+			x.Probe = &OVNProbe{Err: errors.New("openflow packet-out: refused")}
+		}, Fail,
 			[]string{"probe failed: vm1-eth0 (eth2, 10.10.0.1) -> vm3-eth0", "openflow packet-out: refused"}},
-		{"ACL drop here", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) { x.Probe, x.Trace, x.Logical = silent, &dropped, aclLF }, Fail,
+		{"ACL drop here", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) {
+			x.Probe, x.Trace, x.Logical = silent, &dropped, aclLF
+		}, Fail,
 			[]string{"ACL drop: vm1-eth0 (eth2, 10.10.0.1) -> vm3-eth0 (10.10.0.3, on chassis hv2 over ovn-hv2-0): none of 3 echo requests answered within 1s each: this chassis drops the request at OpenFlow table 18, cookie 0xabcdef12: logical flow abcdef12-0000-4000-8000-000000000001 (ingress table 9, ls_in_acl)"}},
-		{"dropped by another flow", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) { x.Probe, x.Trace, x.Logical = silent, &dropped, l2LF }, Fail,
+		{"dropped by another flow", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) {
+			x.Probe, x.Trace, x.Logical = silent, &dropped, l2LF
+		}, Fail,
 			[]string{"no path: ", "this chassis drops the request (datapath actions: drop) at OpenFlow table 18, cookie 0xabcdef12: logical flow abcdef12-0000-4000-8000-000000000002 (ingress table 27, ls_in_l2_lkup)"}},
 		{"left, no reply", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) { x.Probe, x.Trace = silent, &left }, Fail,
 			[]string{"ACL drop suspected: ", "the request leaves this chassis's flows (datapath actions: set(tunnel(", "an ACL dropping it in chassis hv2 (to-lport ACLs run there)", "nothing answers at 10.10.0.3 behind vm3-eth0"}},
-		{"no reply, no trace", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) { x.Probe, x.TraceErr = silent, errors.New("no ovs-vswitchd") }, Fail,
+		{"no reply, no trace", func(_ *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) {
+			x.Probe, x.TraceErr = silent, errors.New("no ovs-vswitchd")
+		}, Fail,
 			[]string{"ACL drop suspected: ", "the request's trace on this chassis could not be read: no ovs-vswitchd"}},
 	}
 	for _, tt := range tests {
