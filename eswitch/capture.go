@@ -33,7 +33,7 @@ func OpenCapture(name string) (*Capture, error) {
 		return nil, fmt.Errorf("capture %s: socket: %w", name, err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return nil, fmt.Errorf("capture %s: bind: %w", name, err)
 	}
 	return &Capture{fd: fd, name: name}, nil

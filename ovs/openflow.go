@@ -47,7 +47,7 @@ func PacketOut(ctx context.Context, sock string, inPort int, frame []byte) error
 	if err != nil {
 		return fmt.Errorf("openflow packet-out: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	deadline := time.Now().Add(10 * time.Second)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl

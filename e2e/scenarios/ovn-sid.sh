@@ -185,7 +185,20 @@ has_kinds() {
 # ovs-vswitchd logs why tc refused a flow at debug level only
 # (EOPNOTSUPP): the offload check reads the log for its reasons.
 ovs-appctl vlog/set netdev_offload_tc:file:dbg dpif_netlink:file:dbg tc:file:dbg >/dev/null
-offload_ct() { flows ct && has_kinds ct ct encap; }
+# With the allow-related ACL every flow goes through conntrack, and Open
+# vSwitch 3.1's tc layer refuses each one before the kernel sees it
+# ("flow_put: recirc_id sharing not supported", at its ERR level; the port's
+# "Operation not supported" at debug level): none is in tc, the flows run in
+# the OVS kernel datapath, and validate gives that reason for each.
+offload_ct() {
+	flows ct && has_kinds ct ct encap || return 1
+	grep -q 'netdev_offload_tc.*|ERR|flow_put: recirc_id sharing not supported' /var/log/openvswitch/ovs-vswitchd.log ||
+		{ echo "ovs-vswitchd logged no recirc_id sharing refusal"; return 1; }
+	jq -e '[.groups[0].checks[] | select(.name == "offload") | .data.flows[] | select(.packets > 0)] |
+		all(.where == "OVS kernel datapath" and (.kinds | index("ct")) and (.reasons | any(test("recirc_id sharing not supported"))))' "$OUT/offload-ct.json" >/dev/null ||
+		{ echo "want every flow in the OVS kernel datapath through conntrack, with the recirc_id sharing reason"; return 1; }
+	echo "every flow (ct) in the OVS kernel datapath: ovs-vswitchd's tc layer refused it (recirc_id sharing), as validate says"
+}
 check sv_offload offload_ct
 # kernel_agrees NAME: for each port the flows came in on, validate's places
 # agree with its tc filters: a flow in hardware needs an in_hw rule there,
@@ -212,7 +225,16 @@ step "without the ACL: no conntrack in the path"
 offload_noct() {
 	nb --wait=hv acl-del ls0 || return 1
 	sleep 11 # the flows with ct idle out (max-idle 10 s)
-	flows noct && has_kinds noct encap
+	flows noct && has_kinds noct encap || return 1
+	jq -e '[.groups[0].checks[] | select(.name == "offload") | .data.flows[] | select(.packets > 0)] |
+		all(.where == "hardware" and (.kinds // [] | index("ct") | not))' "$OUT/offload-noct.json" >/dev/null ||
+		{ echo "want every flow in hardware, none through conntrack"; return 1; }
+	# netdevsim takes the encap rule into "hardware" with OVN's Geneve
+	# option (it encapsulates nothing: its flower callback accepts any rule)
+	awk -v d="== tc -s filter show dev $N1 ingress" '$0 == d {on=1; next} /^== / {on=0} on' "$OUT/tc-noct.txt" |
+		tr '\n' ' ' | grep -q 'in_hw in_hw_count 1.*tunnel_key *set.*geneve_opts 0102:80:.*genev_sys_6081' ||
+		{ echo "no encap rule with OVN's Geneve option in_hw on $N1"; return 1; }
+	echo "without conntrack every flow in hardware, the encap to genev_sys_6081 with OVN's Geneve option too"
 }
 check sv_offload_noct offload_noct
 check sv_kernel_agrees_noct kernel_agrees noct

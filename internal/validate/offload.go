@@ -79,6 +79,10 @@ type OffloadFacts struct {
 	// FlowAPI is what ovs-vswitchd's log last said of each port's tc flow
 	// API (ovs.FlowAPIs): false, "No suitable flow API found".
 	FlowAPI map[string]bool
+	// TCRefusals are the distinct refusals ovs-vswitchd's tc offload layer
+	// logged before asking the kernel ("flow_put: recirc_id sharing not
+	// supported").
+	TCRefusals []string
 	// LogErr says why ovs-vswitchd's log (Refusals, FlowAPI) could not be
 	// read.
 	LogErr error
@@ -299,11 +303,22 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	if f.InPort == x.Bond && x.Block != nil && !x.Block.OK {
 		out = append(out, "port missing from the shared block: "+strings.Join(x.Block.Missing(), ", "))
 	}
+	refused := false
 	for i := len(x.Refusals) - 1; i >= 0; i-- {
 		if strings.HasSuffix(x.Refusals[i], ": "+f.InPort) {
 			out = append(out, "the driver refused it: "+x.Refusals[i])
+			refused = true
 			break
 		}
+	}
+	if f.DP != "tc" && usesCT(f) && slices.ContainsFunc(x.TCRefusals, func(r string) bool { return strings.Contains(r, "recirc_id sharing") }) {
+		// Open vSwitch's own refusal, before any driver: OVN's conntrack
+		// flows share their recirculation ids.
+		why := "ovs-vswitchd's tc offload refuses a flow whose recirculation id another flow shares (its log: \"flow_put: recirc_id sharing not supported\"), before the kernel sees it: with this Open vSwitch, OVN's conntrack flows stay in the OVS kernel datapath whatever the NIC"
+		if refused {
+			why += " (the refusal above is this one)"
+		}
+		out = append(out, why)
 	}
 	if known && p.ReadErr == "" && p.HWTC != nil && *p.HWTC && x.TCPolicy != "skip_hw" && f.DP == "tc" && p.Rules > 0 && p.InHW == 0 && p.SkipHW < p.Rules {
 		out = append(out, fmt.Sprintf("the driver of %s (%s) holds none of its %d tc rules in hardware (not_in_hw): the device has no tc flower offload", f.InPort, orDash(p.Driver), p.Rules))
@@ -371,8 +386,18 @@ func flowKinds(x OffloadFacts, f ovs.DPFlow) []string {
 
 // usesCT: the flow goes through conntrack (ct(...) or recirc after ct
 // in its actions, ct_state in its match).
+// A match of ct_state(0/0) reads no conntrack state ("dump-flows -m"
+// prints every field, masked out or not).
 func usesCT(f ovs.DPFlow) bool {
-	return strings.Contains(f.Actions, "ct(") || strings.Contains(f.Match, "ct_state(")
+	if strings.Contains(f.Actions, "ct(") {
+		return true
+	}
+	_, st, ok := strings.Cut(f.Match, "ct_state(")
+	if !ok {
+		return false
+	}
+	st, _, _ = strings.Cut(st, ")")
+	return st != "0/0" && !strings.HasSuffix(st, "/0")
 }
 
 // geneveOptions are the Geneve options of a flow's match or actions as

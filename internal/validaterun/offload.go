@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ func (r *run) offloadFacts(ctx context.Context, g *config.Group, gh pipeline.Gro
 	if logPath == "" {
 		logPath = DefaultVswitchdLog
 	}
-	x.Refusals, x.FlowAPI, x.LogErr = readVswitchdLog(logPath)
+	x.Refusals, x.FlowAPI, x.TCRefusals, x.LogErr = readVswitchdLog(logPath)
 	return x
 }
 
@@ -137,14 +138,20 @@ func (r *run) portTC(port string) validate.PortTC {
 
 // readVswitchdLog reads the last MiB of ovs-vswitchd's log once: its
 // "failed to offload flow: ERR: PORT" lines (lib/dpif-netlink.c;
-// EOPNOTSUPP and ENOSPC only at debug level), the message part only, and
-// what it last said of each port's tc flow API (ovs.FlowAPILine); err says
-// why it cannot be read.
-func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, err error) {
+// EOPNOTSUPP and ENOSPC only at debug level), the message part only, what
+// it last said of each port's tc flow API (ovs.FlowAPILine), and the
+// distinct "flow_put: ..." refusals of its tc offload layer
+// (lib/netdev-offload-tc.c, logged at ERR level: what it refuses before
+// asking the kernel); err says why it cannot be read.
+func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, tcRefusals []string, err error) {
 	flowAPI = map[string]bool{}
 	err = ovs.ScanLogTail(path, func(line string) {
 		if _, msg, ok := strings.Cut(line, "failed to offload flow: "); ok {
 			refusals = append(refusals, "failed to offload flow: "+msg)
+		} else if _, msg, ok := strings.Cut(line, "|ERR|flow_put: "); ok && strings.Contains(line, "netdev_offload_tc") {
+			if msg = "flow_put: " + msg; !slices.Contains(tcRefusals, msg) {
+				tcRefusals = append(tcRefusals, msg)
+			}
 		} else if port, ok, said := ovs.FlowAPILine(line); said {
 			flowAPI[port] = ok
 		}
@@ -152,5 +159,5 @@ func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, e
 	if err != nil {
 		err = fmt.Errorf("ovs-vswitchd's log %s: %w", path, err)
 	}
-	return refusals, flowAPI, err
+	return refusals, flowAPI, tcRefusals, err
 }

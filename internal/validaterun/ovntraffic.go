@@ -91,9 +91,22 @@ func (r *run) ovnTrafficCheck(ctx context.Context, g *config.Group, gh pipeline.
 	switch {
 	case f.Probe.Err != nil:
 	case f.Probe.Replies > 0:
-		// The replies came in on the tunnel (or the local port) and went
-		// out of the source's representor: those datapath flows.
-		keep := func(fl []ovs.DPFlow) []ovs.DPFlow { return validate.FlowsOutTo(fl, w.FromIface) }
+		// The replies came in on the tunnel (or the destination's
+		// interface) and went out of the source's representor: those
+		// datapath flows.
+		in := ovnTunnelOffload(r.h.Kernel, g, st).VPort
+		if path.Tunnel == "" {
+			in = ifaceOf(st.Facts, to)
+		}
+		keep := func(fl []ovs.DPFlow) []ovs.DPFlow {
+			var out []ovs.DPFlow
+			for _, x := range validate.FlowsOutTo(fl, w.FromIface) {
+				if x.InPort == in {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
 		if d, ok := validate.OffloadCheck(r.offloadFacts(ctx, g, gh, keep)).Data.(validate.OffloadData); ok {
 			f.Flows = d.Flows
 		}
@@ -144,7 +157,7 @@ var ovnProbe = func(ctx context.Context, sock string, ofport int, rep string, sr
 		p.Err = err
 		return p
 	}
-	defer capt.Close()
+	defer func() { _ = capt.Close() }()
 	id := uint16(os.Getpid())
 	for seq := uint16(1); seq <= ovnProbes && ctx.Err() == nil; seq++ {
 		sent := time.Now()
@@ -188,4 +201,15 @@ func traceRequest(runDir, bridge, flow string) (*validate.OVNTrace, error) {
 	}
 	t := validate.ParseTrace(out)
 	return &t, nil
+}
+
+// ifaceOf is the interface of the integration bridge bound to logical
+// port lsp (external_ids:iface-id), "" none.
+func ifaceOf(f validate.OVNFacts, lsp string) string {
+	for name, i := range f.Interfaces {
+		if i.ExternalIDs["iface-id"] == lsp {
+			return name
+		}
+	}
+	return ""
 }
