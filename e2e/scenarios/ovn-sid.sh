@@ -185,11 +185,13 @@ has_kinds() {
 # ovs-vswitchd logs why tc refused a flow at debug level only
 # (EOPNOTSUPP): the offload check reads the log for its reasons.
 ovs-appctl vlog/set netdev_offload_tc:file:dbg dpif_netlink:file:dbg tc:file:dbg >/dev/null
-# With the allow-related ACL every flow goes through conntrack, and Open
-# vSwitch 3.1's tc layer refuses each one before the kernel sees it
+# With the allow-related ACL every flow goes through conntrack and
+# recirculates, and ovs-vswitchd refuses each one before tc sees it
 # ("flow_put: recirc_id sharing not supported", at its ERR level; the port's
-# "Operation not supported" at debug level): none is in tc, the flows run in
-# the OVS kernel datapath, and validate gives that reason for each.
+# "Operation not supported" at debug level): Debian's kernel is built
+# without CONFIG_NET_TC_SKB_EXT, so its OVS datapath shares no
+# recirculation ids with tc. None is in tc, the flows run in the OVS
+# kernel datapath, and validate gives that reason for each.
 offload_ct() {
 	flows ct && has_kinds ct ct encap || return 1
 	grep -q 'netdev_offload_tc.*|ERR|flow_put: recirc_id sharing not supported' /var/log/openvswitch/ovs-vswitchd.log ||

@@ -311,10 +311,10 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 			break
 		}
 	}
-	if f.DP != "tc" && usesCT(f) && slices.ContainsFunc(x.TCRefusals, func(r string) bool { return strings.Contains(r, "recirc_id sharing") }) {
-		// Open vSwitch's own refusal, before any driver: OVN's conntrack
-		// flows share their recirculation ids.
-		why := "ovs-vswitchd's tc offload refuses a flow whose recirculation id another flow shares (its log: \"flow_put: recirc_id sharing not supported\"), before the kernel sees it: with this Open vSwitch, OVN's conntrack flows stay in the OVS kernel datapath whatever the NIC"
+	if f.DP != "tc" && recirculates(f) && slices.ContainsFunc(x.TCRefusals, func(r string) bool { return strings.Contains(r, "recirc_id sharing") }) {
+		// Open vSwitch's own refusal, before the kernel's tc: its
+		// datapath does not share recirculation ids with tc.
+		why := "the flow recirculates (conntrack) and the kernel's OVS datapath shares no recirculation ids with tc (ovs-vswitchd's log: \"flow_put: recirc_id sharing not supported\"; the kernel lacks CONFIG_NET_TC_SKB_EXT, as Debian's are built): ovs-vswitchd puts no such flow in tc, whatever the NIC"
 		if refused {
 			why += " (the refusal above is this one)"
 		}
@@ -386,6 +386,21 @@ func flowKinds(x OffloadFacts, f ovs.DPFlow) []string {
 
 // usesCT: the flow goes through conntrack (ct(...) or recirc after ct
 // in its actions, ct_state in its match).
+// recirculates: the flow is on a recirculation chain (recirc_id not 0) or
+// recirculates (a recirc action), what tc can take only when the datapath
+// shares recirculation ids with it.
+func recirculates(f ovs.DPFlow) bool {
+	if strings.Contains(f.Actions, "recirc(") {
+		return true
+	}
+	_, id, ok := strings.Cut(f.Match, "recirc_id(")
+	if !ok {
+		return false
+	}
+	id, _, _ = strings.Cut(id, ")")
+	return id != "0" && id != "0x0" && !strings.HasPrefix(id, "0/")
+}
+
 // A match of ct_state(0/0) reads no conntrack state ("dump-flows -m"
 // prints every field, masked out or not).
 func usesCT(f ovs.DPFlow) bool {
