@@ -263,10 +263,15 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 		out = append(out, fmt.Sprintf("decap on %s: no tc rule of it in hardware: mlx5 takes decap rules there through its indirect block (the eswitch in switchdev with encap-mode basic, the tunnel's local address on the LAG's bond)", f.InPort))
 	}
 	p, known := x.Ports[f.InPort]
+	// Without hw-tc-offload tc keeps a rule in software (dp:tc): it is no
+	// reason for a flow tc did not take (dp:ovs), unless tc-policy skip_sw
+	// makes tc refuse what no device takes.
+	tcDecides := f.DP == "tc" || x.TCPolicy == "skip_sw"
 	switch {
 	case !known || decap: // a tunnel device has no hw-tc-offload of its own
 	case p.ReadErr != "":
 		out = append(out, fmt.Sprintf("%s: %s", f.InPort, p.ReadErr))
+	case !tcDecides:
 	case p.HWTC == nil:
 		out = append(out, fmt.Sprintf("%s has no hw-tc-offload feature (driver %s): no tc offload", f.InPort, orDash(p.Driver)))
 	case !*p.HWTC:
