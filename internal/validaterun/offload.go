@@ -141,14 +141,15 @@ func (r *run) portTC(port string) validate.PortTC {
 // EOPNOTSUPP and ENOSPC only at debug level), the message part only, what
 // it last said of each port's tc flow API (ovs.FlowAPILine), and the
 // distinct "flow_put: ..." refusals of its tc offload layer
-// (lib/netdev-offload-tc.c, logged at ERR level: what it refuses before
-// asking the kernel); err says why it cannot be read.
+// (lib/netdev-offload-tc.c, what it refuses before asking the kernel: at
+// ERR level in Open vSwitch 3.1, at debug level in later ones); err says
+// why it cannot be read.
 func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, tcRefusals []string, err error) {
 	flowAPI = map[string]bool{}
 	err = ovs.ScanLogTail(path, func(line string) {
 		if _, msg, ok := strings.Cut(line, "failed to offload flow: "); ok {
 			refusals = append(refusals, "failed to offload flow: "+msg)
-		} else if _, msg, ok := strings.Cut(line, "|ERR|flow_put: "); ok && strings.Contains(line, "netdev_offload_tc") {
+		} else if _, msg, ok := strings.Cut(line, "|flow_put: "); ok && strings.Contains(line, "netdev_offload_tc") {
 			if msg = "flow_put: " + msg; !slices.Contains(tcRefusals, msg) {
 				tcRefusals = append(tcRefusals, msg)
 			}
