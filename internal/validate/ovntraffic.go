@@ -246,8 +246,11 @@ func PlanOVNTraffic(w OVNTrafficWant, f OVNFacts) OVNTrafficPath {
 	if f.SBErr != nil {
 		return no(ReasonNoPath, "cannot read the OVN Southbound: %v", f.SBErr)
 	}
-	if f.BridgeErr != nil || f.BridgeMissing {
-		return no(ReasonNotInstalled, "%s: cannot read %s's interfaces (%v): ovn/port/%s says why", w.From, w.Bridge, orDash(fmt.Sprint(f.BridgeErr)), w.From)
+	switch {
+	case f.BridgeErr != nil:
+		return no(ReasonNotInstalled, "%s: cannot read %s's interfaces (%v): ovn/port/%s says why", w.From, w.Bridge, f.BridgeErr, w.From)
+	case f.BridgeMissing:
+		return no(ReasonNotInstalled, "%s: the integration bridge %s does not exist (ovn-controller makes it, or vflag up)", w.From, w.Bridge)
 	}
 	i, ok := f.Interfaces[w.FromIface]
 	switch {

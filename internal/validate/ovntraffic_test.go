@@ -111,6 +111,8 @@ func TestOVNTrafficCheck(t *testing.T) {
 				"in_port(genev_sys_6081) (decap, ct) 1 packets: OVS kernel datapath: ICMP through conntrack"}},
 		{"local reply", func(w *OVNTrafficWant, _ *OVNFacts, x *OVNTrafficFacts) { w.To, x.Probe = "vm2-eth0", replied }, Pass,
 			[]string{"-> vm2-eth0 (10.10.0.2, on this chassis)"}},
+		{"no bridge", func(_ *OVNTrafficWant, f *OVNFacts, _ *OVNTrafficFacts) { f.BridgeMissing = true }, Fail,
+			[]string{"port not installed: vm1-eth0: the integration bridge br-int does not exist"}},
 		{"not on the bridge", func(_ *OVNTrafficWant, f *OVNFacts, _ *OVNTrafficFacts) { delete(f.Interfaces, "eth2") }, Fail,
 			[]string{"port not installed: vm1-eth0: its representor eth2 is not an interface of br-int"}},
 		{"not installed", func(_ *OVNTrafficWant, f *OVNFacts, _ *OVNTrafficFacts) {
