@@ -667,3 +667,46 @@ func Anchors(text string) map[string]bool {
 	}
 	return out
 }
+
+// TestOVNTrafficReasons: every reason the OVN traffic check begins its
+// detail with (internal/validate's Reason* constants) has a row in
+// troubleshooting.md's table of them, and every row is such a reason.
+func TestOVNTrafficReasons(t *testing.T) {
+	src := loadSources(t, "internal/validate")["validate"]
+	code := map[string]bool{}
+	for name, e := range src.consts {
+		if lit, ok := e.(*ast.BasicLit); ok && strings.HasPrefix(name, "Reason") && lit.Kind == token.STRING {
+			v, _ := strconv.Unquote(lit.Value)
+			code[v] = true
+		}
+	}
+	b, err := os.ReadFile("troubleshooting.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]bool{}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "| the detail begins with |") {
+			continue
+		}
+		for i += 2; i < len(lines) && strings.HasPrefix(lines[i], "|"); i++ {
+			if m := codeSpanRE.FindStringSubmatch(Cells(lines[i])[0]); m != nil {
+				doc[m[1]] = true
+			}
+		}
+	}
+	if len(code) == 0 {
+		t.Fatal("internal/validate has no Reason* constants")
+	}
+	for r := range code {
+		if !doc[r] {
+			t.Errorf("the OVN traffic check's reason %q has no row in troubleshooting.md", r)
+		}
+	}
+	for r := range doc {
+		if !code[r] {
+			t.Errorf("troubleshooting.md lists the OVN traffic reason %q, which the check does not give", r)
+		}
+	}
+}

@@ -65,6 +65,8 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.String("fail-slave", "", "failover: the slave to fail (default: the active slave, or the first)")
 	f.String("peer", "", "iperf3 server address (default groups[].validate.peer)")
 	f.Bool("server", false, "be the iperf3 server (one test) instead of the client")
+	f.String("ovn-from", "", "OVN traffic check: the group's logical port the probe is sent from (default groups[].validate.ovn_from, else the group's first ovn_port)")
+	f.String("ovn-to", "", "OVN traffic check: the logical switch port it is sent to, on this chassis or another (default groups[].validate.ovn_to)")
 	f.Duration("duration", 0, "traffic duration per check (default groups[].validate.duration or 10s)")
 	f.Int("parallel", 0, "iperf3 parallel streams (default 4 in active-active modes, 1 in active-backup)")
 	f.Duration("interval", time.Second, "counter sampling interval")
@@ -77,7 +79,7 @@ whose parent is one): RoCE mode and GID table. --traffic, --failover and
 	f.String("rdma-dev", "", "RDMA device for ib_send_bw -d (default: the device behind the PFs, or on the --bond)")
 	f.Int("rdma-iters", 0, "ib_send_bw: send this many messages (-n) instead of running for --duration (-D); -D's timing is unreliable under emulation")
 	f.String("roce-mode", "", "expected default RoCE mode: v1 or v2 (default groups[].validate.roce_mode)")
-	for _, name := range []string{"group", "bond", "bond-mode", "rdma-iters", "junit", "allow-skip", "traffic", "offload", "ovs-log", "failover", "manual", "fail-slave", "peer", "server",
+	for _, name := range []string{"group", "bond", "bond-mode", "rdma-iters", "junit", "allow-skip", "traffic", "offload", "ovs-log", "failover", "manual", "fail-slave", "peer", "server", "ovn-from", "ovn-to",
 		"duration", "parallel", "interval", "min-share", "max-gap", "rdma", "rdma-peer", "rdma-server", "rdma-tool", "rdma-dev", "roce-mode"} {
 		_ = a.v.BindPFlag("validate-"+name, f.Lookup(name))
 	}
@@ -92,6 +94,7 @@ func (a *app) runValidate(ctx context.Context, cmd *cobra.Command) error {
 		RoCEMode: a.vget("roce-mode"), Traffic: a.v.GetBool("validate-traffic"), Failover: a.v.GetBool("validate-failover"),
 		Offload: a.v.GetBool("validate-offload"), VswitchdLog: a.vget("ovs-log"),
 		Manual: a.v.GetBool("validate-manual"), FailSlave: a.vget("fail-slave"), Peer: a.vget("peer"),
+		OVNFrom: a.vget("ovn-from"), OVNTo: a.vget("ovn-to"),
 		Server: a.v.GetBool("validate-server"), Duration: a.v.GetDuration("validate-duration"),
 		Parallel: a.v.GetInt("validate-parallel"), Interval: a.v.GetDuration("validate-interval"),
 		MinShare: a.v.GetFloat64("validate-min-share"), MaxGap: a.v.GetDuration("validate-max-gap"),

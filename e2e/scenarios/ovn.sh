@@ -43,6 +43,7 @@
 # EXPECT: o_central o_nb o_up1_refused o_up1 o_ids1 o_adopted o_up2_degraded o_up2 o_again
 # EXPECT: o_chassis o_bound o_installed o_tunnels o_validate
 # EXPECT: o_ping o_iperf3 o_offload o_failover o_acl_drop o_acl_restored
+# EXPECT: o_vtraffic_remote o_vtraffic_local o_vtraffic_acl o_vtraffic_acl_to o_vtraffic_bad
 # EXPECT: o_restart_released o_restart_validate_fails o_restart_back o_restart_validate
 # EXPECT: o_down1 o_down_baseline o_down_other
 . "$(dirname "$0")/lib.sh"
@@ -496,6 +497,54 @@ acl_restored() {
 	echo "vm1 reaches vm2 again"
 }
 check o_acl_restored acl_restored
+
+step "validate --traffic between bound ports: p1 (ch1) -> vm2 (ch2) and vm1 (ch1); an ACL drops it"
+# vflag sends an echo request from p1's addresses into br-int at p1's
+# representor (OpenFlow packet-out through OVN's tables) and watches for
+# the reply going out of that representor: the request crosses OVN's
+# pipeline on both chassis and Geneve over the bonds; vm2 and vm1 answer.
+# vtraffic TO WANT [PATTERN]: ch1's ovn/traffic/TO has verdict WANT (and
+# its detail PATTERN).
+vtraffic() {
+	local got
+	V1 validate --traffic --ovn-to "$1" -o json --allow-skip >"$OUT/vtraffic-$1.json" 2>"$OUT/vtraffic-$1.err"
+	got=$(jq -r --arg n "ovn/traffic/$1" '.groups[0].checks[] | select(.name == $n) | "\(.verdict) \(.detail)"' "$OUT/vtraffic-$1.json")
+	echo "ovn/traffic/$1: ${got:-no such check}"
+	case "$got" in "$2 "*) ;; *) return 1 ;; esac
+	[ -z "$3" ] || tr '\n' ' ' <<<"$got" | grep -q -- "$3" || { echo "the detail lacks '$3'"; return 1; }
+}
+ip -d link show "$REP1" | head -n 2
+check o_vtraffic_remote vtraffic vm2 pass "on chassis ch2 over ovn-.*in_port(genev_sys_6081) (decap"
+check o_vtraffic_local vtraffic vm1 pass "on this chassis"
+P1DROP='inport == "p1" && ip4.dst == 10.10.0.2'
+vtraffic_acl() {
+	nb --wait=hv acl-add ls0 from-lport 1002 "$P1DROP" drop || return 1
+	vtraffic vm2 fail "^fail ACL drop: .*ls_in_acl"
+	local r=$?
+	nb --wait=hv acl-del ls0 from-lport 1002 "$P1DROP" || return 1
+	return $r
+}
+check o_vtraffic_acl vtraffic_acl
+# a to-lport ACL runs on the destination's chassis: ch1 sees its request
+# leave over Geneve and no reply
+P1DROPTO='ip4.src == 10.10.0.11'
+vtraffic_acl_to() {
+	nb --wait=hv acl-add ls0 to-lport 1002 "$P1DROPTO" drop || return 1
+	vtraffic vm2 fail "^fail ACL drop suspected: .*set(tunnel(.*dst=192.0.2.12.*in chassis ch2"
+	local r=$?
+	nb --wait=hv acl-del ls0 to-lport 1002 "$P1DROPTO" || return 1
+	return $r
+}
+check o_vtraffic_acl_to vtraffic_acl_to
+vtraffic_bad() {
+	local rc
+	V1 validate --traffic --ovn-to 'no such port' >"$OUT/vtraffic-bad.out" 2>&1
+	rc=$?
+	cat "$OUT/vtraffic-bad.out"
+	[ $rc != 0 ] && grep -q -- '--ovn-to: "no such port"' "$OUT/vtraffic-bad.out" || return 1
+	vtraffic absent fail "^fail no path: absent"
+}
+check o_vtraffic_bad vtraffic_bad
 
 step "ovn-controller of ch2 stopped, then started again"
 released() {

@@ -563,6 +563,7 @@ func (c *Config) validateGroup(v *validator, gi int) {
 		validateNetwork(g, p, gc.switchdev, gc.legacy, gc.pfsOK, gc.numvfsOK, v.claim, v.add)
 	}
 	g.Validate.Check(p+".validate", v.add)
+	v.validateOVNTraffic(gc)
 	v.validateAttachments(gc)
 	if g.Tunnel != nil {
 		v.validateTunnel(gc)
@@ -1100,6 +1101,11 @@ type ValidateConfig struct {
 	RDMATool string        `mapstructure:"rdma_tool"` // ib_send_bw (default), rping, ucmatose or ibv_rc_pingpong
 	RoCE     bool          `mapstructure:"roce"`      // RDMA devices are required (fail rather than skip)
 	RoCEMode string        `mapstructure:"roce_mode"` // expected default RoCE mode: v1 or v2
+	// OVNFrom and OVNTo are the OVN traffic check's logical switch ports
+	// (groups with ovn): from one of the group's ovn_port (default: the
+	// first) to a port on this chassis or another.
+	OVNFrom string `mapstructure:"ovn_from"`
+	OVNTo   string `mapstructure:"ovn_to"`
 }
 
 var hostnameRE = sync.OnceValue(func() *regexp.Regexp {

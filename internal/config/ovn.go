@@ -442,3 +442,48 @@ func (v *validator) validateOVNPortsWithout(gc groupCheck) {
 		}
 	}
 }
+
+// validateOVNTraffic checks validate.ovn_from and validate.ovn_to: an ovn
+// section, logical switch port names, ovn_from one of the group's
+// ovn_port (the probe enters br-int at its representor).
+func (v *validator) validateOVNTraffic(gc groupCheck) {
+	g, p := gc.g, gc.p+".validate"
+	for _, f := range []struct{ field, val string }{{"ovn_from", g.Validate.OVNFrom}, {"ovn_to", g.Validate.OVNTo}} {
+		switch {
+		case f.val == "":
+		case g.OVN == nil:
+			v.add(p+"."+f.field, f.val, "needs %s.ovn (the OVN traffic check runs between logical switch ports)", gc.p)
+		case !ovnPortRE().MatchString(f.val):
+			v.add(p+"."+f.field, f.val, "is not a logical switch port name (1-255 characters of [A-Za-z0-9_.:@/+-])")
+		}
+	}
+	if from := g.Validate.OVNFrom; from != "" && g.OVN != nil && ovnPortRE().MatchString(from) {
+		if err := g.OVNTrafficFrom(from, gc.p); err != nil {
+			v.add(p+".ovn_from", from, "%v", err)
+		}
+	}
+	if to := g.Validate.OVNTo; to != "" && to == g.Validate.OVNFrom {
+		v.add(p+".ovn_to", to, "is ovn_from too: the check runs between two ports")
+	}
+}
+
+// OVNTrafficFrom checks that lsp is one of the group's ovn_port (at
+// config path p): the OVN traffic check's probe enters br-int at its
+// representor, which vflag bound.
+func (g *Group) OVNTrafficFrom(lsp, p string) error {
+	var names []string
+	for _, port := range g.OVNPorts(p) {
+		if port.LSP == lsp {
+			return nil
+		}
+		names = append(names, port.LSP)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("is not an ovn_port of the group: it has none (give a vfs[] or attachments[] entry an ovn_port)")
+	}
+	return fmt.Errorf("is not an ovn_port of the group (%s)", strings.Join(names, ", "))
+}
+
+// ValidOVNPortName tells whether s can name a logical switch port (what
+// ovn_port and validate.ovn_from/ovn_to accept).
+func ValidOVNPortName(s string) bool { return ovnPortRE().MatchString(s) }

@@ -151,9 +151,20 @@ func TestValidateOVN(t *testing.T) {
 			g2.Tunnel = &Tunnel{Type: "vxlan", Local: "192.0.2.11/24", Remotes: []string{"192.0.2.12"}, VNI: 5}
 		}, "groups[1].tunnel.local", "192.0.2.11", "already used at groups[0].ovn.encap_ip"},
 		{"br-int used by another group", func(c *Config) { second(c).OVS.Bridge = "br-int" }, "groups[1].ovs.bridge", "br-int", "already used at groups[0].ovs.bridge"},
+		{"validate.ovn_from not a port of the group", func(c *Config) { c.Groups[0].Validate.OVNFrom = "lsp-vm9" },
+			"groups[0].validate.ovn_from", "lsp-vm9", "is not an ovn_port of the group (lsp-vm1)"},
+		{"validate.ovn_to name", func(c *Config) { c.Groups[0].Validate.OVNTo = "vm 2" }, "groups[0].validate.ovn_to", "vm 2", "not a logical switch port name"},
+		{"validate.ovn_to is ovn_from", func(c *Config) { c.Groups[0].Validate.OVNFrom, c.Groups[0].Validate.OVNTo = "lsp-vm1", "lsp-vm1" },
+			"groups[0].validate.ovn_to", "lsp-vm1", "is ovn_from too"},
+		{"validate.ovn_to without ovn", func(c *Config) { second(c).Validate.OVNTo = "lsp-vm2" }, "groups[1].validate.ovn_to", "lsp-vm2", "needs groups[1].ovn"},
 	}
 	if err := ovnConfig().Validate(); err != nil {
 		t.Fatalf("valid ovn config refused: %v", err)
+	}
+	ok := ovnConfig()
+	ok.Groups[0].Validate.OVNFrom, ok.Groups[0].Validate.OVNTo = "lsp-vm1", "lsp-on-hv2"
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("validate.ovn_from/ovn_to refused: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

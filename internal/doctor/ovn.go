@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 
@@ -85,6 +86,7 @@ func (d *doctor) ovn(g *groupState) {
 	d.checkOVNEncapIP(o)
 	d.checkOVNVersions(version, ctlErr)
 	d.checkOVNModule(o)
+	d.checkOVNTCRecirc()
 }
 
 func (d *doctor) checkOVNController(o *OVNGroup, ids map[string]string, status string, err error) {
@@ -216,4 +218,38 @@ func (d *doctor) checkOVNModule(o *OVNGroup) {
 	} else {
 		d.add(AreaKernel, "ovn/geneve", "", st, detail, fix)
 	}
+}
+
+// checkOVNTCRecirc reads the running kernel's build config for
+// CONFIG_NET_TC_SKB_EXT ("grep NET_TC_SKB_EXT /boot/config-$(uname -r)"):
+// without it the kernel's OVS datapath shares no recirculation ids with
+// tc, and ovs-vswitchd offloads no flow that recirculates, which every
+// flow through conntrack (OVN's stateful ACLs) does. Debian's kernels are
+// built without it.
+func (d *doctor) checkOVNTCRecirc() {
+	const name = "ovn/tc-recirc"
+	if d.env.Simulated {
+		d.add(AreaKernel, name, "", Skip, "simulated NICs: this machine's kernel config says nothing about them", "")
+		return
+	}
+	rel, err := d.readHost("/proc/sys/kernel/osrelease")
+	if err != nil || rel == "" {
+		d.add(AreaKernel, name, "", Skip, fmt.Sprintf("the kernel release is unreadable (/proc/sys/kernel/osrelease: %v)", err), "")
+		return
+	}
+	cfg := path.Join("/boot", "config-"+rel)
+	b, err := d.env.Host.ReadFile(cfg)
+	if err != nil {
+		d.add(AreaKernel, name, "", Skip, fmt.Sprintf("cannot tell whether kernel %s shares recirculation ids with tc: %s unreadable (%v)", rel, cfg, err), "")
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "CONFIG_NET_TC_SKB_EXT=y" {
+			d.add(AreaKernel, name, "", Pass, fmt.Sprintf("kernel %s has CONFIG_NET_TC_SKB_EXT=y (%s): its OVS datapath can share recirculation ids with tc, so flows through conntrack can be offloaded", rel, cfg), "")
+			return
+		}
+	}
+	d.add(AreaKernel, name, "", Warn,
+		fmt.Sprintf("kernel %s is built without CONFIG_NET_TC_SKB_EXT (%s): its OVS datapath shares no recirculation ids with tc, so ovs-vswitchd offloads no flow through conntrack (OVN's stateful ACLs), whatever the NIC; they run in the kernel datapath (validate --offload: \"recirc_id sharing not supported\")", rel, cfg),
+		"boot a kernel built with CONFIG_NET_TC_SKB_EXT=y (and CONFIG_MLX5_TC_CT=y for mlx5's conntrack offload), or use stateless ACLs (ovn-nbctl acl-add ... allow-stateless) where the traffic must be in hardware")
 }

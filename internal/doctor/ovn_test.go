@@ -82,6 +82,16 @@ func TestOVNChecks(t *testing.T) {
 		{"geneve loaded", func(r *readyEnv, _ *Group, _ *fakeOVN) { r.machine.file("/sys/module/geneve/initstate", "live\n") },
 			"ovn/geneve", Pass, []string{"geneve: module loaded"}},
 		{"geneve missing", nil, "ovn/geneve", Fail, []string{"cannot make its geneve tunnel device"}},
+		{"tc recirculation sharing", func(r *readyEnv, _ *Group, _ *fakeOVN) {
+			r.machine.file("/proc/sys/kernel/osrelease", "7.2.13+deb14-amd64\n").file("/boot/config-7.2.13+deb14-amd64", "CONFIG_NET_CLS_ACT=y\nCONFIG_NET_TC_SKB_EXT=y\n")
+		}, "ovn/tc-recirc", Pass, []string{"kernel 7.2.13+deb14-amd64 has CONFIG_NET_TC_SKB_EXT=y"}},
+		{"no tc recirculation sharing (Debian's config)", func(r *readyEnv, _ *Group, _ *fakeOVN) {
+			r.machine.file("/proc/sys/kernel/osrelease", "6.1.0-18-amd64\n").file("/boot/config-6.1.0-18-amd64", "CONFIG_NET_CLS_ACT=y\n# CONFIG_NET_TC_SKB_EXT is not set\n")
+		}, "ovn/tc-recirc", Warn, []string{"kernel 6.1.0-18-amd64 is built without CONFIG_NET_TC_SKB_EXT", "offloads no flow through conntrack", "CONFIG_MLX5_TC_CT=y"}},
+		{"kernel config unreadable", func(r *readyEnv, _ *Group, _ *fakeOVN) {
+			r.machine.file("/proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")
+		},
+			"ovn/tc-recirc", Skip, []string{"/boot/config-6.1.0-18-amd64 unreadable"}},
 		{"vxlan loaded", func(r *readyEnv, g *Group, _ *fakeOVN) {
 			g.OVN.EncapType = "vxlan"
 			r.machine.file("/sys/module/vxlan/initstate", "live\n")

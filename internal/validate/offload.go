@@ -79,6 +79,10 @@ type OffloadFacts struct {
 	// FlowAPI is what ovs-vswitchd's log last said of each port's tc flow
 	// API (ovs.FlowAPIs): false, "No suitable flow API found".
 	FlowAPI map[string]bool
+	// TCRefusals are the distinct refusals ovs-vswitchd's tc offload layer
+	// logged before asking the kernel ("flow_put: recirc_id sharing not
+	// supported").
+	TCRefusals []string
 	// LogErr says why ovs-vswitchd's log (Refusals, FlowAPI) could not be
 	// read.
 	LogErr error
@@ -259,10 +263,15 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 		out = append(out, fmt.Sprintf("decap on %s: no tc rule of it in hardware: mlx5 takes decap rules there through its indirect block (the eswitch in switchdev with encap-mode basic, the tunnel's local address on the LAG's bond)", f.InPort))
 	}
 	p, known := x.Ports[f.InPort]
+	// Without hw-tc-offload tc keeps a rule in software (dp:tc): it is no
+	// reason for a flow tc did not take (dp:ovs), unless tc-policy skip_sw
+	// makes tc refuse what no device takes.
+	tcDecides := f.DP == "tc" || x.TCPolicy == "skip_sw"
 	switch {
 	case !known || decap: // a tunnel device has no hw-tc-offload of its own
 	case p.ReadErr != "":
 		out = append(out, fmt.Sprintf("%s: %s", f.InPort, p.ReadErr))
+	case !tcDecides:
 	case p.HWTC == nil:
 		out = append(out, fmt.Sprintf("%s has no hw-tc-offload feature (driver %s): no tc offload", f.InPort, orDash(p.Driver)))
 	case !*p.HWTC:
@@ -299,11 +308,22 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	if f.InPort == x.Bond && x.Block != nil && !x.Block.OK {
 		out = append(out, "port missing from the shared block: "+strings.Join(x.Block.Missing(), ", "))
 	}
+	refused := false
 	for i := len(x.Refusals) - 1; i >= 0; i-- {
 		if strings.HasSuffix(x.Refusals[i], ": "+f.InPort) {
 			out = append(out, "the driver refused it: "+x.Refusals[i])
+			refused = true
 			break
 		}
+	}
+	if f.DP != "tc" && recirculates(f) && slices.ContainsFunc(x.TCRefusals, func(r string) bool { return strings.Contains(r, "recirc_id sharing") }) {
+		// Open vSwitch's own refusal, before the kernel's tc: its
+		// datapath does not share recirculation ids with tc.
+		why := "the flow recirculates (conntrack) and the kernel's OVS datapath shares no recirculation ids with tc (ovs-vswitchd's log: \"flow_put: recirc_id sharing not supported\"; the kernel lacks CONFIG_NET_TC_SKB_EXT, as Debian's are built): ovs-vswitchd puts no such flow in tc, whatever the NIC"
+		if refused {
+			why += " (the refusal above is this one)"
+		}
+		out = append(out, why)
 	}
 	if known && p.ReadErr == "" && p.HWTC != nil && *p.HWTC && x.TCPolicy != "skip_hw" && f.DP == "tc" && p.Rules > 0 && p.InHW == 0 && p.SkipHW < p.Rules {
 		out = append(out, fmt.Sprintf("the driver of %s (%s) holds none of its %d tc rules in hardware (not_in_hw): the device has no tc flower offload", f.InPort, orDash(p.Driver), p.Rules))
@@ -371,8 +391,33 @@ func flowKinds(x OffloadFacts, f ovs.DPFlow) []string {
 
 // usesCT: the flow goes through conntrack (ct(...) or recirc after ct
 // in its actions, ct_state in its match).
+// recirculates: the flow is on a recirculation chain (recirc_id not 0) or
+// recirculates (a recirc action), what tc can take only when the datapath
+// shares recirculation ids with it.
+func recirculates(f ovs.DPFlow) bool {
+	if strings.Contains(f.Actions, "recirc(") {
+		return true
+	}
+	_, id, ok := strings.Cut(f.Match, "recirc_id(")
+	if !ok {
+		return false
+	}
+	id, _, _ = strings.Cut(id, ")")
+	return id != "0" && id != "0x0" && !strings.HasPrefix(id, "0/")
+}
+
+// A match of ct_state(0/0) reads no conntrack state ("dump-flows -m"
+// prints every field, masked out or not).
 func usesCT(f ovs.DPFlow) bool {
-	return strings.Contains(f.Actions, "ct(") || strings.Contains(f.Match, "ct_state(")
+	if strings.Contains(f.Actions, "ct(") {
+		return true
+	}
+	_, st, ok := strings.Cut(f.Match, "ct_state(")
+	if !ok {
+		return false
+	}
+	st, _, _ = strings.Cut(st, ")")
+	return st != "0/0" && !strings.HasSuffix(st, "/0")
 }
 
 // geneveOptions are the Geneve options of a flow's match or actions as

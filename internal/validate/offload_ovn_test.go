@@ -82,3 +82,42 @@ func TestGeneveOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestOffloadOVNRecircSharing: without CONFIG_NET_TC_SKB_EXT (Debian's
+// kernels) the OVS datapath shares no recirculation ids with tc and
+// ovs-vswitchd refuses every recirculating flow ("flow_put: recirc_id
+// sharing not supported", seen on the 6.1 and 7.2 beds): a conntrack flow
+// in the kernel datapath gets that reason, with its port's refusal when
+// dpif_netlink logged it; a flow without conntrack (its match's
+// ct_state(0/0) reads none, recirc_id(0)) is no ct flow and does not get it.
+func TestOffloadOVNRecircSharing(t *testing.T) {
+	const (
+		ctFlow   = "ufid:31, recirc_id(0x8),dp_hash(0/0),in_port(eth4),ct_state(0x21/0x3f),ct_zone(0/0),eth_type(0x0800),ipv4(proto=6,frag=no), packets:338, bytes:4000, used:0.1s, dp:ovs, actions:ct(commit,zone=4,label=0/0x1,nat(src)),ct(zone=5),recirc(0x9)"
+		noCTFlow = "ufid:32, recirc_id(0),dp_hash(0/0),in_port(eth5),ct_state(0/0),ct_zone(0/0),eth_type(0x0800),ipv4(proto=6,frag=no), packets:40, bytes:4000, used:0.1s, dp:ovs, actions:eth4"
+	)
+	flows, err := ovs.ParseDumpFlows(ctFlow + "\n" + noCTFlow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := OffloadFacts{Flows: flows, HWOffload: "true", Bond: "bond0", Reps: []string{"eth4", "eth5"},
+		Ports:      map[string]PortTC{"eth4": {HWTC: on(true), Driver: "netdevsim"}, "eth5": {HWTC: on(true), Driver: "netdevsim"}},
+		Refusals:   []string{"failed to offload flow: Operation not supported: eth4"},
+		TCRefusals: []string{"flow_put: recirc_id sharing not supported"},
+		Tunnel:     &TunnelOffload{VPort: "genev_sys_6081", OVN: true}}
+	d := OffloadCheck(x).Data.(OffloadData)
+	if len(d.Flows) != 2 {
+		t.Fatalf("flows %+v", d.Flows)
+	}
+	ct, noCT := d.Flows[0], d.Flows[1]
+	why := strings.Join(ct.Reasons, "\n")
+	for _, s := range []string{"the driver refused it: failed to offload flow: Operation not supported: eth4",
+		`the flow recirculates (conntrack) and the kernel's OVS datapath shares no recirculation ids with tc (ovs-vswitchd's log: "flow_put: recirc_id sharing not supported"; the kernel lacks CONFIG_NET_TC_SKB_EXT`,
+		"(the refusal above is this one)"} {
+		if !strings.Contains(why, s) {
+			t.Errorf("the ct flow's reasons lack %q:\n%s", s, why)
+		}
+	}
+	if strings.Join(noCT.Kinds, ",") != "" || strings.Contains(strings.Join(noCT.Reasons, "\n"), "recirc") {
+		t.Errorf("the flow without conntrack: kinds %v, reasons %q", noCT.Kinds, noCT.Reasons)
+	}
+}

@@ -47,6 +47,7 @@ func TestOffloadCheck(t *testing.T) {
 		logErr   error
 		want     Verdict
 		detail   []string
+		absent   []string // not in the detail
 		inHW     int
 		inSW     int
 	}{
@@ -61,10 +62,15 @@ func TestOffloadCheck(t *testing.T) {
 			detail: []string{"OVS kernel datapath", "hw-offload off (other_config:hw-offload=false)"}, inSW: 1},
 		{name: "tc-policy skip_hw", flows: []string{flowRepTCSW}, hwoff: "true", policy: "skip_hw", ports: map[string]PortTC{"rep0": {HWTC: on(true), Rules: 1, SkipHW: 1}}, want: Fail,
 			detail: []string{"tc-policy skip_hw"}, inSW: 1},
-		{name: "hw-tc-offload off on the port", flows: []string{flowRepOVS}, hwoff: "true", ports: map[string]PortTC{"rep0": {HWTC: on(false), Driver: "mlx5_core"}}, want: Fail,
+		{name: "hw-tc-offload off on the port", flows: []string{flowRepTCSW}, hwoff: "true", ports: map[string]PortTC{"rep0": {HWTC: on(false), Driver: "mlx5_core"}}, want: Fail,
 			detail: []string{"hw-tc-offload off on rep0"}, inSW: 1},
-		{name: "a device without tc offload (veth)", flows: []string{flowRepOVS}, hwoff: "true", ports: map[string]PortTC{"rep0": {Driver: "veth"}}, want: Fail,
+		{name: "a device without tc offload (veth)", flows: []string{flowRepTCSW}, hwoff: "true", ports: map[string]PortTC{"rep0": {Driver: "veth"}}, want: Fail,
 			detail: []string{"rep0 has no hw-tc-offload feature (driver veth)"}, inSW: 1},
+		// tc keeps in software what a device without hw-tc-offload does
+		// not take: a flow tc did not take has another reason (seen on the
+		// 7.2 bed: netdevsim's ports have the feature off and take rules).
+		{name: "hw-tc-offload off is no reason for a flow outside tc", flows: []string{flowRepOVS}, hwoff: "true", ports: map[string]PortTC{"rep0": {HWTC: on(false), Driver: "netdevsim"}},
+			refusals: []string{refusalRep0}, want: Fail, detail: []string{"the driver refused it: " + refusalRep0}, absent: []string{"hw-tc-offload off"}, inSW: 1},
 		{name: "skip_sw refused by the driver, from the log", flows: []string{flowRepOVS}, hwoff: "true", policy: "skip_sw", ports: nsim,
 			refusals: []string{refusalOther, refusalRep0}, want: Fail, detail: []string{"tc-policy skip_sw: a rule no device takes", "the driver refused it: " + refusalRep0}, inSW: 1},
 		{name: "bond flow with a PF off the shared block", flows: []string{flowBondOVS}, hwoff: "true", ports: mlx5, block: blockOnePF, want: Fail,
@@ -95,6 +101,11 @@ func TestOffloadCheck(t *testing.T) {
 			for _, s := range tt.detail {
 				if !strings.Contains(c.Detail, s) {
 					t.Errorf("detail %q lacks %q", c.Detail, s)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(c.Detail, s) {
+					t.Errorf("detail %q has %q", c.Detail, s)
 				}
 			}
 			if d, ok := c.Data.(OffloadData); ok {

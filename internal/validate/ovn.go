@@ -35,6 +35,9 @@ type OVNWant struct {
 	Bridge string
 	// Ports are the logical switch ports the config binds here.
 	Ports []OVNPortWant
+	// Extra are more logical ports whose bindings are read (the OVN
+	// traffic check's destination).
+	Extra []string
 }
 
 // OVNPoolWant is one pool VF's representor.

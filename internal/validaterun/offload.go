@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,14 @@ const DefaultVswitchdLog = ovs.DefaultVswitchdLog
 // refusals.
 func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Group) validate.Check {
 	start := time.Now()
+	c := validate.OffloadCheck(r.offloadFacts(ctx, g, gh, nil))
+	c.Duration = time.Since(start)
+	return c
+}
+
+// offloadFacts reads what the offload check judges; keep, when set,
+// selects the flows judged (the OVN traffic check's path).
+func (r *run) offloadFacts(ctx context.Context, g *config.Group, gh pipeline.Group, keep func([]ovs.DPFlow) []ovs.DPFlow) validate.OffloadFacts {
 	x := validate.OffloadFacts{Bond: g.Bond.Name, Ports: map[string]validate.PortTC{}, DatapathType: g.OVS.DatapathType,
 		Tunnel: tunnelOffload(r.h.Kernel, g)}
 	if g.OVN != nil {
@@ -46,6 +55,9 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	if x.FlowsErr == nil {
 		x.Flows, x.FlowsErr = dumpFlows(ovs.RunDirOf(r.h.OVSDB))
 	}
+	if keep != nil {
+		x.Flows = keep(x.Flows)
+	}
 	if sb, err := eswitch.ReadSharedBlock(r.h.Kernel, g.Bond.Name, netdevs(gh.PFs)); err == nil {
 		x.Block = &sb
 	}
@@ -58,10 +70,8 @@ func (r *run) offloadCheck(ctx context.Context, g *config.Group, gh pipeline.Gro
 	if logPath == "" {
 		logPath = DefaultVswitchdLog
 	}
-	x.Refusals, x.FlowAPI, x.LogErr = readVswitchdLog(logPath)
-	c := validate.OffloadCheck(x)
-	c.Duration = time.Since(start)
-	return c
+	x.Refusals, x.FlowAPI, x.TCRefusals, x.LogErr = readVswitchdLog(logPath)
+	return x
 }
 
 func netdevs(pfs []eswitch.PF) []string {
@@ -128,14 +138,21 @@ func (r *run) portTC(port string) validate.PortTC {
 
 // readVswitchdLog reads the last MiB of ovs-vswitchd's log once: its
 // "failed to offload flow: ERR: PORT" lines (lib/dpif-netlink.c;
-// EOPNOTSUPP and ENOSPC only at debug level), the message part only, and
-// what it last said of each port's tc flow API (ovs.FlowAPILine); err says
+// EOPNOTSUPP and ENOSPC only at debug level), the message part only, what
+// it last said of each port's tc flow API (ovs.FlowAPILine), and the
+// distinct "flow_put: ..." refusals of its tc offload layer
+// (lib/netdev-offload-tc.c, what it refuses before asking the kernel: at
+// ERR level in Open vSwitch 3.1, at debug level in later ones); err says
 // why it cannot be read.
-func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, err error) {
+func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, tcRefusals []string, err error) {
 	flowAPI = map[string]bool{}
 	err = ovs.ScanLogTail(path, func(line string) {
 		if _, msg, ok := strings.Cut(line, "failed to offload flow: "); ok {
 			refusals = append(refusals, "failed to offload flow: "+msg)
+		} else if _, msg, ok := strings.Cut(line, "|flow_put: "); ok && strings.Contains(line, "netdev_offload_tc") {
+			if msg = "flow_put: " + msg; !slices.Contains(tcRefusals, msg) {
+				tcRefusals = append(tcRefusals, msg)
+			}
 		} else if port, ok, said := ovs.FlowAPILine(line); said {
 			flowAPI[port] = ok
 		}
@@ -143,5 +160,5 @@ func readVswitchdLog(path string) (refusals []string, flowAPI map[string]bool, e
 	if err != nil {
 		err = fmt.Errorf("ovs-vswitchd's log %s: %w", path, err)
 	}
-	return refusals, flowAPI, err
+	return refusals, flowAPI, tcRefusals, err
 }

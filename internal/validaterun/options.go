@@ -31,6 +31,18 @@ func (o Options) CheckFlags() error {
 	} else if o.BondMode != "" {
 		return fmt.Errorf("--bond-mode needs --bond")
 	}
+	for _, f := range []struct{ flag, val string }{{"--ovn-from", o.OVNFrom}, {"--ovn-to", o.OVNTo}} {
+		switch {
+		case f.val == "":
+		case o.Bond != "":
+			return fmt.Errorf("%s: %q needs a group with ovn, not --bond", f.flag, f.val)
+		case !config.ValidOVNPortName(f.val):
+			return fmt.Errorf("%s: %q is not a logical switch port name (1-255 characters of [A-Za-z0-9_.:@/+-])", f.flag, f.val)
+		}
+	}
+	if o.OVNFrom != "" && o.OVNFrom == o.OVNTo {
+		return fmt.Errorf("--ovn-to: %q is --ovn-from too: the check runs between two ports", o.OVNTo)
+	}
 	if n := o.RDMAIters; n < 0 {
 		return fmt.Errorf("--rdma-iters: %d must be positive", n)
 	}
@@ -50,6 +62,9 @@ func (o Options) CheckConfig(cfg *config.Config) error {
 			return fmt.Errorf("--group: %q is not a group of the config", g)
 		}
 	}
+	if err := o.checkOVNFlags(cfg); err != nil {
+		return err
+	}
 	if m := o.RoCEMode; m != "" {
 		if _, err := validate.ParseRoCEMode(m); err != nil {
 			return fmt.Errorf("--roce-mode: %w", err)
@@ -60,6 +75,36 @@ func (o Options) CheckConfig(cfg *config.Config) error {
 	}
 	if o.Interval <= 0 {
 		return fmt.Errorf("--interval: %s must be positive", o.Interval)
+	}
+	return nil
+}
+
+// checkOVNFlags: --ovn-from and --ovn-to need a selected group with ovn,
+// and --ovn-from names one of its ovn_port (the probe enters br-int at
+// that port's representor).
+func (o Options) checkOVNFlags(cfg *config.Config) error {
+	if o.OVNFrom == "" && o.OVNTo == "" || cfg == nil {
+		return nil
+	}
+	flag, val := "--ovn-to", o.OVNTo
+	if o.OVNFrom != "" {
+		flag, val = "--ovn-from", o.OVNFrom
+	}
+	n := 0
+	for gi := range cfg.Groups {
+		g := &cfg.Groups[gi]
+		if g.OVN == nil || o.Group != "" && g.Name != o.Group {
+			continue
+		}
+		n++
+		if o.OVNFrom != "" {
+			if err := g.OVNTrafficFrom(o.OVNFrom, fmt.Sprintf("groups[%d]", gi)); err != nil {
+				return fmt.Errorf("--ovn-from: %q %v (group %s)", o.OVNFrom, err, g.Name)
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %q needs a group with an ovn section (none selected)", flag, val)
 	}
 	return nil
 }

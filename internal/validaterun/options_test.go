@@ -9,7 +9,8 @@ import (
 )
 
 func TestOptionsCheck(t *testing.T) {
-	cfg := &config.Config{Groups: []config.Group{{Name: "lag0"}}}
+	cfg := &config.Config{Groups: []config.Group{{Name: "lag0"},
+		{Name: "ovn0", OVN: &config.OVN{}, VFs: []config.VFConfig{{PF: 0, VF: 0, OVNPort: "p1"}, {PF: 0, VF: 1, OVNPort: "p2"}}}}}
 	ok := Options{Interval: time.Second}
 	tests := []struct {
 		name string
@@ -26,6 +27,13 @@ func TestOptionsCheck(t *testing.T) {
 		{"roce mode", func(o *Options) { o.RoCEMode = "v3" }, "--roce-mode: "},
 		{"min share", func(o *Options) { o.MinShare = 0.5 }, "--min-share: 0.5 must be in [0, 0.5)"},
 		{"interval", func(o *Options) { o.Interval = 0 }, "--interval: 0s must be positive"},
+		{"ovn ports", func(o *Options) { o.OVNFrom, o.OVNTo = "p2", "vm9" }, ""},
+		{"ovn-to name", func(o *Options) { o.OVNTo = "vm 9" }, `--ovn-to: "vm 9" is not a logical switch port name`},
+		{"ovn-from name", func(o *Options) { o.OVNFrom = "" + "-x" }, `--ovn-from: "-x" is not a logical switch port name`},
+		{"ovn-to is ovn-from", func(o *Options) { o.OVNFrom, o.OVNTo = "p1", "p1" }, `--ovn-to: "p1" is --ovn-from too`},
+		{"ovn-to with bond", func(o *Options) { o.Bond, o.OVNTo = "bond0", "vm9" }, `--ovn-to: "vm9" needs a group with ovn, not --bond`},
+		{"ovn-from not a port of the group", func(o *Options) { o.OVNFrom = "vm9" }, `--ovn-from: "vm9" is not an ovn_port of the group (p1, p2) (group ovn0)`},
+		{"ovn-to without an ovn group", func(o *Options) { o.Group, o.OVNTo = "lag0", "vm9" }, `--ovn-to: "vm9" needs a group with an ovn section (none selected)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

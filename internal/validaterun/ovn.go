@@ -38,8 +38,9 @@ func (s *OVNState) Counts() validate.OVNMetrics { return validate.OVNCounts(s.Wa
 
 // ReadOVN reads group g's OVN chassis on h: its Open_vSwitch row and
 // integration bridge, the Southbound and ovn-controller's connection;
-// nil for a group without an ovn section.
-func ReadOVN(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group) *OVNState {
+// nil for a group without an ovn section. The bindings of extra logical
+// ports are read too.
+func ReadOVN(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Group, extra ...string) *OVNState {
 	if g.OVN == nil {
 		return nil
 	}
@@ -48,6 +49,7 @@ func ReadOVN(ctx context.Context, cfg *config.Config, h *host.Host, g *config.Gr
 		reps = representorsOf(h, gh) // else the indexes do not match (pf/<n> says why)
 	}
 	w := OVNWant(g, groupPath(cfg, g), reps)
+	w.Extra = extra
 	runDir := ovnsb.RunDir()
 	if h.Simulated() {
 		runDir = "" // the simulated host runs no ovn-controller of its own
@@ -96,6 +98,11 @@ func ReadOVNFacts(ctx context.Context, w *validate.OVNWant, oc OVNChassisReader,
 	var lsps []string
 	for _, p := range w.Ports {
 		lsps = append(lsps, p.LSP)
+	}
+	for _, x := range w.Extra {
+		if !slices.Contains(lsps, x) {
+			lsps = append(lsps, x)
+		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, sbReadTimeout)
 	defer cancel()

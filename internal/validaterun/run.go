@@ -53,6 +53,10 @@ type Options struct {
 	MinShare    float64
 	MaxGap      time.Duration
 
+	// OVNFrom and OVNTo are the OVN traffic check's ports (--ovn-from,
+	// --ovn-to; "": the group's validate: section, then its first port).
+	OVNFrom, OVNTo string
+
 	RDMA       bool
 	RDMAPeer   string
 	RDMAServer bool
@@ -247,9 +251,16 @@ func (r *run) group(ctx context.Context, g *config.Group) []validate.Check {
 		// Asked for and cannot run here: an explicit skip, never absent.
 		out = append(out, r.legacySkips(g)...)
 	case r.o.Traffic || r.o.Failover:
-		reps, err := r.bridgeReps(ctx, g)
-		tt.probe = r.slowPathProbe(g, reps, err)
-		out = append(out, r.trafficChecks(ctx, tt)...)
+		if g.OVN != nil {
+			// Between logical ports through OVN's flows; the bond's
+			// shares (iperf3 over the underlay) when a peer is given.
+			out = append(out, r.ovnTraffic(ctx, g, gh))
+		}
+		if g.OVN == nil || r.o.Failover || r.o.Server || tt.v.Server || r.o.Peer != "" || tt.v.Peer != "" {
+			reps, err := r.bridgeReps(ctx, g)
+			tt.probe = r.slowPathProbe(g, reps, err)
+			out = append(out, r.trafficChecks(ctx, tt)...)
+		}
 		out = append(out, r.offloadCheck(ctx, g, gh))
 	case r.o.Offload:
 		out = append(out, r.offloadCheck(ctx, g, gh))

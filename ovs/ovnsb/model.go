@@ -9,6 +9,7 @@ const (
 	chassisTable     = "Chassis"
 	encapTable       = "Encap"
 	portBindingTable = "Port_Binding"
+	logicalFlowTable = "Logical_Flow"
 )
 
 // chassisRow is the part of a Chassis row vflag reads.
@@ -31,17 +32,30 @@ type encapRow struct {
 // is a weak reference (unset: bound to no chassis); Up is unset until
 // ovn-northd or ovn-controller writes it.
 type portBindingRow struct {
-	UUID        string  `ovsdb:"_uuid"`
-	LogicalPort string  `ovsdb:"logical_port"`
-	Chassis     *string `ovsdb:"chassis"`
-	Up          *bool   `ovsdb:"up"`
+	UUID        string   `ovsdb:"_uuid"`
+	LogicalPort string   `ovsdb:"logical_port"`
+	Chassis     *string  `ovsdb:"chassis"`
+	Up          *bool    `ovsdb:"up"`
+	MAC         []string `ovsdb:"mac"`
 }
 
-// databaseModel is the client model: the three tables, no other.
+// logicalFlowRow is the part of a Logical_Flow row vflag reads (the OVN
+// traffic check names the stage of the flow that dropped its probe).
+type logicalFlowRow struct {
+	UUID        string            `ovsdb:"_uuid"`
+	Pipeline    string            `ovsdb:"pipeline"`
+	TableID     int               `ovsdb:"table_id"`
+	Match       string            `ovsdb:"match"`
+	Actions     string            `ovsdb:"actions"`
+	ExternalIDs map[string]string `ovsdb:"external_ids"`
+}
+
+// databaseModel is the client model: the four tables, no other.
 func databaseModel() (lmodel.ClientDBModel, error) {
 	return lmodel.NewClientDBModel("OVN_Southbound", map[string]lmodel.Model{
 		chassisTable:     &chassisRow{},
 		encapTable:       &encapRow{},
 		portBindingTable: &portBindingRow{},
+		logicalFlowTable: &logicalFlowRow{},
 	})
 }

@@ -44,6 +44,9 @@ type Binding struct {
 	Chassis string `json:"chassis,omitempty"`
 	// Up is the row's up column; nil while unset.
 	Up *bool `json:"up,omitempty"`
+	// MAC is the row's mac column: the LSP's addresses ("MAC [IP...]"),
+	// as ovn-northd copies them from the Northbound.
+	MAC []string `json:"mac,omitempty"`
 }
 
 // Snapshot is what Read found.
@@ -142,9 +145,8 @@ func tlsConfig(t *TLS) (*tls.Config, error) {
 	}, nil
 }
 
-// Read connects to remote, reads every chassis with its encaps and the
-// port bindings of ports, and closes the connection. ctx bounds it all.
-func Read(ctx context.Context, remote string, t *TLS, ports []string) (*Snapshot, error) {
+// connect opens a client of the hand model to remote.
+func connect(ctx context.Context, remote string, t *TLS) (client.Client, error) {
 	eps, err := Endpoints(remote)
 	if err != nil {
 		return nil, err
@@ -172,6 +174,16 @@ func Read(ctx context.Context, remote string, t *TLS, ports []string) (*Snapshot
 	if err := db.Connect(ctx); err != nil {
 		return nil, fmt.Errorf("ovnsb: connect %s: %w", remote, err)
 	}
+	return db, nil
+}
+
+// Read connects to remote, reads every chassis with its encaps and the
+// port bindings of ports, and closes the connection. ctx bounds it all.
+func Read(ctx context.Context, remote string, t *TLS, ports []string) (*Snapshot, error) {
+	db, err := connect(ctx, remote, t)
+	if err != nil {
+		return nil, err
+	}
 	defer db.Close()
 
 	// One transaction of selects: a consistent snapshot, and no monitor
@@ -184,7 +196,7 @@ func Read(ctx context.Context, remote string, t *TLS, ports []string) (*Snapshot
 	for _, p := range ports {
 		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: portBindingTable,
 			Where:   []ovsdb.Condition{ovsdb.NewCondition("logical_port", ovsdb.ConditionEqual, p)},
-			Columns: []string{"_uuid", "logical_port", "chassis", "up"}})
+			Columns: []string{"_uuid", "logical_port", "chassis", "up", "mac"}})
 	}
 	res, err := db.Transact(ctx, ops...)
 	if err == nil {
@@ -193,6 +205,7 @@ func Read(ctx context.Context, remote string, t *TLS, ports []string) (*Snapshot
 	if err != nil {
 		return nil, fmt.Errorf("ovnsb: %s: read: %w", remote, err)
 	}
+	dbm, _ := databaseModel() // connect built it already
 	dbModel, errs := lmodel.NewDatabaseModel(db.Schema(), dbm)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("ovnsb: %s: the Southbound schema: %w", remote, errors.Join(errs...))
@@ -264,10 +277,75 @@ func snapshot(chs []chassisRow, ens []encapRow, pbs []portBindingRow, ports []st
 			continue
 		}
 		b := Binding{LogicalPort: pb.LogicalPort, Up: pb.Up}
+		if len(pb.MAC) > 0 {
+			b.MAC = pb.MAC
+		}
 		if pb.Chassis != nil {
 			b.Chassis = names[*pb.Chassis]
 		}
 		s.Bindings[pb.LogicalPort] = b
 	}
 	return s
+}
+
+// LogicalFlow is one Logical_Flow row: where it is in the logical
+// pipeline and what it does.
+type LogicalFlow struct {
+	UUID     string `json:"uuid"`
+	Pipeline string `json:"pipeline"` // ingress, egress
+	Table    int    `json:"table"`
+	// Stage is ovn-northd's name of the table ("ls_in_acl", "ls_out_acl_eval").
+	Stage   string `json:"stage,omitempty"`
+	Match   string `json:"match"`
+	Actions string `json:"actions"`
+}
+
+// LogicalFlowsByCookie reads the Logical_Flow rows whose UUID begins with
+// one of cookies: ovn-controller gives each OpenFlow flow it makes of a
+// logical flow the first 32 bits of its UUID as cookie, so a flow seen in
+// br-int (ofproto/trace, dump-flows) leads back to its logical flow. The
+// result maps each cookie (8 hex digits, lower case) to its rows (32 bits
+// can match more than one).
+func LogicalFlowsByCookie(ctx context.Context, remote string, t *TLS, cookies []string) (map[string][]LogicalFlow, error) {
+	want := map[string]bool{}
+	for _, c := range cookies {
+		want[strings.ToLower(c)] = true
+	}
+	db, err := connect(ctx, remote, t)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ops := []ovsdb.Operation{{Op: ovsdb.OperationSelect, Table: logicalFlowTable, Where: []ovsdb.Condition{},
+		Columns: []string{"_uuid", "pipeline", "table_id", "match", "actions", "external_ids"}}}
+	res, err := db.Transact(ctx, ops...)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(res, ops)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ovnsb: %s: read Logical_Flow: %w", remote, err)
+	}
+	dbm, _ := databaseModel() // connect built it already
+	dbModel, errs := lmodel.NewDatabaseModel(db.Schema(), dbm)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("ovnsb: %s: the Southbound schema: %w", remote, errors.Join(errs...))
+	}
+	out := map[string][]LogicalFlow{}
+	for j := range res[0].Rows {
+		u, ok := res[0].Rows[j]["_uuid"].(ovsdb.UUID)
+		if !ok || len(u.GoUUID) < 8 || !want[u.GoUUID[:8]] {
+			continue
+		}
+		var lf logicalFlowRow
+		info, err := dbModel.NewModelInfo(&lf)
+		if err == nil {
+			err = dbModel.Mapper.GetRowData(&res[0].Rows[j], info)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ovnsb: %s: Logical_Flow row: %w", remote, err)
+		}
+		out[u.GoUUID[:8]] = append(out[u.GoUUID[:8]], LogicalFlow{UUID: u.GoUUID, Pipeline: lf.Pipeline, Table: lf.TableID,
+			Stage: lf.ExternalIDs["stage-name"], Match: lf.Match, Actions: lf.Actions})
+	}
+	return out, nil
 }

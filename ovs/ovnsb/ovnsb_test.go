@@ -159,3 +159,35 @@ func TestCentralNorthdWritesBindings(t *testing.T) {
 		t.Errorf("bindings (-want +got):\n%s", d)
 	}
 }
+
+// A binding's addresses (the mac column) are read; LogicalFlowsByCookie
+// finds a logical flow by the first 32 bits of its UUID (the cookie
+// ovn-controller gives its OpenFlow flows) with its stage, and nothing
+// for a cookie no flow has.
+func TestBindingMACAndLogicalFlows(t *testing.T) {
+	t.Parallel()
+	s := sbtest.Start(t)
+	s.AddPort("vm1-eth0")
+	s.MustSbctl("set", "Port_Binding", "vm1-eth0", `mac="02:00:00:00:00:01 10.10.0.1"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := ovnsb.Read(ctx, s.Endpoint(), nil, []string{"vm1-eth0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got.Bindings["vm1-eth0"].MAC; len(m) != 1 || m[0] != "02:00:00:00:00:01 10.10.0.1" {
+		t.Errorf("mac %q", m)
+	}
+	uuid := strings.TrimSpace(s.MustSbctl("create", "Logical_Flow", "pipeline=egress", "table_id=4", "priority=2001",
+		`match="outport == \"vm1-eth0\" && ip4"`, `actions="drop;"`, "external_ids:stage-name=ls_out_acl"))
+	s.MustSbctl("create", "Logical_Flow", "pipeline=ingress", "table_id=0", "priority=50", `match="1"`, `actions="next;"`)
+	lfs, err := ovnsb.LogicalFlowsByCookie(ctx, s.TCP(), nil, []string{strings.ToUpper(uuid[:8]), "00000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]ovnsb.LogicalFlow{uuid[:8]: {{UUID: uuid, Pipeline: "egress", Table: 4, Stage: "ls_out_acl",
+		Match: `outport == "vm1-eth0" && ip4`, Actions: "drop;"}}}
+	if d := cmp.Diff(want, lfs); d != "" {
+		t.Errorf("logical flows (-want +got):\n%s", d)
+	}
+}
