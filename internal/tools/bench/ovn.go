@@ -70,7 +70,7 @@ func (b *bencher) ovnPath() {
 	b.quiesceOVS("OVN install yardstick")
 	b.quiesce("OVN install yardstick", "ovn-controller", filepath.Join(ctl.RunDir(), "ovn-controller.pid"))
 	noop, p, fp := s.noopWithFloor("up")
-	b.add(judgeFloor("no-op re-run", fmt.Sprintf("up %s (converged, median of %d)", name, floorRounds), noop, p, fp.String(), noopFactor, true))
+	b.add(judgeFloor("no-op re-run", fmt.Sprintf("up %s (converged, median of %d)", name, floorRounds), noop, p, fp.String(), ovnNoopFactor, true))
 	down := s.vflag("down")
 	b.add(row{section: "teardown", what: "down " + name, measured: secs(down.wall), bound: secs(s.downBound()), status: "report"})
 }
