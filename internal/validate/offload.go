@@ -278,32 +278,7 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 		out = append(out, fmt.Sprintf("hw-tc-offload off on %s: its driver takes no tc rule", f.InPort))
 	}
 	if x.Tunnel != nil && x.Tunnel.OVN {
-		// What keeps an OVN flow out of the NIC that the flow itself
-		// shows: conntrack (ICMP through it above all), its Geneve
-		// options, the encap refusal mlx5 logs on LAG setups.
-		if usesCT(f) {
-			if strings.Contains(f.Match, "icmp(") || strings.Contains(f.Match, "icmpv6(") {
-				out = append(out, "ICMP through conntrack (ct): mlx5 offloads no ICMP connection, its packets stay in software (TCP and UDP connections are offloaded once established)")
-			} else {
-				out = append(out, "conntrack (ct) in the path (an ACL of the logical switch): mlx5 offloads a connection only once it is established; until then, and for each new one, the packets run in software")
-			}
-		}
-		cts, zero := geneveOptions(f.Match + " " + f.Actions)
-		if len(cts) > 1 {
-			out = append(out, fmt.Sprintf("more than one Geneve option class/type (%s): mlx5 offloads one option class/type at a time", strings.Join(cts, "; ")))
-		}
-		if zero {
-			out = append(out, "a Geneve option of value 0: mlx5 does not offload a Geneve option whose value is 0")
-		}
-		dst := encapDst(f.Actions)
-		for i := len(x.Refusals) - 1; i >= 0 && dst != ""; i-- {
-			r := x.Refusals[i]
-			_, port, ok := strings.Cut(strings.TrimPrefix(r, "failed to offload flow: "), ": ovn-")
-			if ok && x.Tunnel.RemoteOf["ovn-"+port] == dst {
-				out = append(out, fmt.Sprintf("the driver refused the encap to OVN's tunnel port ovn-%s: %s (seen on LAG setups: the encap address and the route to %s must be on the LAG's bond, and the neighbour resolved)", port, r, dst))
-				break
-			}
-		}
+		out = append(out, ovnFlowReasons(x, f)...)
 	}
 	if f.InPort == x.Bond && x.Block != nil && !x.Block.OK {
 		out = append(out, "port missing from the shared block: "+strings.Join(x.Block.Missing(), ", "))
@@ -333,6 +308,37 @@ func notInHWReasons(x OffloadFacts, f ovs.DPFlow) []string {
 	}
 	if len(out) == 0 {
 		out = append(out, "no reason found (see ovs-vswitchd's log with vlog/set dpif_netlink:dbg netdev_offload_tc:dbg)")
+	}
+	return out
+}
+
+// ovnFlowReasons are what keeps an OVN flow out of the NIC that the flow
+// itself shows: conntrack (ICMP through it above all), its Geneve options,
+// the encap refusal mlx5 logs on LAG setups.
+func ovnFlowReasons(x OffloadFacts, f ovs.DPFlow) []string {
+	var out []string
+	if usesCT(f) {
+		if strings.Contains(f.Match, "icmp(") || strings.Contains(f.Match, "icmpv6(") {
+			out = append(out, "ICMP through conntrack (ct): mlx5 offloads no ICMP connection, its packets stay in software (TCP and UDP connections are offloaded once established)")
+		} else {
+			out = append(out, "conntrack (ct) in the path (an ACL of the logical switch): mlx5 offloads a connection only once it is established; until then, and for each new one, the packets run in software")
+		}
+	}
+	cts, zero := geneveOptions(f.Match + " " + f.Actions)
+	if len(cts) > 1 {
+		out = append(out, fmt.Sprintf("more than one Geneve option class/type (%s): mlx5 offloads one option class/type at a time", strings.Join(cts, "; ")))
+	}
+	if zero {
+		out = append(out, "a Geneve option of value 0: mlx5 does not offload a Geneve option whose value is 0")
+	}
+	dst := encapDst(f.Actions)
+	for i := len(x.Refusals) - 1; i >= 0 && dst != ""; i-- {
+		r := x.Refusals[i]
+		_, port, ok := strings.Cut(strings.TrimPrefix(r, "failed to offload flow: "), ": ovn-")
+		if ok && x.Tunnel.RemoteOf["ovn-"+port] == dst {
+			out = append(out, fmt.Sprintf("the driver refused the encap to OVN's tunnel port ovn-%s: %s (seen on LAG setups: the encap address and the route to %s must be on the LAG's bond, and the neighbour resolved)", port, r, dst))
+			break
+		}
 	}
 	return out
 }
