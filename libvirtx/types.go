@@ -16,6 +16,9 @@ type Attachment struct {
 	// vflag makes too.
 	Migratable bool
 	Standby    Standby
+	// VFVLAN is the VLAN of a legacy group's teaming VF (0: none): its
+	// interface's <vlan>, which libvirt sets through the PF.
+	VFVLAN int
 }
 
 // Record is the attachment's record (what Detach needs).
