@@ -36,7 +36,9 @@
 # v_dest_prepared_*); the pair arrives as vflag wrote it, on the
 # destination's VF (v_pair_b, v_pair_a2); the source frees its VF after the
 # migration (MAC back to zero, no hook state, no reservation:
-# v_src_released_*); `validate` passes at both ends. Then a migration back
+# v_src_released_*); `validate` passes at both ends (A's with the pair's
+# teaming check; once the domain runs on A again, that check is the only
+# failure and says the VF is hidden: no OS). Then a migration back
 # to a destination whose probe refuses "prepare begin": it fails, the
 # domain runs on at B with its VF, A keeps nothing (v_refused_dropped); and
 # the migration back, which takes that VF.
@@ -330,15 +332,23 @@ reserved() {
 	cat "$f" || { ls -la /hosts/$1/state/hook/reserved; return 1; }
 	jq -e --arg d $DOM '.domain == $d and .started == true' "$f" >/dev/null
 }
-# validate_ok H: vflag validate passes on H; on A, whose config has the
-# migratable attachment, with the pair's teaming check among its checks.
+# validate_ok H [hidden]: vflag validate passes on H; on A, whose config
+# has the migratable attachment, with the pair's teaming check passing. With
+# hidden (the domain runs on A): the teaming check is the only one failing,
+# and says the VF is hidden (the domain has no OS: the guest never
+# negotiates the standby feature).
 validate_ok() {
-	local out rc
+	local out rc fails
 	out=$(V "$1" validate 2>&1)
 	rc=$?
 	printf '%s\n' "$out"
-	[ $rc = 0 ] || return 1
-	[ "$1" = b ] || printf '%s\n' "$out" | grep "teaming/$DOM"
+	[ "$1" = a ] || return $rc
+	fails=$(printf '%s\n' "$out" | grep -E '^ *FAIL ')
+	if [ -z "${2:-}" ]; then
+		[ $rc = 0 ] && printf '%s\n' "$out" | grep -qE "^ *PASS +teaming/$DOM/pf0vf0 "
+		return
+	fi
+	[ "$(printf '%s\n' "$fails" | grep -c .)" = 1 ] && printf '%s\n' "$fails" | grep -qE "^ *FAIL +teaming/$DOM/pf0vf0 .*the VF is hidden"
 }
 migrate_v() { # migrate_v FROM TO PORT: without --xml (vflag's hook rewrites)
 	local t0 t1 rc secs
@@ -392,7 +402,7 @@ check v_vf_a_ready prepared "$PF_A" 0 "$VF_A"
 check v_reserved_a reserved a "$VF_A"
 check v_standby_a standby a
 check v_src_released_b src_released b "$PF_B"
-check v_validate_a2 validate_ok a
+check v_validate_a2 validate_ok a hidden
 check v_validate_b2 validate_ok b
 VA destroy $DOM >/dev/null
 exit 0
