@@ -194,7 +194,9 @@ slaves() { grep "NESTED: slaves" $CONSOLE | tail -n 1; }
 # plugged H: the guest reports an igbvf slave (the VF plugged) and H's
 # validate says the VF is plugged.
 plugged() {
-	local since=$(($(wc -l <$CONSOLE) + 0)) v
+	local since v
+	# Reports from now on (the last one may be the source's, before the unplug).
+	since=$(($(wc -l <$CONSOLE) + 1))
 	wait_for 600 sh -c "tail -n +$since $CONSOLE | grep 'NESTED: slaves' | grep -q ':igbvf:'" || { slaves; echo "no igbvf slave in the guest"; return 1; }
 	v=$(V "$1" validate 2>&1 | grep "teaming/$DOM")
 	echo "$(slaves); $v"

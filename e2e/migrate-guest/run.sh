@@ -49,4 +49,13 @@ cp "$VMLINUX" "$extra/vmlinux"
 
 root=$(cd "$here/../.." && pwd)
 (cd "$root" && go build -o "$out/vflag" ./cmd/vflag && CGO_ENABLED=0 go build -tags vflag_nolibvirt -o "$out/vflag-hook" ./cmd/vflag-hook)
-VFLAG_BIN=$out/vflag VFLAG_E2E_EXTRA=$extra bash "$here/../run-guest.sh" "$here/migrate-guest.sh" "$out"
+rc=0
+VFLAG_BIN=$out/vflag VFLAG_E2E_EXTRA=$extra bash "$here/../run-guest.sh" "$here/migrate-guest.sh" "$out" || rc=$?
+# Every check the scenario's # EXPECT: lines name must have passed.
+glog=$out/share/out/migrate-guest.log
+for n in $(sed -n 's/^# EXPECT:[[:space:]]*//p' "$here/migrate-guest.sh"); do
+	grep -aq "^RESULT $n PASS" "$glog" 2>/dev/null || { echo "==== $n: $(grep -a "^RESULT $n " "$glog" 2>/dev/null || echo 'no RESULT')"; rc=1; }
+done
+echo "==== results ($out/share/out/results.txt):"
+cat "$out/share/out/results.txt" 2>/dev/null || true
+exit $rc
