@@ -158,8 +158,9 @@ cat >/root/$DOM.xml <<EOF
     <type arch='x86_64' machine='q35'>hvm</type>
     <kernel>$N/vmlinux</kernel>
     <initrd>$N/initrd.gz</initrd>
-    <cmdline>console=ttyS0 panic=-1 nested.ip=$GUEST_IP/24 nested.mac=$MAC</cmdline>
+    <cmdline>console=ttyS0 quiet panic=-1 nested.ip=$GUEST_IP/24 nested.mac=$MAC</cmdline>
   </os>
+  <features><acpi/><apic/></features>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
     <controller type='usb' model='none'/>
