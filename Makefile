@@ -11,7 +11,7 @@ HOOK_BUILD := CGO_ENABLED=0 $(GO) build -tags vflag_nolibvirt
 DEBS := rpm openvswitch-switch ovn-common ovn-central ovn-host libvirt-dev libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
         qemu-system-x86 iproute2 pkg-config gcc util-linux
 
-.PHONY: all deps build check test vet lint fuzz fuzz-short demo simhost bench e2e e2e-image clean package ansible-test
+.PHONY: all deps build check test vet lint fuzz fuzz-short demo simhost bench e2e e2e-image e2e-migrate-guest clean package ansible-test
 
 all: build
 
@@ -106,6 +106,11 @@ e2e-image:
 # e2e: boot every e2e/scenarios/*.sh with a fresh build of ./cmd/vflag.
 e2e: deps e2e-image
 	$(GO) test -tags e2e -count=1 -timeout 45m -v ./e2e/...
+
+# e2e-migrate-guest: a live migration with a guest OS in the domain (nested
+# TCG, slow: not in check), its traffic measured (e2e/README.md).
+e2e-migrate-guest: deps e2e-image
+	bash e2e/migrate-guest/run.sh
 
 # package: .deb and .rpm in build/ with nfpm (pinned), the binary, units,
 # hook, example config, the README and docs/, man pages and completions

@@ -18,6 +18,8 @@
 #   VFLAG_E2E_CACHE        build cache (default /var/cache/vflag-e2e)
 #   VFLAG_E2E_TIMEOUT      override the scenario's "# TIMEOUT:" (seconds)
 #   VFLAG_E2E_APPEND       more kernel command line (boot.sh: boot.break=...)
+#   VFLAG_E2E_EXTRA        a directory whose files go in the share as extra/
+#                          (make e2e-migrate-guest: the nested guest's kernel)
 #   VFLAG_E2E_ALLOW_STALE=1  boot even if e2e/build.sh or e2e/guest changed
 #                          since the image was built
 #
@@ -104,6 +106,10 @@ cp "$scen" "$share/scenarios/$name"
 if [ -n "${VFLAG_DEB:-}" ]; then
 	[ -f "$VFLAG_DEB" ] || die "VFLAG_DEB=$VFLAG_DEB does not exist"
 	cp "$VFLAG_DEB" "$share/vflag.deb"
+fi
+if [ -n "${VFLAG_E2E_EXTRA:-}" ]; then
+	[ -d "$VFLAG_E2E_EXTRA" ] || die "VFLAG_E2E_EXTRA=$VFLAG_E2E_EXTRA is not a directory"
+	cp -r "$VFLAG_E2E_EXTRA" "$share/extra"
 fi
 if [ -n "${VFLAG_BIN:-}" ]; then
 	[ -f "$VFLAG_BIN" ] || die "VFLAG_BIN=$VFLAG_BIN does not exist"

@@ -115,7 +115,7 @@ func planDef(v view, n norm, where string, replace bool) (defPlan, error) {
 		p.claim = &want
 		p.claimAfter = claimed && c.Standby != "" && alias == ""
 	}
-	vfXML, err := interfaceXML(n.PCI, n.MAC, alias)
+	vfXML, err := interfaceXML(n.PCI, n.MAC, alias, n.VFVLAN)
 	if err != nil {
 		return p, err
 	}
@@ -131,7 +131,7 @@ func planDef(v view, n norm, where string, replace bool) (defPlan, error) {
 	switch {
 	case len(found) == 0:
 		p.ops = append(p.ops, devOp{xml: vfXML, what: "attach " + vfWhat, pcie: true})
-	case found[0].team != alias:
+	case found[0].team != alias || ifaceVLAN(found[0].def) != n.VFVLAN:
 		if !replace {
 			p.notes = append(p.notes, vfWhat+" at the next start")
 			break

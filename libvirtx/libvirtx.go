@@ -262,7 +262,7 @@ func (c *Conn) Domain(name string) (DomainState, error) {
 				continue
 			}
 			index[i.pci+"/"+i.mac] = len(st.Interfaces)
-			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: v.owned(i), Standby: i.team, InConfig: inConfig, InLive: !inConfig,
+			st.Interfaces = append(st.Interfaces, HostdevIface{PCI: i.pci, MAC: i.mac, Managed: i.managed, Owned: v.owned(i), Standby: i.team, VLAN: ifaceVLAN(i.def), InConfig: inConfig, InLive: !inConfig,
 				NotHotplug: IsQ35(v.machine) && !v.onHotplugPort(i)})
 		}
 		for _, sb := range v.standbys {

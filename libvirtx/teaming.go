@@ -18,6 +18,11 @@ package libvirtx
 //	  <teaming type='transient' persistent='ua-vflag-525400000001'/>
 //	</interface>
 //
+// In a legacy group (no representor) the standby is a port of the host's
+// bridge (standby_bridge) and the VF's interface has the VLAN's <vlan> too:
+// libvirt sets it on the VF through the PF, so the VF's frames leave on
+// the uplink with the tag the standby's port gives its frames.
+//
 // QEMU gets virtio-net-pci failover=on and vfio-pci failover_pair_id; the
 // guest's net_failover pairs the two by MAC and sends through the VF while
 // it is plugged. At a migration QEMU unplugs the VF (traffic goes through
@@ -123,9 +128,11 @@ func StandbyXML(mac string, s Standby) (string, error) {
 }
 
 // TeamedVFXML is the VF's device XML as the transient half of the pair
-// whose standby has alias: <teaming type='transient' persistent=alias/>.
-func TeamedVFXML(pci, mac, alias string) (string, error) {
-	return interfaceXML(pci, mac, alias)
+// whose standby has alias: <teaming type='transient' persistent=alias/>,
+// and with vlan (a legacy group's VF, which libvirt sets through the PF)
+// <vlan><tag id=vlan/></vlan>.
+func TeamedVFXML(pci, mac, alias string, vlan int) (string, error) {
+	return interfaceXML(pci, mac, alias, vlan)
 }
 
 // standby is a bridge interface of a domain definition that is a teaming

@@ -73,7 +73,7 @@ func TestTeamingPairXML(t *testing.T) {
 	if !strings.HasPrefix(StandbyAlias("52:54:00:00:00:01"), "ua-") {
 		t.Error("the alias is not a user alias (libvirt wants ua- for teaming)")
 	}
-	vf, err := TeamedVFXML("0000:61:00.2", "52:54:00:00:00:01", StandbyAlias("52:54:00:00:00:01"))
+	vf, err := TeamedVFXML("0000:61:00.2", "52:54:00:00:00:01", StandbyAlias("52:54:00:00:00:01"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +89,23 @@ func TestTeamingPairXML(t *testing.T) {
 	if diff := cmp.Diff(want, kids); diff != "" {
 		t.Errorf("VF's children (-want +got):\n%s\n%s", diff, vf)
 	}
+	// A legacy group's VF: the VLAN libvirt sets through the PF.
+	vf, err = TeamedVFXML("0000:61:00.2", "52:54:00:00:00:01", StandbyAlias("52:54:00:00:00:01"), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kids = children(t, vf)
+	want = []string{
+		"mac address=52:54:00:00:00:01",
+		"source",
+		"vlan",
+		"teaming type=transient persistent=ua-vflag-525400000001",
+	}
+	if diff := cmp.Diff(want, kids); diff != "" || !strings.Contains(vf, `<tag id="42">`) {
+		t.Errorf("legacy VF's children (-want +got):\n%s\n%s", diff, vf)
+	}
 	// A plain VF has no teaming.
-	plain, _ := interfaceXML("0000:61:00.2", "52:54:00:00:00:01", "")
+	plain, _ := interfaceXML("0000:61:00.2", "52:54:00:00:00:01", "", 0)
 	if strings.Contains(plain, "teaming") {
 		t.Errorf("plain VF has teaming:\n%s", plain)
 	}
@@ -257,5 +272,56 @@ func TestHotplugPort(t *testing.T) {
 		if got := v.onHotplugPort(v.ifaces[0]); got != tt.want {
 			t.Errorf("bus %s%s: onHotplugPort = %v, want %v", tt.bus, tt.hotplug, got, tt.want)
 		}
+	}
+}
+
+// TestPlanVFVLAN: a legacy group's pair whose VF's <vlan> is not the
+// VLAN wanted (the config's vlan changed, or a pair made before it had
+// one) gets the VF again with it in the persistent definition, the
+// standby left as it is; the running domain keeps its VF until its next
+// start.
+func TestPlanVFVLAN(t *testing.T) {
+	doc := `<domain><name>vm1</name><metadata><vflag:vflag xmlns:vflag="https://vflag.dev/xmlns/vflag/1"><vflag:vf pci="0000:61:00.2" mac="52:54:00:00:00:01" owner="igb0" standby="ua-vflag-525400000001"/></vflag:vflag></metadata>
+<os><type arch='x86_64' machine='pc-q35-7.2'>hvm</type></os><devices>
+<interface type='hostdev' managed='yes'><mac address='52:54:00:00:00:01'/><source><address type='pci' domain='0x0000' bus='0x61' slot='0x00' function='0x2'/></source><teaming type='transient' persistent='ua-vflag-525400000001'/></interface>
+<interface type='bridge'><mac address='52:54:00:00:00:01'/><source bridge='br-host'/><vlan><tag id='42'/></vlan><virtualport type='openvswitch'/><model type='virtio'/><teaming type='persistent'/><alias name='ua-vflag-525400000001'/></interface>
+</devices></domain>`
+	v, err := parseView(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := norm{Attachment{Domain: "vm1", PCI: "0000:61:00.2", MAC: "52:54:00:00:00:01", Owner: "igb0", Migratable: true, Standby: Standby{Bridge: "br-host", VLAN: 42}, VFVLAN: 42}}
+	cfg, err := planDef(v, n, "persistent", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whats []string
+	for _, o := range cfg.ops {
+		whats = append(whats, o.what)
+	}
+	want := []string{
+		"detach VF 0000:61:00.2",
+		"attach VF 0000:61:00.2 (mac 52:54:00:00:00:01, group igb0) as the transient of ua-vflag-525400000001",
+	}
+	if diff := cmp.Diff(want, whats); diff != "" || cfg.claim != nil {
+		t.Fatalf("persistent plan (-want +got):\n%s\nclaim %+v", diff, cfg.claim)
+	}
+	if !strings.Contains(cfg.ops[1].xml, `<tag id="42"></tag>`) {
+		t.Errorf("the VF again without its VLAN:\n%s", cfg.ops[1].xml)
+	}
+	live, err := planDef(v, n, "live", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.ops) != 0 || len(live.notes) != 1 || !strings.Contains(live.notes[0], "at the next start") {
+		t.Errorf("live plan: ops %+v notes %q", live.ops, live.notes)
+	}
+	// With the VLAN in place, nothing to do.
+	done := strings.Replace(doc, `</source><teaming type='transient'`, `</source><vlan><tag id='42'/></vlan><teaming type='transient'`, 1)
+	if v, err = parseView(done); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = planDef(v, n, "persistent", true); err != nil || !cfg.empty() {
+		t.Errorf("pair with its VLAN: plan %+v, %v", cfg, err)
 	}
 }

@@ -16,6 +16,9 @@ type Attachment struct {
 	// vflag makes too.
 	Migratable bool
 	Standby    Standby
+	// VFVLAN is the VLAN of a legacy group's teaming VF (0: none): its
+	// interface's <vlan>, which libvirt sets through the PF.
+	VFVLAN int
 }
 
 // Record is the attachment's record (what Detach needs).
@@ -93,6 +96,9 @@ type HostdevIface struct {
 	// Standby is the alias its <teaming type='transient'> pairs it with;
 	// "" when it is no teaming interface.
 	Standby string
+	// VLAN is the VLAN its <vlan> has libvirt set on the VF through the PF
+	// (0 none, -1 not one tag).
+	VLAN int
 	// NotHotplug: it sits on a guest PCI bus that takes no hotplug (not a
 	// PCIe root port, or one with hotplug='off'): QEMU cannot unplug it at
 	// a migration. Read from the persistent definition where it is there.

@@ -62,7 +62,7 @@ func formatPCI(p *libvirtxml.DomainAddressPCI) string {
 
 // interfaceXML builds the device XML for one VF; with a standby alias, as
 // the transient half of a teaming pair.
-func interfaceXML(pci, mac, standbyAlias string) (string, error) {
+func interfaceXML(pci, mac, standbyAlias string, vlan int) (string, error) {
 	dom, bus, slot, fn := pciaddr.Addr(pci).Parts()
 	iface := libvirtxml.DomainInterface{
 		Managed: "yes",
@@ -78,7 +78,23 @@ func interfaceXML(pci, mac, standbyAlias string) (string, error) {
 	if standbyAlias != "" {
 		iface.Teaming = &libvirtxml.DomainInterfaceTeaming{Type: "transient", Persistent: standbyAlias}
 	}
+	if vlan != 0 {
+		iface.VLan = &libvirtxml.DomainInterfaceVLan{Tags: []libvirtxml.DomainInterfaceVLanTag{{ID: uint(vlan)}}}
+	}
 	return iface.Marshal()
+}
+
+// ifaceVLAN is the VLAN a VF's <vlan> gives it through the PF: 0 without
+// one, its tag with one tag, -1 for anything else (a trunk, which libvirt
+// refuses for a VF).
+func ifaceVLAN(d libvirtxml.DomainInterface) int {
+	switch {
+	case d.VLan == nil:
+		return 0
+	case d.VLan.Trunk == "" && len(d.VLan.Tags) == 1:
+		return int(d.VLan.Tags[0].ID)
+	}
+	return -1
 }
 
 // claim is one metadata entry: vflag attached the VF at PCI with MAC for

@@ -60,7 +60,7 @@ func TestParseMAC(t *testing.T) {
 }
 
 func TestInterfaceXML(t *testing.T) {
-	x, err := interfaceXML("0000:61:1f.2", "52:54:00:00:00:01", "")
+	x, err := interfaceXML("0000:61:1f.2", "52:54:00:00:00:01", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

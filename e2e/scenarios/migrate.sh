@@ -19,32 +19,38 @@
 # PFs at every event and keeps the XML vflag's hook hands on at "migrate
 # begin".
 #
-# The domain: q35, no OS (it sits in SeaBIOS), a teaming pair: a persistent
-# virtio interface on br-mig (VLAN 42) and A's VF 0 as a transient hostdev
-# interface with the same MAC, on a hotpluggable pcie-root-port, with
-# vflag's claim of the VF for igb0 in <metadata> as vflag writes it for a
-# migratable attachment (the bed's igb VFs are legacy, and vflag makes the
-# pair for switchdev groups only). The guest never negotiates the standby
-# feature, so QEMU keeps the VF hidden (never plugged) at both ends; libvirt
-# still prepares each end's VF (vfio-pci, MAC, VLAN) and releases the
-# source's. `virsh migrate --live` A -> B, without --xml: vflag's hook on the
-# destination rewrites the VF to its own free VF at "migrate begin"
-# (v_rewrite_*), reserves it (v_reserved_*) and prepares it (the domain's MAC
-# on it at "prepare begin", before libvirt touches it: v_dest_prepared_*);
-# the source frees its VF after the migration (MAC back to zero, no hook
-# state, no reservation: v_src_released_*); `validate` passes at both ends.
-# Then a migration back to a destination whose probe refuses "prepare
-# begin": it fails, the domain runs on at B with its VF, A keeps nothing
-# (v_refused_dropped); and the migration back, which takes that VF.
+# The domain: q35, no OS (it sits in SeaBIOS), defined on A without any
+# interface; A's config attaches VF 0 to it as a migratable attachment
+# (vlan 42 in vfs), with standby_bridge br-mig (the bed's igb group is
+# legacy: it has no bridge of its own), so `vflag up` makes the teaming
+# pair: a persistent virtio interface on br-mig (VLAN 42) and VF 0 as a
+# transient hostdev interface with the same MAC and VLAN, with vflag's
+# claim in <metadata> (v_pair_a checks the definition vflag wrote). libvirt
+# puts the VF on a hotpluggable pcie-root-port. The guest never negotiates
+# the standby feature, so QEMU keeps the VF hidden (never plugged) at both
+# ends; libvirt still prepares each end's VF (vfio-pci, MAC, VLAN) and
+# releases the source's. `virsh migrate --live` A -> B, without --xml:
+# vflag's hook on the destination rewrites the VF to its own free VF at
+# "migrate begin" (v_rewrite_*), reserves it (v_reserved_*) and prepares it
+# (the domain's MAC on it at "prepare begin", before libvirt touches it:
+# v_dest_prepared_*); the pair arrives as vflag wrote it, on the
+# destination's VF (v_pair_b, v_pair_a2); the source frees its VF after the
+# migration (MAC back to zero, no hook state, no reservation:
+# v_src_released_*); `validate` passes at both ends (A's with the pair's
+# teaming check; once the domain runs on A again, that check is the only
+# failure and says the VF is hidden: no OS). Then a migration back
+# to a destination whose probe refuses "prepare begin": it fails, the
+# domain runs on at B with its VF, A keeps nothing (v_refused_dropped); and
+# the migration back, which takes that VF.
 #
 # MACHINE: igb
 # QEMU_ARGS: -netdev hubport,id=n1,hubid=0 -device igb,netdev=n1
 # TIMEOUT: 900
 # EXPECT: m_pfs m_ovs m_hosts m_hosts_apart
-# EXPECT: v_setup_a v_setup_b v_define v_start_a m_root_port m_qemu_failover m_vf_a_prepared
-# EXPECT: v_migrate_ab v_on_b v_rewrite_b v_dest_prepared_b v_vf_b_ready v_reserved_b v_failover_b v_standby_b v_src_released_a
+# EXPECT: v_setup_b v_define v_setup_a v_pair_a v_start_a m_root_port m_qemu_failover m_vf_a_prepared
+# EXPECT: v_migrate_ab v_on_b v_rewrite_b v_pair_b v_dest_prepared_b v_vf_b_ready v_reserved_b v_failover_b v_standby_b v_src_released_a
 # EXPECT: v_validate_a v_validate_b v_refused v_refused_dropped
-# EXPECT: v_migrate_ba v_on_a v_rewrite_a v_dest_prepared_a v_vf_a_ready v_reserved_a v_standby_a v_src_released_b v_validate_a2 v_validate_b2
+# EXPECT: v_migrate_ba v_on_a v_rewrite_a v_pair_a2 v_dest_prepared_a v_vf_a_ready v_reserved_a v_standby_a v_src_released_b v_validate_a2 v_validate_b2
 . "$(dirname "$0")/lib.sh"
 
 MAC=52:54:00:51:00:01
@@ -151,19 +157,12 @@ apart() {
 }
 check m_hosts_apart apart
 
-# pair_xml NAME VF-PCI [GROUP]: a q35 domain without an OS: the standby
-# (virtio on br-mig, VLAN 42, alias ua-NAME-standby) and the VF as a
-# transient hostdev interface with the same MAC; with GROUP, vflag's claim
-# of the VF for that group in <metadata>, as vflag writes it for a
-# migratable attachment.
-pair_xml() {
-	local d=${2%%:*} rest=${2#*:}
-	local b=${rest%%:*} sf=${rest#*:} meta=
-	[ -z "${3:-}" ] || meta="<metadata><vflag:vflag xmlns:vflag='https://vflag.dev/xmlns/vflag/1'><vflag:vf pci='$2' mac='$MAC' owner='$3' standby='ua-$1-standby'/></vflag:vflag></metadata>"
+# bare_xml NAME: a q35 domain without an OS and without interfaces (vflag
+# attaches the pair).
+bare_xml() {
 	cat <<EOF
 <domain type='qemu'>
   <name>$1</name>
-  $meta
   <memory unit='MiB'>64</memory>
   <vcpu>1</vcpu>
   <os><type arch='x86_64' machine='q35'>hvm</type></os>
@@ -171,24 +170,31 @@ pair_xml() {
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
     <controller type='usb' model='none'/>
     <memballoon model='none'/>
-    <interface type='bridge'>
-      <mac address='$MAC'/>
-      <source bridge='br-mig'/>
-      <virtualport type='openvswitch'/>
-      <vlan><tag id='$VLAN'/></vlan>
-      <model type='virtio'/>
-      <teaming type='persistent'/>
-      <alias name='ua-$1-standby'/>
-    </interface>
-    <interface type='hostdev' managed='yes'>
-      <mac address='$MAC'/>
-      <source><address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/></source>
-      <vlan><tag id='$VLAN'/></vlan>
-      <teaming type='transient' persistent='ua-$1-standby'/>
-    </interface>
   </devices>
 </domain>
 EOF
+}
+ALIAS=ua-vflag-$(echo $MAC | tr -d :)
+# pair H PCI [--inactive]: the domain's definition on H (live, or the
+# persistent one) has the pair vflag writes: the standby (bridge br-mig,
+# openvswitch, VLAN 42, virtio, teaming persistent, the alias), the VF at
+# PCI (hostdev, VLAN 42, teaming transient naming the alias), both with the
+# MAC, and vflag's claim of the VF for igb0 naming the standby.
+pair() {
+	local x sb vf w bad= d b sf
+	d=${2%%:*} b=$(echo "$2" | cut -d: -f2) sf=${2##*:}
+	x=$(virsh -c "$(uri "$1")" dumpxml ${3:-} $DOM) || return 1
+	sb=$(printf '%s\n' "$x" | sed -n "/<interface type='bridge'>/,/<\/interface>/p")
+	vf=$(printf '%s\n' "$x" | sed -n "/<interface type='hostdev'/,/<\/interface>/p")
+	for w in "<mac address='$MAC'/>" "<source bridge='br-mig'/>" "<virtualport type='openvswitch'" "<tag id='$VLAN'/>" "<model type='virtio'/>" "<teaming type='persistent'/>" "<alias name='$ALIAS'/>"; do
+		printf '%s\n' "$sb" | grep -qF "$w" || bad="$bad standby:$w"
+	done
+	for w in "<mac address='$MAC'/>" "<address type='pci' domain='0x$d' bus='0x$b' slot='0x${sf%.*}' function='0x${sf#*.}'/>" "<tag id='$VLAN'/>" "<teaming type='transient' persistent='$ALIAS'/>"; do
+		printf '%s\n' "$vf" | grep -qF "$w" || bad="$bad vf:$w"
+	done
+	printf '%s\n' "$x" | grep -qF "<vflag:vf pci=\"$2\" mac=\"$MAC\" owner=\"igb0\" standby=\"$ALIAS\"/>" || bad="$bad claim"
+	[ -z "$bad" ] || { printf '%s\n' "$x"; echo "host $1: missing$bad"; return 1; }
+	echo "host $1 ${3:-live}: standby $ALIAS on br-mig vlan $VLAN, VF $2 transient, claim for igb0"
 }
 # The VF's guest-side slot: a pcie-root-port with hotplug (libvirt's default).
 root_port() {
@@ -243,6 +249,9 @@ step "vflag at both ends"
 # namespace (nsenter), so qemu:///system is that host's libvirtd.
 HOOK_BIN=$(dirname "$VFLAG")/vflag-hook
 [ -f "$SHARE/vflag-hook" ] && install -m 755 "$SHARE/vflag-hook" "$HOOK_BIN"
+# A's config attaches VF 0 to the domain as a migratable attachment, its
+# standby on br-mig (the host's bridge: the test made it) with the VF's
+# VLAN; B's receives the domain (the hook takes its group by the claim).
 for h in a b; do
 	pci=$PCI_A
 	[ $h = a ] || pci=$PCI_B
@@ -257,6 +266,12 @@ groups:
       - {pf: 0, vf: 1, driver: igbvf}
 CFG
 done
+cat >>/hosts/a/vflag.yaml <<CFG
+      - {pf: 0, vf: 0, vlan: $VLAN}
+    standby_bridge: br-mig
+    attachments:
+      - {domain: $DOM, pf: 0, vf: 0, mac: "$MAC", migratable: true}
+CFG
 # V H ARGS: vflag of host H, in its mount namespace.
 V() {
 	local h=$1
@@ -269,15 +284,17 @@ setup() {
 	V "$1" up || return 1
 	echo "host $1: hook in /hosts/$1/etc/hooks/qemu.d/vflag, up done"
 }
-check v_setup_a setup a || exit 0
 check v_setup_b setup b || exit 0
+bare_xml $DOM >/root/$DOM-a.xml
+check v_define VA define /root/$DOM-a.xml
+# up on A makes A's VFs and attaches the pair to the defined domain.
+check v_setup_a setup a || exit 0
 VF_A=$(basename "$(readlink "$PFDIR_A/virtfn0")") VF_B=$(basename "$(readlink "$PFDIR_B/virtfn0")")
+check v_pair_a pair a "$VF_A" --inactive
 # igb gives a new VF a random MAC: zero both, so that a MAC seen later is
 # vflag's or libvirt's doing.
 ip link set "$PF_A" vf 0 mac $ZERO
 ip link set "$PF_B" vf 0 mac $ZERO
-pair_xml $DOM "$VF_A" igb0 >/root/$DOM-a.xml
-check v_define VA define /root/$DOM-a.xml
 check v_start_a VA start $DOM
 check m_root_port root_port
 check m_qemu_failover failover a "$VF_A"
@@ -315,7 +332,24 @@ reserved() {
 	cat "$f" || { ls -la /hosts/$1/state/hook/reserved; return 1; }
 	jq -e --arg d $DOM '.domain == $d and .started == true' "$f" >/dev/null
 }
-validate_ok() { V "$1" validate; }
+# validate_ok H [hidden]: vflag validate passes on H; on A, whose config
+# has the migratable attachment, with the pair's teaming check passing. With
+# hidden (the domain runs on A): the teaming check is the only one failing,
+# and says the VF is hidden (the domain has no OS: the guest never
+# negotiates the standby feature).
+validate_ok() {
+	local out rc fails
+	out=$(V "$1" validate 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	[ "$1" = a ] || return $rc
+	fails=$(printf '%s\n' "$out" | grep -E '^ *FAIL ')
+	if [ -z "${2:-}" ]; then
+		[ $rc = 0 ] && printf '%s\n' "$out" | grep -qE "^ *PASS +teaming/$DOM/pf0vf0 "
+		return
+	fi
+	[ "$(printf '%s\n' "$fails" | grep -c .)" = 1 ] && printf '%s\n' "$fails" | grep -qE "^ *FAIL +teaming/$DOM/pf0vf0 .*the VF is hidden"
+}
 migrate_v() { # migrate_v FROM TO PORT: without --xml (vflag's hook rewrites)
 	local t0 t1 rc secs
 	t0=$(date +%s.%N)
@@ -332,6 +366,7 @@ step "vflag: migrate A -> B"
 check v_migrate_ab migrate_v a b 49154
 check v_on_b on b a
 check v_rewrite_b rewritten b "$VF_B"
+check v_pair_b pair b "$VF_B"
 check v_dest_prepared_b dest_prepared b b
 check v_vf_b_ready prepared "$PF_B" 0 "$VF_B"
 check v_reserved_b reserved b "$VF_B"
@@ -361,12 +396,13 @@ step "vflag: migrate B -> A"
 check v_migrate_ba migrate_v b a 49156
 check v_on_a on a b
 check v_rewrite_a rewritten a "$VF_A"
+check v_pair_a2 pair a "$VF_A"
 check v_dest_prepared_a dest_prepared a a
 check v_vf_a_ready prepared "$PF_A" 0 "$VF_A"
 check v_reserved_a reserved a "$VF_A"
 check v_standby_a standby a
 check v_src_released_b src_released b "$PF_B"
-check v_validate_a2 validate_ok a
+check v_validate_a2 validate_ok a hidden
 check v_validate_b2 validate_ok b
 VA destroy $DOM >/dev/null
 exit 0

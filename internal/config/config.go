@@ -72,9 +72,16 @@ type Group struct {
 	VFs  []VFConfig `mapstructure:"vfs"`
 	// RateGroups are devlink rate nodes (switchdev only): the VFs whose
 	// rate_group names one share its tx_max (a tenant's VFs).
-	RateGroups  []RateGroup  `mapstructure:"rate_groups"`
-	OVS         OVSConfig    `mapstructure:"ovs"`
-	Attachments []Attachment `mapstructure:"attachments"`
+	RateGroups []RateGroup `mapstructure:"rate_groups"`
+	OVS        OVSConfig   `mapstructure:"ovs"`
+	// StandbyBridge is, in a legacy group, the host's Open vSwitch bridge
+	// the standbys of its migratable attachments go on (a legacy group has
+	// no bridge of its own): a bridge vflag neither makes nor changes
+	// (libvirt adds and removes the standbys' ports), whose uplink reaches
+	// the network the group's PFs are on. Switchdev groups put the standby
+	// on ovs.bridge.
+	StandbyBridge string       `mapstructure:"standby_bridge"`
+	Attachments   []Attachment `mapstructure:"attachments"`
 	// Network, when given, is the group's VF pool for libvirt: a hostdev
 	// network domains take a VF from at start (<interface type='network'>).
 	Network *Network `mapstructure:"network"`
@@ -233,7 +240,8 @@ type Attachment struct {
 	// Migratable makes the VF live-migratable (libvirt teaming): vflag
 	// gives the domain a persistent virtio interface on the group's bridge
 	// (the standby, with the VF's VLAN and MAC) and attaches the VF as its
-	// transient partner. switchdev groups only.
+	// transient partner. A legacy group's standby goes on standby_bridge,
+	// and the VF's vlan (vfs) goes into both interfaces' <vlan>.
 	Migratable bool `mapstructure:"migratable"`
 }
 
@@ -557,6 +565,7 @@ func (c *Config) validateGroup(v *validator, gi int) {
 	if gc.legacy {
 		v.validateLegacyNoBridge(gc)
 	}
+	v.validateStandbyBridge(gc)
 	rateGroups := v.validateRateGroups(gc)
 	v.validateVFs(gc, rateGroups)
 	if g.Network != nil {
@@ -679,6 +688,23 @@ func (v *validator) validateLegacyNoBridge(gc groupCheck) {
 	}
 }
 
+// validateStandbyBridge checks standby_bridge: a legacy group's, named
+// like a bridge (a host that only receives migrated domains, or whose
+// pool's domains carry their own pairs, gives it without a migratable
+// attachment); a switchdev group's standbys go on ovs.bridge.
+func (v *validator) validateStandbyBridge(gc groupCheck) {
+	g, p := gc.g, gc.p
+	if g.StandbyBridge == "" {
+		return
+	}
+	switch {
+	case gc.switchdev:
+		v.add(p+".standby_bridge", g.StandbyBridge, "is not allowed with eswitch switchdev: the standbys of its migratable attachments go on ovs.bridge")
+	case !bridgeNameRE().MatchString(g.StandbyBridge) || isDotName(g.StandbyBridge):
+		v.add(p+".standby_bridge", g.StandbyBridge, "must be 1-15 characters of [A-Za-z0-9_.-], not \".\" or \"..\"")
+	}
+}
+
 // validateRateGroups checks a group's rate groups (switchdev only) and
 // returns the names declared, for the VFs' rate_group.
 func (v *validator) validateRateGroups(gc groupCheck) map[string]bool {
@@ -771,9 +797,15 @@ func (v *validator) validateAttachments(gc groupCheck) {
 			// libvirt sets the VF's VLAN itself when the domain takes it
 			// through <interface type='hostdev'> (VLAN 0 without a <vlan>
 			// in the domain XML) and puts back only the VLAN, without the
-			// QoS, at release: seen on igb in the e2e bed.
+			// QoS, at release: seen on igb in the e2e bed. A migratable
+			// attachment's pair carries the VLAN in its <vlan>s, so
+			// libvirt sets that one.
 			for vi, vf := range g.VFs {
-				if vf.PF == a.PF && vf.VF == a.VF && (vf.VLAN != 0 || vf.QoS != 0) {
+				if vf.PF == a.PF && vf.VF == a.VF && a.Migratable && vf.QoS != 0 {
+					v.add(fmt.Sprintf("%s.vfs[%d].qos", p, vi), vf.QoS, "cannot hold on a VF attached to a domain (%s): libvirt sets the VF's VLAN from the teaming pair's <vlan> when the domain starts and drops the QoS at release", ap)
+					continue
+				}
+				if vf.PF == a.PF && vf.VF == a.VF && !a.Migratable && (vf.VLAN != 0 || vf.QoS != 0) {
 					v.add(fmt.Sprintf("%s.vfs[%d].vlan", p, vi), vf.VLAN, "cannot hold on a VF attached to a domain (%s): libvirt sets the VF's VLAN itself when the domain starts (0 without a <vlan> in its interface) and drops the QoS at release; give the VLAN to a VF the host keeps, or attach another VF", ap)
 				}
 			}
@@ -798,8 +830,8 @@ func (v *validator) validateAttachments(gc groupCheck) {
 // the standby by MAC: a second interface with it breaks the pair).
 func (v *validator) validateMigratable(gc groupCheck, ap string, a Attachment) {
 	g := gc.g
-	if gc.legacy {
-		v.add(ap+".migratable", true, "needs eswitch switchdev: the standby virtio interface of the teaming pair is a port of the group's bridge, which a legacy group does not have")
+	if gc.legacy && g.StandbyBridge == "" {
+		v.add(ap+".migratable", true, "needs standby_bridge in a legacy group: the standby virtio interface of the teaming pair is a port of an Open vSwitch bridge, and a legacy group has none of its own; name the host's bridge whose uplink reaches the network of the group's PFs (groups[].standby_bridge), or use a switchdev group")
 		return
 	}
 	if g.OVN != nil {

@@ -317,10 +317,12 @@ func TestAttachmentDomains(t *testing.T) {
 	}
 }
 
-// TestMigratable: an attachment may be migratable in a switchdev group; a
-// legacy group (no bridge for the standby), a second interface of the
-// domain with the pair's MAC and a pool's migratable are refused, each
-// naming its field.
+// TestMigratable: an attachment may be migratable in a switchdev group, or
+// in a legacy group with standby_bridge (its VF's vlan then allowed); a
+// legacy group without it (no bridge for the standby), standby_bridge in a
+// switchdev group or not a bridge name, QoS on a legacy pair's VF, a second
+// interface of the domain with the pair's MAC and a pool's migratable are
+// refused, each naming its field.
 func TestMigratable(t *testing.T) {
 	c := validConfig()
 	c.Groups[0].Attachments[0].Migratable = true
@@ -332,10 +334,29 @@ func TestMigratable(t *testing.T) {
 		mutate func(c *Config)
 		want   string
 	}{
-		{"legacy group", func(c *Config) {
+		{"legacy group without standby_bridge", func(c *Config) {
 			*c = *legacyConfig()
 			c.Groups[0].Attachments[0].Migratable = true
-		}, `groups[0].attachments[0].migratable: "true" needs eswitch switchdev`},
+		}, `groups[0].attachments[0].migratable: "true" needs standby_bridge in a legacy group`},
+		{"standby_bridge in a switchdev group", func(c *Config) {
+			c.Groups[0].Attachments[0].Migratable = true
+			c.Groups[0].StandbyBridge = "br-host"
+		}, `groups[0].standby_bridge: "br-host" is not allowed with eswitch switchdev`},
+		{"standby_bridge not a bridge name", func(c *Config) {
+			*c = *legacyConfig()
+			c.Groups[0].Attachments[0].Migratable = true
+			c.Groups[0].StandbyBridge = "br/host"
+		}, `groups[0].standby_bridge: "br/host" must be 1-15 characters`},
+		{"legacy: qos on a migratable attachment's VF", func(c *Config) {
+			*c = *legacyConfig()
+			c.Groups[0].Attachments[0].Migratable = true
+			c.Groups[0].StandbyBridge = "br-host"
+			c.Groups[0].VFs[0].VLAN, c.Groups[0].VFs[0].QoS = 42, 3
+		}, `groups[0].vfs[0].qos: "3" cannot hold on a VF attached to a domain (groups[0].attachments[0])`},
+		{"legacy: vlan on a plain attachment's VF", func(c *Config) {
+			*c = *legacyConfig()
+			c.Groups[0].VFs[0].VLAN = 42
+		}, `groups[0].vfs[0].vlan: "42" cannot hold on a VF attached to a domain`},
 		{"the MAC of another attachment of the domain", func(c *Config) {
 			c.Groups[0].Attachments[0].Migratable = true
 			c.Groups[0].Attachments = append(c.Groups[0].Attachments, Attachment{Domain: "vm1", PF: 1, VF: 0, MAC: "52:54:00:00:00:01", Migratable: true})
@@ -358,6 +379,15 @@ func TestMigratable(t *testing.T) {
 				t.Fatalf("Validate = %v, want %q", err, tt.want)
 			}
 		})
+	}
+	// A legacy group's pair: the standby on the host's bridge, the VF's
+	// VLAN in both interfaces (libvirt sets it through the PF).
+	c = legacyConfig()
+	c.Groups[0].Attachments[0].Migratable = true
+	c.Groups[0].StandbyBridge = "br-host"
+	c.Groups[0].VFs[0].VLAN = 42
+	if err := c.Validate(); err != nil {
+		t.Fatalf("legacy migratable attachment with standby_bridge refused: %v", err)
 	}
 	// The same MAC in two domains is two pairs, one per guest.
 	c = validConfig()

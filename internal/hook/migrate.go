@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vflag/vflag/eswitch"
 	"github.com/vflag/vflag/internal/atomicfile"
 	"github.com/vflag/vflag/internal/bootgate"
 	"github.com/vflag/vflag/internal/config"
@@ -275,11 +276,12 @@ func configGroup(cfg *config.Config, name string) *config.Group {
 	return nil
 }
 
-// bridgeGroup is the switchdev group of cfg whose bridge is bridge, nil
-// when none.
+// bridgeGroup is the group of cfg whose standbys go on bridge (a switchdev
+// group's ovs.bridge, a legacy group's standby_bridge), nil when none.
 func bridgeGroup(cfg *config.Config, bridge string) *config.Group {
 	for i := range cfg.Groups {
-		if g := &cfg.Groups[i]; g.Switchdev() && g.OVS.Bridge == bridge {
+		g := &cfg.Groups[i]
+		if g.Switchdev() && g.OVS.Bridge == bridge || g.Eswitch == eswitch.ModeLegacy && g.StandbyBridge != "" && g.StandbyBridge == bridge {
 			return g
 		}
 	}

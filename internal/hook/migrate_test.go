@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vflag/vflag/internal/config"
 	"github.com/vflag/vflag/libvirtx"
 )
 
@@ -384,5 +385,25 @@ func TestMigrateHandWrittenPair(t *testing.T) {
 	out, err = b.migrate("vm-h2", uuidB, srcVF, macMig, noClaim("br-other"))
 	if err != nil || out != "" {
 		t.Errorf("hand-written pair on another bridge: %v, printed %q", err, out)
+	}
+}
+
+// TestBridgeGroup: a hand-written pair's standby bridge names the group
+// whose standbys go there: a switchdev group's ovs.bridge, a legacy
+// group's standby_bridge; a legacy group without one has no bridge.
+func TestBridgeGroup(t *testing.T) {
+	cfg := &config.Config{Groups: []config.Group{
+		{Name: "leg0", Eswitch: "legacy"},
+		{Name: "lag0", Eswitch: "switchdev", OVS: config.OVSConfig{Bridge: "br-lag"}},
+		{Name: "igb0", Eswitch: "legacy", StandbyBridge: "br-host"},
+	}}
+	for bridge, want := range map[string]string{"br-lag": "lag0", "br-host": "igb0", "br-other": "", "": ""} {
+		got := ""
+		if g := bridgeGroup(cfg, bridge); g != nil {
+			got = g.Name
+		}
+		if got != want {
+			t.Errorf("bridgeGroup(%q) = %q, want %q", bridge, got, want)
+		}
 	}
 }

@@ -77,17 +77,34 @@ func (attachKind) Undo(ctx context.Context, e *Env, r attachRecord) (string, err
 // AttachmentOf is the libvirtx attachment of a config attachment whose VF
 // is at pci: the MAC (the attachment's, else the VF's), and for a
 // migratable one the standby on the group's bridge with the VLAN columns
-// the VF's representor port has (RepPortSpec).
+// the VF's representor port has (RepPortSpec), or in a legacy group on
+// standby_bridge with the VF's vlan, which the VF's <vlan> gets too.
 func AttachmentOf(g *config.Group, a config.Attachment, pci string) libvirtx.Attachment {
 	mac := a.MAC
 	if mac == "" {
 		mac = g.VFMAC(a.PF, a.VF)
 	}
 	att := libvirtx.Attachment{Domain: a.Domain, PCI: pci, MAC: mac, Live: a.Live, Owner: g.Name, Migratable: a.Migratable}
-	if a.Migratable {
-		ps := RepPortSpec(g, VFKey{a.PF, a.VF}, "")
-		att.Standby = libvirtx.Standby{Bridge: g.OVS.Bridge, VLAN: ps.Tag, VLANMode: ps.VLANMode, Trunks: ps.Trunks}
+	if !a.Migratable {
+		return att
 	}
+	if g.Eswitch == eswitch.ModeLegacy {
+		// No representor: libvirt sets the VF's VLAN through the PF from
+		// the VF's <vlan>, and the standby's port on the host's bridge
+		// from its own; both the VF's vlan, so the standby reaches the
+		// wire the VF's traffic leaves on, in the same VLAN.
+		vlan := 0
+		for _, v := range g.VFs {
+			if v.PF == a.PF && v.VF == a.VF {
+				vlan = v.VLAN
+			}
+		}
+		att.VFVLAN = vlan
+		att.Standby = libvirtx.Standby{Bridge: g.StandbyBridge, VLAN: vlan}
+		return att
+	}
+	ps := RepPortSpec(g, VFKey{a.PF, a.VF}, "")
+	att.Standby = libvirtx.Standby{Bridge: g.OVS.Bridge, VLAN: ps.Tag, VLANMode: ps.VLANMode, Trunks: ps.Trunks}
 	return att
 }
 
@@ -114,7 +131,7 @@ func (run *groupRun) attach(context.Context) ([]batch, error) {
 		case run.dry:
 			what := "attach VF"
 			if a.Migratable {
-				what = "attach the teaming pair (standby " + libvirtx.StandbyAlias(mac) + " on " + g.OVS.Bridge + ") of VF"
+				what = "attach the teaming pair (standby " + libvirtx.StandbyAlias(mac) + " on " + standbyBridge(g.Group) + ") of VF"
 			}
 			out = append(out, batch{predicted(attachKind{}.Name(), id,
 				fmt.Sprintf("domain %s: %s %d of %s mac %s (after VF creation)", a.Domain, what, a.VF, pf.Netdev, mac))})
@@ -123,4 +140,13 @@ func (run *groupRun) attach(context.Context) ([]batch, error) {
 		}
 	}
 	return out, nil
+}
+
+// standbyBridge is the bridge of g's teaming standbys: a legacy group's
+// standby_bridge, else ovs.bridge.
+func standbyBridge(g *config.Group) string {
+	if g.Eswitch == eswitch.ModeLegacy {
+		return g.StandbyBridge
+	}
+	return g.OVS.Bridge
 }

@@ -122,6 +122,10 @@ type Teaming struct {
 	StandbyVLAN, WantVLAN string // both in words, for the message
 	// VFTeam is the alias the VF's <teaming type='transient'> names ("" none).
 	VFTeam string
+	// VFVLAN is the VLAN the VF's <vlan> gives it (-1: not one tag),
+	// WantVFVLAN the pair's: a legacy group's VF's vlan, 0 in a switchdev
+	// group (the VLAN is its representor port's there).
+	VFVLAN, WantVFVLAN int
 	// VFNotHotplug: the VF sits on a guest bus that takes no hotplug.
 	VFNotHotplug bool
 	// Running: the domain runs; Port is its standby's OVS port then (the
@@ -179,6 +183,7 @@ func Static(k eswitch.Kernel, f sysfs.FS, t Target, facts Facts) []Check {
 	if !t.Switchdev {
 		add(vfPolicyChecks(k, t)...)
 		add(attachmentChecks(facts.Attachments)...)
+		add(teamingChecks(facts.Attachments, facts.Bridge)...)
 		return append(out, rdmaChecks(f, t, eswitch.LAGStatus{State: eswitch.LAGUnverified})...)
 	}
 
@@ -287,6 +292,17 @@ func attachmentChecks(as []Attachment) []Check {
 	return out
 }
 
+// vlanNum says a VF's VLAN: "vlan 42", "none", "not one tag".
+func vlanNum(v int) string {
+	switch {
+	case v == 0:
+		return "none"
+	case v < 0:
+		return "not one tag"
+	}
+	return fmt.Sprintf("vlan %d", v)
+}
+
 // teamingChecks: each migratable attachment's pair is consistent (the
 // standby with the VF's MAC, a virtio port of the group's bridge with the
 // VF's VLAN, the VF's teaming naming it), its standby's port is on the
@@ -310,6 +326,8 @@ func teamingChecks(as []Attachment, b *Bridge) []Check {
 			problems = append(problems, fmt.Sprintf("the VF is missing from the persistent definition (libvirt/%s/pf%dvf%d)", a.Domain, a.PF, a.VF))
 		case t.VFTeam != t.Alias:
 			problems = append(problems, fmt.Sprintf("the VF is not the transient half of %s (its <teaming> names %q)", t.Alias, t.VFTeam))
+		case t.VFVLAN != t.WantVFVLAN:
+			problems = append(problems, fmt.Sprintf("the VF's <vlan> is %s, the pair's %s (libvirt sets it on the VF through the PF)", vlanNum(t.VFVLAN), vlanNum(t.WantVFVLAN)))
 		case t.VFNotHotplug:
 			problems = append(problems, "the VF sits on a guest PCI bus that takes no hotplug (not a PCIe root port, or one with hotplug='off'): QEMU cannot unplug it at a migration; remove its guest <address> (libvirt then puts it on a free root port) or set hotplug on that port")
 		}

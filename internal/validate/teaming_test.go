@@ -33,6 +33,9 @@ func TestTeamingChecks(t *testing.T) {
 		{"VF not teamed", func(a *Attachment, _ *Bridge) { a.Teaming.VFTeam = "" }, Fail, "the VF is not the transient half"},
 		{"VF on a bus without hotplug", func(a *Attachment, _ *Bridge) { a.Teaming.VFNotHotplug = true }, Fail, "takes no hotplug"},
 		{"other bridge", func(a *Attachment, _ *Bridge) { a.Teaming.StandbyBridge = "br-x" }, Fail, "not an openvswitch port of br-vf"},
+		{"legacy: the VF's VLAN", func(a *Attachment, _ *Bridge) { a.Teaming.WantVFVLAN = 10 }, Fail, "the VF's <vlan> is none, the pair's vlan 10"},
+		{"legacy: the VF's VLAN as the pair's", func(a *Attachment, _ *Bridge) { a.Teaming.WantVFVLAN, a.Teaming.VFVLAN = 10, 10 }, Pass, "VF plugged"},
+		{"a VF's VLAN in a switchdev pair", func(a *Attachment, _ *Bridge) { a.Teaming.VFVLAN = 10 }, Fail, "the VF's <vlan> is vlan 10, the pair's none"},
 		{"port missing", func(_ *Attachment, b *Bridge) { delete(b.Ports, "vnet3") }, Fail, "the standby's port vnet3 is not on bridge br-vf"},
 		{"port VLAN", func(_ *Attachment, b *Bridge) { b.Ports["vnet3"] = BridgePort{OFPort: 7, Tag: 20} }, Fail, "has tag 20"},
 	}

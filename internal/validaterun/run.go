@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"log/slog"
 	"strings"
 	"sync"
@@ -225,6 +226,10 @@ func (r *run) static(ctx context.Context, g *config.Group) (out []validate.Check
 	var facts validate.Facts
 	if g.Switchdev() {
 		facts.Bridge, facts.BridgeErr = r.bridgeFacts(ctx, g.OVS.Bridge)
+	} else if g.StandbyBridge != "" && slices.ContainsFunc(g.Attachments, func(a config.Attachment) bool { return a.Migratable }) {
+		// A legacy group's standbys' bridge, for the teaming check's
+		// ports (not read: that check leaves the ports out).
+		facts.Bridge, _ = r.bridgeFacts(ctx, g.StandbyBridge)
 	}
 	facts.Attachments = r.attachmentFacts(gh)
 	out = append(out, validate.Static(r.h.Kernel, r.h.FS, t, facts)...)
@@ -406,18 +411,19 @@ func (r *run) attachmentFacts(gh pipeline.Group) []validate.Attachment {
 			out = append(out, va)
 			continue
 		}
-		vfPCI, vfTeam, notHotplug := "", "", false
+		vfPCI, vfTeam, notHotplug, vfVLAN := "", "", false, 0
 		for _, i := range d.Interfaces {
 			if i.Owned && r.pe.VFIs(gh, at.PF, at.VF, i.PCI) {
 				va.Present = true
 				if i.InConfig || vfPCI == "" {
-					vfPCI, vfTeam, notHotplug = i.PCI, i.Standby, i.NotHotplug
+					vfPCI, vfTeam, notHotplug, vfVLAN = i.PCI, i.Standby, i.NotHotplug, i.VLAN
 				}
 			}
 		}
 		if at.Migratable {
 			va.Teaming = r.teamingFacts(gh, at, d, vfPCI, vfTeam)
 			va.Teaming.VFNotHotplug = notHotplug
+			va.Teaming.VFVLAN = vfVLAN
 		}
 		out = append(out, va)
 	}
@@ -432,7 +438,7 @@ func (r *run) teamingFacts(gh pipeline.Group, at config.Attachment, d libvirtx.D
 	want := pipeline.AttachmentOf(gh.Group, at, vfPCI)
 	mac := strings.ToLower(want.MAC)
 	t := &validate.Teaming{MAC: mac, Alias: libvirtx.StandbyAlias(mac), Bridge: want.Standby.Bridge, VFTeam: vfTeam, Running: d.Active,
-		WantVLAN: standbyWords(want.Standby)}
+		WantVLAN: standbyWords(want.Standby), WantVFVLAN: want.VFVLAN}
 	tag, mode, trunks := libvirtx.PortColumns(want.Standby)
 	t.PortWant = validate.VLAN{Tag: tag, Mode: mode, Trunks: trunks}
 	for _, sb := range d.Standbys {
