@@ -9,7 +9,7 @@ package docs
 // A name is found where it is made: the second argument of doctor's add,
 // the Name of a validate.Check (and the first argument of pass, failed,
 // skip and notApplicable), the class of a status problem (problemLine),
-// the reasons notInHWReasons appends. Its expression is resolved through
+// the reasons notInHWReasons appends (ovnFlowReasons' among them). Its expression is resolved through
 // constants, variables, parameters (at every call site) and fmt.Sprintf
 // formats; what depends on the host (a PF's netdev, a domain) becomes a
 // wildcard, which the document writes as <placeholder>.
@@ -411,21 +411,25 @@ func readCodeNames(t *testing.T) codeNames {
 	cn.reasons = map[string]string{}
 	{
 		r := &resolver{all: all, src: all["validate"]}
-		fd := r.src.funcs["notInHWReasons"]
-		if fd == nil {
-			t.Fatal("validate has no notInHWReasons")
-		}
-		ast.Inspect(fd.Body, func(n ast.Node) bool {
-			// out = append(out, reason)
-			if c, ok := n.(*ast.CallExpr); ok && isIdent(c.Fun, "append") && len(c.Args) > 1 && isIdent(c.Args[0], "out") {
-				for _, a := range c.Args[1:] {
-					for _, p := range r.patterns(a, 0) {
-						cn.reasons[p] = r.src.fset.Position(a.Pos()).String()
+		// notInHWReasons and the functions whose reasons it appends
+		// whole (out = append(out, f(...)...)).
+		for _, name := range []string{"notInHWReasons", "ovnFlowReasons"} {
+			fd := r.src.funcs[name]
+			if fd == nil {
+				t.Fatalf("validate has no %s", name)
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				// out = append(out, reason)
+				if c, ok := n.(*ast.CallExpr); ok && isIdent(c.Fun, "append") && len(c.Args) > 1 && isIdent(c.Args[0], "out") && !c.Ellipsis.IsValid() {
+					for _, a := range c.Args[1:] {
+						for _, p := range r.patterns(a, 0) {
+							cn.reasons[p] = r.src.fset.Position(a.Pos()).String()
+						}
 					}
 				}
-			}
-			return true
-		})
+				return true
+			})
+		}
 		errs = append(errs, r.errs...)
 	}
 	if len(errs) > 0 {
