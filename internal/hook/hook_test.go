@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -581,5 +582,58 @@ func TestUnsafeStateDir(t *testing.T) {
 	}
 	if got := b.vfMAC(); got != priorMAC {
 		t.Errorf("VF MAC changed: %s", got)
+	}
+}
+
+// TestBootGateBeforeTheVFsExist: at boot libvirtd may autostart a domain
+// before vflag-pre has made the VFs; a hostdev at the address a config
+// PF's next VF will have (sriov_offset, sriov_stride) is vflag's all the
+// same: deferred, not let through to a start libvirt fails moments later
+// on the half-made VF. Another absent address is not vflag's.
+func TestBootGateBeforeTheVFsExist(t *testing.T) {
+	b := newBed(t)
+	h := b.host()
+	n, err := h.PCI.NumVFs(sriov.Addr("0000:61:00.0"))
+	if err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	next, ok := h.PCI.PredictVF("0000:61:00.0", n) // one up has not made
+	h.Close()
+	if !ok {
+		t.Fatal("no predicted address")
+	}
+	cfg := *b.cfg
+	cfg.Groups = slices.Clone(b.cfg.Groups)
+	cfg.Groups[0].NumVFs = n + 1 // the config wants it: up makes it
+	g := bootgate.Gate{Dir: b.state, BootID: func() (string, error) { return "boot-2", nil }}
+	for _, tc := range []struct {
+		addr sriov.Addr
+		want string // "": let through
+	}{
+		{next, "deferring the autostart of domain vm-a"},
+		{"0000:7f:00.0", ""},
+	} {
+		_, bus, slot, fn := tc.addr.Parts()
+		o := b.opts("prepare", "begin")
+		o.Gate = &g
+		o.Autostart = func(string) bool { return true }
+		o.Config = func() (*config.Config, error) { return &cfg, nil }
+		o.XML = strings.NewReader(fmt.Sprintf(`<domain type='kvm'><name>vm-a</name><devices>
+    <interface type='hostdev' managed='yes'>
+      <mac address='%s'/>
+      <source><address type='pci' domain='0x0000' bus='0x%02x' slot='0x%02x' function='0x%x'/></source>
+    </interface>
+  </devices></domain>`, domMAC, bus, slot, fn))
+		err := Run(context.Background(), o)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want it let through (not vflag's)", tc.addr, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err %v, want %q", tc.addr, err, tc.want)
+		}
+	}
+	if got, _ := g.Deferred(); !reflect.DeepEqual(got, []string{"vm-a"}) {
+		t.Errorf("deferred = %q, want vm-a", got)
 	}
 }

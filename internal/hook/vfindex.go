@@ -139,7 +139,9 @@ func (p *preparer) find(a sriov.Addr) (managedVF, bool) {
 	switch {
 	case ok:
 		return managedVF{Addr: a, PF: cfgPFs[at.pf], VF: at.vf, Group: p.cfgPFs[at.pf].group}, true
-	case at.pfAddr == "" || at.pf >= 0:
+	case at.pfAddr == "":
+		return p.predicted(a) // not a VF: perhaps one up has not made yet
+	case at.pf >= 0:
 		return managedVF{}, false // not a VF, or one of a config group's PFs that is not there
 	}
 	dev := sriov.PCIDevice(at.pfAddr)
@@ -199,6 +201,33 @@ func vfAt(h *host.Host, a sriov.Addr, pfs []eswitch.PF) (vfPlace, bool) {
 		return at, false
 	}
 	return at, false
+}
+
+// predicted finds a device that does not exist yet among the VFs a config
+// group's PF will have: the address the PF's sriov_offset and sriov_stride
+// give VF i, i below the group's numvfs. At boot libvirtd may autostart a
+// domain before vflag-pre has made the VFs (nothing orders libvirtd after
+// it where no network service pulls in network.target); the domain is
+// vflag's all the same, so that the boot gate defers it, where letting it
+// through would have libvirt set up the VF moments later, half made (its
+// PF not yet up), and fail the start.
+func (p *preparer) predicted(a sriov.Addr) (managedVF, bool) {
+	if _, err := p.h.FS.ReadDir(a.Dir()); err == nil {
+		return managedVF{}, false // there, and no VF
+	}
+	pci := sriov.Host{FS: p.h.FS}
+	for i := len(p.cfgPFs) - 1; i >= 0; i-- {
+		c := p.cfgPFs[i]
+		if c.pf.Addr == "" {
+			continue
+		}
+		for vf := 0; vf < c.group.NumVFs; vf++ {
+			if got, ok := pci.PredictVF(c.pf.Addr, vf); ok && got == a {
+				return managedVF{Addr: a, PF: c.pf, VF: vf, Group: c.group}, true
+			}
+		}
+	}
+	return managedVF{}, false
 }
 
 // representorOf is the representor of VF vf of pf, found by devlink port
