@@ -313,16 +313,7 @@ func (v *validator) validateOVNPool(g *Group, p string) {
 		}
 	}
 	for i, pg := range g.Network.Portgroups {
-		pp := fmt.Sprintf("%s.network.portgroups[%d]", p, i)
-		if pg.VLAN != 0 {
-			v.add(pp+".vlan", pg.VLAN, "is not allowed with ovn: br-int's ports carry no tag (give the logical switch a localnet port with tag_request, or the LSP a tag)")
-		}
-		if pg.VLANMode != "" {
-			v.add(pp+".vlan_mode", pg.VLANMode, "is not allowed with ovn: br-int's ports carry no VLAN columns")
-		}
-		if len(pg.Trunks) > 0 {
-			v.add(pp+".trunks", fmt.Sprint(pg.Trunks), "are not allowed with ovn: br-int's ports carry no VLAN columns")
-		}
+		v.noVLANUnderOVN(fmt.Sprintf("%s.network.portgroups[%d]", p, i), pg.VLAN, pg.VLANMode, pg.Trunks)
 	}
 }
 
@@ -414,16 +405,7 @@ func (v *validator) validateOVNPorts(gc groupCheck) {
 		byVF[port.VF] = port.Path
 	}
 	for i, vf := range g.VFs {
-		vp := fmt.Sprintf("%s.vfs[%d]", p, i)
-		if vf.VLAN != 0 {
-			v.add(vp+".vlan", vf.VLAN, "is not allowed with ovn: br-int's ports carry no tag (give the logical switch a localnet port with tag_request, or the LSP a tag)")
-		}
-		if vf.VLANMode != "" {
-			v.add(vp+".vlan_mode", vf.VLANMode, "is not allowed with ovn: br-int's ports carry no VLAN columns")
-		}
-		if len(vf.Trunks) > 0 {
-			v.add(vp+".trunks", fmt.Sprint(vf.Trunks), "are not allowed with ovn: br-int's ports carry no VLAN columns")
-		}
+		v.noVLANUnderOVN(fmt.Sprintf("%s.vfs[%d]", p, i), vf.VLAN, vf.VLANMode, vf.Trunks)
 	}
 }
 
@@ -487,3 +469,18 @@ func (g *Group) OVNTrafficFrom(lsp, p string) error {
 // ValidOVNPortName tells whether s can name a logical switch port (what
 // ovn_port and validate.ovn_from/ovn_to accept).
 func ValidOVNPortName(s string) bool { return ovnPortRE().MatchString(s) }
+
+// noVLANUnderOVN refuses the VLAN settings of a VF or a pool's portgroup
+// at path p in a group with ovn: br-int's ports take none (OVN tags a
+// localnet port or the logical port itself).
+func (v *validator) noVLANUnderOVN(p string, vlan int, mode string, trunks []int) {
+	if vlan != 0 {
+		v.add(p+".vlan", vlan, "is not allowed with ovn: br-int's ports carry no tag (give the logical switch a localnet port with tag_request, or the LSP a tag)")
+	}
+	if mode != "" {
+		v.add(p+".vlan_mode", mode, "is not allowed with ovn: br-int's ports carry no VLAN columns")
+	}
+	if len(trunks) > 0 {
+		v.add(p+".trunks", fmt.Sprint(trunks), "are not allowed with ovn: br-int's ports carry no VLAN columns")
+	}
+}
